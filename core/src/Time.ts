@@ -1,0 +1,17 @@
+/**
+ * Timestamps: ISO 8601 UTC strings with milliseconds, as every resource of the spec shows them.
+ * They are read from Effect's Clock so tests can move time with TestClock.
+ */
+import { Clock, Effect, Schema } from "effect"
+
+export const Timestamp = Schema.String.check(
+  Schema.isPattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/, {
+    expected: "an ISO 8601 UTC timestamp with milliseconds"
+  })
+)
+export type Timestamp = typeof Timestamp.Type
+
+export const toTimestamp = (millis: number): Timestamp => new Date(millis).toISOString()
+
+/** The current time as a Timestamp. */
+export const now: Effect.Effect<Timestamp> = Effect.map(Clock.currentTimeMillis, toTimestamp)

@@ -1,0 +1,9 @@
+import { defineConfig } from "vitest/config"
+
+export default defineConfig({
+  test: {
+    include: ["core/test/**/*.test.ts", "adapters/*/test/**/*.test.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 60_000
+  }
+})
