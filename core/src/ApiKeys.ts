@@ -1,0 +1,159 @@
+/**
+ * Use-case: API keys. Authenticating a bearer secret, creating keys under the granting rule,
+ * listing and revoking them. The HTTP layer calls these; stores only keep records.
+ */
+import { Context, Effect, Layer } from "effect"
+import type { AccountRecord } from "./Account.ts"
+import { Catalogue } from "./Catalogue.ts"
+import * as Errors from "./Errors.ts"
+import {
+  type CreatedKey,
+  generateId,
+  generateSecret,
+  hashSecret,
+  type Key,
+  type KeyRecord,
+  looksLikeSecret,
+  toKey,
+  VISIBLE_PREFIX_LENGTH
+} from "./Keys.ts"
+import { DEFAULT_PERMISSIONS, normalize, type Permission, ungrantable } from "./Permissions.ts"
+import { AccountStore } from "./ports/AccountStore.ts"
+import { KeyStore } from "./ports/KeyStore.ts"
+import * as Time from "./Time.ts"
+
+/** Who is calling: the key that authenticated the request and its account. */
+export interface Caller {
+  readonly key: KeyRecord
+  readonly account: AccountRecord
+}
+
+export interface CreateKeyInput {
+  readonly name: string
+  readonly permissions?: ReadonlyArray<Permission> | undefined
+  readonly machine_id?: string | null | undefined
+  readonly subscription_id?: string | null | undefined
+  readonly rental_id?: string | null | undefined
+}
+
+/** last_used_at is written at most once per this many milliseconds per key (docs/api-decisions.md). */
+export const TOUCH_INTERVAL_MS = 1000
+
+export class ApiKeys extends Context.Service<ApiKeys, {
+  /** The caller behind a bearer secret, or 401 missing_api_key / invalid_api_key. */
+  readonly authenticate: (secret: string) => Effect.Effect<Caller, Errors.Unauthorized>
+  readonly create: (
+    caller: Caller,
+    input: CreateKeyInput
+  ) => Effect.Effect<CreatedKey, Errors.BadRequest | Errors.Forbidden | Errors.NotFound>
+  /** Creates a key for an account directly (the owner's first key at first start). */
+  readonly issue: (
+    accountId: string,
+    input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission> }
+  ) => Effect.Effect<CreatedKey>
+  readonly list: (caller: Caller) => Effect.Effect<ReadonlyArray<Key>>
+  readonly revoke: (caller: Caller, keyId: string) => Effect.Effect<{ id: string; revoked: true }, Errors.NotFound>
+}>()("@model-platform/core/ApiKeys") {
+  static readonly layer = Layer.effect(
+    ApiKeys,
+    Effect.gen(function*() {
+      const keys = yield* KeyStore
+      const accounts = yield* AccountStore
+      const catalogue = yield* Catalogue
+
+      const invalid = (message: string) => Errors.unauthorized("invalid_api_key", message)
+
+      const authenticate = Effect.fn("ApiKeys.authenticate")(function*(secret: string) {
+        if (secret.length === 0) {
+          return yield* Errors.unauthorized(
+            "missing_api_key",
+            "No API key: send it as `Authorization: Bearer <API_KEY>`."
+          )
+        }
+        if (!looksLikeSecret(secret)) return yield* invalid("The API key is malformed.")
+        const key = yield* keys.findByHash(yield* hashSecret(secret))
+        if (key === undefined) return yield* invalid("The API key is not known.")
+        if (key.revoked_at !== null) return yield* invalid("The API key was revoked.")
+        const account = yield* accounts.get(key.account_id)
+        if (account === undefined) return yield* invalid("The API key's account no longer exists.")
+        const millis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+        const last = key.last_used_at === null ? 0 : Date.parse(key.last_used_at)
+        const now = Time.toTimestamp(millis)
+        if (millis - last >= TOUCH_INTERVAL_MS) yield* keys.touch(key.id, now)
+        return { key: { ...key, last_used_at: now }, account } satisfies Caller
+      })
+
+      const issue = Effect.fn("ApiKeys.issue")(function*(
+        accountId: string,
+        input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission> }
+      ) {
+        const secret = yield* generateSecret
+        const record: KeyRecord = {
+          id: yield* generateId("key"),
+          account_id: accountId,
+          name: input.name,
+          prefix: secret.slice(0, VISIBLE_PREFIX_LENGTH),
+          secret_hash: yield* hashSecret(secret),
+          permissions: normalize(input.permissions),
+          machine_id: input.machine_id ?? null,
+          subscription_id: input.subscription_id ?? null,
+          rental_id: input.rental_id ?? null,
+          agent_id: null,
+          created_at: yield* Time.now,
+          last_used_at: null,
+          revoked_at: null
+        }
+        yield* keys.insert(record)
+        return { ...toKey(record), secret }
+      })
+
+      const create = Effect.fn("ApiKeys.create")(function*(caller: Caller, input: CreateKeyInput) {
+        const permissions = input.permissions ?? DEFAULT_PERMISSIONS
+        const missing = ungrantable(caller.key.permissions, permissions)
+        if (missing.length > 0) {
+          return yield* Errors.forbidden(
+            "key_lacks_permission",
+            `A key can only grant permissions it holds; this key lacks ${missing.join(", ")}.`,
+            missing[0]
+          )
+        }
+        const scopes = [input.machine_id, input.subscription_id, input.rental_id].filter((s) => s != null)
+        if (scopes.length > 1) {
+          return yield* Errors.badRequest(
+            "invalid_request",
+            "A key can be scoped by at most one of machine_id, subscription_id and rental_id."
+          )
+        }
+        if (caller.key.machine_id !== null && input.machine_id !== caller.key.machine_id) {
+          return yield* Errors.forbidden(
+            "key_not_scoped_to_machine",
+            `This key is pinned to machine "${caller.key.machine_id}" and can only create keys pinned to it.`
+          )
+        }
+        if (input.machine_id != null && catalogue.machineConfig(input.machine_id) === undefined) {
+          return yield* Errors.notFound("machine_not_found", `No machine "${input.machine_id}".`)
+        }
+        // Subscriptions and rentals are not sold yet, so no id can name one of this account's.
+        if (input.subscription_id != null) {
+          return yield* Errors.notFound("subscription_not_found", `No subscription "${input.subscription_id}".`)
+        }
+        if (input.rental_id != null) {
+          return yield* Errors.notFound("rental_not_found", `No rental "${input.rental_id}".`)
+        }
+        return yield* issue(caller.account.id, { ...input, permissions })
+      })
+
+      return ApiKeys.of({
+        authenticate,
+        create,
+        issue,
+        list: (caller) => Effect.map(keys.list(caller.account.id), (records) => records.map(toKey)),
+        revoke: Effect.fn("ApiKeys.revoke")(function*(caller: Caller, keyId: string) {
+          const revoked = yield* keys.revoke(caller.account.id, keyId, yield* Time.now)
+          if (revoked === undefined) return yield* Errors.notFound("key_not_found", `No key "${keyId}".`)
+          return { id: revoked.id, revoked: true as const }
+        })
+      })
+    })
+  )
+}

@@ -1,0 +1,45 @@
+/**
+ * Platform key authentication for the HttpApi: the bearer middleware, the permission each
+ * endpoint needs (an endpoint annotation), and the CurrentCaller it provides to handlers.
+ */
+import { Context, Effect, Layer, Redacted } from "effect"
+import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
+import { ApiKeys, type Caller } from "../ApiKeys.ts"
+import * as Errors from "../Errors.ts"
+import type { Permission } from "../Permissions.ts"
+
+export class CurrentCaller extends Context.Service<CurrentCaller, Caller>()(
+  "@model-platform/core/api/CurrentCaller"
+) {}
+
+/** The permission an endpoint needs, set with `.annotate(RequiredPermission, "read")`. */
+export const RequiredPermission = Context.Reference<Permission | undefined>(
+  "@model-platform/core/api/RequiredPermission",
+  { defaultValue: () => undefined }
+)
+
+export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: CurrentCaller }>()(
+  "@model-platform/core/api/Authentication",
+  { security: { bearer: HttpApiSecurity.bearer }, error: [Errors.Unauthorized, Errors.Forbidden] }
+) {
+  static readonly layer = Layer.effect(
+    Authentication,
+    Effect.gen(function*() {
+      const apiKeys = yield* ApiKeys
+      return Authentication.of({
+        bearer: Effect.fnUntraced(function*(httpEffect, { credential, endpoint }) {
+          const caller = yield* apiKeys.authenticate(Redacted.value(credential).trim())
+          const needed = Context.get(endpoint.annotations, RequiredPermission)
+          if (needed !== undefined && !caller.key.permissions.includes(needed)) {
+            return yield* Errors.forbidden(
+              "key_lacks_permission",
+              `This key lacks the "${needed}" permission.`,
+              needed
+            )
+          }
+          return yield* Effect.provideService(httpEffect, CurrentCaller, caller)
+        })
+      })
+    })
+  )
+}
