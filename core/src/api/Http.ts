@@ -7,6 +7,8 @@ import { Layer } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { ApiKeys } from "../ApiKeys.ts"
+import { Catalogue } from "../Catalogue.ts"
+import type { CatalogueConfig } from "../CatalogueConfig.ts"
 import { PlatformApi } from "./Api.ts"
 import { ErrorShapeMiddleware, fallbackRoute, SchemaErrors } from "./ErrorShape.ts"
 import { PlatformHandlers } from "./Handlers.ts"
@@ -29,11 +31,15 @@ const RootRoute = HttpRouter.add(
   HttpServerResponse.jsonUnsafe({ name: "Model Platform", openapi: OPENAPI_PATH, docs: DOCS_PATH, inference: "/v1" })
 )
 
-/** Every route of the platform; needs the ports (Catalogue, stores) and HttpServer services. */
+/** The use-cases over a catalogue; they need the store ports. Shells build this once. */
+export const PlatformServices = (config: CatalogueConfig) =>
+  ApiKeys.layer.pipe(Layer.provideMerge(Catalogue.layer(config)))
+
+/** Every route of the platform; needs PlatformServices, the stores and HttpServer services. */
 export const AppRoutes = Layer.mergeAll(
   ApiRoutes,
   HttpApiScalar.layer(PlatformApi, { path: DOCS_PATH }),
   RootRoute,
   fallbackRoute([PlatformApi], [OPENAPI_PATH, DOCS_PATH]),
   ErrorShapeMiddleware
-).pipe(Layer.provide(ApiKeys.layer))
+)

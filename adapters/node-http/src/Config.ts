@@ -1,0 +1,15 @@
+/** The Node server's configuration, from environment variables (docs/configuration.md). */
+import { Config } from "effect"
+import { DEMO_CATALOGUE } from "./CatalogueFile.ts"
+
+export const ServerConfig = Config.all({
+  /** Port to listen on; 0 picks a free one. */
+  port: Config.Int("PORT").pipe(Config.withDefault(8080)),
+  host: Config.String("HOST").pipe(Config.withDefault("127.0.0.1")),
+  /** A PostgreSQL server; without it the embedded Postgres in DATA_DIR is used. */
+  databaseUrl: Config.String("DATABASE_URL").pipe(Config.option),
+  dataDir: Config.String("DATA_DIR").pipe(Config.withDefault(".data")),
+  catalogueFile: Config.String("CATALOGUE_FILE").pipe(Config.withDefault(DEMO_CATALOGUE)),
+  /** Email of the owner account created at first start. */
+  ownerEmail: Config.String("OWNER_EMAIL").pipe(Config.withDefault("owner@localhost"))
+})

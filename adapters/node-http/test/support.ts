@@ -1,0 +1,26 @@
+/** Starts the real Node server on a free port for the shared HTTP suite. */
+import { FirstStart } from "@model-platform/core/Bootstrap"
+import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
+import type { ShellUnderTest } from "@model-platform/test-harness/HttpSuite"
+import { Effect, type Layer, ManagedRuntime } from "effect"
+import { HttpServer } from "effect/http"
+import { serverLayer, type Stores } from "../src/Server.ts"
+
+export const startNodeServer = async <E>(
+  catalogue: CatalogueConfig,
+  stores: Layer.Layer<Stores, E>
+): Promise<ShellUnderTest & { readonly url: string; readonly firstStart: boolean }> => {
+  const runtime = ManagedRuntime.make(
+    serverLayer({ catalogue, port: 0, host: "127.0.0.1", ownerEmail: "owner@test.local" }, stores)
+  )
+  const [server, owner] = await runtime.runPromise(Effect.all([HttpServer.HttpServer, FirstStart]))
+  if (server.address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
+  const url = `http://127.0.0.1:${server.address.port}`
+  return {
+    url,
+    firstStart: owner !== undefined,
+    ownerSecret: owner?.key.secret ?? "",
+    fetch: (path, init) => fetch(url + path, init),
+    close: () => runtime.dispose()
+  }
+}

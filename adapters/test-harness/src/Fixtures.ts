@@ -1,0 +1,82 @@
+/**
+ * A small, fixed catalogue the shared tests rely on: three machines serving one chat model with
+ * different health, scores and regions (so the route order is known), an embedding model, two
+ * operators, packages and tiers.
+ */
+import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
+
+const hardware = { gpus: [{ model: "L40S", count: 2, vram_gb: 48 }], cpu_cores: 32, memory_gb: 256, storage_gb: 2000 }
+const cpuOnly = { gpus: [], cpu_cores: 8, memory_gb: 32, storage_gb: 200 }
+const network = { status: "registered", reachability: "public" }
+const zeroAllowances = { free: 0, builder: 0, scale: 0, trial: 0 }
+
+export const fixtureCatalogue: CatalogueConfig = {
+  operators: [
+    { id: "op-north", name: "North Compute", website: "https://north.example", description: "GPUs in the north.", featured: true, certifications: ["iso27001"] },
+    { id: "op-south", name: "South Cloud", website: "https://south.example", description: "CPUs in the south.", featured: false, certifications: [] }
+  ],
+  machines: [
+    {
+      id: "m-eu-a", name: "EU A", operator: "op-north", region: "eu-west", base_url: "http://127.0.0.1:1/v1",
+      hardware, serverless_models: ["chat-small", "embed-small"], rent: null, subscribe: null, network,
+      score: 0.9, initial_health: "online"
+    },
+    {
+      id: "m-us-b", name: "US B", operator: "op-north", region: "us-east", base_url: "http://127.0.0.1:1/v1",
+      hardware, serverless_models: ["chat-small"], rent: { usd_per_hour: 2.5 }, subscribe: null, network,
+      score: 0.9, initial_health: "online"
+    },
+    {
+      id: "m-eu-c", name: "EU C", operator: "op-south", region: "eu-west", base_url: "http://127.0.0.1:1/v1",
+      hardware: cpuOnly, serverless_models: ["chat-small"], rent: null, subscribe: { plans: ["basic"] }, network,
+      score: 1, initial_health: "offline"
+    },
+    {
+      id: "m-idle", name: "Idle", operator: "op-south", region: "ap-south", base_url: "http://127.0.0.1:1/v1",
+      hardware: cpuOnly, serverless_models: [], rent: { usd_per_hour: 0.5 }, subscribe: null, network,
+      score: 0.5, initial_health: "online"
+    }
+  ],
+  models: [
+    {
+      id: "chat-small", name: "Chat Small", family: "test", description: "A small chat model.", modality: "text",
+      service: "chat", owned_by: "platform", endpoint: "/v1/chat/completions", context_length: 8192,
+      max_output_tokens: 1024, features: ["tools"],
+      pricing: { input_credits_per_mtok: 0.5, output_credits_per_mtok: 1.5, credits_per_request: 0 }
+    },
+    {
+      id: "embed-small", name: "Embed Small", family: "test", description: "A small embedding model.",
+      modality: "text", service: "embeddings", owned_by: "platform", endpoint: "/v1/embeddings",
+      context_length: 512, max_output_tokens: 0, features: [],
+      pricing: { input_credits_per_mtok: 0.02, output_credits_per_mtok: 0, credits_per_request: 0 },
+      limits: { dimensions: [256, 128], max_inputs: 256 }
+    },
+    {
+      id: "orphan", name: "Orphan", family: "test", description: "Served by no machine.", modality: "text",
+      service: "chat", owned_by: "platform", endpoint: "/v1/chat/completions", context_length: 2048,
+      max_output_tokens: 256, features: [],
+      pricing: { input_credits_per_mtok: 1, output_credits_per_mtok: 1, credits_per_request: 0 }
+    }
+  ],
+  packages: [
+    { id: "starter", name: "Starter", description: "10 dollars of credits.", kind: "package", amount_usd: 10, credits: 10000, machine_id: null },
+    { id: "eu-a-offer", name: "EU A offer", description: "Credits for EU A.", kind: "offer", amount_usd: 20, credits: 25000, machine_id: "m-eu-a" }
+  ],
+  payments: {
+    card: { processor: "test" },
+    stablecoin: null,
+    charging_starts_at: null
+  },
+  prices: {
+    credits_per_usd: 1000,
+    services: [
+      { service: "chat", group: "inference", name: "Chat", unit: "mtok", unit_label: "million tokens", credits_per_unit: 1, allowances: { ...zeroAllowances, free: 100, trial: 500 } },
+      { service: "embeddings", group: "inference", name: "Embeddings", unit: "mtok", unit_label: "million tokens", credits_per_unit: 0.02, allowances: zeroAllowances }
+    ]
+  },
+  tiers: [
+    { tier: 0, name: "Starter", purchased_credits: 0, rpm: 60, monthly_limit_credits: 1000 },
+    { tier: 1, name: "Builder", purchased_credits: 10000, rpm: 300, monthly_limit_credits: 50000 },
+    { tier: 2, name: "Scale", purchased_credits: 100000, rpm: 1200, monthly_limit_credits: 500000 }
+  ]
+}

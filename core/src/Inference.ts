@@ -1,0 +1,191 @@
+/**
+ * Bodies of the inference endpoints under /v1 and of forecasting: chat (OpenAI's chat completion
+ * request, permissive about OpenAI fields we do not model, which are kept and passed on), embeddings,
+ * forecasts and image generation, with the responses the platform itself shapes. Chat responses
+ * are OpenAI's and come from the machine. Every body may name a `machine`.
+ */
+import { Schema } from "effect"
+
+const Rest = [Schema.Record(Schema.String, Schema.Unknown)] as const
+const ModelId = Schema.String.check(Schema.isNonEmpty({ expected: "a model id" }))
+const MachineId = Schema.String.check(Schema.isNonEmpty({ expected: "a machine id" }))
+const IntAtLeast = (minimum: number) =>
+  Schema.Int.check(Schema.isGreaterThanOrEqualTo(minimum, { expected: `an integer of at least ${minimum}` }))
+
+// ---- Chat (POST /v1/chat/completions) -----------------------------------------------------
+
+export const ChatRoleValues = ["system", "developer", "user", "assistant", "tool", "function"] as const
+export const ChatRole = Schema.Literals(ChatRoleValues)
+export type ChatRole = typeof ChatRole.Type
+
+/**
+ * An OpenAI chat message: role and content (text, or content parts), plus whatever else OpenAI
+ * allows on it (name, tool_calls, tool_call_id, ...), kept as sent. content may be null or
+ * absent on an assistant message that carries tool_calls.
+ */
+export const ChatMessage = Schema.StructWithRest(
+  Schema.Struct({
+    role: ChatRole,
+    content: Schema.optionalKey(Schema.NullOr(Schema.Union([
+      Schema.String,
+      Schema.Array(Schema.StructWithRest(Schema.Struct({ type: Schema.String }), Rest))
+    ])))
+  }),
+  Rest
+)
+export type ChatMessage = typeof ChatMessage.Type
+
+/** A function tool {type: function, function: {name, description?, parameters?, strict?}} or another tool type. */
+export const ChatTool = Schema.StructWithRest(
+  Schema.Struct({
+    type: Schema.String,
+    function: Schema.optionalKey(Schema.StructWithRest(Schema.Struct({ name: Schema.String }), Rest))
+  }),
+  Rest
+)
+export type ChatTool = typeof ChatTool.Type
+
+/** none | auto | required, or an object naming the tool. */
+export const ChatToolChoice = Schema.Union([
+  Schema.Literals(["none", "auto", "required"]),
+  Schema.StructWithRest(Schema.Struct({ type: Schema.String }), Rest)
+])
+export type ChatToolChoice = typeof ChatToolChoice.Type
+
+/** OpenAI's stop: one string or up to 4. */
+export const ChatStop = Schema.Union([
+  Schema.String,
+  Schema.Array(Schema.String).check(Schema.isBetweenLength(1, 4, { expected: "1 to 4 stop sequences" }))
+])
+
+/**
+ * The chat body. Fields OpenAI marks nullable accept null as "unset". Fields not listed here are
+ * kept (the index signature) so the gateway can pass them on to the machine.
+ */
+export const ChatRequest = Schema.StructWithRest(
+  Schema.Struct({
+    model: ModelId,
+    messages: Schema.Array(ChatMessage).check(Schema.isNonEmpty({ expected: "at least one message" })),
+    stream: Schema.optionalKey(Schema.NullOr(Schema.Boolean)),
+    /** Capped at the model's max_output_tokens. */
+    max_tokens: Schema.optionalKey(Schema.NullOr(IntAtLeast(1))),
+    temperature: Schema.optionalKey(Schema.NullOr(
+      Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 2 }, { expected: "a number from 0 to 2" }))
+    )),
+    top_p: Schema.optionalKey(Schema.NullOr(
+      Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 }, { expected: "a number from 0 to 1" }))
+    )),
+    stop: Schema.optionalKey(Schema.NullOr(ChatStop)),
+    seed: Schema.optionalKey(Schema.NullOr(Schema.Int)),
+    /** Only for models with the `tools` feature. */
+    tools: Schema.optionalKey(Schema.Array(ChatTool)),
+    tool_choice: Schema.optionalKey(ChatToolChoice),
+    /** Reasoning models only; default off. */
+    enable_thinking: Schema.optionalKey(Schema.Boolean),
+    machine: Schema.optionalKey(MachineId)
+  }),
+  Rest
+)
+export type ChatRequest = typeof ChatRequest.Type
+
+// ---- Embeddings (POST /v1/embeddings) -----------------------------------------------------
+
+export const MAX_EMBEDDING_TEXTS = 256
+
+export const EmbeddingRequest = Schema.Struct({
+  model: ModelId,
+  input: Schema.Union([
+    Schema.String,
+    Schema.Array(Schema.String).check(
+      Schema.isBetweenLength(1, MAX_EMBEDDING_TEXTS, { expected: `1 to ${MAX_EMBEDDING_TEXTS} texts` })
+    )
+  ]),
+  /** A shorter vector, where the model supports that length. */
+  dimensions: Schema.optionalKey(IntAtLeast(1)),
+  input_type: Schema.optionalKey(Schema.Literals(["document", "query"])),
+  /**
+   * OpenAI's SDKs send base64 by default; the answer is always float arrays, which those SDKs
+   * accept as they are (docs/resources.md).
+   */
+  encoding_format: Schema.optionalKey(Schema.Literals(["float", "base64"])),
+  user: Schema.optionalKey(Schema.String),
+  machine: Schema.optionalKey(MachineId)
+})
+export type EmbeddingRequest = typeof EmbeddingRequest.Type
+
+export const Embedding = Schema.Struct({
+  object: Schema.Literal("embedding"),
+  index: Schema.Int,
+  embedding: Schema.Array(Schema.Number)
+})
+
+export const EmbeddingResponse = Schema.Struct({
+  object: Schema.Literal("list"),
+  model: Schema.String,
+  data: Schema.Array(Embedding),
+  usage: Schema.Struct({ prompt_tokens: Schema.Int, total_tokens: Schema.Int })
+})
+export type EmbeddingResponse = typeof EmbeddingResponse.Type
+
+// ---- Forecasts (POST /v1/forecasts, /forecasts) -------------------------------------------
+
+export const ForecastRequest = Schema.Struct({
+  model: ModelId,
+  /** Oldest first; the model uses up to its history limit. */
+  history: Schema.Array(Schema.Finite).check(Schema.isMinLength(2, { expected: "at least 2 values" })),
+  /** Up to the model's horizon limit. */
+  horizon: IntAtLeast(1),
+  quantiles: Schema.optionalKey(Schema.Array(
+    Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1, exclusiveMinimum: true, exclusiveMaximum: true }, {
+      expected: "a quantile strictly between 0 and 1"
+    }))
+  )),
+  frequency_seconds: Schema.optionalKey(IntAtLeast(1)),
+  machine: Schema.optionalKey(MachineId)
+})
+export type ForecastRequest = typeof ForecastRequest.Type
+
+export const ForecastResponse = Schema.Struct({
+  object: Schema.Literal("forecast"),
+  model: Schema.String,
+  history_used: Schema.Int,
+  point: Schema.Array(Schema.Number),
+  quantile_levels: Schema.Array(Schema.Number),
+  /** One row per level, each `horizon` long. */
+  quantiles: Schema.Array(Schema.Array(Schema.Number)),
+  generation_time_ms: Schema.NullOr(Schema.Int)
+})
+export type ForecastResponse = typeof ForecastResponse.Type
+
+// ---- Images (POST /v1/images/generations) -------------------------------------------------
+
+export const MAX_IMAGES_PER_REQUEST = 10
+
+/** model and prompt are the spec's; n, size, response_format and seed as in OpenAI's images API. */
+export const ImageRequest = Schema.Struct({
+  model: ModelId,
+  prompt: Schema.String.check(Schema.isNonEmpty({ expected: "a non-empty prompt" })),
+  n: Schema.optionalKey(Schema.NullOr(Schema.Int.check(
+    Schema.isBetween({ minimum: 1, maximum: MAX_IMAGES_PER_REQUEST }, { expected: `1 to ${MAX_IMAGES_PER_REQUEST} images` })
+  ))),
+  size: Schema.optionalKey(Schema.NullOr(
+    Schema.String.check(Schema.isPattern(/^(auto|\d{2,5}x\d{2,5})$/, { expected: "a size WIDTHxHEIGHT, e.g. 1024x1024" }))
+  )),
+  /** Images are returned inline only. */
+  response_format: Schema.optionalKey(Schema.NullOr(
+    Schema.Literal("b64_json").annotate({ expected: "\"b64_json\" (images are returned inline, never as URLs)" })
+  )),
+  seed: Schema.optionalKey(Schema.NullOr(Schema.Int)),
+  machine: Schema.optionalKey(MachineId)
+})
+export type ImageRequest = typeof ImageRequest.Type
+
+/** OpenAI's images response: created in Unix seconds, one base64 image per item. */
+export const ImageResponse = Schema.Struct({
+  created: Schema.Int,
+  data: Schema.Array(Schema.Struct({
+    b64_json: Schema.String,
+    revised_prompt: Schema.optionalKey(Schema.String)
+  }))
+})
+export type ImageResponse = typeof ImageResponse.Type
