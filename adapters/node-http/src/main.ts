@@ -1,0 +1,49 @@
+/**
+ * Starts the platform: reads the configuration, opens the database (the embedded Postgres in
+ * DATA_DIR unless DATABASE_URL is set), serves the API, and on first start prints the owner key.
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { FirstStart } from "@model-platform/core/Bootstrap"
+import { Console, Effect, Layer, Option } from "effect"
+import { HttpServer } from "effect/http"
+import { loadCatalogue } from "./CatalogueFile.ts"
+import { ServerConfig } from "./Config.ts"
+import { Database } from "./postgres/Database.ts"
+import { PgStores } from "./postgres/PgStores.ts"
+import { serverLayer } from "./Server.ts"
+
+const announce = (host: string) => Effect.gen(function*() {
+  const server = yield* HttpServer.HttpServer
+  const owner = yield* FirstStart
+  const address = server.address._tag === "UnixPathAddress"
+    ? server.address.path
+    : `http://${host.includes(":") ? `[${host}]` : host}:${server.address.port}`
+  yield* Console.log(`Model Platform listening on ${address} (docs at ${address}/docs)`)
+  if (owner !== undefined) {
+    yield* Console.log(
+      [
+        "",
+        `First start: created the owner account ${owner.account.email}.`,
+        "Its API key holds every permission and is shown only this once; keep it safe:",
+        "",
+        `    ${owner.key.secret}`,
+        "",
+        `Try: curl -H "Authorization: Bearer ${owner.key.secret}" ${address}/me`,
+        ""
+      ].join("\n")
+    )
+  }
+})
+
+const main = Effect.gen(function*() {
+  const config = yield* ServerConfig
+  const catalogue = yield* loadCatalogue(config.catalogueFile)
+  const database = Database.layer({ databaseUrl: Option.getOrUndefined(config.databaseUrl), dataDir: config.dataDir })
+  const server = serverLayer(
+    { catalogue, port: config.port, host: config.host, ownerEmail: config.ownerEmail },
+    PgStores.pipe(Layer.provide(database))
+  )
+  return yield* Layer.launch(Layer.effectDiscard(announce(config.host)).pipe(Layer.provideMerge(server)))
+})
+
+NodeRuntime.runMain(main)
