@@ -166,8 +166,14 @@ export const CreateAgent = Schema.Struct({
 })
 export type CreateAgent = typeof CreateAgent.Type
 
-/** POST /agents/{id}/settings: omitted fields keep their approved values; the name cannot change. */
-export const AgentSettings = Schema.Struct(settingsFields).check(
+/**
+ * POST /agents/{id}/settings: omitted fields keep their approved values, at least one is needed.
+ * The name cannot change: a body that sends one is refused rather than half-applied.
+ */
+export const AgentSettings = Schema.Struct({
+  name: Schema.optionalKey(Schema.Never.annotate({ message: "an agent's name cannot change" })),
+  ...settingsFields
+}).check(
   Schema.makeFilter((body) => Object.keys(body).length > 0 || "at least one setting to change is required")
 )
 export type AgentSettings = typeof AgentSettings.Type

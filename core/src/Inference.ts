@@ -161,7 +161,7 @@ export type ForecastResponse = typeof ForecastResponse.Type
 
 export const MAX_IMAGES_PER_REQUEST = 10
 
-/** model and prompt are the spec's; n, size, response_format and seed as in OpenAI's images API. */
+/** model and prompt are the spec's; n, size and response_format as in OpenAI's images API; seed is ours. */
 export const ImageRequest = Schema.Struct({
   model: ModelId,
   prompt: Schema.String.check(Schema.isNonEmpty({ expected: "a non-empty prompt" })),
@@ -172,9 +172,10 @@ export const ImageRequest = Schema.Struct({
     Schema.String.check(Schema.isPattern(/^(auto|\d{2,5}x\d{2,5})$/, { expected: "a size WIDTHxHEIGHT, e.g. 1024x1024" }))
   )),
   /** Images are returned inline only. */
-  response_format: Schema.optionalKey(Schema.NullOr(
-    Schema.Literal("b64_json").annotate({ expected: "\"b64_json\" (images are returned inline, never as URLs)" })
-  )),
+  response_format: Schema.optionalKey(
+    Schema.NullOr(Schema.Literal("b64_json"))
+      .annotate({ expected: "\"b64_json\" or null (images are returned inline, never as URLs)" })
+  ),
   seed: Schema.optionalKey(Schema.NullOr(Schema.Int)),
   machine: Schema.optionalKey(MachineId)
 })
