@@ -162,6 +162,10 @@ export const validateCatalogue = (config: CatalogueConfig): ReadonlyArray<string
   const machines = duplicates("machine", config.machines.map((m) => m.id))
   const models = duplicates("model", config.models.map((m) => m.id))
   duplicates("package", config.packages.map((p) => p.id))
+  const services = duplicates("price service", config.prices.services.map((s) => s.service))
+  for (const model of config.models) {
+    if (!services.has(model.service)) problems.push(`model "${model.id}" is billed under unknown service "${model.service}"`)
+  }
   for (const machine of config.machines) {
     if (!operators.has(machine.operator)) {
       problems.push(`machine "${machine.id}" names unknown operator "${machine.operator}"`)

@@ -19,7 +19,7 @@ const ADAPTERS = join(REPO, "adapters")
  * is added here, by its exact specifier (e.g. "node:crypto"), with a comment saying why, so the
  * exception is reviewed rather than slipped in.
  */
-export const ALLOWED_NODE_MODULES: ReadonlyArray<string> = []
+const ALLOWED_NODE_MODULES: ReadonlyArray<string> = []
 
 const ADAPTER_PACKAGES = ["@model-platform/node-http", "@model-platform/lambda", "@model-platform/test-harness"]
 const NODE_BUILTINS = new Set(builtinModules)
@@ -27,7 +27,7 @@ const NODE_BUILTINS = new Set(builtinModules)
 const underPackage = (specifier: string, name: string) => specifier === name || specifier.startsWith(`${name}/`)
 
 /** Why a package specifier is forbidden in core, or undefined when it is allowed. */
-export const forbiddenPackage = (specifier: string): string | undefined => {
+const forbiddenPackage = (specifier: string): string | undefined => {
   if (ALLOWED_NODE_MODULES.includes(specifier)) return undefined
   for (const adapter of ADAPTER_PACKAGES) {
     if (underPackage(specifier, adapter)) return `adapter package ${adapter}`
@@ -38,13 +38,13 @@ export const forbiddenPackage = (specifier: string): string | undefined => {
   if (specifier.startsWith("@electric-sql/")) return "PGlite (an adapter's concern)"
   if (specifier.startsWith("node:")) return "a Node module (core runs on every runtime; see ALLOWED_NODE_MODULES)"
   // A bare builtin name ("fs", "crypto/x") is the same module as its node: form.
-  if (NODE_BUILTINS.has(specifier.split("/")[0]!) || NODE_BUILTINS.has(specifier)) {
+  if (NODE_BUILTINS.has(specifier.split("/")[0]!)) {
     return "a Node module (core runs on every runtime; see ALLOWED_NODE_MODULES)"
   }
   return undefined
 }
 
-export interface Violation {
+interface Violation {
   readonly file: string
   readonly line: number
   readonly specifier: string
@@ -59,7 +59,7 @@ const SPECIFIER = /\bfrom\s*(["'])([^"'\n]+)\1|\bimport\s*(["'])([^"'\n]+)\3|\b(
  * The forbidden imports in one source text. `file` is the file's absolute path: relative
  * specifiers are resolved against it to find those reaching into adapters/ or out of core/.
  */
-export const scanSource = (file: string, source: string): ReadonlyArray<Violation> => {
+const scanSource = (file: string, source: string): ReadonlyArray<Violation> => {
   const violations: Array<Violation> = []
   for (const match of source.matchAll(SPECIFIER)) {
     const specifier = match[2] ?? match[4] ?? match[6]!

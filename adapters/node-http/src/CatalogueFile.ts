@@ -21,7 +21,7 @@ export const loadCatalogue = Effect.fn("loadCatalogue")(function*(file: string) 
     try: () => JSON.parse(text) as unknown,
     catch: (e) => new CatalogueFileError({ message: `catalogue file ${file} is not valid JSON: ${String(e)}` })
   })
-  const config = yield* Schema.decodeUnknownEffect(CatalogueConfig)(json).pipe(
+  const config = yield* Schema.decodeUnknownEffect(CatalogueConfig)(json, { onExcessProperty: "error" }).pipe(
     Effect.mapError((e) => new CatalogueFileError({ message: `catalogue file ${file} is invalid: ${e.message}` }))
   )
   const problems = validateCatalogue(config)
