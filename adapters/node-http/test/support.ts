@@ -2,7 +2,9 @@
 import { FirstStart } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 import type { ShellUnderTest } from "@model-platform/test-harness/HttpSuite"
-import { Effect, type Layer, ManagedRuntime } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, type Layer, ManagedRuntime, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import { HttpServer } from "effect/http"
 import { serverLayer, type Stores } from "../src/Server.ts"
 
@@ -23,4 +25,21 @@ export const startNodeServer = async <E>(
     fetch: (path, init) => fetch(url + path, init),
     close: () => runtime.dispose()
   }
+}
+
+/**
+ * A new empty database on the server at `baseUrl` (TEST_DATABASE_URL), so a suite that needs a
+ * first start gets one even when other suites share the server.
+ */
+export const freshDatabaseUrl = async (baseUrl: string): Promise<string> => {
+  const name = `t_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
+  await Effect.runPromise(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql.unsafe(`CREATE DATABASE ${name}`)
+    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(baseUrl) })), Effect.scoped)
+  )
+  const url = new URL(baseUrl)
+  url.pathname = `/${name}`
+  return url.toString()
 }
