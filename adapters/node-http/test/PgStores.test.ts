@@ -1,0 +1,161 @@
+/**
+ * The store contracts on Postgres: embedded PGlite in memory and in a data directory, and a real
+ * PostgreSQL server when TEST_DATABASE_URL is set. Also the embedded database's own promises:
+ * data survives a restart, and one data directory is owned by one process.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Cause, Effect, Exit, Layer } from "effect"
+import * as ChildProcess from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import type { AccountRecord } from "@model-platform/core/Account"
+import { AccountStore } from "@model-platform/core/ports/AccountStore"
+import { allStoreContracts } from "@model-platform/test-harness/StoreContract"
+import * as Database from "../src/postgres/Database.ts"
+import { DataDirLocked, LOCK_FILE, lock } from "../src/postgres/DataDirLock.ts"
+import { PgStores } from "../src/postgres/PgStores.ts"
+
+const stores = (options: Database.Options) => PgStores.pipe(Layer.provide(Database.layer(options)))
+
+/** A fresh directory, removed when the scope closes. */
+const tempDir = Effect.acquireRelease(
+  Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "pgstores-test-"))),
+  (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+allStoreContracts("PgStores on in-memory PGlite", stores({ dataDir: Database.MEMORY }))
+
+// The directory is made before the database opens and removed after it closes.
+allStoreContracts(
+  "PgStores on a PGlite data directory",
+  Layer.unwrap(Effect.map(tempDir, (dataDir) => stores({ dataDir })))
+)
+
+const databaseUrl = process.env["TEST_DATABASE_URL"]
+describe.skipIf(databaseUrl === undefined)("PgStores on PostgreSQL (TEST_DATABASE_URL)", () => {
+  if (databaseUrl !== undefined) allStoreContracts("contract", stores({ databaseUrl, dataDir: "unused" }))
+  else it.skip("set TEST_DATABASE_URL=postgres://... to run the contract on a PostgreSQL server", () => {})
+})
+
+const account = (id: string): AccountRecord => ({ id, email: `${id}@restart.test`, created_at: "2026-03-04T05:06:07.089Z" })
+
+describe("embedded database", () => {
+  it.live("data survives closing and reopening the data directory", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      const saved = account(`acct_${crypto.randomUUID()}`)
+      yield* Effect.gen(function*() {
+        yield* (yield* AccountStore).insert(saved)
+      }).pipe(
+        Effect.provide(stores({ dataDir }))
+      )
+      assert.isFalse(Fs.existsSync(Path.join(dataDir, LOCK_FILE)), "the lock is released on close")
+      const reopened = yield* Effect.gen(function*() {
+        return yield* (yield* AccountStore).get(saved.id)
+      }).pipe(
+        Effect.provide(stores({ dataDir }))
+      )
+      assert.deepStrictEqual(reopened, saved)
+    }), 60_000)
+
+  it.live("a second open of one data directory is refused, naming the directory and the holder", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      yield* Layer.build(Database.layer({ dataDir }))
+      const second = yield* Effect.exit(Layer.build(Database.layer({ dataDir })))
+      assert.isTrue(Exit.isFailure(second))
+      const error = Exit.isFailure(second) ? Cause.squash(second.cause) : undefined
+      assert.instanceOf(error, DataDirLocked)
+      if (error instanceof DataDirLocked) {
+        assert.strictEqual(error.pid, process.pid)
+        assert.include(error.message, dataDir)
+        assert.include(error.message, String(process.pid))
+      }
+    }), 60_000)
+})
+
+describe("DataDirLock", () => {
+  const writeLock = (dir: string, pid: number) =>
+    Fs.writeFileSync(Path.join(dir, LOCK_FILE), JSON.stringify({ pid, token: "someone-else" }))
+
+  const deadPid = () => {
+    // A child that has exited: its pid is not running (barring immediate reuse).
+    const child = ChildProcess.spawnSync(process.execPath, ["-e", ""])
+    return child.pid ?? 0
+  }
+
+  it.live("a lock held by a live process is refused", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      writeLock(dir, process.ppid)
+      const exit = yield* Effect.exit(Effect.scoped(lock(dir)))
+      assert.deepStrictEqual(
+        Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined,
+        new DataDirLocked({ dataDir: dir, pid: process.ppid, lockFile: Path.join(dir, LOCK_FILE) })
+      )
+    }))
+
+  it.live("a stale lock (dead pid, or our pid from an earlier life, or garbage) is taken over", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const file = Path.join(dir, LOCK_FILE)
+      for (const stale of [() => writeLock(dir, deadPid()), () => writeLock(dir, process.pid), () => Fs.writeFileSync(file, "{")]) {
+        stale()
+        yield* Effect.scoped(Effect.gen(function*() {
+          yield* lock(dir)
+          assert.strictEqual(JSON.parse(Fs.readFileSync(file, "utf8")).pid, process.pid)
+        }))
+        assert.isFalse(Fs.existsSync(file), "released on close")
+      }
+    }))
+
+  it.live("another process's lock is refused while it runs, and taken over once it is killed", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const lockModule = new URL("../src/postgres/DataDirLock.ts", import.meta.url).href
+      const script = `
+        const { Effect } = await import("effect")
+        const { lock } = await import(${JSON.stringify(lockModule)})
+        Effect.runFork(Effect.scoped(lock(${JSON.stringify(dir)}).pipe(
+          Effect.andThen(Effect.sync(() => console.log("locked"))),
+          Effect.andThen(Effect.never)
+        )))`
+      const child = yield* Effect.acquireRelease(
+        Effect.sync(() =>
+          ChildProcess.spawn(process.execPath, ["--input-type=module", "-e", script], {
+            cwd: new URL("..", import.meta.url),
+            stdio: ["ignore", "pipe", "inherit"]
+          })
+        ),
+        (child) => Effect.sync(() => child.kill("SIGKILL"))
+      )
+      yield* Effect.promise(() =>
+        new Promise<void>((resolve, reject) => {
+          child.stdout?.on("data", (chunk: Buffer) => chunk.toString().includes("locked") && resolve())
+          child.on("exit", (code) => reject(new Error(`the locking child exited early (${code})`)))
+        })
+      )
+      const refused = yield* Effect.exit(Effect.scoped(lock(dir)))
+      const error = Exit.isFailure(refused) ? Cause.squash(refused.cause) : undefined
+      assert.instanceOf(error, DataDirLocked)
+      if (error instanceof DataDirLocked) {
+        assert.strictEqual(error.pid, child.pid)
+        assert.include(error.message, dir)
+        assert.include(error.message, `process ${child.pid}`)
+      }
+      // Killed without a chance to clean up: its lock file stays, stale.
+      yield* Effect.promise(() => new Promise((resolve) => child.once("exit", resolve).kill("SIGKILL")))
+      assert.isTrue(Fs.existsSync(Path.join(dir, LOCK_FILE)))
+      yield* Effect.scoped(lock(dir))
+    }), 30_000)
+
+  it.live("released on close, then taken again", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* Effect.scoped(lock(dir))
+      yield* Effect.scoped(lock(dir))
+      const again = yield* Effect.exit(Effect.scoped(Effect.andThen(lock(dir), Effect.scoped(lock(dir)))))
+      assert.isTrue(Exit.isFailure(again), "a lock this process holds is not taken twice")
+    }))
+})
