@@ -1,0 +1,264 @@
+/**
+ * The blob port on the local disk: the Node shell's twin of the S3 store.
+ *
+ * Layout. A key `datasets/ds_1/items/it 1.wav` lives under `rootDir` as
+ *
+ *   datasets/ds_1/items/it 1.wav@blob.json      the record: { contentType, body, size }
+ *   datasets/ds_1/items/it 1.wav@<uuid>.bin     the body, byte for byte
+ *
+ * Folders are the key's segments and every file name carries an `@` suffix, with `%` and `@` in
+ * segments escaped as `%25` and `%40`: a folder can never be mistaken for a blob, so `a/b` and
+ * `a/b/c` can both exist, as on S3. Everything else (spaces, unicode) stays readable.
+ *
+ * Safety. A key is refused (a defect, `InvalidBlobKey`) when it is empty, absolute, has an empty,
+ * `.` or `..` segment, holds a NUL, or has a segment too long for a file name; the final path is
+ * checked to lie under `rootDir` too. A prefix is not a key: `list` and `deletePrefix` answer
+ * nothing for a prefix that no valid key can start with, without touching the disk.
+ *
+ * Atomicity. `put` writes the body to a fresh file (flushed with fsync), then writes the record
+ * to a temporary file and renames it over `@blob.json`: a reader sees the old blob or the new one,
+ * body and content type together, never a torn write, also after a crash. The replaced body is
+ * removed afterwards. `delete` takes the record away with one rename first. Two concurrent puts
+ * of the same key can leave an unreferenced `.bin` file behind (never listed nor read).
+ *
+ * Other I/O failures are defects, as the port says.
+ */
+import { Effect, Layer, Schema } from "effect"
+import { randomUUID } from "node:crypto"
+import * as Fs from "node:fs/promises"
+import * as Path from "node:path"
+import { type Blob, BlobStore } from "@model-platform/core/ports/BlobStore"
+
+/** A key the disk store refuses to map to a path: a programming error, so a defect. */
+export class InvalidBlobKey extends Error {
+  override readonly name = "InvalidBlobKey"
+  readonly key: string
+  constructor(key: string, reason: string) {
+    super(`invalid blob key ${JSON.stringify(key)}: ${reason}`)
+    this.key = key
+  }
+}
+
+export interface DiskBlobStoreOptions {
+  /** Flush bodies and records to the device before answering (default true). */
+  readonly fsync?: boolean
+}
+
+const RECORD = "@blob.json"
+/** `@` + a UUID + `.bin` or `.tmp`: the longest suffix a blob's files carry. */
+const LONGEST_SUFFIX = 1 + 36 + 4
+const NAME_MAX = 255
+
+const Record = Schema.Struct({
+  contentType: Schema.String,
+  /** The body's file name, in the same folder. */
+  body: Schema.String,
+  size: Schema.Number
+})
+type Record = typeof Record.Type
+const decodeRecord = Schema.decodeUnknownSync(Schema.fromJsonString(Record))
+
+// ---------------------------------------------------------------------------------------------
+// keys and paths
+
+const encodeSegment = (segment: string): string =>
+  segment.replace(/[%@]/g, (c) => (c === "%" ? "%25" : "%40"))
+
+const decodeSegment = (name: string): string =>
+  name.replace(/%(25|40)/g, (_, hex: string) => (hex === "25" ? "%" : "@"))
+
+/** Why `segment` can not be a path segment, or undefined when it can. */
+const segmentProblem = (segment: string, maxBytes: number): string | undefined => {
+  if (segment === "") return "empty segment (a leading, trailing or double slash)"
+  if (segment === "." || segment === "..") return `'${segment}' segment`
+  if (segment.includes("\0")) return "NUL character"
+  if (Buffer.byteLength(encodeSegment(segment)) > maxBytes) return `segment longer than ${maxBytes} bytes`
+  return undefined
+}
+
+interface Location {
+  /** The folder holding the blob's files. */
+  readonly dir: string
+  /** The encoded last segment: every file of the blob starts with it. */
+  readonly base: string
+}
+
+const locate = (root: string, key: string): Location => {
+  if (key === "") throw new InvalidBlobKey(key, "empty key")
+  const segments = key.split("/")
+  segments.forEach((segment, i) => {
+    const problem = segmentProblem(segment, i === segments.length - 1 ? NAME_MAX - LONGEST_SUFFIX : NAME_MAX)
+    if (problem !== undefined) throw new InvalidBlobKey(key, problem)
+  })
+  const encoded = segments.map(encodeSegment)
+  const dir = Path.join(root, ...encoded.slice(0, -1))
+  const file = Path.join(dir, encoded[encoded.length - 1] + RECORD)
+  const relative = Path.relative(root, file)
+  if (relative.startsWith("..") || Path.isAbsolute(relative)) throw new InvalidBlobKey(key, "path outside the store")
+  return { dir, base: encoded[encoded.length - 1]! }
+}
+
+// ---------------------------------------------------------------------------------------------
+// file helpers
+
+const errorCode = (error: unknown): string | undefined =>
+  typeof error === "object" && error !== null && "code" in error ? String(error.code) : undefined
+
+/** The result of `f`, or `fallback` when the file or folder is not there. */
+const ifPresent = async <A, B>(f: () => Promise<A>, fallback: B): Promise<A | B> => {
+  try {
+    return await f()
+  } catch (error) {
+    const code = errorCode(error)
+    if (code === "ENOENT" || code === "ENOTDIR") return fallback
+    throw error
+  }
+}
+
+const writeNew = async (path: string, data: Uint8Array | string, fsync: boolean): Promise<void> => {
+  const handle = await Fs.open(path, "wx")
+  try {
+    await handle.writeFile(data)
+    if (fsync) await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}
+
+const syncDir = async (dir: string): Promise<void> => {
+  const handle = await Fs.open(dir, "r")
+  try {
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}
+
+const readRecord = (path: string): Promise<Record | undefined> =>
+  ifPresent(async () => decodeRecord(await Fs.readFile(path, "utf8")), undefined)
+
+// ---------------------------------------------------------------------------------------------
+// the store
+
+const makeDiskBlobStore = (rootDir: string, options: DiskBlobStoreOptions) =>
+  Effect.gen(function*() {
+    const root = Path.resolve(rootDir)
+    const fsync = options.fsync ?? true
+    yield* Effect.promise(() => Fs.mkdir(root, { recursive: true }))
+
+    /** Removes empty folders from `dir` up to (not including) the root. */
+    const prune = async (dir: string): Promise<void> => {
+      for (let current = dir; current !== root && current.startsWith(root + Path.sep); current = Path.dirname(current)) {
+        try {
+          await Fs.rmdir(current)
+        } catch {
+          return // not empty, already gone, or recreated by a put: stop here
+        }
+      }
+    }
+
+    const put = async (key: string, blob: Blob): Promise<void> => {
+      const { base, dir } = locate(root, key)
+      const recordPath = Path.join(dir, base + RECORD)
+      // a concurrent delete may prune the folder between mkdir and the first write: try again
+      for (let attempt = 1;; attempt++) {
+        const id = randomUUID()
+        const bodyName = `${base}@${id}.bin`
+        try {
+          await Fs.mkdir(dir, { recursive: true })
+          await writeNew(Path.join(dir, bodyName), blob.body, fsync)
+        } catch (error) {
+          if (errorCode(error) === "ENOENT" && attempt < 5) continue
+          throw error
+        }
+        const previous = await readRecord(recordPath)
+        const record: Record = { contentType: blob.contentType, body: bodyName, size: blob.body.byteLength }
+        const temporary = Path.join(dir, `${base}@${id}.tmp`)
+        await writeNew(temporary, JSON.stringify(record), fsync)
+        await Fs.rename(temporary, recordPath)
+        if (fsync) await syncDir(dir)
+        if (previous !== undefined && previous.body !== bodyName) {
+          await Fs.rm(Path.join(dir, Path.basename(previous.body)), { force: true })
+        }
+        return
+      }
+    }
+
+    const get = async (key: string): Promise<Blob | undefined> => {
+      const { base, dir } = locate(root, key)
+      const recordPath = Path.join(dir, base + RECORD)
+      // a concurrent put removes the body it replaced: read the new record then
+      for (let attempt = 1; attempt <= 5; attempt++) {
+        const record = await readRecord(recordPath)
+        if (record === undefined) return undefined
+        const body = await ifPresent(() => Fs.readFile(Path.join(dir, Path.basename(record.body))), undefined)
+        if (body !== undefined) {
+          return { body: new Uint8Array(body.buffer, body.byteOffset, body.byteLength), contentType: record.contentType }
+        }
+      }
+      return undefined
+    }
+
+    /** True when this call deleted the blob. */
+    const remove = async (key: string): Promise<boolean> => {
+      const { base, dir } = locate(root, key)
+      // take the record with one rename: whichever version was current is the one deleted
+      const taken = Path.join(dir, `${base}@${randomUUID()}.tmp`)
+      const took = await ifPresent(() => Fs.rename(Path.join(dir, base + RECORD), taken).then(() => true), false)
+      if (!took) return false
+      const record = await readRecord(taken)
+      await Fs.rm(taken, { force: true })
+      if (record !== undefined) await Fs.rm(Path.join(dir, Path.basename(record.body)), { force: true })
+      await prune(dir)
+      return true
+    }
+
+    const list = async (prefix: string): Promise<Array<string>> => {
+      const cut = prefix.lastIndexOf("/")
+      const folder = cut < 0 ? [] : prefix.slice(0, cut).split("/")
+      const rest = prefix.slice(cut + 1)
+      // no valid key lies below a folder that is not a valid path
+      if (folder.some((segment) => segmentProblem(segment, NAME_MAX) !== undefined)) return []
+      const keys: Array<string> = []
+      const walk = async (dir: string, keyBase: string, startsWith: string): Promise<void> => {
+        const entries = await ifPresent(() => Fs.readdir(dir, { withFileTypes: true }), [])
+        const below: Array<Promise<void>> = []
+        for (const entry of entries) {
+          if (entry.isFile() && entry.name.endsWith(RECORD)) {
+            const name = decodeSegment(entry.name.slice(0, -RECORD.length))
+            if (name.startsWith(startsWith)) keys.push(keyBase + name)
+          } else if (entry.isDirectory() && !entry.name.includes("@")) {
+            const name = decodeSegment(entry.name)
+            if (name.startsWith(startsWith)) below.push(walk(Path.join(dir, entry.name), `${keyBase}${name}/`, ""))
+          }
+        }
+        await Promise.all(below)
+      }
+      await walk(Path.join(root, ...folder.map(encodeSegment)), folder.map((s) => `${s}/`).join(""), rest)
+      return keys.sort()
+    }
+
+    const deletePrefix = async (prefix: string): Promise<number> => {
+      const keys = await list(prefix)
+      let deleted = 0
+      for (let i = 0; i < keys.length; i += 32) {
+        const results = await Promise.all(keys.slice(i, i + 32).map(remove))
+        deleted += results.filter(Boolean).length
+      }
+      return deleted
+    }
+
+    return BlobStore.of({
+      put: (key, blob) => Effect.promise(() => put(key, blob)),
+      get: (key) => Effect.promise(() => get(key)),
+      delete: (key) => Effect.promise(() => remove(key).then(() => undefined)),
+      list: (prefix) => Effect.promise(() => list(prefix)),
+      deletePrefix: (prefix) => Effect.promise(() => deletePrefix(prefix))
+    })
+  })
+
+/**
+ * Blobs under `rootDir` (made when missing). Store failures and refused keys are defects.
+ */
+export const BlobStoreDisk = (rootDir: string, options: DiskBlobStoreOptions = {}): Layer.Layer<BlobStore> =>
+  Layer.effect(BlobStore, makeDiskBlobStore(rootDir, options))

@@ -1,0 +1,237 @@
+/**
+ * The contract suite of the blob port. Every implementation (memory, local disk, S3...) runs it
+ * against its own layer, in the style of Effect's KeyValueStoreTest:
+ * `blobStoreContract("memory", BlobStoreMemory)` declares the tests.
+ *
+ * The layer is built once per suite and shared by its tests, so every test works under a fresh
+ * random prefix and never assumes an empty store: suites can share a bucket or a directory that
+ * earlier runs have written to.
+ *
+ * Order: `list` answers keys in JavaScript's default string order (UTF-16 code units). Every key
+ * whose order the suite checks is ASCII, where that order is also S3's (UTF-8 bytes).
+ */
+import { assert, describe, layer, type Vitest } from "@effect/vitest"
+import { Effect, type Layer } from "effect"
+import { type Blob, BlobStore } from "@model-platform/core/ports/BlobStore"
+
+/** Store layers may start an emulator or open a directory. */
+const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
+
+/** More than S3's page of 1000 keys, for both listing and batched deletes. */
+const MANY = 1100
+
+// ---------------------------------------------------------------------------------------------
+// fixtures
+
+/** A fresh prefix per test: `contract/<uuid>/`. */
+const freshPrefix = Effect.sync(() => `contract/${crypto.randomUUID()}/`)
+
+const text = (body: string, contentType = "text/plain; charset=utf-8"): Blob => ({
+  body: new TextEncoder().encode(body),
+  contentType
+})
+
+/** Every byte value once, in order: catches text decoding, NUL handling and chunk framing. */
+const allBytes = (): Uint8Array => Uint8Array.from({ length: 256 }, (_, i) => i)
+
+const assertBlob = (actual: Blob | undefined, expected: Blob, what: string) => {
+  assert.isDefined(actual, `${what}: expected a blob, got undefined`)
+  assert.strictEqual(actual?.contentType, expected.contentType, `${what}: content type`)
+  assert.instanceOf(actual?.body, Uint8Array, `${what}: body is a Uint8Array`)
+  assert.deepStrictEqual(Array.from(actual?.body ?? []), Array.from(expected.body), `${what}: body bytes`)
+}
+
+const putAll = (store: BlobStore["Service"], keys: ReadonlyArray<string>, concurrency = 16) =>
+  Effect.forEach(keys, (key) => store.put(key, text(key)), { concurrency, discard: true })
+
+const sorted = (keys: ReadonlyArray<string>): Array<string> => [...keys].sort()
+
+// ---------------------------------------------------------------------------------------------
+// tests
+
+const blobTests = (it: Vitest.MethodsNonLive<BlobStore>) =>
+  describe("BlobStore", () => {
+    it.effect("put then get returns every byte value and the content type", () =>
+      Effect.gen(function*() {
+        const store = yield* BlobStore
+        const key = `${yield* freshPrefix}bytes.bin`
+        const blob: Blob = { body: allBytes(), contentType: "application/octet-stream" }
+        yield* store.put(key, blob)
+        assertBlob(yield* store.get(key), blob, "all bytes")
+      }))
+
+    it.effect("an empty body round-trips, with its content type", () =>
+      Effect.gen(function*() {
+        const store = yield* BlobStore
+        const key = `${yield* freshPrefix}empty.json`
+        const blob: Blob = { body: new Uint8Array(0), contentType: "application/json" }
+        yield* store.put(key, blob)
+        assertBlob(yield* store.get(key), blob, "empty body")
+        assert.deepStrictEqual(yield* store.list(key), [key], "an empty blob is still listed")
+      }))
+
+    it.effect("text, a larger body and content-type parameters round-trip", () =>
+      Effect.gen(function*() {
+        const store = yield* BlobStore
+        const prefix = yield* freshPrefix
+        const small = text("héllo, wörld ✓\n", "text/csv; charset=utf-8; header=present")
+        const large: Blob = {
+          body: Uint8Array.from({ length: 300_000 }, (_, i) => (i * 31 + (i >> 8)) & 0xff),
+          contentType: "audio/wav"
+        }
+        yield* store.put(`${prefix}small.csv`, small)
+        yield* store.put(`${prefix}large.wav`, large)
+        assertBlob(yield* store.get(`${prefix}small.csv`), small, "text")
+        assertBlob(yield* store.get(`${prefix}large.wav`), large, "300 kB")
+      }))
+
+    it.effect("the store keeps its own copy of the body", () =>
+      Effect.gen(function*() {
+        const store = yield* BlobStore
+        const key = `${yield* freshPrefix}copy.bin`
+        const body = Uint8Array.of(1, 2, 3)
+        yield* store.put(key, { body, contentType: "application/octet-stream" })
+        body[0] = 99
+        const first = yield* store.get(key)
+        assert.deepStrictEqual(Array.from(first?.body ?? []), [1, 2, 3], "mutating the caller's buffer after put")
+        if (first !== undefined) first.body[1] = 99
+        const second = yield* store.get(key)
+        assert.deepStrictEqual(Array.from(second?.body ?? []), [1, 2, 3], "mutating a returned buffer")
+      }))
+
+    it.effect("put replaces the body and the content type", () =>
+      Effect.gen(function*() {
+        const store = yield* BlobStore
+        const key = `${yield* freshPrefix}report`
+        yield* store.put(key, text("first version, which is the longer of the two", "text/plain"))
+        const second: Blob = { body: Uint8Array.of(0, 1, 2), contentType: "application/pdf" }
+        yield* store.put(key, second)
+        assertBlob(yield* store.get(key), second, "after overwrite")
+        assert.deepStrictEqual(yield* store.list(key), [key], "one key after overwrite")
+      }))
+
+    it.effect("get of a missing key is undefined", () =>
+      Effect.gen(function*() {
+        const store = yield* BlobStore
+        const prefix = yield* freshPrefix
+        assert.isUndefined(yield* store.get(`${prefix}never-written`))
+        yield* store.put(`${prefix}a/b`, text("x"))
+        assert.isUndefined(yield* store.get(`${prefix}a`), "a key's parent 'folder' is not a blob")
+        assert.isUndefined(yield* store.get(`${prefix}a/b/c`), "nothing below a blob")
+      }))
+
+    it.effect("delete removes the blob; deleting a missing key is fine", () =>
+      Effect.gen(function*() {
+        const store = yield* BlobStore
+        const prefix = yield* freshPrefix
+        yield* store.put(`${prefix}keep`, text("keep"))
+        yield* store.put(`${prefix}gone`, text("gone"))
+        yield* store.delete(`${prefix}gone`)
+        assert.isUndefined(yield* store.get(`${prefix}gone`))
+        assert.deepStrictEqual(yield* store.list(prefix), [`${prefix}keep`])
+        yield* store.delete(`${prefix}gone`)
+        yield* store.delete(`${prefix}never-written`)
+        yield* store.delete(`${prefix}no/such/folder/either`)
+        assertBlob(yield* store.get(`${prefix}keep`), text("keep"), "the sibling stays")
+      }))
+
+    it.effect("a deleted key can be written again", () =>
+      Effect.gen(function*() {
+        const store = yield* BlobStore
+        const key = `${yield* freshPrefix}deep/er/again.txt`
+        yield* store.put(key, text("one"))
+        yield* store.delete(key)
+        yield* store.put(key, text("two", "text/markdown"))
+        assertBlob(yield* store.get(key), text("two", "text/markdown"), "rewritten")
+      }))
+
+    it.effect("list answers the keys under a prefix, sorted, as plain string prefixes", () =>
+      Effect.gen(function*() {
+        const store = yield* BlobStore
+        const prefix = yield* freshPrefix
+        const keys = ["a/bc/1", "a/b/2", "a/b", "a/b/10", "a/b/1", "b/1", "a/a", "A/b/1", "a/b-1", "a/b/sub/deep/x"]
+          .map((k) => `${prefix}${k}`)
+        yield* putAll(store, keys)
+        assert.deepStrictEqual(
+          yield* store.list(`${prefix}a/b/`),
+          [`${prefix}a/b/1`, `${prefix}a/b/10`, `${prefix}a/b/2`, `${prefix}a/b/sub/deep/x`],
+          "a/b/ is a folder: a/bc and a/b-1 are siblings, not children"
+        )
+        assert.deepStrictEqual(
+          yield* store.list(`${prefix}a/b`),
+          sorted(keys.filter((k) => k.startsWith(`${prefix}a/b`))),
+          "a/b (no slash) is a string prefix: a/b, a/b-1, a/b/... and a/bc/..."
+        )
+        assert.deepStrictEqual(yield* store.list(`${prefix}a/bc`), [`${prefix}a/bc/1`])
+        assert.deepStrictEqual(yield* store.list(prefix), sorted(keys), "everything, sorted")
+        assert.deepStrictEqual(yield* store.list(`${prefix}a/b/sub/`), [`${prefix}a/b/sub/deep/x`])
+        assert.deepStrictEqual(yield* store.list(`${prefix}a/b/1`), [`${prefix}a/b/1`, `${prefix}a/b/10`])
+        assert.deepStrictEqual(yield* store.list(`${prefix}c/`), [], "nothing there")
+        assert.deepStrictEqual(yield* store.list(`${prefix}a/b/2/`), [], "below a blob, nothing")
+        assert.deepStrictEqual(yield* store.list(`${prefix}zz`), [])
+      }))
+
+    it.effect(`list and deletePrefix handle more than one page of keys (${MANY})`, () =>
+      Effect.gen(function*() {
+        const store = yield* BlobStore
+        const prefix = yield* freshPrefix
+        const keys = Array.from({ length: MANY }, (_, i) => `${prefix}many/${String(i).padStart(5, "0")}`)
+        // written in a shuffled order, so a sorted answer is not an accident of insertion order
+        const shuffled = keys.map((k, i) => [(i * 7919) % MANY, k] as const).sort((a, b) => a[0] - b[0]).map(([, k]) => k)
+        yield* putAll(store, shuffled, 32)
+        yield* store.put(`${prefix}other`, text("other"))
+        const listed = yield* store.list(`${prefix}many/`)
+        assert.strictEqual(listed.length, MANY)
+        assert.deepStrictEqual(listed, keys)
+        assert.strictEqual(yield* store.deletePrefix(`${prefix}many/`), MANY)
+        assert.deepStrictEqual(yield* store.list(prefix), [`${prefix}other`])
+      }), 120_000)
+
+    it.effect("deletePrefix deletes exactly the keys under the prefix and counts them", () =>
+      Effect.gen(function*() {
+        const store = yield* BlobStore
+        const prefix = yield* freshPrefix
+        const keys = ["a/b/1", "a/b/2", "a/b/deep/3", "a/bc/1", "a/b", "b/1"].map((k) => `${prefix}${k}`)
+        yield* putAll(store, keys)
+        assert.strictEqual(yield* store.deletePrefix(`${prefix}a/b/`), 3)
+        assert.deepStrictEqual(yield* store.list(prefix), sorted([`${prefix}a/b`, `${prefix}a/bc/1`, `${prefix}b/1`]))
+        assert.isUndefined(yield* store.get(`${prefix}a/b/deep/3`))
+        assertBlob(yield* store.get(`${prefix}a/b`), text(`${prefix}a/b`), "the sibling a/b stays")
+        assert.strictEqual(yield* store.deletePrefix(`${prefix}a/b/`), 0, "again: nothing left to delete")
+        assert.strictEqual(yield* store.deletePrefix(`${prefix}nothing/`), 0)
+        assert.strictEqual(yield* store.deletePrefix(`${prefix}a/b`), 2, "a string prefix: a/b and a/bc/1")
+        assert.deepStrictEqual(yield* store.list(prefix), [`${prefix}b/1`])
+        assert.strictEqual(yield* store.deletePrefix(prefix), 1)
+        assert.deepStrictEqual(yield* store.list(prefix), [])
+      }))
+
+    it.effect("keys with spaces, punctuation and unicode round-trip and list", () =>
+      Effect.gen(function*() {
+        const store = yield* BlobStore
+        const prefix = yield* freshPrefix
+        const names = [
+          "with space/file name (1).txt",
+          "naïve/Ünïcødé ß.txt",
+          "日本語/ファイル.wav",
+          "emoji/🎙️ take 1.wav",
+          "punctuation/a+b=c&d;e,f'g!h~i.txt",
+          "percent/100% done #1 @home $5.txt"
+        ]
+        const keys = names.map((n) => `${prefix}${n}`)
+        yield* Effect.forEach(keys, (key) => store.put(key, text(key)), { discard: true })
+        for (const key of keys) assertBlob(yield* store.get(key), text(key), key)
+        assert.sameMembers([...(yield* store.list(prefix))], keys)
+        assert.deepStrictEqual(yield* store.list(`${prefix}with space/`), [`${prefix}with space/file name (1).txt`])
+        assert.deepStrictEqual(yield* store.list(`${prefix}日本語/`), [`${prefix}日本語/ファイル.wav`])
+        yield* store.delete(`${prefix}naïve/Ünïcødé ß.txt`)
+        assert.isUndefined(yield* store.get(`${prefix}naïve/Ünïcødé ß.txt`))
+        assert.strictEqual(yield* store.deletePrefix(prefix), names.length - 1)
+        assert.deepStrictEqual(yield* store.list(prefix), [])
+      }))
+  })
+
+// ---------------------------------------------------------------------------------------------
+// suite
+
+export const blobStoreContract = <E>(name: string, storeLayer: Layer.Layer<BlobStore, E>): void =>
+  layer(storeLayer, layerOptions)(name, blobTests)
