@@ -1,0 +1,81 @@
+/**
+ * Bundles the Lambda handlers with esbuild into one ESM file, `<outDir>/index.mjs` (plus its
+ * source map), which the CDK stack deploys with `Code.fromAsset(outDir)`. Bundling here rather
+ * than in NodejsFunction keeps synthesis offline and Docker-free, and lets tests synthesise the
+ * stack without bundling at all.
+ *
+ *   ./platform node adapters/lambda/cdk/bundle.ts [entry] [outDir]
+ *
+ * Everything is bundled, the AWS SDK included (the runtime's copy is not pinned), for Node 22
+ * on arm64 (the bundle is plain JavaScript: no native module is allowed in it).
+ */
+import * as esbuild from "esbuild"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+
+const here = Path.dirname(fileURLToPath(import.meta.url))
+
+/** The handlers' module (exports `handler` and `streamHandler`, stack.ts HANDLERS). */
+export const DEFAULT_ENTRY = Path.join(here, "..", "src", "lambda.ts")
+/** Ignored by git (`dist/`). */
+export const DEFAULT_OUT_DIR = Path.join(here, "..", "dist", "lambda")
+
+export interface BundleOptions {
+  readonly entry?: string
+  readonly outDir?: string
+  /** Default true. */
+  readonly minify?: boolean
+}
+
+export interface BundleResult {
+  readonly outDir: string
+  readonly outFile: string
+  /** Size of index.mjs. */
+  readonly bytes: number
+  /** The names index.mjs exports. */
+  readonly exports: ReadonlyArray<string>
+  readonly millis: number
+}
+
+/** Builds the bundle into `outDir`, replacing what was there. */
+export const bundle = async (options: BundleOptions = {}): Promise<BundleResult> => {
+  const started = Date.now()
+  const entry = Path.resolve(options.entry ?? DEFAULT_ENTRY)
+  const outDir = Path.resolve(options.outDir ?? DEFAULT_OUT_DIR)
+  if (!Fs.existsSync(entry)) throw new Error(`bundle: no entry file at ${entry}`)
+  Fs.rmSync(outDir, { recursive: true, force: true })
+  Fs.mkdirSync(outDir, { recursive: true })
+  const outFile = Path.join(outDir, "index.mjs")
+  const result = await esbuild.build({
+    entryPoints: [entry],
+    outfile: outFile,
+    bundle: true,
+    platform: "node",
+    target: "node22",
+    format: "esm",
+    minify: options.minify ?? true,
+    sourcemap: true,
+    sourcesContent: false,
+    legalComments: "none",
+    logLevel: "warning",
+    // CommonJS dependencies (the AWS SDK's) call require(): give the ES module one
+    banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+    mainFields: ["module", "main"],
+    metafile: true
+  })
+  const output = Object.entries(result.metafile.outputs).find(([file]) => Path.resolve(file) === outFile)?.[1]
+  return {
+    outDir,
+    outFile,
+    bytes: Fs.statSync(outFile).size,
+    exports: output?.exports ?? [],
+    millis: Date.now() - started
+  }
+}
+
+if (process.argv[1] !== undefined && Path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const [entry, outDir] = process.argv.slice(2)
+  const result = await bundle({ ...(entry === undefined ? {} : { entry }), ...(outDir === undefined ? {} : { outDir }) })
+  console.log(`bundled ${result.outFile}: ${(result.bytes / 1024).toFixed(0)} KB in ${result.millis} ms`)
+}

@@ -1,0 +1,212 @@
+/**
+ * The AWS deployment of the Lambda shell, as one CDK stack (docs/lambda-deploy.md):
+ *
+ * - one DynamoDB table (string `pk`/`sk`, on demand, point-in-time recovery, TTL on `expires_at`,
+ *   one global secondary index `gsi1` on `gsi1pk`/`gsi1sk`);
+ * - one S3 bucket for blobs (no public access, S3-managed encryption, TLS only);
+ * - two functions from the same esbuild bundle (Node 22, arm64): `ApiFunction` answers the HTTP
+ *   API (API Gateway v2, payload 2.0, every route), `StreamFunction` answers a Function URL with
+ *   response streaming (SSE), which API Gateway can not carry;
+ * - one IAM role for both: read/write on the table (and its index) and the bucket, GetParameter
+ *   on the catalogue parameter, writing to their own log groups; nothing else;
+ * - configuration: the catalogue JSON in SSM Parameter Store (its name in CATALOGUE_PARAMETER,
+ *   read at cold start), the bootstrap owner's email as a CloudFormation parameter (OWNER_EMAIL).
+ *
+ * The key schema's attribute names are constants below: the stores' key design
+ * (src/DynamoTable.ts) must use the same.
+ */
+import { CfnOutput, CfnParameter, Duration, RemovalPolicy, Stack, type StackProps } from "aws-cdk-lib"
+import { HttpApi } from "aws-cdk-lib/aws-apigatewayv2"
+import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations"
+import { AttributeType, BillingMode, ProjectionType, Table } from "aws-cdk-lib/aws-dynamodb"
+import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam"
+import { Architecture, Code, Function as LambdaFunction, FunctionUrlAuthType, InvokeMode, LoggingFormat, Runtime } from "aws-cdk-lib/aws-lambda"
+import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs"
+import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from "aws-cdk-lib/aws-s3"
+import { ParameterTier, StringParameter } from "aws-cdk-lib/aws-ssm"
+import type { Construct } from "constructs"
+
+/** The table's attribute names: keep in step with the stores' key design. */
+export const TABLE_SCHEMA = {
+  partitionKey: "pk",
+  sortKey: "sk",
+  /** Epoch seconds after which DynamoDB may delete the item (idempotency records, pending entries...). */
+  timeToLiveAttribute: "expires_at",
+  globalIndexes: [{ indexName: "gsi1", partitionKey: "gsi1pk", sortKey: "gsi1sk" }]
+} as const
+
+/** What the bundle (bundle.ts: `index.mjs`) must export. */
+export const HANDLERS = {
+  /** API Gateway HTTP API, payload format 2.0, buffered answer. */
+  api: "index.handler",
+  /** Function URL with RESPONSE_STREAM: an `awslambda.streamifyResponse` handler. */
+  stream: "index.streamHandler"
+} as const
+
+/** The environment variables the functions read. */
+export const ENV = {
+  table: "TABLE_NAME",
+  bucket: "BUCKET_NAME",
+  catalogueParameter: "CATALOGUE_PARAMETER",
+  ownerEmail: "OWNER_EMAIL"
+} as const
+
+export const DEFAULT_CATALOGUE_PARAMETER = "/model-platform/catalogue"
+
+/** SSM String parameters: 4 KB on the standard tier, 8 KB on the advanced one. */
+const STANDARD_TIER_LIMIT = 4096
+const ADVANCED_TIER_LIMIT = 8192
+
+export interface PlatformStackProps extends StackProps {
+  /** A directory holding the bundled handlers (`index.mjs`), as bundle.ts writes it. */
+  readonly bundleDir: string
+  /** The SSM parameter holding the catalogue JSON. Default `/model-platform/catalogue`. */
+  readonly catalogueParameterName?: string
+  /**
+   * When given, the stack creates the parameter with this JSON (minified; advanced tier above
+   * 4 KB). Otherwise the parameter must exist before the first deploy (docs/lambda-deploy.md).
+   */
+  readonly catalogueJson?: string
+  /** Keep the table and the bucket when the stack is deleted (default true). */
+  readonly retainData?: boolean
+  /** Memory of both functions in MB (default 1024: more memory is more CPU, a faster cold start). */
+  readonly memorySize?: number
+  /** The streaming function's timeout (default 5 minutes; Lambda allows 15). */
+  readonly streamTimeout?: Duration
+}
+
+export class PlatformStack extends Stack {
+  readonly table: Table
+  readonly bucket: Bucket
+  readonly role: Role
+  readonly apiFunction: LambdaFunction
+  readonly streamFunction: LambdaFunction
+  readonly httpApi: HttpApi
+  readonly catalogueParameterName: string
+
+  constructor(scope: Construct, id: string, props: PlatformStackProps) {
+    super(scope, id, props)
+    const removalPolicy = (props.retainData ?? true) ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY
+
+    // ---- data --------------------------------------------------------------------------------
+    this.table = new Table(this, "Table", {
+      partitionKey: { name: TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
+      sortKey: { name: TABLE_SCHEMA.sortKey, type: AttributeType.STRING },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      timeToLiveAttribute: TABLE_SCHEMA.timeToLiveAttribute,
+      removalPolicy
+    })
+    for (const index of TABLE_SCHEMA.globalIndexes) {
+      this.table.addGlobalSecondaryIndex({
+        indexName: index.indexName,
+        partitionKey: { name: index.partitionKey, type: AttributeType.STRING },
+        sortKey: { name: index.sortKey, type: AttributeType.STRING },
+        projectionType: ProjectionType.ALL
+      })
+    }
+
+    this.bucket = new Bucket(this, "Blobs", {
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      encryption: BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      removalPolicy
+    })
+
+    // ---- configuration -----------------------------------------------------------------------
+    this.catalogueParameterName = props.catalogueParameterName ?? DEFAULT_CATALOGUE_PARAMETER
+    const catalogueParameter = props.catalogueJson === undefined
+      ? StringParameter.fromStringParameterName(this, "Catalogue", this.catalogueParameterName)
+      : new StringParameter(this, "Catalogue", {
+        parameterName: this.catalogueParameterName,
+        description: "Model platform catalogue (JSON)",
+        ...catalogueValue(props.catalogueJson)
+      })
+    const ownerEmail = new CfnParameter(this, "OwnerEmail", {
+      type: "String",
+      description: "Email of the owner account created at first start",
+      allowedPattern: "^[^@\\s]+@[^@\\s]+$",
+      constraintDescription: "an email address"
+    })
+
+    // ---- functions ---------------------------------------------------------------------------
+    this.role = new Role(this, "FunctionRole", {
+      assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
+      description: "Model platform functions: the table, the blob bucket, the catalogue parameter, their logs"
+    })
+    this.table.grantReadWriteData(this.role)
+    this.bucket.grantReadWrite(this.role)
+    this.role.addToPolicy(new PolicyStatement({
+      actions: ["ssm:GetParameter"],
+      resources: [catalogueParameter.parameterArn]
+    }))
+
+    const code = Code.fromAsset(props.bundleDir)
+    const environment = {
+      [ENV.table]: this.table.tableName,
+      [ENV.bucket]: this.bucket.bucketName,
+      [ENV.catalogueParameter]: this.catalogueParameterName,
+      [ENV.ownerEmail]: ownerEmail.valueAsString,
+      NODE_OPTIONS: "--enable-source-maps"
+    }
+    const makeFunction = (name: string, handler: string, timeout: Duration, description: string) => {
+      const logGroup = new LogGroup(this, `${name}Logs`, {
+        retention: RetentionDays.ONE_MONTH,
+        removalPolicy: RemovalPolicy.DESTROY
+      })
+      logGroup.grantWrite(this.role)
+      return new LambdaFunction(this, name, {
+        description,
+        runtime: Runtime.NODEJS_22_X,
+        architecture: Architecture.ARM_64,
+        code,
+        handler,
+        role: this.role,
+        memorySize: props.memorySize ?? 1024,
+        timeout,
+        environment,
+        logGroup,
+        loggingFormat: LoggingFormat.JSON
+      })
+    }
+    // API Gateway gives up after 29 s whatever the function does: a little more is enough
+    this.apiFunction = makeFunction("ApiFunction", HANDLERS.api, Duration.seconds(30), "Model platform API (HTTP API)")
+    this.streamFunction = makeFunction(
+      "StreamFunction",
+      HANDLERS.stream,
+      props.streamTimeout ?? Duration.minutes(5),
+      "Model platform API, streaming (Function URL)"
+    )
+
+    // ---- entry points ------------------------------------------------------------------------
+    this.httpApi = new HttpApi(this, "HttpApi", {
+      description: "Model platform API: every route to ApiFunction",
+      defaultIntegration: new HttpLambdaIntegration("ApiIntegration", this.apiFunction)
+    })
+    // the app authenticates with its own API keys, as behind the HTTP API
+    const streamUrl = this.streamFunction.addFunctionUrl({
+      authType: FunctionUrlAuthType.NONE,
+      invokeMode: InvokeMode.RESPONSE_STREAM
+    })
+
+    new CfnOutput(this, "ApiUrl", { value: this.httpApi.apiEndpoint, description: "HTTP API (buffered, 29 s)" })
+    new CfnOutput(this, "StreamUrl", { value: streamUrl.url, description: "Function URL (streaming)" })
+    new CfnOutput(this, "TableName", { value: this.table.tableName })
+    new CfnOutput(this, "BucketName", { value: this.bucket.bucketName })
+    new CfnOutput(this, "CatalogueParameter", { value: this.catalogueParameterName })
+  }
+}
+
+/** The parameter's value (minified JSON) and the tier its size needs. */
+export const catalogueValue = (json: string): { readonly stringValue: string; readonly tier: ParameterTier } => {
+  const stringValue = JSON.stringify(JSON.parse(json))
+  const size = Buffer.byteLength(stringValue)
+  if (size > ADVANCED_TIER_LIMIT) {
+    throw new Error(
+      `the catalogue is ${size} bytes minified; an SSM parameter holds at most ${ADVANCED_TIER_LIMIT} ` +
+        "(docs/lambda-deploy.md, Limits)"
+    )
+  }
+  return { stringValue, tier: size > STANDARD_TIER_LIMIT ? ParameterTier.ADVANCED : ParameterTier.STANDARD }
+}

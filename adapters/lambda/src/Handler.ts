@@ -1,0 +1,160 @@
+/**
+ * The Lambda shell: core's routes (`AppRoutes`) over the use-cases (`PlatformServices`), the
+ * DynamoDB stores and the first start, served as a web handler (`HttpRouter.toWebHandler`) behind
+ * the payload 2.0 event processor of Events.ts. No route, rule or validation lives here.
+ *
+ * The application is built once per container: `makeHandler` starts building it at once (during
+ * the Lambda init phase, when it is called at module scope) and every invocation awaits that same
+ * build. A build that failed (DynamoDB unreachable at a cold start) is forgotten, so the next
+ * invocation builds again instead of failing for the container's whole life.
+ */
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context as LambdaContext } from "aws-lambda"
+import { FirstStart, type Owner } from "@model-platform/core/Bootstrap"
+import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
+import { AppRoutes, PlatformServices } from "@model-platform/core/api/Http"
+import { errorBody } from "@model-platform/core/api/ErrorShape"
+import type { AccountStore } from "@model-platform/core/ports/AccountStore"
+import type { IdempotencyStore } from "@model-platform/core/ports/IdempotencyStore"
+import type { KeyStore } from "@model-platform/core/ports/KeyStore"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
+import { DynamoConfig, type DynamoSettings } from "./DynamoTable.ts"
+import { DynamoStores } from "./DynamoStores.ts"
+import { payloadV2 } from "./Events.ts"
+
+export type Stores = AccountStore | KeyStore | IdempotencyStore
+
+export type HandlerOptions = {
+  readonly catalogue: CatalogueConfig
+  /** Email of the owner account created when no account exists yet. */
+  readonly ownerEmail: string
+  /**
+   * How long before the invocation's deadline a request still running is interrupted: its
+   * finalizers run and the client gets a 504 in the platform's shape, where Lambda would otherwise
+   * freeze the process mid-request and API Gateway answer with its own error. Default 1000 ms.
+   */
+  readonly deadlineMarginMillis?: number
+} & (
+  /** The DynamoDB table and client of the stores (production). */
+  | { readonly dynamo: DynamoSettings }
+  /** Other stores (tests of the shell itself). */
+  | { readonly stores: Layer.Layer<Stores, unknown> }
+)
+
+/** The part of Lambda's context the handler reads. */
+export type InvocationContext = Pick<LambdaContext, "getRemainingTimeInMillis">
+
+export interface LambdaHandler {
+  (event: APIGatewayProxyEventV2, context?: InvocationContext): Promise<APIGatewayProxyStructuredResultV2>
+  /**
+   * What the first start did in this container: the owner and its key with the secret when this
+   * build created them, undefined when an owner already existed. Rejects when the build failed.
+   */
+  readonly firstStart: () => Promise<Owner | undefined>
+  /** Releases the application's layers (tests; on Lambda the container is simply frozen). */
+  readonly dispose: () => Promise<void>
+}
+
+interface App {
+  readonly owner: Owner | undefined
+  readonly fetch: (request: Request) => Promise<Response>
+  readonly dispose: () => Promise<void>
+}
+
+const DEFAULT_DEADLINE_MARGIN_MILLIS = 1_000
+
+/** Builds the web application over the stores, running the first start once. */
+const buildApp = async (
+  catalogue: CatalogueConfig,
+  ownerEmail: string,
+  stores: Layer.Layer<Stores, unknown>
+): Promise<App> => {
+  const services = PlatformServices(catalogue).pipe(Layer.provideMerge(stores))
+  const runtime = ManagedRuntime.make(Layer.mergeAll(services, FirstStart.layer(ownerEmail).pipe(Layer.provide(services))))
+  try {
+    const owner = await runtime.runPromise(Effect.flatMap(FirstStart, Effect.succeed))
+    const context = await runtime.context()
+    const web = HttpRouter.toWebHandler(
+      AppRoutes.pipe(Layer.provide(Layer.succeedContext(context)), Layer.provide(HttpServer.layerServices)),
+      { disableLogger: true }
+    )
+    return {
+      owner,
+      fetch: (request) => web.handler(request),
+      dispose: async () => {
+        await web.dispose()
+        await runtime.dispose()
+      }
+    }
+  } catch (error) {
+    await runtime.dispose()
+    throw error
+  }
+}
+
+const jsonResult = (statusCode: number, body: unknown): APIGatewayProxyStructuredResultV2 => ({
+  statusCode,
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify(body),
+  isBase64Encoded: false
+})
+
+const pathOf = (event: APIGatewayProxyEventV2): string => event.rawPath || "/"
+
+/** The Lambda handler for API Gateway HTTP API (payload 2.0) and Function URL events. */
+export const makeHandler = (options: HandlerOptions): LambdaHandler => {
+  const stores: Layer.Layer<Stores, unknown> = "dynamo" in options
+    ? DynamoStores.pipe(Layer.provide(DynamoConfig.layer(options.dynamo)))
+    : options.stores
+  const margin = options.deadlineMarginMillis ?? DEFAULT_DEADLINE_MARGIN_MILLIS
+
+  let building: Promise<App> | undefined
+  const app = (): Promise<App> =>
+    building ??= buildApp(options.catalogue, options.ownerEmail, stores).catch((error: unknown) => {
+      building = undefined
+      throw error
+    })
+  // Start at once: at module scope this runs in Lambda's init phase. A failure here is reported
+  // by the first invocation, which tries again.
+  app().catch(() => undefined)
+
+  const handler = async (
+    event: APIGatewayProxyEventV2,
+    context?: InvocationContext
+  ): Promise<APIGatewayProxyStructuredResultV2> => {
+    if (!payloadV2.accepts(event)) {
+      throw new Error("Unsupported event: this handler serves API Gateway HTTP API (payload 2.0) and Function URL events")
+    }
+    let platform: App
+    try {
+      platform = await app()
+    } catch (error) {
+      console.error("The platform could not start", error)
+      return jsonResult(503, errorBody(pathOf(event), 503, "The platform could not start; try again shortly."))
+    }
+    const budget = context === undefined ? undefined : context.getRemainingTimeInMillis() - margin
+    const signal = budget === undefined ? undefined : budget > 0 ? AbortSignal.timeout(budget) : AbortSignal.abort()
+    let request: Request
+    try {
+      request = payloadV2.toRequest(event, signal === undefined ? {} : { signal })
+    } catch (error) {
+      if (!(error instanceof TypeError)) throw error
+      return jsonResult(400, errorBody(pathOf(event), 400, `The request could not be read: ${error.message}`))
+    }
+    const response = await platform.fetch(request)
+    // The deadline interrupted the request (the web handler answers 499, as for a client gone).
+    if (response.status === 499 && signal?.aborted === true) {
+      return jsonResult(504, errorBody(pathOf(event), 504, "The request did not finish within the time limit."))
+    }
+    return payloadV2.toResult(response)
+  }
+
+  return Object.assign(handler, {
+    firstStart: () => app().then((built) => built.owner),
+    dispose: async () => {
+      const current = building
+      building = undefined
+      if (current !== undefined) await (await current.catch(() => undefined))?.dispose()
+    }
+  })
+}

@@ -1,0 +1,317 @@
+/**
+ * The CDK app, synthesised offline (no AWS account, no Docker, no bundling: the functions' code
+ * is a stub directory) and checked with aws-cdk-lib/assertions: the resources the Lambda shell
+ * needs, and an IAM policy that grants the functions the table, the bucket, the catalogue
+ * parameter and their logs, and nothing else. Also the bundle script, on a small fixture entry.
+ */
+import { Match, Template } from "aws-cdk-lib/assertions"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
+import { afterAll, assert, beforeAll, describe, it } from "vitest"
+import { buildApp } from "../cdk/app.ts"
+import { bundle, DEFAULT_ENTRY } from "../cdk/bundle.ts"
+import { DEFAULT_CATALOGUE_PARAMETER, ENV, HANDLERS, type PlatformStack, TABLE_SCHEMA } from "../cdk/stack.ts"
+
+const here = Path.dirname(fileURLToPath(import.meta.url))
+const DEMO_CATALOGUE = Path.join(here, "..", "..", "node-http", "catalogue.demo.json")
+
+const temp = Fs.mkdtempSync(Path.join(Os.tmpdir(), "cdk-test-"))
+afterAll(() => Fs.rmSync(temp, { recursive: true, force: true }))
+
+/** Stands in for the bundle: synthesis only copies it. */
+const stubBundle = (() => {
+  const dir = Path.join(temp, "bundle")
+  Fs.mkdirSync(dir)
+  Fs.writeFileSync(Path.join(dir, "index.mjs"), "export const handler = async () => ({ statusCode: 200 }); export const streamHandler = handler\n")
+  return dir
+})()
+
+const synth = async (context: Record<string, string> = {}) => {
+  const started = Date.now()
+  const { stack } = await buildApp({ bundleDir: stubBundle, outdir: Fs.mkdtempSync(Path.join(temp, "out-")), context })
+  const template = Template.fromStack(stack)
+  return { stack, template, millis: Date.now() - started }
+}
+
+type Resources = Record<string, { readonly Type: string; readonly Properties?: Record<string, unknown> }>
+
+/** The logical id of the only resource of `type`. */
+const onlyId = (template: Template, type: string): string => {
+  const ids = Object.keys(template.findResources(type))
+  assert.strictEqual(ids.length, 1, `one ${type}`)
+  return ids[0]!
+}
+
+const asArray = <T>(value: T | ReadonlyArray<T>): ReadonlyArray<T> => (Array.isArray(value) ? value : [value as T])
+
+describe("PlatformStack", () => {
+  let stack: PlatformStack
+  let template: Template
+  let synthMillis = 0
+
+  beforeAll(async () => {
+    const result = await synth()
+    stack = result.stack
+    template = result.template
+    synthMillis = result.millis
+    console.log(`cdk synth (construct + Template.fromStack): ${synthMillis} ms`)
+  }, 60_000)
+
+  it("synthesises in seconds", () => {
+    assert.isBelow(synthMillis, 30_000)
+  })
+
+  it("creates exactly the resources of the design", () => {
+    template.resourceCountIs("AWS::DynamoDB::Table", 1)
+    template.resourceCountIs("AWS::S3::Bucket", 1)
+    template.resourceCountIs("AWS::Lambda::Function", 2)
+    template.resourceCountIs("AWS::IAM::Role", 1)
+    template.resourceCountIs("AWS::ApiGatewayV2::Api", 1)
+    template.resourceCountIs("AWS::ApiGatewayV2::Route", 1)
+    template.resourceCountIs("AWS::Lambda::Url", 1)
+    template.resourceCountIs("AWS::SSM::Parameter", 0) // referenced, not created, without catalogueFile
+  })
+
+  it("a table with string pk/sk, on demand, point-in-time recovery, TTL and the gsi1 index", () => {
+    const [gsi] = TABLE_SCHEMA.globalIndexes
+    template.hasResourceProperties("AWS::DynamoDB::Table", {
+      KeySchema: [
+        { AttributeName: "pk", KeyType: "HASH" },
+        { AttributeName: "sk", KeyType: "RANGE" }
+      ],
+      AttributeDefinitions: Match.arrayWith([
+        { AttributeName: "pk", AttributeType: "S" },
+        { AttributeName: "sk", AttributeType: "S" },
+        { AttributeName: "gsi1pk", AttributeType: "S" },
+        { AttributeName: "gsi1sk", AttributeType: "S" }
+      ]),
+      BillingMode: "PAY_PER_REQUEST",
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      TimeToLiveSpecification: { AttributeName: "expires_at", Enabled: true },
+      GlobalSecondaryIndexes: [{
+        IndexName: gsi!.indexName,
+        KeySchema: [
+          { AttributeName: "gsi1pk", KeyType: "HASH" },
+          { AttributeName: "gsi1sk", KeyType: "RANGE" }
+        ],
+        Projection: { ProjectionType: "ALL" }
+      }]
+    })
+    template.hasResource("AWS::DynamoDB::Table", { DeletionPolicy: "Retain", UpdateReplacePolicy: "Retain" })
+  })
+
+  it("a private, encrypted bucket that refuses plain HTTP", () => {
+    template.hasResourceProperties("AWS::S3::Bucket", {
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true
+      },
+      BucketEncryption: {
+        ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: "AES256" } }]
+      },
+      OwnershipControls: { Rules: [{ ObjectOwnership: "BucketOwnerEnforced" }] }
+    })
+    template.hasResource("AWS::S3::Bucket", { DeletionPolicy: "Retain" })
+    const bucketId = onlyId(template, "AWS::S3::Bucket")
+    template.hasResourceProperties("AWS::S3::BucketPolicy", {
+      Bucket: { Ref: bucketId },
+      PolicyDocument: {
+        Statement: Match.arrayWith([Match.objectLike({
+          Effect: "Deny",
+          Action: "s3:*",
+          Principal: { AWS: "*" },
+          Condition: { Bool: { "aws:SecureTransport": "false" } }
+        })])
+      }
+    })
+  })
+
+  it("two Node 22 arm64 functions from the bundle, with the table, bucket and configuration in their environment", () => {
+    const tableId = onlyId(template, "AWS::DynamoDB::Table")
+    const bucketId = onlyId(template, "AWS::S3::Bucket")
+    const roleId = onlyId(template, "AWS::IAM::Role")
+    for (const handler of [HANDLERS.api, HANDLERS.stream]) {
+      template.hasResourceProperties("AWS::Lambda::Function", {
+        Runtime: "nodejs22.x",
+        Architectures: ["arm64"],
+        Handler: handler,
+        Role: { "Fn::GetAtt": [roleId, "Arn"] },
+        Environment: {
+          Variables: {
+            [ENV.table]: { Ref: tableId },
+            [ENV.bucket]: { Ref: bucketId },
+            [ENV.catalogueParameter]: DEFAULT_CATALOGUE_PARAMETER,
+            [ENV.ownerEmail]: { Ref: "OwnerEmail" },
+            NODE_OPTIONS: "--enable-source-maps"
+          }
+        }
+      })
+    }
+    template.hasResourceProperties("AWS::Lambda::Function", { Handler: HANDLERS.api, Timeout: 30 })
+    template.hasResourceProperties("AWS::Lambda::Function", { Handler: HANDLERS.stream, Timeout: 300 })
+    template.hasParameter("OwnerEmail", { Type: "String", AllowedPattern: Match.anyValue() })
+  })
+
+  it("an HTTP API sending every route to the API function (payload 2.0)", () => {
+    const apiFunctionId = stack.getLogicalId(stack.apiFunction.node.defaultChild as never)
+    template.hasResourceProperties("AWS::ApiGatewayV2::Api", { ProtocolType: "HTTP" })
+    template.hasResourceProperties("AWS::ApiGatewayV2::Route", { RouteKey: "$default" })
+    template.hasResourceProperties("AWS::ApiGatewayV2::Integration", {
+      IntegrationType: "AWS_PROXY",
+      PayloadFormatVersion: "2.0",
+      IntegrationUri: { "Fn::GetAtt": [apiFunctionId, "Arn"] }
+    })
+    template.hasResourceProperties("AWS::ApiGatewayV2::Stage", { StageName: "$default", AutoDeploy: true })
+  })
+
+  it("a Function URL streaming the stream function's responses", () => {
+    const streamFunctionId = stack.getLogicalId(stack.streamFunction.node.defaultChild as never)
+    template.hasResourceProperties("AWS::Lambda::Url", {
+      InvokeMode: "RESPONSE_STREAM",
+      AuthType: "NONE",
+      TargetFunctionArn: { "Fn::GetAtt": [streamFunctionId, "Arn"] }
+    })
+    template.hasOutput("StreamUrl", {})
+    template.hasOutput("ApiUrl", {})
+  })
+
+  it("IAM: the table, the bucket, GetParameter on the catalogue and the function logs, nothing else", () => {
+    const tableId = onlyId(template, "AWS::DynamoDB::Table")
+    const bucketId = onlyId(template, "AWS::S3::Bucket")
+    const roleId = onlyId(template, "AWS::IAM::Role")
+    const logGroupIds = Object.keys(template.findResources("AWS::Logs::LogGroup"))
+    assert.strictEqual(logGroupIds.length, 2)
+
+    // the role: assumed by Lambda only, no managed policy (not even the basic execution role)
+    const role = template.findResources("AWS::IAM::Role")[roleId]!
+    assert.isUndefined(role["Properties"]?.["ManagedPolicyArns"], "no managed policies")
+    assert.deepStrictEqual(role["Properties"]?.["AssumeRolePolicyDocument"]?.["Statement"], [
+      { Action: "sts:AssumeRole", Effect: "Allow", Principal: { Service: "lambda.amazonaws.com" } }
+    ])
+    assert.isUndefined(role["Properties"]?.["Policies"], "no inline policies on the role itself")
+
+    // every policy in the template is attached to that role
+    const policies = Object.values(template.findResources("AWS::IAM::Policy") as Resources)
+    assert.strictEqual(policies.length, 1)
+    assert.deepStrictEqual(policies[0]!.Properties?.["Roles"], [{ Ref: roleId }])
+    const statements = (policies[0]!.Properties?.["PolicyDocument"] as { Statement: Array<Record<string, unknown>> }).Statement
+
+    const tableArn = { "Fn::GetAtt": [tableId, "Arn"] }
+    const bucketArn = { "Fn::GetAtt": [bucketId, "Arn"] }
+    const allowed = [
+      JSON.stringify(tableArn),
+      JSON.stringify({ "Fn::Join": ["", [tableArn, "/index/*"]] }),
+      JSON.stringify(bucketArn),
+      JSON.stringify({ "Fn::Join": ["", [bucketArn, "/*"]] }),
+      ...logGroupIds.map((id) => JSON.stringify({ "Fn::GetAtt": [id, "Arn"] }))
+    ]
+    const catalogueArnSuffix = `:parameter${DEFAULT_CATALOGUE_PARAMETER}`
+    const seen = new Set<string>()
+    for (const statement of statements) {
+      assert.strictEqual(statement["Effect"], "Allow")
+      assert.isUndefined(statement["NotAction"])
+      assert.isUndefined(statement["NotResource"])
+      const actions = asArray(statement["Action"] as string | Array<string>)
+      const resources = asArray(statement["Resource"])
+      const service = actions[0]!.split(":")[0]!
+      assert.isTrue(actions.every((a) => a.startsWith(`${service}:`)), `one service per statement: ${actions}`)
+      assert.notInclude(actions, "*")
+      seen.add(service)
+      for (const resource of resources) {
+        const text = JSON.stringify(resource)
+        assert.notStrictEqual(resource, "*", `no wildcard resource (${actions})`)
+        if (service === "ssm") {
+          assert.deepStrictEqual(actions, ["ssm:GetParameter"])
+          assert.isTrue(text.endsWith(`${JSON.stringify(catalogueArnSuffix).slice(1, -1)}"]]}`), `the catalogue parameter: ${text}`)
+        } else {
+          assert.include(allowed, text, `${service} on an allowed resource`)
+          if (service === "dynamodb") assert.include(text, tableId)
+          if (service === "s3") assert.include(text, bucketId)
+          if (service === "logs") {
+            assert.sameMembers([...actions], ["logs:CreateLogStream", "logs:PutLogEvents"])
+          }
+        }
+      }
+    }
+    assert.sameMembers([...seen], ["dynamodb", "s3", "ssm", "logs"])
+    // read and write on the data, nothing administrative
+    const actions = statements.flatMap((s) => asArray(s["Action"] as string | Array<string>))
+    for (const required of ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "s3:GetObject*", "s3:PutObject", "s3:DeleteObject*", "s3:List*"]) {
+      assert.include(actions, required)
+    }
+    for (const forbidden of ["dynamodb:DeleteTable", "dynamodb:*", "s3:*", "s3:DeleteBucket", "s3:PutBucketPolicy", "ssm:PutParameter", "iam:PassRole"]) {
+      assert.notInclude(actions, forbidden)
+    }
+  })
+
+  it("who may invoke the functions: the HTTP API for one, the public Function URL for the other", () => {
+    const permissions = Object.values(template.findResources("AWS::Lambda::Permission") as Resources).map((p) => p.Properties!)
+    assert.strictEqual(permissions.length, 3)
+    assert.sameDeepMembers(permissions.map((p) => [p["Action"], p["Principal"]]), [
+      ["lambda:InvokeFunction", "apigateway.amazonaws.com"],
+      ["lambda:InvokeFunctionUrl", "*"],
+      ["lambda:InvokeFunction", "*"]
+    ])
+    const publicInvoke = permissions.find((p) => p["Action"] === "lambda:InvokeFunction" && p["Principal"] === "*")
+    assert.strictEqual(publicInvoke?.["InvokedViaFunctionUrl"], true, "public invoke only through the URL")
+  })
+})
+
+describe("PlatformStack options", () => {
+  it("creates the catalogue parameter from a file, minified, on the tier its size needs", async () => {
+    const { template } = await synth({ catalogueFile: DEMO_CATALOGUE, catalogueParameter: "/mp/test/catalogue", retainData: "false" })
+    const minified = JSON.stringify(JSON.parse(Fs.readFileSync(DEMO_CATALOGUE, "utf8")))
+    template.hasResourceProperties("AWS::SSM::Parameter", {
+      Name: "/mp/test/catalogue",
+      Type: "String",
+      Value: minified,
+      Tier: Buffer.byteLength(minified) > 4096 ? "Advanced" : "Standard"
+    })
+    template.hasResourceProperties("AWS::Lambda::Function", {
+      Environment: { Variables: Match.objectLike({ [ENV.catalogueParameter]: "/mp/test/catalogue" }) }
+    })
+    template.hasResource("AWS::DynamoDB::Table", { DeletionPolicy: "Delete" })
+    const policy = JSON.stringify(template.findResources("AWS::IAM::Policy"))
+    assert.include(policy, "ssm:GetParameter")
+    assert.include(policy, "Catalogue", "GetParameter on the created parameter")
+  }, 60_000)
+})
+
+describe("bundle.ts", () => {
+  it("bundles an entry and its dependencies into one ES module that runs", async () => {
+    // inside the package (dist/ is ignored by git), so the fixture resolves the package's dependencies
+    const fixtureDir = Fs.mkdtempSync(Path.join(here, "..", "dist", ".bundle-test-"))
+    try {
+      const entry = Path.join(fixtureDir, "entry.ts")
+      Fs.writeFileSync(entry, [
+        `import { S3Client } from "@aws-sdk/client-s3"`,
+        `import { Effect } from "effect"`,
+        `export const handler = async (event: { readonly name: string }) => ({`,
+        `  statusCode: 200,`,
+        `  body: Effect.runSync(Effect.succeed("hello " + event.name)) + " " + typeof S3Client`,
+        `})`,
+        `export const streamHandler = handler`
+      ].join("\n"))
+      const result = await bundle({ entry, outDir: Path.join(fixtureDir, "out") })
+      console.log(`bundle of the fixture: ${(result.bytes / 1024).toFixed(0)} KB in ${result.millis} ms`)
+      assert.sameMembers([...result.exports], ["handler", "streamHandler"])
+      assert.isTrue(Fs.existsSync(`${result.outFile}.map`), "source map")
+      const module = await import(pathToFileURL(result.outFile).href) as {
+        handler: (event: { name: string }) => Promise<{ statusCode: number; body: string }>
+      }
+      assert.deepStrictEqual(await module.handler({ name: "lambda" }), { statusCode: 200, body: "hello lambda function" })
+    } finally {
+      Fs.rmSync(fixtureDir, { recursive: true, force: true })
+    }
+  }, 60_000)
+
+  it.skipIf(!Fs.existsSync(DEFAULT_ENTRY))("the real entry bundles and exports the handlers the stack names", async () => {
+    const result = await bundle({ outDir: Path.join(temp, "real-bundle") })
+    console.log(`bundle of src/lambda.ts: ${(result.bytes / 1024).toFixed(0)} KB in ${result.millis} ms`)
+    for (const handler of [HANDLERS.api, HANDLERS.stream]) assert.include(result.exports, handler.split(".")[1])
+  }, 60_000)
+})

@@ -1,0 +1,100 @@
+/**
+ * What the Lambda shell itself does around the platform, on memory stores (no DynamoDB needed):
+ * it builds the application once per container, retries a failed build, answers malformed
+ * events and the invocation deadline in the platform's error shape.
+ */
+import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
+import { AccountStoreMemory, IdempotencyStoreMemory, KeyStoreMemory, MemoryStores } from "@model-platform/test-harness/MemoryStores"
+import { KeyStore } from "@model-platform/core/ports/KeyStore"
+import { Effect, Layer } from "effect"
+import { describe, expect, it } from "vitest"
+import { makeHandler } from "../src/Handler.ts"
+import { invocationContext, requestToEvent, resultToResponse } from "./support.ts"
+
+const get = (path: string, headers: Record<string, string> = {}) =>
+  requestToEvent(new Request(`https://api.platform.test${path}`, { headers }))
+
+describe("Lambda handler", () => {
+  it("builds the application once for every invocation of the container", async () => {
+    let builds = 0
+    const stores = Layer.merge(MemoryStores, Layer.effectDiscard(Effect.sync(() => builds++)))
+    const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores })
+    try {
+      const owner = await handler.firstStart()
+      expect(owner?.account.email).toBe("owner@test.local")
+      const results = await Promise.all(
+        Array.from({ length: 10 }, async () => handler(await get("/me", { authorization: `Bearer ${owner?.key.secret}` }), invocationContext))
+      )
+      for (const result of results) expect(result.statusCode).toBe(200)
+      expect(await handler.firstStart()).toBe(owner)
+      expect(builds).toBe(1)
+    } finally {
+      await handler.dispose()
+    }
+  })
+
+  it("a failed build answers 503 in the platform shape, and the next invocation builds again", async () => {
+    let attempts = 0
+    const flaky = Layer.effectDiscard(Effect.suspend(() => (attempts++ === 0 ? Effect.die(new Error("table unreachable")) : Effect.void)))
+    const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores: Layer.merge(MemoryStores, flaky) })
+    const errors: Array<unknown> = []
+    const consoleError = console.error
+    console.error = (...args: Array<unknown>) => errors.push(args)
+    try {
+      const failed = resultToResponse(await handler(await get("/models"), invocationContext))
+      expect(failed.status).toBe(503)
+      expect(await failed.json()).toMatchObject({ error: { code: expect.any(String), message: expect.any(String) } })
+      expect(errors).toHaveLength(1)
+      const ok = await handler(await get("/models"), invocationContext)
+      expect(ok.statusCode).toBe(200)
+      expect(attempts).toBe(2)
+    } finally {
+      console.error = consoleError
+      await handler.dispose()
+    }
+  })
+
+  it("an event that is not payload 2.0 is refused", async () => {
+    const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores: MemoryStores })
+    try {
+      const v1 = { httpMethod: "GET", path: "/models", headers: {}, requestContext: { stage: "prod" } }
+      await expect(handler(v1 as never, invocationContext)).rejects.toThrow(/Unsupported event/)
+    } finally {
+      await handler.dispose()
+    }
+  })
+
+  it("an event that cannot make a Request answers 400 in the platform shape", async () => {
+    const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores: MemoryStores })
+    try {
+      const event = await get("/models")
+      const result = await handler({ ...event, headers: { ...event.headers, "bad name": "x" } }, invocationContext)
+      expect(result.statusCode).toBe(400)
+      expect(JSON.parse(result.body ?? "")).toMatchObject({ error: { code: "invalid_request" } })
+    } finally {
+      await handler.dispose()
+    }
+  })
+
+  it("a request still running at the deadline is interrupted and answers 504 in the platform shape", async () => {
+    // Key lookups take 300 ms: the deadline falls in the middle of authentication.
+    const SlowKeys = Layer.effect(
+      KeyStore,
+      Effect.map(KeyStore, (keys) => KeyStore.of({ ...keys, findByHash: (hash) => Effect.delay(keys.findByHash(hash), "300 millis") }))
+    ).pipe(Layer.provide(KeyStoreMemory))
+    const stores = Layer.mergeAll(AccountStoreMemory, SlowKeys, IdempotencyStoreMemory)
+    const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores, deadlineMarginMillis: 1_000 })
+    try {
+      const owner = await handler.firstStart()
+      const authorization = `Bearer ${owner?.key.secret}`
+      const nearDeadline = { getRemainingTimeInMillis: () => 1_050 }
+      const platform = await handler(await get("/me", { authorization }), nearDeadline)
+      expect(platform.statusCode).toBe(504)
+      expect(JSON.parse(platform.body ?? "")).toMatchObject({ error: { code: expect.any(String), message: expect.any(String) } })
+      // With time enough, the same request succeeds.
+      expect((await handler(await get("/me", { authorization }), invocationContext)).statusCode).toBe(200)
+    } finally {
+      await handler.dispose()
+    }
+  })
+})

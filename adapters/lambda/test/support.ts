@@ -1,0 +1,163 @@
+/**
+ * Test support for the Lambda shell: DynamoDB Local as a layer with a fresh table, and the other
+ * half of API Gateway: a web Request made into the payload 2.0 event API Gateway would send, and
+ * the handler's result made back into the web Response the client would get. With these the
+ * shared HTTP suite drives the real handler in-process.
+ */
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda"
+import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
+import type { ShellUnderTest } from "@model-platform/test-harness/HttpSuite"
+import { Context, Effect, Layer } from "effect"
+import { createTable, DynamoConfig, type DynamoSettings, makeDocumentClient } from "../src/DynamoTable.ts"
+import { isTextualContentType } from "../src/Events.ts"
+import { type InvocationContext, type LambdaHandler, makeHandler } from "../src/Handler.ts"
+import { type DynamoLocal, localClientConfig, startDynamoLocal } from "./dynamoLocal.ts"
+
+// ---------------------------------------------------------------------------------------------
+// DynamoDB Local
+
+export class LocalDynamo extends Context.Service<LocalDynamo, DynamoLocal>()("@model-platform/lambda/test/LocalDynamo") {
+  /** Starts DynamoDB Local with the layer and stops it when the layer is released. */
+  static readonly layer = Layer.effect(
+    LocalDynamo,
+    Effect.acquireRelease(
+      Effect.promise(() => startDynamoLocal()),
+      (local) => Effect.promise(() => local.stop())
+    )
+  )
+}
+
+const freshTableName = () => `platform-test-${crypto.randomUUID()}`
+
+const tableOn = async (local: DynamoLocal): Promise<DynamoSettings> => {
+  const settings = { tableName: freshTableName(), client: makeDocumentClient(localClientConfig(local.endpoint)) }
+  await Effect.runPromise(Effect.provideService(createTable, DynamoConfig, settings))
+  return settings
+}
+
+/** A fresh table on its own DynamoDB Local, both gone when the layer is released. */
+export const LocalTable: Layer.Layer<DynamoConfig> = Layer.effect(
+  DynamoConfig,
+  Effect.gen(function*() {
+    const local = yield* LocalDynamo
+    return yield* Effect.acquireRelease(
+      Effect.promise(() => tableOn(local)),
+      (settings) => Effect.sync(() => settings.client.destroy())
+    )
+  })
+).pipe(Layer.provide(LocalDynamo.layer))
+
+// ---------------------------------------------------------------------------------------------
+// the API Gateway side
+
+const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304])
+
+/**
+ * The event API Gateway (HTTP API, payload 2.0) sends for a request: raw path and query, lowercase
+ * headers without Cookie, cookies split into `cookies`, textual bodies as text and others base64.
+ */
+export const requestToEvent = async (request: Request): Promise<APIGatewayProxyEventV2> => {
+  const url = new URL(request.url)
+  const headers: Record<string, string> = {}
+  let cookies: Array<string> | undefined
+  request.headers.forEach((value, name) => {
+    if (name === "cookie") cookies = value.split(/;\s*/)
+    else headers[name] = value
+  })
+  headers.host = url.host
+  const queryStringParameters: Record<string, string> = {}
+  url.searchParams.forEach((value, name) => {
+    queryStringParameters[name] = name in queryStringParameters ? `${queryStringParameters[name]},${value}` : value
+  })
+  const bytes = new Uint8Array(await request.arrayBuffer())
+  const contentType = request.headers.get("content-type")
+  const textual = contentType === null || isTextualContentType(contentType)
+  const body = bytes.length === 0
+    ? undefined
+    : textual
+    ? new TextDecoder().decode(bytes)
+    : Buffer.from(bytes).toString("base64")
+  const now = new Date()
+  return {
+    version: "2.0",
+    routeKey: "$default",
+    rawPath: url.pathname,
+    rawQueryString: url.search.slice(1),
+    ...(cookies === undefined ? {} : { cookies }),
+    headers,
+    ...(url.search === "" ? {} : { queryStringParameters }),
+    requestContext: {
+      accountId: "123456789012",
+      apiId: "api-id",
+      domainName: url.hostname,
+      domainPrefix: url.hostname.split(".")[0] ?? "",
+      http: {
+        method: request.method,
+        path: url.pathname,
+        protocol: "HTTP/1.1",
+        sourceIp: "192.0.2.1",
+        userAgent: request.headers.get("user-agent") ?? ""
+      },
+      requestId: crypto.randomUUID(),
+      routeKey: "$default",
+      stage: "$default",
+      time: now.toUTCString(),
+      timeEpoch: now.getTime()
+    },
+    ...(body === undefined ? {} : { body }),
+    isBase64Encoded: body !== undefined && !textual
+  }
+}
+
+/** The response API Gateway makes of a handler's result. */
+export const resultToResponse = (result: APIGatewayProxyStructuredResultV2): Response => {
+  const headers = new Headers()
+  for (const [name, value] of Object.entries(result.headers ?? {})) headers.set(name, String(value))
+  for (const cookie of result.cookies ?? []) headers.append("set-cookie", cookie)
+  const status = result.statusCode ?? 200
+  const body = result.body === undefined || NULL_BODY_STATUSES.has(status)
+    ? null
+    : result.isBase64Encoded
+    ? new Uint8Array(Buffer.from(result.body, "base64"))
+    : result.body
+  return new Response(body, { status, headers })
+}
+
+/** A Lambda context with plenty of time left. */
+export const invocationContext: InvocationContext = { getRemainingTimeInMillis: () => 30_000 }
+
+/** Sends a request through the handler as API Gateway would. */
+export const invoke = async (handler: LambdaHandler, request: Request): Promise<Response> =>
+  resultToResponse(await handler(await requestToEvent(request), invocationContext))
+
+// ---------------------------------------------------------------------------------------------
+// the shell under test
+
+/** The Lambda handler over a fresh table on its own DynamoDB Local, for the shared HTTP suite. */
+export const startLambda = async (catalogue: CatalogueConfig): Promise<ShellUnderTest & { readonly startupMs: number }> => {
+  const local = await startDynamoLocal()
+  try {
+    const dynamo = await tableOn(local)
+    const handler = makeHandler({ catalogue, ownerEmail: "owner@test.local", dynamo })
+    const close = async () => {
+      await handler.dispose()
+      dynamo.client.destroy()
+      await local.stop()
+    }
+    try {
+      const owner = await handler.firstStart()
+      return {
+        startupMs: local.startupMs,
+        ownerSecret: owner?.key.secret ?? "",
+        fetch: (path, init) => invoke(handler, new Request(`https://api.platform.test${path}`, init)),
+        close
+      }
+    } catch (error) {
+      await close()
+      throw error
+    }
+  } catch (error) {
+    await local.stop()
+    throw error
+  }
+}
