@@ -3,7 +3,7 @@
  * payment methods, prices, tiers and plan allowances. Adapters read the file; this schema decides
  * what a valid catalogue is, and `validateCatalogue` checks the references between its parts.
  */
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { CreditAmount } from "./Money.ts"
 
 const Id = Schema.String.check(Schema.isPattern(/^[a-z0-9][a-z0-9._:-]{0,127}$/, {
@@ -186,3 +186,25 @@ export const validateCatalogue = (config: CatalogueConfig): ReadonlyArray<string
   }
   return problems
 }
+
+export class CatalogueInvalid extends Schema.TaggedError<CatalogueInvalid>()("CatalogueInvalid", {
+  message: Schema.String
+}) {}
+
+/**
+ * A catalogue from the JSON text of a catalogue file: decoded strictly (an unknown field is an
+ * error, so a misspelt one is not silently dropped) and checked with validateCatalogue.
+ * Every shell reads its catalogue through this.
+ */
+export const parseCatalogue = Effect.fnUntraced(function*(text: string) {
+  const json = yield* Effect.try({
+    try: () => JSON.parse(text) as unknown,
+    catch: (e) => new CatalogueInvalid({ message: `not valid JSON: ${String(e)}` })
+  })
+  const config = yield* Schema.decodeUnknownEffect(CatalogueConfig)(json, { onExcessProperty: "error" }).pipe(
+    Effect.mapError((e) => new CatalogueInvalid({ message: e.message }))
+  )
+  const problems = validateCatalogue(config)
+  if (problems.length > 0) return yield* new CatalogueInvalid({ message: problems.join("; ") })
+  return config
+})

@@ -1,6 +1,6 @@
-/** Reads the catalogue configuration file and decodes it with core's schema; errors name the file. */
+/** Reads the catalogue configuration file; core's parseCatalogue decides what is valid. */
 import { Effect, Schema } from "effect"
-import { CatalogueConfig, validateCatalogue } from "@model-platform/core/CatalogueConfig"
+import { parseCatalogue } from "@model-platform/core/CatalogueConfig"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -17,16 +17,7 @@ export const loadCatalogue = Effect.fn("loadCatalogue")(function*(file: string) 
     try: () => fs.readFile(file, "utf8"),
     catch: (e) => new CatalogueFileError({ message: `cannot read catalogue file ${file}: ${String(e)}` })
   })
-  const json = yield* Effect.try({
-    try: () => JSON.parse(text) as unknown,
-    catch: (e) => new CatalogueFileError({ message: `catalogue file ${file} is not valid JSON: ${String(e)}` })
-  })
-  const config = yield* Schema.decodeUnknownEffect(CatalogueConfig)(json, { onExcessProperty: "error" }).pipe(
+  return yield* parseCatalogue(text).pipe(
     Effect.mapError((e) => new CatalogueFileError({ message: `catalogue file ${file} is invalid: ${e.message}` }))
   )
-  const problems = validateCatalogue(config)
-  if (problems.length > 0) {
-    return yield* new CatalogueFileError({ message: `catalogue file ${file} is inconsistent: ${problems.join("; ")}` })
-  }
-  return config
 })

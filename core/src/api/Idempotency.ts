@@ -17,6 +17,11 @@ import { CurrentCaller } from "./Security.ts"
 export const IDEMPOTENCY_HEADER = "idempotency-key"
 export const REPLAYED_HEADER = "idempotent-replayed"
 const MAX_KEY_LENGTH = 255
+/**
+ * A claim with no response after this long belongs to a process that died mid-request (no code
+ * ran to release it); a new request under the key may take it over.
+ */
+export const ABANDONED_CLAIM_MS = 5 * 60 * 1000
 
 export class Idempotency extends HttpApiMiddleware.Service<Idempotency, { requires: CurrentCaller }>()(
   "@model-platform/core/api/Idempotency",
@@ -40,7 +45,15 @@ export class Idempotency extends HttpApiMiddleware.Service<Idempotency, { requir
         const body = yield* Effect.orElseSucceed(request.text, () => "")
         const fingerprint = yield* hashSecret(`${request.method} ${request.url}\n${body}`)
         const scope = caller.account.id
-        const claim = yield* store.claim({ scope, key, fingerprint, created_at: yield* Time.now })
+        const claimKey = Effect.flatMap(Time.now, (created_at) => store.claim({ scope, key, fingerprint, created_at }))
+        let claim = yield* claimKey
+        if (claim._tag === "Exists" && claim.record.response === undefined) {
+          const age = (yield* Effect.clockWith((clock) => clock.currentTimeMillis)) - Date.parse(claim.record.created_at)
+          if (age > ABANDONED_CLAIM_MS) {
+            yield* store.release(scope, key)
+            claim = yield* claimKey
+          }
+        }
         if (claim._tag === "Exists") {
           const { record } = claim
           if (record.fingerprint !== fingerprint) {
@@ -61,7 +74,8 @@ export class Idempotency extends HttpApiMiddleware.Service<Idempotency, { requir
             headers: { [REPLAYED_HEADER]: "true" }
           })
         }
-        const exit = yield* Effect.exit(httpEffect)
+        // An interrupted request (client gone, Lambda deadline) releases its claim too.
+        const exit = yield* Effect.exit(Effect.onInterrupt(httpEffect, () => store.release(scope, key)))
         const stored = Exit.isSuccess(exit) ? storedResponse(exit.value) : undefined
         yield* stored === undefined ? store.release(scope, key) : store.complete(scope, key, stored)
         return yield* exit
