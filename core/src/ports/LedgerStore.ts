@@ -1,0 +1,208 @@
+/**
+ * Port: where the credit ledger is kept (DESIGN.md, Money). The rules (spending order, what a
+ * settlement charges, retries) live in core/src/Ledger.ts; a store only applies what it is given,
+ * but each operation below is ATOMIC — all of it happens or none of it, also between processes —
+ * because that is what keeps concurrent calls from overspending.
+ *
+ * Model. Amounts are bigint micro-credits. Per (account, scope) — scope = account-wide
+ * (machine_id null) or pinned to one machine — the store keeps:
+ *   posted = the sum of the scope's immutable entries, and
+ *   held   = the sum of the scope's allocations in PENDING reservations;
+ *   available = posted - held.
+ * `posted` is a cached sum: it must always equal the sum of the scope's entries, and `held` the
+ * sum of the pending allocations (the property tests and `Ledger.audit` check both).
+ *
+ * Entries are immutable and their `ref` is unique per account: posting a ref that exists changes
+ * nothing. Credit entries are positive; usage entries are negative and come only from `settle`.
+ *
+ * A reservation moves pending -> settled | voided | expired exactly once (a conditional update);
+ * every later attempt answers "not_pending" and changes nothing.
+ *
+ * Machine ids are non-empty strings (a store may use "" for the account-wide scope internally).
+ * Store failures (a broken database, a violated constraint, input that breaks the rules stated
+ * here) are defects.
+ */
+import { Context, type Effect } from "effect"
+import type { Timestamp } from "../Time.ts"
+
+export type CreditEntryType = "credit_added" | "plan_credit_granted"
+export type EntryType = CreditEntryType | "usage"
+
+/** One immutable change to one scope's balance. */
+export interface LedgerEntry {
+  readonly id: string
+  readonly account_id: string
+  /** The scope changed: null for account-wide credits, else the machine they are pinned to. */
+  readonly machine_id: string | null
+  /** Signed micro-credits: positive for credits, negative for usage. Never zero. */
+  readonly amount: bigint
+  readonly type: EntryType
+  /** Unique per account: order id, ticket code, plan grant, or usage ref (see Ledger.usageEntryRef). */
+  readonly ref: string
+  readonly created_at: Timestamp
+}
+
+/** An amount taken from (held in, or charged to) one scope. */
+export interface Allocation {
+  readonly machine_id: string | null
+  readonly amount: bigint
+}
+
+/** One scope of an account, as the store keeps it. */
+export interface ScopeBalance {
+  readonly machine_id: string | null
+  readonly posted: bigint
+  readonly held: bigint
+}
+
+export type ReservationStatus = "pending" | "settled" | "voided" | "expired"
+
+/** A pending (or finished) upper bound of a call's cost, held across one or more scopes. */
+export interface Reservation {
+  /** Unique among all reservations (core generates it); the call's usage ref. */
+  readonly ref: string
+  readonly account_id: string
+  /** The machine the call runs on (null: none); only credits pinned to it may be allocated. */
+  readonly machine_id: string | null
+  /** In spending order; positive amounts, at most one per scope. */
+  readonly allocations: ReadonlyArray<Allocation>
+  readonly status: ReservationStatus
+  readonly created_at: Timestamp
+  readonly expires_at: Timestamp
+  /** When it was settled, voided or expired; null while pending. */
+  readonly finished_at: Timestamp | null
+  /** Settled only: the call's real cost, and the part of it above the reservation. */
+  readonly charged: bigint | null
+  readonly excess: bigint | null
+}
+
+export type NewReservation = Pick<
+  Reservation,
+  "ref" | "account_id" | "machine_id" | "allocations" | "created_at" | "expires_at"
+>
+
+/** What settling a reservation writes: the usage entries (one per scope charged) and the totals. */
+export interface Settlement {
+  readonly ref: string
+  readonly at: Timestamp
+  /** The real cost of the call (>= 0). */
+  readonly charged: bigint
+  /** The part of `charged` above the reservation (>= 0), charged account-wide. */
+  readonly excess: bigint
+  /** Usage entries of the reservation's account: negative, at most one per scope. */
+  readonly entries: ReadonlyArray<LedgerEntry>
+}
+
+export class LedgerStore extends Context.Service<LedgerStore, {
+  /**
+   * Atomically: inserts a credit entry (positive amount, a credit type) unless its ref exists in
+   * the account, and adds it to its scope's `posted` (creating the scope). "duplicate": an entry
+   * with that ref exists (whatever its amount, scope or type), and nothing changed. Concurrent
+   * posts of one ref: exactly one is "posted".
+   */
+  readonly post: (entry: LedgerEntry) => Effect.Effect<"posted" | "duplicate">
+
+  /** Every scope the account has, account-wide first, then pinned scopes by machine id. */
+  readonly balances: (accountId: string) => Effect.Effect<ReadonlyArray<ScopeBalance>>
+
+  /** The account's entries, newest first (equal created_at: last inserted first); `limit` or all. */
+  readonly entries: (accountId: string, limit?: number) => Effect.Effect<ReadonlyArray<LedgerEntry>>
+
+  /**
+   * Atomically: checks that every allocation's scope has available >= its amount, then records
+   * the reservation as pending and adds each allocation to its scope's `held` — all of it or none.
+   * "insufficient": some scope lacked the amount (or does not exist) and nothing changed;
+   * "duplicate": a reservation with this ref exists and nothing changed. Concurrent reserves never
+   * take a scope's available below zero. Allocations pinned to another machine than the
+   * reservation's are a defect (pinned credits are only spent by calls on their machine).
+   */
+  readonly reserve: (reservation: NewReservation) => Effect.Effect<"reserved" | "insufficient" | "duplicate">
+
+  readonly reservation: (ref: string) => Effect.Effect<Reservation | undefined>
+
+  /** The account's pending reservations, oldest first. */
+  readonly pending: (accountId: string) => Effect.Effect<ReadonlyArray<Reservation>>
+
+  /**
+   * Atomically, only if the reservation is pending: marks it settled (finished_at, charged,
+   * excess), subtracts its allocations from `held`, inserts the usage entries and adds them to
+   * their scopes' `posted` (the account-wide scope may go below zero: that is the excess).
+   * "not_pending": unknown, or already settled, voided or expired — nothing changed.
+   */
+  readonly settle: (settlement: Settlement) => Effect.Effect<"settled" | "not_pending">
+
+  /**
+   * Atomically, only if the reservation is pending: marks it voided and subtracts its allocations
+   * from `held`. "not_pending": unknown, or already finished — nothing changed.
+   */
+  readonly void: (ref: string, at: Timestamp) => Effect.Effect<"voided" | "not_pending">
+
+  /**
+   * Marks every reservation still pending with expires_at <= now as expired (finished_at = now)
+   * and releases its holds; each one atomically and conditionally, as `void` does (a settle or
+   * void racing with it wins or loses as a whole). Returns the refs this call expired.
+   */
+  readonly expire: (now: Timestamp) => Effect.Effect<ReadonlyArray<string>>
+}>()("@model-platform/core/ports/LedgerStore") {}
+
+/** The key of a scope in maps and in stores that cannot key on null: "" is account-wide. */
+export const scopeKey = (machineId: string | null): string => machineId ?? ""
+
+/** Account-wide first, then pinned scopes by machine id: the order `balances` answers in. */
+export const byScope = (a: { readonly machine_id: string | null }, b: { readonly machine_id: string | null }): number => {
+  const x = scopeKey(a.machine_id)
+  const y = scopeKey(b.machine_id)
+  return x < y ? -1 : x > y ? 1 : 0
+}
+
+// ---------------------------------------------------------------------------------------------
+// The input rules every store enforces (breaking one is a defect). Pure, shared by the stores.
+
+const badMachineId = (machineId: string | null) => machineId !== null && machineId.length === 0
+
+/** Why `post` must refuse this entry, or undefined. */
+export const creditProblem = (entry: LedgerEntry): string | undefined => {
+  if (entry.type === "usage") return "usage entries are written by settle only"
+  if (entry.amount <= 0n) return `a credit must be positive, got ${entry.amount}`
+  if (badMachineId(entry.machine_id)) return "machine ids must be non-empty"
+  return undefined
+}
+
+/** Why `reserve` must refuse these allocations, or undefined. */
+export const reservationProblem = (reservation: NewReservation): string | undefined => {
+  if (badMachineId(reservation.machine_id)) return "machine ids must be non-empty"
+  const seen = new Set<string>()
+  for (const allocation of reservation.allocations) {
+    if (allocation.amount <= 0n) return `allocation amounts must be positive, got ${allocation.amount}`
+    if (badMachineId(allocation.machine_id)) return "machine ids must be non-empty"
+    if (allocation.machine_id !== null && allocation.machine_id !== reservation.machine_id) {
+      return `credits pinned to ${allocation.machine_id} allocated to a call on ${reservation.machine_id ?? "no machine"}`
+    }
+    const key = scopeKey(allocation.machine_id)
+    if (seen.has(key)) return `two allocations in one scope (${key || "account-wide"})`
+    seen.add(key)
+  }
+  return undefined
+}
+
+/** Why `settle` must refuse this settlement of this (pending) reservation, or undefined. */
+export const settlementProblem = (reservation: Reservation, settlement: Settlement): string | undefined => {
+  if (settlement.charged < 0n || settlement.excess < 0n || settlement.excess > settlement.charged) {
+    return `bad totals: charged ${settlement.charged}, excess ${settlement.excess}`
+  }
+  const scopes = new Set<string>()
+  const refs = new Set<string>()
+  for (const entry of settlement.entries) {
+    if (entry.account_id !== reservation.account_id) return "an entry of another account"
+    if (entry.type !== "usage" || entry.amount >= 0n) return "settlement entries are negative usage entries"
+    if (entry.machine_id !== null && entry.machine_id !== reservation.machine_id) {
+      return `charges credits pinned to ${entry.machine_id} for a call on ${reservation.machine_id ?? "no machine"}`
+    }
+    const key = scopeKey(entry.machine_id)
+    if (scopes.has(key)) return "two entries in one scope"
+    scopes.add(key)
+    if (refs.has(entry.ref)) return `entry ref ${entry.ref} twice`
+    refs.add(entry.ref)
+  }
+  return undefined
+}
