@@ -284,6 +284,7 @@ describe("PlatformStack options", () => {
 describe("bundle.ts", () => {
   it("bundles an entry and its dependencies into one ES module that runs", async () => {
     // inside the package (dist/ is ignored by git), so the fixture resolves the package's dependencies
+    Fs.mkdirSync(Path.join(here, "..", "dist"), { recursive: true })
     const fixtureDir = Fs.mkdtempSync(Path.join(here, "..", "dist", ".bundle-test-"))
     try {
       const entry = Path.join(fixtureDir, "entry.ts")
