@@ -1,0 +1,657 @@
+/**
+ * The ledger store port (core/src/ports/LedgerStore.ts) on the one DynamoDB table of
+ * DynamoTable.ts. docs/lambda-ledger.md describes every item, the access pattern it serves, and
+ * how each atomic rule is enforced; in short:
+ *
+ * - Every write is ONE TransactWriteItems, so it happens whole or not at all, across processes:
+ *   post = the entry's ref item, id item and entry item (conditional puts) + an update adding to
+ *   the scope's balance; reserve = the reservation and its two index items + per allocation an
+ *   update conditioned on `available >= :amount`; settle / void / expire = an update of the
+ *   reservation conditioned on `status = pending`, the deletion of its index items, the balance
+ *   updates and (settle) the usage entries.
+ * - A balance item keeps `posted`, `held` and `available` = posted - held, all three changed by
+ *   every write (a condition cannot compute posted - held, so the difference is stored).
+ * - A cancelled transaction is read through its CancellationReasons: ConditionalCheckFailed on a
+ *   given item means "duplicate", "insufficient" or "not_pending" as the port defines them (or a
+ *   defect: a duplicate entry id, a usage ref that exists); TransactionConflict means another
+ *   transaction held an item, and the whole transaction is tried again after a jittered backoff.
+ *
+ * Money never passes through a JS number. This store speaks the low-level DynamoDB API (through
+ * the DynamoConfig client, whose middleware stack is the plain DynamoDBClient's), writing amounts
+ * as `{ N: bigint.toString() }` and decoding `N` strings with Schema.BigIntFromString. The
+ * document client could do the same with `unmarshallOptions.wrapNumbers`, but its translate
+ * options live on the client's config, shared with the other stores, whose items hold plain
+ * numbers; the low-level API changes nothing for them.
+ */
+import {
+  type AttributeValue,
+  GetItemCommand,
+  QueryCommand,
+  type QueryCommandInput,
+  TransactWriteItemsCommand,
+  type TransactWriteItem
+} from "@aws-sdk/client-dynamodb"
+import {
+  type Allocation,
+  byScope,
+  creditProblem,
+  type LedgerEntry,
+  LedgerStore,
+  type NewReservation,
+  type Reservation,
+  reservationProblem,
+  type ScopeBalance,
+  scopeKey,
+  type Settlement,
+  settlementProblem
+} from "@model-platform/core/ports/LedgerStore"
+import { Timestamp } from "@model-platform/core/Time"
+import {
+  Clock,
+  Duration,
+  Effect,
+  Layer,
+  Predicate,
+  Random,
+  Schedule,
+  Schema,
+  SchemaTransformation
+} from "effect"
+import { DynamoConfig, type DynamoSettings, type ItemKey } from "./DynamoTable.ts"
+
+// ---------------------------------------------------------------------------------------------
+// keys
+
+/** Pending reservations are spread over this many expiry partitions (fixed: changing it strands items). */
+export const EXPIRY_SHARDS = 8
+
+/** FNV-1a over the ref's UTF-16 code units: which expiry partition a reservation is listed in. */
+export const expiryShard = (ref: string): number => {
+  let hash = 0x811c9dc5
+  for (let i = 0; i < ref.length; i++) {
+    hash ^= ref.charCodeAt(i)
+    hash = Math.imul(hash, 0x01000193) >>> 0
+  }
+  return hash % EXPIRY_SHARDS
+}
+
+const ledgerPk = (accountId: string) => `LEDGER#${accountId}`
+const expiryPk = (shard: number) => `RESERVATIONS#PENDING#${shard}`
+
+/** Sort key prefixes inside an account's ledger partition, for `begins_with`. */
+export const LEDGER_PREFIX = {
+  balance: "BALANCE#",
+  entry: "ENTRY#",
+  ref: "REF#",
+  pending: "PENDING#"
+} as const
+
+/**
+ * The key of every ledger item (docs/lambda-ledger.md). Ids are whole key values, never parsed
+ * back out of a key: each item also carries its fields as attributes.
+ */
+export const LedgerKeys = {
+  /** One scope of an account: `posted`, `held`, `available`. "" after the prefix is account-wide. */
+  balance: (accountId: string, machineId: string | null): ItemKey => ({
+    pk: ledgerPk(accountId),
+    sk: `${LEDGER_PREFIX.balance}${scopeKey(machineId)}`
+  }),
+  /** An entry, in the account's list: newest last in sort key order. */
+  entry: (accountId: string, createdAt: string, stamp: string, seq: number, entryId: string): ItemKey => ({
+    pk: ledgerPk(accountId),
+    sk: `${LEDGER_PREFIX.entry}${createdAt}#${stamp}#${String(seq).padStart(3, "0")}#${entryId}`
+  }),
+  /** Holds an entry ref, so that a ref is posted once per account. */
+  entryRef: (accountId: string, ref: string): ItemKey => ({ pk: ledgerPk(accountId), sk: `${LEDGER_PREFIX.ref}${ref}` }),
+  /** Holds an entry id, so that ids stay unique across accounts (as a primary key). */
+  entryId: (entryId: string): ItemKey => ({ pk: `LEDGERENTRY#${entryId}`, sk: "LEDGERENTRY" }),
+  /** The reservation itself, whatever its status. */
+  reservation: (ref: string): ItemKey => ({ pk: `RESERVATION#${ref}`, sk: "RESERVATION" }),
+  /** A pending reservation in its account's list, oldest first; deleted when it finishes. */
+  pending: (accountId: string, createdAt: string, stamp: string, ref: string): ItemKey => ({
+    pk: ledgerPk(accountId),
+    sk: `${LEDGER_PREFIX.pending}${createdAt}#${stamp}#${ref}`
+  }),
+  /** A pending reservation in its expiry partition, by expires_at; deleted when it finishes. */
+  expiry: (ref: string, expiresAt: string): ItemKey => ({ pk: expiryPk(expiryShard(ref)), sk: `${expiresAt}#${ref}` })
+} as const
+
+// ---------------------------------------------------------------------------------------------
+// attribute values: written by hand, read with schemas (amounts as decimal strings, never floats)
+
+type Item = Record<string, AttributeValue>
+
+const str = (value: string): AttributeValue => ({ S: value })
+const num = (value: bigint): AttributeValue => ({ N: value.toString() })
+const keyOf = (key: ItemKey): Item => ({ pk: str(key.pk), sk: str(key.sk) })
+/** Optional fields are absent attributes, never NULL. */
+const optionalStr = (name: string, value: string | null): Item => (value === null ? {} : { [name]: str(value) })
+
+const StringAttr = Schema.Struct({ S: Schema.String }).pipe(
+  Schema.decodeTo(Schema.String, SchemaTransformation.transform({ decode: (a) => a.S, encode: (S) => ({ S }) }))
+)
+const TimestampAttr = Schema.Struct({ S: Timestamp }).pipe(
+  Schema.decodeTo(Timestamp, SchemaTransformation.transform({ decode: (a) => a.S, encode: (S) => ({ S }) }))
+)
+/** A DynamoDB number holding integer micro-credits, as a bigint. */
+const MicroAttr = Schema.Struct({ N: Schema.String }).pipe(
+  Schema.decodeTo(Schema.BigIntFromString, SchemaTransformation.transform({ decode: (a) => a.N, encode: (N) => ({ N }) }))
+)
+const literalAttr = <const L extends ReadonlyArray<string>>(literals: L) => {
+  const values = Schema.Literals(literals)
+  return Schema.Struct({ S: values }).pipe(
+    Schema.decodeTo(values, SchemaTransformation.transform({ decode: (a) => a.S, encode: (S) => ({ S }) }))
+  )
+}
+const AllocationsAttr = Schema.Struct({
+  L: Schema.Array(Schema.Struct({ M: Schema.Struct({ machine_id: Schema.optionalKey(StringAttr), amount: MicroAttr }) }))
+})
+
+const BalanceItem = Schema.Struct({
+  machine_id: Schema.optionalKey(StringAttr),
+  posted: MicroAttr,
+  held: MicroAttr,
+  available: MicroAttr
+})
+
+const EntryItem = Schema.Struct({
+  id: StringAttr,
+  account_id: StringAttr,
+  machine_id: Schema.optionalKey(StringAttr),
+  amount: MicroAttr,
+  type: literalAttr(["credit_added", "plan_credit_granted", "usage"]),
+  ref: StringAttr,
+  created_at: TimestampAttr
+})
+
+/** The reservation item, and its two index items (copies taken while it is pending). */
+const ReservationItem = Schema.Struct({
+  ref: StringAttr,
+  account_id: StringAttr,
+  machine_id: Schema.optionalKey(StringAttr),
+  allocations: AllocationsAttr,
+  status: literalAttr(["pending", "settled", "voided", "expired"]),
+  created_at: TimestampAttr,
+  expires_at: TimestampAttr,
+  finished_at: Schema.optionalKey(TimestampAttr),
+  charged: Schema.optionalKey(MicroAttr),
+  excess: Schema.optionalKey(MicroAttr),
+  /** While pending: the sort key of its item in the account's pending list. */
+  pending_sk: Schema.optionalKey(StringAttr)
+})
+
+/** A reservation as read, with what finishing it needs to find its index items. */
+interface StoredReservation {
+  readonly reservation: Reservation
+  readonly pendingSk: string | undefined
+}
+
+const toReservation = (item: typeof ReservationItem.Type): StoredReservation => ({
+  reservation: {
+    ref: item.ref,
+    account_id: item.account_id,
+    machine_id: item.machine_id ?? null,
+    allocations: item.allocations.L.map(({ M }) => ({ machine_id: M.machine_id ?? null, amount: M.amount })),
+    status: item.status,
+    created_at: item.created_at,
+    expires_at: item.expires_at,
+    finished_at: item.finished_at ?? null,
+    charged: item.charged ?? null,
+    excess: item.excess ?? null
+  },
+  pendingSk: item.pending_sk
+})
+
+const toEntry = (item: typeof EntryItem.Type): LedgerEntry => ({
+  id: item.id,
+  account_id: item.account_id,
+  machine_id: item.machine_id ?? null,
+  amount: item.amount,
+  type: item.type,
+  ref: item.ref,
+  created_at: item.created_at
+})
+
+const entryAttributes = (entry: LedgerEntry): Item => ({
+  id: str(entry.id),
+  account_id: str(entry.account_id),
+  ...optionalStr("machine_id", entry.machine_id),
+  amount: num(entry.amount),
+  type: str(entry.type),
+  ref: str(entry.ref),
+  created_at: str(entry.created_at)
+})
+
+/** A pending reservation's attributes (the reservation item and its index items share them). */
+const pendingAttributes = (reservation: NewReservation, pendingSk: string): Item => ({
+  ref: str(reservation.ref),
+  account_id: str(reservation.account_id),
+  ...optionalStr("machine_id", reservation.machine_id),
+  allocations: {
+    L: reservation.allocations.map((a) => ({ M: { ...optionalStr("machine_id", a.machine_id), amount: num(a.amount) } }))
+  },
+  status: str("pending"),
+  created_at: str(reservation.created_at),
+  expires_at: str(reservation.expires_at),
+  pending_sk: str(pendingSk)
+})
+
+/** Items are decoded with a schema: a malformed item is a defect, never a silent partial record. */
+const decode = <S extends Schema.Constraint>(schema: S) => {
+  const decodeItem = Schema.decodeUnknownEffect(schema)
+  return (item: unknown) => Effect.orDie(decodeItem(item))
+}
+
+// ---------------------------------------------------------------------------------------------
+// calling DynamoDB
+
+type Client = DynamoSettings["client"]
+
+/** One SDK call; its rejection stays in the error channel so that callers can look at it. */
+const call = <A>(f: (signal: AbortSignal) => Promise<A>): Effect.Effect<A, unknown> =>
+  Effect.tryPromise({ try: f, catch: (error) => error })
+
+const errorName = (error: unknown): string | undefined =>
+  Predicate.hasProperty(error, "name") && Predicate.isString(error.name) ? error.name : undefined
+
+/** Per item of a cancelled transaction: "None", "ConditionalCheckFailed", "TransactionConflict"... */
+const cancellationCodes = (error: unknown): ReadonlyArray<string> | undefined => {
+  if (errorName(error) !== "TransactionCanceledException") return undefined
+  const reasons = Predicate.hasProperty(error, "CancellationReasons") ? error.CancellationReasons : undefined
+  if (!Array.isArray(reasons)) return undefined
+  return reasons.map((reason: unknown) =>
+    Predicate.hasProperty(reason, "Code") && Predicate.isString(reason.Code) ? reason.Code : "None"
+  )
+}
+
+/** Another transaction held one of the items: nothing was written, worth trying again. */
+const isConflict = (error: unknown): boolean =>
+  errorName(error) === "TransactionConflictException" ||
+  (cancellationCodes(error)?.includes("TransactionConflict") ?? false)
+
+/** The indexes of the items whose condition failed, or undefined when it is another failure. */
+const failedConditions = (error: unknown): ReadonlyArray<number> | undefined => {
+  const codes = cancellationCodes(error)
+  if (codes === undefined || !codes.includes("ConditionalCheckFailed")) return undefined
+  if (codes.some((code) => code !== "None" && code !== "ConditionalCheckFailed")) return undefined
+  return codes.flatMap((code, i) => (code === "ConditionalCheckFailed" ? [i] : []))
+}
+
+/**
+ * Backoff for conflicts: exponential from 10 ms, capped at 500 ms, with full jitter (a uniform
+ * delay below the cap) so that many writers of one balance item spread out. Under contention on
+ * one item transactions take turns; 30 concurrent writers of one scope need a few rounds.
+ */
+const CONFLICT_RETRIES = 40
+const conflictSchedule = Schedule.exponential("10 millis").pipe(
+  Schedule.modifyDelay(({ duration }) =>
+    Effect.map(Random.next, (r) => Duration.millis(Math.max(1, r * Math.min(500, Duration.toMillis(duration)))))
+  )
+)
+
+/** At most 100 items per TransactWriteItems. */
+const MAX_TRANSACTION_ITEMS = 100
+
+type TransactResult =
+  | { readonly committed: true }
+  | { readonly committed: false; readonly failed: ReadonlyArray<number> }
+
+const COMMITTED: TransactResult = { committed: true }
+
+/**
+ * One all-or-nothing write, tried again while it conflicts with other transactions. A fresh
+ * command (and so a fresh ClientRequestToken) per attempt: a cancelled attempt wrote nothing.
+ * Answers which conditions failed when it was cancelled by them; any other failure is a defect.
+ */
+const transact = (client: Client, operation: string, items: ReadonlyArray<TransactWriteItem>) => {
+  if (items.length > MAX_TRANSACTION_ITEMS) {
+    return Effect.die(new Error(`LedgerStore.${operation}: ${items.length} items exceed one transaction`))
+  }
+  return call((signal) =>
+    client.send(new TransactWriteItemsCommand({ TransactItems: [...items] }), { abortSignal: signal })
+  ).pipe(
+    Effect.retry({ schedule: conflictSchedule, times: CONFLICT_RETRIES, while: isConflict }),
+    Effect.as(COMMITTED),
+    Effect.catchIf(
+      (error) => failedConditions(error) !== undefined,
+      (error): Effect.Effect<TransactResult> =>
+        Effect.succeed({ committed: false, failed: failedConditions(error) ?? [] })
+    ),
+    Effect.orDie
+  )
+}
+
+// ---------------------------------------------------------------------------------------------
+// the store
+
+export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = Layer.effect(
+  LedgerStore,
+  Effect.gen(function*() {
+    const { client, tableName } = yield* DynamoConfig
+    const decodeBalance = decode(BalanceItem)
+    const decodeEntry = decode(EntryItem)
+    const decodeReservation = decode(ReservationItem)
+
+    const die = (operation: string, problem: string) => Effect.die(new Error(`LedgerStore.${operation}: ${problem}`))
+
+    /**
+     * Microseconds since the epoch, 17 digits, strictly increasing within this store: orders the
+     * entries (and pending reservations) of one created_at by insertion.
+     */
+    let lastStamp = 0n
+    const writeStamp = Effect.map(Clock.currentTimeNanos, (nanos) => {
+      const micros = nanos / 1000n
+      lastStamp = micros > lastStamp ? micros : lastStamp + 1n
+      return lastStamp.toString().padStart(17, "0")
+    })
+
+    // --- items of a transaction
+
+    const createItem = (key: ItemKey, attributes: Item): TransactWriteItem => ({
+      Put: {
+        TableName: tableName,
+        Item: { ...attributes, ...keyOf(key) },
+        ConditionExpression: "attribute_not_exists(pk)"
+      }
+    })
+
+    const deleteItem = (key: ItemKey): TransactWriteItem => ({ Delete: { TableName: tableName, Key: keyOf(key) } })
+
+    /** Adds deltas to a scope's posted and held (available follows), creating the scope at zero. */
+    const addToBalance = (
+      accountId: string,
+      machineId: string | null,
+      delta: { readonly posted: bigint; readonly held: bigint }
+    ): TransactWriteItem => ({
+      Update: {
+        TableName: tableName,
+        Key: keyOf(LedgerKeys.balance(accountId, machineId)),
+        UpdateExpression: `SET #account = :account${machineId === null ? "" : ", #machine = :machine"} ` +
+          "ADD #posted :posted, #held :held, #available :available",
+        ExpressionAttributeNames: {
+          "#account": "account_id",
+          ...(machineId === null ? {} : { "#machine": "machine_id" }),
+          "#posted": "posted",
+          "#held": "held",
+          "#available": "available"
+        },
+        ExpressionAttributeValues: {
+          ":account": str(accountId),
+          ...(machineId === null ? {} : { ":machine": str(machineId) }),
+          ":posted": num(delta.posted),
+          ":held": num(delta.held),
+          ":available": num(delta.posted - delta.held)
+        }
+      }
+    })
+
+    /** Holds an allocation: only while the scope exists and has available >= the amount. */
+    const holdInBalance = (accountId: string, allocation: Allocation): TransactWriteItem => ({
+      Update: {
+        TableName: tableName,
+        Key: keyOf(LedgerKeys.balance(accountId, allocation.machine_id)),
+        UpdateExpression: "ADD #held :amount, #available :negative",
+        ConditionExpression: "#available >= :amount",
+        ExpressionAttributeNames: { "#held": "held", "#available": "available" },
+        ExpressionAttributeValues: { ":amount": num(allocation.amount), ":negative": num(-allocation.amount) }
+      }
+    })
+
+    /** The three items of a new entry: its ref (unique per account), its id (unique), itself. */
+    const entryItems = (entry: LedgerEntry, stamp: string, seq: number): ReadonlyArray<TransactWriteItem> => [
+      createItem(LedgerKeys.entryRef(entry.account_id, entry.ref), { entry_id: str(entry.id) }),
+      createItem(LedgerKeys.entryId(entry.id), { account_id: str(entry.account_id), ref: str(entry.ref) }),
+      createItem(LedgerKeys.entry(entry.account_id, entry.created_at, stamp, seq, entry.id), entryAttributes(entry))
+    ]
+
+    /**
+     * Finishes a pending reservation: the conditional status update (item 0), the deletion of its
+     * index items, and per scope the release of its holds plus (settle) the usage posted.
+     */
+    const finishItems = (
+      stored: StoredReservation,
+      finish: {
+        readonly status: "settled" | "voided" | "expired"
+        readonly at: Timestamp
+        readonly totals?: { readonly charged: bigint; readonly excess: bigint }
+        readonly postings?: ReadonlyArray<Allocation>
+      }
+    ): Array<TransactWriteItem> => {
+      const { reservation, pendingSk } = stored
+      const deltas = new Map<string, { machine_id: string | null; posted: bigint; held: bigint }>()
+      const at = (machineId: string | null) => {
+        const key = scopeKey(machineId)
+        let delta = deltas.get(key)
+        if (delta === undefined) deltas.set(key, delta = { machine_id: machineId, posted: 0n, held: 0n })
+        return delta
+      }
+      for (const allocation of reservation.allocations) at(allocation.machine_id).held -= allocation.amount
+      for (const posting of finish.postings ?? []) at(posting.machine_id).posted += posting.amount
+      const totals = finish.totals
+      return [
+        {
+          Update: {
+            TableName: tableName,
+            Key: keyOf(LedgerKeys.reservation(reservation.ref)),
+            UpdateExpression: `SET #status = :status, #finished = :at${
+              totals === undefined ? "" : ", #charged = :charged, #excess = :excess"
+            } REMOVE #pending_sk`,
+            ConditionExpression: "#status = :pending",
+            ExpressionAttributeNames: {
+              "#status": "status",
+              "#finished": "finished_at",
+              "#pending_sk": "pending_sk",
+              ...(totals === undefined ? {} : { "#charged": "charged", "#excess": "excess" })
+            },
+            ExpressionAttributeValues: {
+              ":status": str(finish.status),
+              ":at": str(finish.at),
+              ":pending": str("pending"),
+              ...(totals === undefined ? {} : { ":charged": num(totals.charged), ":excess": num(totals.excess) })
+            }
+          }
+        },
+        ...(pendingSk === undefined ? [] : [deleteItem({ pk: ledgerPk(reservation.account_id), sk: pendingSk })]),
+        deleteItem(LedgerKeys.expiry(reservation.ref, reservation.expires_at)),
+        ...[...deltas.values()]
+          .sort(byScope)
+          .map((delta) => addToBalance(reservation.account_id, delta.machine_id, delta))
+      ]
+    }
+
+    // --- reads (all strongly consistent)
+
+    const getItem = (key: ItemKey) =>
+      call((signal) =>
+        client.send(new GetItemCommand({ TableName: tableName, Key: keyOf(key), ConsistentRead: true }), {
+          abortSignal: signal
+        })
+      ).pipe(Effect.map((output) => output.Item), Effect.orDie)
+
+    /** Every item a query finds (or the first `limit`), following LastEvaluatedKey. */
+    const queryItems = Effect.fnUntraced(function*(
+      input: Omit<QueryCommandInput, "TableName" | "ConsistentRead" | "ExclusiveStartKey" | "Limit">,
+      limit?: number
+    ) {
+      const items: Array<Item> = []
+      let startKey: Item | undefined
+      do {
+        const exclusiveStartKey = startKey
+        const remaining = limit === undefined ? undefined : limit - items.length
+        const page = yield* Effect.orDie(call((signal) =>
+          client.send(
+            new QueryCommand({
+              ...input,
+              TableName: tableName,
+              ConsistentRead: true,
+              ...(remaining === undefined ? {} : { Limit: remaining }),
+              ...(exclusiveStartKey === undefined ? {} : { ExclusiveStartKey: exclusiveStartKey })
+            }),
+            { abortSignal: signal }
+          )
+        ))
+        items.push(...(page.Items ?? []))
+        startKey = page.LastEvaluatedKey
+      } while (startKey !== undefined && (limit === undefined || items.length < limit))
+      return items
+    })
+
+    const accountItems = (
+      accountId: string,
+      prefix: string,
+      options: { readonly newestFirst?: boolean; readonly limit?: number } = {}
+    ) =>
+      queryItems({
+        KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
+        ExpressionAttributeValues: { ":pk": str(ledgerPk(accountId)), ":prefix": str(prefix) },
+        ScanIndexForward: options.newestFirst !== true
+      }, options.limit)
+
+    const readReservation = (ref: string) =>
+      Effect.flatMap(
+        getItem(LedgerKeys.reservation(ref)),
+        (item) => item === undefined ? Effect.undefined : Effect.map(decodeReservation(item), toReservation)
+      )
+
+    // --- the port
+
+    const post = Effect.fn("LedgerStore.post")(function*(entry: LedgerEntry) {
+      const problem = creditProblem(entry)
+      if (problem !== undefined) return yield* die("post", problem)
+      const stamp = yield* writeStamp
+      const result = yield* transact(client, "post", [
+        ...entryItems(entry, stamp, 0),
+        addToBalance(entry.account_id, entry.machine_id, { posted: entry.amount, held: 0n })
+      ])
+      if (result.committed) return "posted" as const
+      if (result.failed.includes(0)) return "duplicate" as const
+      if (result.failed.includes(1)) return yield* die("post", `duplicate entry id ${entry.id}`)
+      return yield* die("post", `entry ${entry.id} exists`)
+    })
+
+    const balances = Effect.fn("LedgerStore.balances")(function*(accountId: string) {
+      const items = yield* accountItems(accountId, LEDGER_PREFIX.balance)
+      const scopes: Array<ScopeBalance> = []
+      for (const item of items) {
+        const balance = yield* decodeBalance(item)
+        if (balance.available !== balance.posted - balance.held) {
+          return yield* die("balances", `scope ${balance.machine_id ?? "account-wide"}: available is not posted - held`)
+        }
+        scopes.push({ machine_id: balance.machine_id ?? null, posted: balance.posted, held: balance.held })
+      }
+      // Sort keys order scopes by UTF-8 bytes; the port orders them as JS strings.
+      return scopes.sort(byScope)
+    })
+
+    const entries = Effect.fn("LedgerStore.entries")(function*(accountId: string, limit?: number) {
+      if (limit !== undefined && limit <= 0) return []
+      const items = yield* accountItems(accountId, LEDGER_PREFIX.entry, {
+        newestFirst: true,
+        ...(limit === undefined ? {} : { limit })
+      })
+      const found: Array<LedgerEntry> = []
+      for (const item of items) found.push(toEntry(yield* decodeEntry(item)))
+      return found
+    })
+
+    const reserve = Effect.fn("LedgerStore.reserve")(function*(reservation: NewReservation) {
+      const problem = reservationProblem(reservation)
+      if (problem !== undefined) return yield* die("reserve", problem)
+      const stamp = yield* writeStamp
+      const pendingKey = LedgerKeys.pending(reservation.account_id, reservation.created_at, stamp, reservation.ref)
+      const attributes = pendingAttributes(reservation, pendingKey.sk)
+      const result = yield* transact(client, "reserve", [
+        createItem(LedgerKeys.reservation(reservation.ref), attributes),
+        createItem(pendingKey, attributes),
+        createItem(LedgerKeys.expiry(reservation.ref, reservation.expires_at), attributes),
+        ...reservation.allocations.map((allocation) => holdInBalance(reservation.account_id, allocation))
+      ])
+      if (result.committed) return "reserved" as const
+      if (result.failed.includes(0)) return "duplicate" as const
+      if (result.failed.every((i) => i >= 3)) return "insufficient" as const
+      return yield* die("reserve", `index items of ${reservation.ref} exist`)
+    })
+
+    const reservation = (ref: string) =>
+      readReservation(ref).pipe(
+        Effect.map((stored) => stored?.reservation),
+        Effect.withSpan("LedgerStore.reservation")
+      )
+
+    const pending = Effect.fn("LedgerStore.pending")(function*(accountId: string) {
+      const items = yield* accountItems(accountId, LEDGER_PREFIX.pending)
+      const found: Array<Reservation> = []
+      for (const item of items) found.push(toReservation(yield* decodeReservation(item)).reservation)
+      return found
+    })
+
+    const settle = Effect.fn("LedgerStore.settle")(function*(settlement: Settlement) {
+      const stored = yield* readReservation(settlement.ref)
+      if (stored === undefined || stored.reservation.status !== "pending") return "not_pending" as const
+      const problem = settlementProblem(stored.reservation, settlement)
+      if (problem !== undefined) return yield* die("settle", problem)
+      const stamp = yield* writeStamp
+      const result = yield* transact(client, "settle", [
+        ...finishItems(stored, {
+          status: "settled",
+          at: settlement.at,
+          totals: { charged: settlement.charged, excess: settlement.excess },
+          postings: settlement.entries
+        }),
+        ...settlement.entries.flatMap((entry, seq) => entryItems(entry, stamp, seq))
+      ])
+      if (result.committed) return "settled" as const
+      // Item 0 is the reservation: settled, voided or expired since it was read.
+      if (result.failed.includes(0)) return "not_pending" as const
+      return yield* die("settle", `a usage entry of ${settlement.ref} exists (its ref or id)`)
+    })
+
+    /** Voids or expires one pending reservation (as read); false when it is no longer pending. */
+    const release = (stored: StoredReservation, status: "voided" | "expired", at: Timestamp) => {
+      const operation = status === "voided" ? "void" : "expire"
+      return Effect.flatMap(transact(client, operation, finishItems(stored, { status, at })), (result) =>
+        result.committed
+          ? Effect.succeed(true)
+          : result.failed.includes(0)
+          ? Effect.succeed(false)
+          : die(operation, `unexpected condition failure finishing ${stored.reservation.ref}`))
+    }
+
+    const voidReservation = Effect.fn("LedgerStore.void")(function*(ref: string, at: Timestamp) {
+      const stored = yield* readReservation(ref)
+      if (stored === undefined || stored.reservation.status !== "pending") return "not_pending" as const
+      return (yield* release(stored, "voided", at)) ? "voided" as const : "not_pending" as const
+    })
+
+    // Each expiry partition lists pending reservations by `<expires_at>#<ref>`: those due sort
+    // below `<now>$` ("$" follows "#"). Each one is then expired by its own conditional
+    // transaction, so a settle or void racing with it wins or loses as a whole.
+    const expire = Effect.fn("LedgerStore.expire")(function*(now: Timestamp) {
+      const shards = Array.from({ length: EXPIRY_SHARDS }, (_, shard) => shard)
+      const pages = yield* Effect.forEach(shards, (shard) =>
+        queryItems({
+          KeyConditionExpression: "pk = :pk AND sk < :bound",
+          ExpressionAttributeValues: { ":pk": str(expiryPk(shard)), ":bound": str(`${now}$`) }
+        }), { concurrency: "unbounded" })
+      const due: Array<StoredReservation> = []
+      for (const item of pages.flat()) {
+        const stored = toReservation(yield* decodeReservation(item))
+        if (stored.reservation.expires_at <= now) due.push(stored)
+      }
+      const expired = yield* Effect.forEach(due, (stored) => release(stored, "expired", now), { concurrency: 8 })
+      return due.flatMap((stored, i) => expired[i] ? [stored.reservation.ref] : [])
+    })
+
+    return LedgerStore.of({
+      post,
+      balances,
+      entries,
+      reserve,
+      reservation,
+      pending,
+      settle,
+      void: voidReservation,
+      expire
+    })
+  })
+)
