@@ -108,9 +108,102 @@ const ledger = Effect.gen(function*() {
     WHERE status = 'pending'`
 })
 
+/**
+ * Orders, gift tickets, receipts and stablecoin deposits (PgOrderStore.ts). Money columns are
+ * int8 (cents, micro-credits); token base units are numeric(78,0), because 18-decimal tokens
+ * overflow int8 at a few USD thousand. The uniqueness rules of the port are constraints here:
+ * one card session and one deposit address per order (and neither shared), one ticket and one
+ * receipt per order, one deposit per (chain, tx).
+ */
+const orders = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`
+    CREATE TABLE orders (
+      id text PRIMARY KEY,
+      account_id text NOT NULL,
+      type text NOT NULL CHECK (type IN ('credits', 'package', 'rental', 'subscription')),
+      title text NOT NULL,
+      amount_cents bigint NOT NULL CHECK (amount_cents >= 0),
+      currency text NOT NULL,
+      credits bigint NOT NULL CHECK (credits >= 0),
+      machine_id text,
+      package_id text,
+      gift boolean NOT NULL,
+      status text NOT NULL CHECK (status IN ('pending', 'paid', 'cancelled', 'expired')),
+      payment_method text CHECK (payment_method IN ('card', 'stablecoin')),
+      card_session_id text UNIQUE,
+      checkout_url text,
+      deposit_address text UNIQUE,
+      deposit_memo text,
+      deposit_chain text,
+      deposit_token text,
+      deposit_decimals integer,
+      deposit_amount numeric(78, 0),
+      created_at timestamptz NOT NULL,
+      expires_at timestamptz NOT NULL,
+      paid_at timestamptz,
+      paid_with text CHECK (paid_with IN ('card', 'stablecoin')),
+      seq bigint GENERATED ALWAYS AS IDENTITY,
+      CHECK ((card_session_id IS NULL) = (checkout_url IS NULL)),
+      CHECK ((deposit_address IS NULL) = (deposit_chain IS NULL)
+         AND (deposit_address IS NULL) = (deposit_token IS NULL)
+         AND (deposit_address IS NULL) = (deposit_decimals IS NULL)
+         AND (deposit_address IS NULL) = (deposit_amount IS NULL)),
+      CHECK ((status = 'paid') = (paid_at IS NOT NULL AND paid_with IS NOT NULL))
+    )`
+  yield* sql`CREATE INDEX orders_newest ON orders (account_id, created_at DESC, seq DESC)`
+  yield* sql`CREATE INDEX orders_paid ON orders (paid_at, seq) WHERE status = 'paid'`
+  yield* sql`
+    CREATE TABLE tickets (
+      code text PRIMARY KEY,
+      order_id text NOT NULL UNIQUE,
+      account_id text NOT NULL,
+      credits bigint NOT NULL CHECK (credits >= 0),
+      machine_id text,
+      created_at timestamptz NOT NULL,
+      redeemed_by text,
+      redeemed_at timestamptz,
+      seq bigint GENERATED ALWAYS AS IDENTITY,
+      CHECK ((redeemed_by IS NULL) = (redeemed_at IS NULL))
+    )`
+  yield* sql`CREATE INDEX tickets_buyer ON tickets (account_id, created_at DESC, seq DESC)`
+  yield* sql`
+    CREATE TABLE receipts (
+      id text PRIMARY KEY,
+      account_id text NOT NULL,
+      order_id text NOT NULL UNIQUE,
+      kind text NOT NULL CHECK (kind IN ('credits', 'package', 'rental', 'subscription')),
+      title text NOT NULL,
+      paid_at timestamptz NOT NULL,
+      amount_cents bigint NOT NULL CHECK (amount_cents >= 0),
+      currency text NOT NULL,
+      credits bigint NOT NULL CHECK (credits >= 0),
+      paid_with text NOT NULL CHECK (paid_with IN ('card', 'stablecoin')),
+      auto_reload boolean NOT NULL,
+      seq bigint GENERATED ALWAYS AS IDENTITY
+    )`
+  yield* sql`CREATE INDEX receipts_newest ON receipts (account_id, paid_at DESC, seq DESC)`
+  yield* sql`
+    CREATE TABLE stablecoin_deposits (
+      chain text NOT NULL,
+      tx text NOT NULL,
+      token text NOT NULL,
+      address text NOT NULL,
+      amount numeric(78, 0) NOT NULL CHECK (amount > 0),
+      order_id text,
+      outcome text NOT NULL CHECK (outcome IN ('counted', 'late', 'wrong_asset', 'unmatched')),
+      at timestamptz NOT NULL,
+      recorded_at timestamptz NOT NULL,
+      seq bigint GENERATED ALWAYS AS IDENTITY,
+      PRIMARY KEY (chain, tx)
+    )`
+  yield* sql`CREATE INDEX stablecoin_deposits_address ON stablecoin_deposits (address, seq)`
+})
+
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_idempotency": accountsKeysIdempotency,
-  "0002_ledger": ledger
+  "0002_ledger": ledger,
+  "0003_orders": orders
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */

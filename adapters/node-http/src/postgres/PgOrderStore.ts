@@ -1,0 +1,418 @@
+/**
+ * The order store port on Postgres (a real server or embedded PGlite). The tables are created by
+ * the `0003_orders` migration (./migrations.ts).
+ *
+ * Every rule that must hold under concurrency is ONE statement, so it holds across processes:
+ * - startPayment, markPaid, redeemTicket: a conditional `UPDATE ... WHERE <condition> RETURNING`;
+ *   the row lock serialises concurrent calls and Postgres re-checks the condition (and recomputes
+ *   the COALESCEs) on the row as the previous transaction left it, so exactly one call moves a
+ *   pending order to paid, or an unredeemed ticket to redeemed, and concurrent card starts agree
+ *   on one session;
+ * - issueTicket, insertReceipt, recordDeposit: `INSERT ... ON CONFLICT (<the unique key>) DO
+ *   NOTHING`; a concurrent insert of the same key waits on the unique index and then does nothing;
+ * - uniqueness the port calls a defect (an order id, a card session or deposit address of another
+ *   order, a ticket code of another order, a receipt id) is a constraint violation: a defect here.
+ *
+ * Cents and micro-credits are int8 (bigint both ways). Token base units are numeric(78,0), sent as
+ * decimal text and read back as text, so no amount ever passes through a float.
+ */
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { OrderStatus, OrderType, PaymentMethod } from "@model-platform/core/Orders"
+import {
+  type DepositOutcome,
+  type DepositRecord,
+  type OrderRecord,
+  OrderStore,
+  type PaymentStart,
+  type ReceiptRecord,
+  type RedeemOutcome,
+  type TicketRecord
+} from "@model-platform/core/ports/OrderStore"
+import type { Timestamp } from "@model-platform/core/Time"
+
+const iso = (date: Date): string => date.toISOString()
+const isoOrNull = (date: Date | null): string | null => date === null ? null : date.toISOString()
+
+// ---------------------------------------------------------------------------------------------
+// rows
+
+interface OrderRow {
+  readonly id: string
+  readonly account_id: string
+  readonly type: OrderType
+  readonly title: string
+  readonly amount_cents: bigint
+  readonly currency: string
+  readonly credits: bigint
+  readonly machine_id: string | null
+  readonly package_id: string | null
+  readonly gift: boolean
+  readonly status: OrderStatus
+  readonly payment_method: PaymentMethod | null
+  readonly card_session_id: string | null
+  readonly checkout_url: string | null
+  readonly deposit_address: string | null
+  readonly deposit_memo: string | null
+  readonly deposit_chain: string | null
+  readonly deposit_token: string | null
+  readonly deposit_decimals: number | null
+  readonly deposit_amount: string | null
+  readonly created_at: Date
+  readonly expires_at: Date
+  readonly paid_at: Date | null
+  readonly paid_with: PaymentMethod | null
+}
+
+const toOrder = (row: OrderRow): OrderRecord => ({
+  id: row.id,
+  account_id: row.account_id,
+  type: row.type,
+  title: row.title,
+  amount_cents: BigInt(row.amount_cents),
+  currency: row.currency,
+  credits: BigInt(row.credits),
+  machine_id: row.machine_id,
+  package_id: row.package_id,
+  gift: row.gift,
+  status: row.status,
+  payment_method: row.payment_method,
+  card_session_id: row.card_session_id,
+  checkout_url: row.checkout_url,
+  deposit: row.deposit_address === null
+    ? null
+    : {
+      address: row.deposit_address,
+      memo: row.deposit_memo,
+      chain: row.deposit_chain!,
+      token: row.deposit_token!,
+      decimals: Number(row.deposit_decimals),
+      amount: BigInt(row.deposit_amount!)
+    },
+  created_at: iso(row.created_at),
+  expires_at: iso(row.expires_at),
+  paid_at: isoOrNull(row.paid_at),
+  paid_with: row.paid_with
+})
+
+interface TicketRow {
+  readonly code: string
+  readonly order_id: string
+  readonly account_id: string
+  readonly credits: bigint
+  readonly machine_id: string | null
+  readonly created_at: Date
+  readonly redeemed_by: string | null
+  readonly redeemed_at: Date | null
+}
+
+const toTicket = (row: TicketRow): TicketRecord => ({
+  code: row.code,
+  order_id: row.order_id,
+  account_id: row.account_id,
+  credits: BigInt(row.credits),
+  machine_id: row.machine_id,
+  created_at: iso(row.created_at),
+  redeemed_by: row.redeemed_by,
+  redeemed_at: isoOrNull(row.redeemed_at)
+})
+
+interface ReceiptRow {
+  readonly id: string
+  readonly account_id: string
+  readonly order_id: string
+  readonly kind: OrderType
+  readonly title: string
+  readonly paid_at: Date
+  readonly amount_cents: bigint
+  readonly currency: string
+  readonly credits: bigint
+  readonly paid_with: PaymentMethod
+  readonly auto_reload: boolean
+}
+
+const toReceipt = (row: ReceiptRow): ReceiptRecord => ({
+  id: row.id,
+  account_id: row.account_id,
+  order_id: row.order_id,
+  kind: row.kind,
+  title: row.title,
+  paid_at: iso(row.paid_at),
+  amount_cents: BigInt(row.amount_cents),
+  currency: row.currency,
+  credits: BigInt(row.credits),
+  paid_with: row.paid_with,
+  auto_reload: row.auto_reload
+})
+
+interface DepositRow {
+  readonly chain: string
+  readonly tx: string
+  readonly token: string
+  readonly address: string
+  readonly amount: string
+  readonly order_id: string | null
+  readonly outcome: DepositOutcome
+  readonly at: Date
+  readonly recorded_at: Date
+}
+
+const toDeposit = (row: DepositRow): DepositRecord => ({
+  tx: row.tx,
+  chain: row.chain,
+  token: row.token,
+  address: row.address,
+  amount: BigInt(row.amount),
+  order_id: row.order_id,
+  outcome: row.outcome,
+  at: iso(row.at),
+  recorded_at: iso(row.recorded_at)
+})
+
+// ---------------------------------------------------------------------------------------------
+
+export const OrderStorePg: Layer.Layer<OrderStore, never, SqlClient.SqlClient> = Layer.effect(
+  OrderStore,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const orderColumns = sql.literal(
+      "id, account_id, type, title, amount_cents, currency, credits, machine_id, package_id, gift, status, " +
+        "payment_method, card_session_id, checkout_url, deposit_address, deposit_memo, deposit_chain, deposit_token, " +
+        "deposit_decimals, deposit_amount::text AS deposit_amount, created_at, expires_at, paid_at, paid_with"
+    )
+    const ticketColumns = sql.literal(
+      "code, order_id, account_id, credits, machine_id, created_at, redeemed_by, redeemed_at"
+    )
+    const receiptColumns = sql.literal(
+      "id, account_id, order_id, kind, title, paid_at, amount_cents, currency, credits, paid_with, auto_reload"
+    )
+    const depositColumns = sql.literal(
+      "chain, tx, token, address, amount::text AS amount, order_id, outcome, at, recorded_at"
+    )
+    const oneOrder = (rows: ReadonlyArray<OrderRow>) => rows[0] === undefined ? undefined : toOrder(rows[0])
+    const oneTicket = (rows: ReadonlyArray<TicketRow>) => rows[0] === undefined ? undefined : toTicket(rows[0])
+
+    // ---- orders ----
+
+    const insertOrder = (order: OrderRecord) => {
+      const d = order.deposit
+      return sql`
+        INSERT INTO orders (
+          id, account_id, type, title, amount_cents, currency, credits, machine_id, package_id, gift, status,
+          payment_method, card_session_id, checkout_url, deposit_address, deposit_memo, deposit_chain,
+          deposit_token, deposit_decimals, deposit_amount, created_at, expires_at, paid_at, paid_with)
+        VALUES (
+          ${order.id}, ${order.account_id}, ${order.type}, ${order.title}, ${order.amount_cents}, ${order.currency},
+          ${order.credits}, ${order.machine_id}, ${order.package_id}, ${order.gift}, ${order.status},
+          ${order.payment_method}, ${order.card_session_id}, ${order.checkout_url}, ${d?.address ?? null},
+          ${d?.memo ?? null}, ${d?.chain ?? null}, ${d?.token ?? null}, ${d?.decimals ?? null},
+          ${d === null ? null : d.amount.toString()}::numeric, ${order.created_at}, ${order.expires_at},
+          ${order.paid_at}, ${order.paid_with})`.pipe(Effect.asVoid, Effect.orDie, Effect.withSpan("OrderStore.insertOrder"))
+    }
+
+    const getOrder = (accountId: string, orderId: string) =>
+      sql<OrderRow>`SELECT ${orderColumns} FROM orders WHERE id = ${orderId} AND account_id = ${accountId}`.pipe(
+        Effect.map(oneOrder),
+        Effect.orDie
+      )
+
+    const findOrder = (orderId: string) =>
+      sql<OrderRow>`SELECT ${orderColumns} FROM orders WHERE id = ${orderId}`.pipe(Effect.map(oneOrder), Effect.orDie)
+
+    const listOrders = (accountId: string, limit: number) =>
+      sql<OrderRow>`SELECT ${orderColumns} FROM orders WHERE account_id = ${accountId}
+                    ORDER BY created_at DESC, seq DESC LIMIT ${limit}`.pipe(
+        Effect.map((rows) => rows.map(toOrder)),
+        Effect.orDie
+      )
+
+    const findByCardSession = (sessionId: string) =>
+      sql<OrderRow>`SELECT ${orderColumns} FROM orders WHERE card_session_id = ${sessionId}`.pipe(
+        Effect.map(oneOrder),
+        Effect.orDie
+      )
+
+    const findByDepositAddress = (address: string) =>
+      sql<OrderRow>`SELECT ${orderColumns} FROM orders WHERE deposit_address = ${address}`.pipe(
+        Effect.map(oneOrder),
+        Effect.orDie
+      )
+
+    // In SET, column names are the row's values before the update, so the CASEs and COALESCEs keep
+    // a session or deposit the order already has.
+    const startPayment = (orderId: string, start: PaymentStart, expiresAt: Timestamp, now: Timestamp) => {
+      const update = start.method === "card"
+        ? sql<OrderRow>`
+            UPDATE orders SET
+              payment_method = 'card',
+              expires_at = ${expiresAt},
+              card_session_id = COALESCE(card_session_id, ${start.session_id}),
+              checkout_url = CASE WHEN card_session_id IS NULL THEN ${start.checkout_url} ELSE checkout_url END
+            WHERE id = ${orderId} AND status = 'pending' AND expires_at > ${now}::timestamptz
+            RETURNING ${orderColumns}`
+        : sql<OrderRow>`
+            UPDATE orders SET
+              payment_method = 'stablecoin',
+              expires_at = ${expiresAt},
+              deposit_address = COALESCE(deposit_address, ${start.deposit.address}),
+              deposit_memo = CASE WHEN deposit_address IS NULL THEN ${start.deposit.memo} ELSE deposit_memo END,
+              deposit_chain = COALESCE(deposit_chain, ${start.deposit.chain}),
+              deposit_token = COALESCE(deposit_token, ${start.deposit.token}),
+              deposit_decimals = COALESCE(deposit_decimals, ${start.deposit.decimals}),
+              deposit_amount = COALESCE(deposit_amount, ${start.deposit.amount.toString()}::numeric)
+            WHERE id = ${orderId} AND status = 'pending' AND expires_at > ${now}::timestamptz
+              AND (deposit_address IS NULL
+                   OR (deposit_chain = ${start.deposit.chain} AND deposit_token = ${start.deposit.token}))
+            RETURNING ${orderColumns}`
+      return update.pipe(Effect.map(oneOrder), Effect.orDie, Effect.withSpan("OrderStore.startPayment"))
+    }
+
+    const markPaid = (orderId: string, paidWith: PaymentMethod, paidAt: Timestamp) =>
+      sql`UPDATE orders SET status = 'paid', paid_at = ${paidAt}, paid_with = ${paidWith}
+          WHERE id = ${orderId} AND status = 'pending' AND expires_at > ${paidAt}::timestamptz
+          RETURNING id`.pipe(
+        Effect.map((rows) => rows.length === 1),
+        Effect.orDie,
+        Effect.withSpan("OrderStore.markPaid")
+      )
+
+    const unfulfilled = (limit: number) =>
+      sql<OrderRow>`SELECT ${orderColumns} FROM orders o
+                    WHERE status = 'paid' AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.order_id = o.id)
+                    ORDER BY paid_at, seq LIMIT ${limit}`.pipe(
+        Effect.map((rows) => rows.map(toOrder)),
+        Effect.orDie
+      )
+
+    // ---- tickets ----
+
+    const ticketForOrder = (orderId: string) =>
+      sql<TicketRow>`SELECT ${ticketColumns} FROM tickets WHERE order_id = ${orderId}`.pipe(
+        Effect.map(oneTicket),
+        Effect.orDie
+      )
+
+    const issueTicket = (ticket: TicketRecord) =>
+      Effect.gen(function*() {
+        const inserted = yield* sql<TicketRow>`
+          INSERT INTO tickets (code, order_id, account_id, credits, machine_id, created_at, redeemed_by, redeemed_at)
+          VALUES (${ticket.code}, ${ticket.order_id}, ${ticket.account_id}, ${ticket.credits}, ${ticket.machine_id},
+                  ${ticket.created_at}, ${ticket.redeemed_by}, ${ticket.redeemed_at})
+          ON CONFLICT (order_id) DO NOTHING
+          RETURNING ${ticketColumns}`
+        if (inserted[0] !== undefined) return toTicket(inserted[0])
+        const existing = yield* ticketForOrder(ticket.order_id)
+        if (existing === undefined) return yield* Effect.die(new Error("OrderStore.issueTicket: the order's ticket vanished"))
+        return existing
+      }).pipe(Effect.orDie, Effect.withSpan("OrderStore.issueTicket"))
+
+    const getTicket = (code: string) =>
+      sql<TicketRow>`SELECT ${ticketColumns} FROM tickets WHERE code = ${code}`.pipe(Effect.map(oneTicket), Effect.orDie)
+
+    const ticketsBoughtBy = (accountId: string) =>
+      sql<TicketRow>`SELECT ${ticketColumns} FROM tickets WHERE account_id = ${accountId}
+                     ORDER BY created_at DESC, seq DESC`.pipe(
+        Effect.map((rows) => rows.map(toTicket)),
+        Effect.orDie
+      )
+
+    const redeemTicket = (code: string, accountId: string, at: Timestamp) =>
+      Effect.gen(function*() {
+        const updated = yield* sql<TicketRow>`
+          UPDATE tickets SET redeemed_by = ${accountId}, redeemed_at = ${at}
+          WHERE code = ${code} AND redeemed_by IS NULL
+          RETURNING ${ticketColumns}`
+        if (updated[0] !== undefined) return { _tag: "Redeemed", ticket: toTicket(updated[0]) } satisfies RedeemOutcome
+        const current = yield* getTicket(code)
+        return current === undefined
+          ? { _tag: "NotFound" } satisfies RedeemOutcome
+          : { _tag: "AlreadyRedeemed", ticket: current } satisfies RedeemOutcome
+      }).pipe(Effect.orDie, Effect.withSpan("OrderStore.redeemTicket"))
+
+    // ---- receipts ----
+
+    const insertReceipt = (receipt: ReceiptRecord) =>
+      sql`INSERT INTO receipts (id, account_id, order_id, kind, title, paid_at, amount_cents, currency, credits,
+                                paid_with, auto_reload)
+          VALUES (${receipt.id}, ${receipt.account_id}, ${receipt.order_id}, ${receipt.kind}, ${receipt.title},
+                  ${receipt.paid_at}, ${receipt.amount_cents}, ${receipt.currency}, ${receipt.credits},
+                  ${receipt.paid_with}, ${receipt.auto_reload})
+          ON CONFLICT (order_id) DO NOTHING
+          RETURNING id`.pipe(
+        Effect.map((rows) => rows.length === 1 ? "inserted" as const : "exists" as const),
+        Effect.orDie,
+        Effect.withSpan("OrderStore.insertReceipt")
+      )
+
+    const listReceipts = (accountId: string) =>
+      sql<ReceiptRow>`SELECT ${receiptColumns} FROM receipts WHERE account_id = ${accountId}
+                      ORDER BY paid_at DESC, seq DESC`.pipe(
+        Effect.map((rows) => rows.map(toReceipt)),
+        Effect.orDie
+      )
+
+    const getReceipt = (accountId: string, receiptId: string) =>
+      sql<ReceiptRow>`SELECT ${receiptColumns} FROM receipts WHERE id = ${receiptId} AND account_id = ${accountId}`.pipe(
+        Effect.map((rows) => rows[0] === undefined ? undefined : toReceipt(rows[0])),
+        Effect.orDie
+      )
+
+    const purchasedCredits = (accountId: string) =>
+      sql<{ readonly total: string }>`
+        SELECT COALESCE(SUM(credits), 0)::text AS total FROM receipts
+        WHERE account_id = ${accountId} AND kind IN ('credits', 'package')`.pipe(
+        Effect.map((rows) => BigInt(rows[0]?.total ?? "0")),
+        Effect.orDie
+      )
+
+    // ---- deposits ----
+
+    const recordDeposit = (deposit: DepositRecord) =>
+      sql`INSERT INTO stablecoin_deposits (chain, tx, token, address, amount, order_id, outcome, at, recorded_at)
+          VALUES (${deposit.chain}, ${deposit.tx}, ${deposit.token}, ${deposit.address},
+                  ${deposit.amount.toString()}::numeric, ${deposit.order_id}, ${deposit.outcome}, ${deposit.at},
+                  ${deposit.recorded_at})
+          ON CONFLICT (chain, tx) DO NOTHING
+          RETURNING tx`.pipe(
+        Effect.map((rows) => rows.length === 1 ? "recorded" as const : "duplicate" as const),
+        Effect.orDie,
+        Effect.withSpan("OrderStore.recordDeposit")
+      )
+
+    const getDeposit = (chain: string, tx: string) =>
+      sql<DepositRow>`SELECT ${depositColumns} FROM stablecoin_deposits WHERE chain = ${chain} AND tx = ${tx}`.pipe(
+        Effect.map((rows) => rows[0] === undefined ? undefined : toDeposit(rows[0])),
+        Effect.orDie
+      )
+
+    const depositsTo = (address: string) =>
+      sql<DepositRow>`SELECT ${depositColumns} FROM stablecoin_deposits WHERE address = ${address} ORDER BY seq`.pipe(
+        Effect.map((rows) => rows.map(toDeposit)),
+        Effect.orDie
+      )
+
+    return OrderStore.of({
+      insertOrder,
+      getOrder,
+      findOrder,
+      listOrders,
+      findByCardSession,
+      findByDepositAddress,
+      startPayment,
+      markPaid,
+      unfulfilled,
+      issueTicket,
+      getTicket,
+      ticketForOrder,
+      ticketsBoughtBy,
+      redeemTicket,
+      insertReceipt,
+      listReceipts,
+      getReceipt,
+      purchasedCredits,
+      recordDeposit,
+      getDeposit,
+      depositsTo
+    })
+  })
+)

@@ -1,0 +1,593 @@
+/**
+ * The contract suite of the order store port (core/src/ports/OrderStore.ts). Every implementation
+ * runs it against its own layer: `orderStoreContract("memory", OrderStoreMemory)`.
+ *
+ * The layer is built once per suite and shared by its tests, so every test works on fresh random
+ * ids and never assumes an empty store (the suite can run against a persistent database that
+ * earlier runs have written to). Times are explicit.
+ */
+import { assert, describe, layer, type Vitest } from "@effect/vitest"
+import { Cause, Effect, Exit, type Layer } from "effect"
+import { generateId } from "@model-platform/core/Keys"
+import {
+  type DepositAddress,
+  type DepositRecord,
+  type OrderRecord,
+  OrderStore,
+  type ReceiptRecord,
+  type TicketRecord
+} from "@model-platform/core/ports/OrderStore"
+import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+
+/** Store layers may open a database, which takes a few seconds on embedded Postgres. */
+const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
+
+// ---------------------------------------------------------------------------------------------
+// fixtures
+
+const BASE = Date.UTC(2026, 0, 15, 10, 20, 30, 456)
+/** A fixed instant plus `ms`. */
+const at = (ms: number): Timestamp => toTimestamp(BASE + ms)
+const DAY = 24 * 60 * 60 * 1000
+
+const unbounded = { concurrency: "unbounded" } as const
+
+const randomHex = (bytes: number) =>
+  Effect.sync(() => Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, "0")).join(""))
+
+const makeOrder = Effect.fnUntraced(function*(accountId: string, overrides: Partial<OrderRecord> = {}) {
+  const order: OrderRecord = {
+    id: yield* generateId("ord"),
+    account_id: accountId,
+    type: "credits",
+    title: "25,000 credits",
+    amount_cents: 2_500n,
+    currency: "USD",
+    credits: 25_000_000_000n,
+    machine_id: null,
+    package_id: null,
+    gift: false,
+    status: "pending",
+    payment_method: null,
+    card_session_id: null,
+    checkout_url: null,
+    deposit: null,
+    created_at: at(0),
+    expires_at: at(DAY),
+    paid_at: null,
+    paid_with: null,
+    ...overrides
+  }
+  return order
+})
+
+const makeDeposit = Effect.fnUntraced(function*(overrides: Partial<DepositAddress> = {}) {
+  const deposit: DepositAddress = {
+    address: `0x${yield* randomHex(20)}`,
+    memo: null,
+    chain: "base",
+    token: "USDC",
+    decimals: 6,
+    amount: 25_000_000n,
+    ...overrides
+  }
+  return deposit
+})
+
+const makeTicket = Effect.fnUntraced(function*(orderId: string, accountId: string, overrides: Partial<TicketRecord> = {}) {
+  const ticket: TicketRecord = {
+    code: (yield* randomHex(10)).toUpperCase(),
+    order_id: orderId,
+    account_id: accountId,
+    credits: 10_000_000_000n,
+    machine_id: null,
+    created_at: at(0),
+    redeemed_by: null,
+    redeemed_at: null,
+    ...overrides
+  }
+  return ticket
+})
+
+const makeReceipt = Effect.fnUntraced(function*(accountId: string, overrides: Partial<ReceiptRecord> = {}) {
+  const receipt: ReceiptRecord = {
+    id: yield* generateId("rcpt"),
+    account_id: accountId,
+    order_id: yield* generateId("ord"),
+    kind: "credits",
+    title: "25,000 credits",
+    paid_at: at(0),
+    amount_cents: 2_500n,
+    currency: "USD",
+    credits: 25_000_000_000n,
+    paid_with: "card",
+    auto_reload: false,
+    ...overrides
+  }
+  return receipt
+})
+
+const makeTransfer = Effect.fnUntraced(function*(address: string, overrides: Partial<DepositRecord> = {}) {
+  const deposit: DepositRecord = {
+    tx: `0x${yield* randomHex(32)}`,
+    chain: "base",
+    token: "USDC",
+    address,
+    amount: 25_000_000n,
+    order_id: null,
+    outcome: "unmatched",
+    at: at(1_000),
+    recorded_at: at(2_000),
+    ...overrides
+  }
+  return deposit
+})
+
+/** Store failures are defects: a broken rule (a duplicate id) must die, not succeed or fail. */
+const assertDies = <A, E, R>(effect: Effect.Effect<A, E, R>, what: string) =>
+  Effect.gen(function*() {
+    const exit = yield* Effect.exit(effect)
+    assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause), `${what}: expected a defect, got ${exit}`)
+  })
+
+/** Inserts an order and checks it reads back as given. */
+const saved = Effect.fnUntraced(function*(accountId: string, overrides: Partial<OrderRecord> = {}) {
+  const store = yield* OrderStore
+  const order = yield* makeOrder(accountId, overrides)
+  yield* store.insertOrder(order)
+  return order
+})
+
+// ---------------------------------------------------------------------------------------------
+// orders
+
+const orderTests = (it: Vitest.MethodsNonLive<OrderStore>) =>
+  describe("orders", () => {
+    it.effect("insert then get and findOrder return every field (nulls, bigints, deposit)", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const accountId = yield* generateId("acct")
+        const plain = yield* makeOrder(accountId)
+        const full = yield* makeOrder(accountId, {
+          type: "package",
+          title: "Gift: ünïcödé 'pack' \"x\"",
+          amount_cents: 500_000n,
+          credits: 9_007_199_254_740_993n,
+          machine_id: "m-1",
+          package_id: "starter",
+          gift: true,
+          status: "paid",
+          payment_method: "stablecoin",
+          card_session_id: `cs_${yield* randomHex(8)}`,
+          checkout_url: "https://platform.example/checkout/cs_1",
+          deposit: yield* makeDeposit({ memo: "memo-1", decimals: 18, amount: 5_000_000_000_000_000_000_000n }),
+          created_at: at(1),
+          expires_at: at(2),
+          paid_at: at(3),
+          paid_with: "stablecoin"
+        })
+        for (const order of [plain, full]) {
+          yield* store.insertOrder(order)
+          assert.deepStrictEqual(yield* store.getOrder(accountId, order.id), order)
+          assert.deepStrictEqual(yield* store.findOrder(order.id), order)
+        }
+        assert.deepStrictEqual(yield* store.findByCardSession(full.card_session_id!), full)
+        assert.deepStrictEqual(yield* store.findByDepositAddress(full.deposit!.address), full)
+      }))
+
+    it.effect("unknown ids, other accounts' orders, unknown sessions and addresses are undefined", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const order = yield* saved(yield* generateId("acct"))
+        assert.isUndefined(yield* store.getOrder(yield* generateId("acct"), order.id))
+        assert.isUndefined(yield* store.getOrder(order.account_id, yield* generateId("ord")))
+        assert.isUndefined(yield* store.findOrder(yield* generateId("ord")))
+        assert.isUndefined(yield* store.findByCardSession(yield* generateId("cs")))
+        assert.isUndefined(yield* store.findByDepositAddress(`0x${yield* randomHex(20)}`))
+      }))
+
+    it.effect("a duplicate order id is a defect and leaves the first order", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const order = yield* saved(yield* generateId("acct"))
+        yield* assertDies(store.insertOrder({ ...order, title: "other" }), "duplicate order id")
+        assert.deepStrictEqual(yield* store.findOrder(order.id), order)
+      }))
+
+    it.effect("list is per account, newest first, ties last-inserted first, at most limit", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const accountId = yield* generateId("acct")
+        const o1 = yield* saved(accountId, { created_at: at(1_000) })
+        const o3 = yield* saved(accountId, { created_at: at(3_000) })
+        const o2a = yield* saved(accountId, { created_at: at(2_000) })
+        const o2b = yield* saved(accountId, { created_at: at(2_000) })
+        const other = yield* saved(yield* generateId("acct"), { created_at: at(2_500) })
+        assert.deepStrictEqual(yield* store.listOrders(accountId, 50), [o3, o2b, o2a, o1])
+        assert.deepStrictEqual(yield* store.listOrders(accountId, 2), [o3, o2b])
+        assert.deepStrictEqual(yield* store.listOrders(accountId, 1), [o3])
+        assert.deepStrictEqual(yield* store.listOrders(other.account_id, 50), [other])
+        assert.deepStrictEqual(yield* store.listOrders(yield* generateId("acct"), 50), [])
+      }))
+
+    it.effect("a card start sets method, session and window; a second start keeps the first session", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const order = yield* saved(yield* generateId("acct"))
+        const s1 = { method: "card", session_id: `cs_${yield* randomHex(8)}`, checkout_url: "https://x/checkout/1" } as const
+        const s2 = { method: "card", session_id: `cs_${yield* randomHex(8)}`, checkout_url: "https://x/checkout/2" } as const
+        const first = yield* store.startPayment(order.id, s1, at(2 * DAY), at(10))
+        const expected: OrderRecord = {
+          ...order,
+          payment_method: "card",
+          card_session_id: s1.session_id,
+          checkout_url: s1.checkout_url,
+          expires_at: at(2 * DAY)
+        }
+        assert.deepStrictEqual(first, expected)
+        const second = yield* store.startPayment(order.id, s2, at(3 * DAY), at(20))
+        assert.deepStrictEqual(second, { ...expected, expires_at: at(3 * DAY) })
+        assert.deepStrictEqual(yield* store.findByCardSession(s1.session_id), second)
+        assert.isUndefined(yield* store.findByCardSession(s2.session_id))
+      }))
+
+    it.effect("concurrent card starts agree on one session", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const order = yield* saved(yield* generateId("acct"))
+        const sessions = yield* Effect.forEach(Array.from({ length: 20 }), () =>
+          Effect.map(randomHex(8), (hex) => ({ method: "card", session_id: `cs_${hex}`, checkout_url: `https://x/${hex}` } as const)))
+        const results = yield* Effect.all(sessions.map((s) => store.startPayment(order.id, s, at(2 * DAY), at(10))), unbounded)
+        const ids = new Set(results.map((r) => r?.card_session_id))
+        assert.strictEqual(ids.size, 1)
+        const winner = [...ids][0]
+        assert.isTrue(sessions.some((s) => s.session_id === winner))
+        assert.strictEqual((yield* store.findOrder(order.id))?.card_session_id, winner)
+      }))
+
+    it.effect("a stablecoin start sets the deposit once; the same asset keeps it, another asset is refused", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const order = yield* saved(yield* generateId("acct"))
+        const deposit = yield* makeDeposit({ memo: "m" })
+        const opened = yield* store.startPayment(order.id, { method: "stablecoin", deposit }, at(2 * DAY), at(10))
+        const expected: OrderRecord = { ...order, payment_method: "stablecoin", deposit, expires_at: at(2 * DAY) }
+        assert.deepStrictEqual(opened, expected)
+        // Same chain and token, another address: the first address stays.
+        const again = yield* store.startPayment(
+          order.id,
+          { method: "stablecoin", deposit: yield* makeDeposit({ memo: "m" }) },
+          at(3 * DAY),
+          at(20)
+        )
+        assert.deepStrictEqual(again, { ...expected, expires_at: at(3 * DAY) })
+        // Another token: refused, nothing changes.
+        const other = yield* store.startPayment(
+          order.id,
+          { method: "stablecoin", deposit: yield* makeDeposit({ token: "USDT" }) },
+          at(4 * DAY),
+          at(30)
+        )
+        assert.isUndefined(other)
+        assert.deepStrictEqual(yield* store.findOrder(order.id), again)
+        assert.deepStrictEqual(yield* store.findByDepositAddress(deposit.address), again)
+        // Card after stablecoin: the deposit address stays with the order.
+        const card = yield* store.startPayment(
+          order.id,
+          { method: "card", session_id: `cs_${yield* randomHex(8)}`, checkout_url: "https://x/c" },
+          at(5 * DAY),
+          at(40)
+        )
+        assert.strictEqual(card?.payment_method, "card")
+        assert.deepStrictEqual(card?.deposit, deposit)
+        assert.strictEqual((yield* store.findByDepositAddress(deposit.address))?.id, order.id)
+      }))
+
+    it.effect("a deposit address belongs to one order: reuse is a defect, and concurrent claims let one win", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const accountId = yield* generateId("acct")
+        const a = yield* saved(accountId)
+        const b = yield* saved(accountId)
+        const deposit = yield* makeDeposit()
+        assert.isDefined(yield* store.startPayment(a.id, { method: "stablecoin", deposit }, at(2 * DAY), at(10)))
+        yield* assertDies(
+          store.startPayment(b.id, { method: "stablecoin", deposit }, at(2 * DAY), at(10)),
+          "an address of another order"
+        )
+        assert.deepStrictEqual(yield* store.findOrder(b.id), b)
+        assert.strictEqual((yield* store.findByDepositAddress(deposit.address))?.id, a.id)
+
+        const shared = yield* makeDeposit()
+        const orders = yield* Effect.forEach(Array.from({ length: 20 }), () => saved(accountId))
+        const exits = yield* Effect.all(
+          orders.map((o) => Effect.exit(store.startPayment(o.id, { method: "stablecoin", deposit: shared }, at(2 * DAY), at(10)))),
+          unbounded
+        )
+        assert.strictEqual(exits.filter(Exit.isSuccess).length, 1)
+        const owner = yield* store.findByDepositAddress(shared.address)
+        assert.isTrue(owner !== undefined && orders.some((o) => o.id === owner.id))
+        const withDeposit = yield* Effect.forEach(orders, (o) => store.findOrder(o.id))
+        assert.strictEqual(withDeposit.filter((o) => o?.deposit !== null).length, 1)
+      }))
+
+    it.effect("no start on a paid, expired or unknown order", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const accountId = yield* generateId("acct")
+        const paid = yield* saved(accountId, { status: "paid", paid_at: at(5), paid_with: "card" })
+        const pending = yield* saved(accountId, { expires_at: at(100) })
+        const card = { method: "card", session_id: `cs_${yield* randomHex(8)}`, checkout_url: "https://x" } as const
+        assert.isUndefined(yield* store.startPayment(paid.id, card, at(DAY), at(10)))
+        // expires_at <= now: the window has closed.
+        assert.isUndefined(yield* store.startPayment(pending.id, card, at(DAY), at(100)))
+        assert.isUndefined(yield* store.startPayment(yield* generateId("ord"), card, at(DAY), at(10)))
+        assert.deepStrictEqual(yield* store.findOrder(paid.id), paid)
+        assert.deepStrictEqual(yield* store.findOrder(pending.id), pending)
+        assert.isUndefined(yield* store.findByCardSession(card.session_id))
+      }))
+
+    it.effect("markPaid: exactly one of 20 concurrent calls wins, and the first paid_at stays", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const order = yield* saved(yield* generateId("acct"))
+        const results = yield* Effect.all(
+          Array.from({ length: 20 }, (_, i) => store.markPaid(order.id, i % 2 === 0 ? "card" : "stablecoin", at(100 + i))),
+          unbounded
+        )
+        assert.strictEqual(results.filter((won) => won).length, 1)
+        const winner = results.indexOf(true)
+        assert.deepStrictEqual(yield* store.findOrder(order.id), {
+          ...order,
+          status: "paid",
+          paid_at: at(100 + winner),
+          paid_with: winner % 2 === 0 ? "card" : "stablecoin"
+        })
+        assert.isFalse(yield* store.markPaid(order.id, "card", at(500)))
+      }))
+
+    it.effect("markPaid refuses an instant at or after expires_at, and unknown orders", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const order = yield* saved(yield* generateId("acct"), { expires_at: at(1_000) })
+        assert.isFalse(yield* store.markPaid(order.id, "card", at(1_000)))
+        assert.isFalse(yield* store.markPaid(order.id, "card", at(2_000)))
+        assert.deepStrictEqual(yield* store.findOrder(order.id), order)
+        assert.isTrue(yield* store.markPaid(order.id, "stablecoin", at(999)))
+        assert.isFalse(yield* store.markPaid(yield* generateId("ord"), "card", at(0)))
+      }))
+
+    it.effect("unfulfilled lists paid orders without a receipt", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const accountId = yield* generateId("acct")
+        const paid = yield* saved(accountId)
+        const pending = yield* saved(accountId)
+        yield* store.markPaid(paid.id, "card", at(10))
+        const ids = (rows: ReadonlyArray<OrderRecord>) => rows.map((o) => o.id)
+        const before = ids(yield* store.unfulfilled(10_000))
+        assert.include(before, paid.id)
+        assert.notInclude(before, pending.id)
+        yield* store.insertReceipt(yield* makeReceipt(accountId, { order_id: paid.id }))
+        assert.notInclude(ids(yield* store.unfulfilled(10_000)), paid.id)
+      }))
+  })
+
+// ---------------------------------------------------------------------------------------------
+// tickets
+
+const ticketTests = (it: Vitest.MethodsNonLive<OrderStore>) =>
+  describe("tickets", () => {
+    it.effect("issue then get and ticketForOrder return every field", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const accountId = yield* generateId("acct")
+        const ticket = yield* makeTicket(yield* generateId("ord"), accountId, {
+          machine_id: "m-1",
+          credits: 1_234_567n,
+          created_at: at(7)
+        })
+        assert.deepStrictEqual(yield* store.issueTicket(ticket), ticket)
+        assert.deepStrictEqual(yield* store.getTicket(ticket.code), ticket)
+        assert.deepStrictEqual(yield* store.ticketForOrder(ticket.order_id), ticket)
+        assert.isUndefined(yield* store.getTicket((yield* randomHex(10)).toUpperCase()))
+        assert.isUndefined(yield* store.ticketForOrder(yield* generateId("ord")))
+      }))
+
+    it.effect("one ticket per order: a second issue returns the first and stores nothing", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const accountId = yield* generateId("acct")
+        const orderId = yield* generateId("ord")
+        const first = yield* makeTicket(orderId, accountId)
+        const second = yield* makeTicket(orderId, accountId)
+        assert.deepStrictEqual(yield* store.issueTicket(first), first)
+        assert.deepStrictEqual(yield* store.issueTicket(second), first)
+        assert.isUndefined(yield* store.getTicket(second.code))
+        assert.deepStrictEqual(yield* store.ticketsBoughtBy(accountId), [first])
+      }))
+
+    it.effect("concurrent issues for one order store one ticket", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const accountId = yield* generateId("acct")
+        const orderId = yield* generateId("ord")
+        const tickets = yield* Effect.forEach(Array.from({ length: 20 }), () => makeTicket(orderId, accountId))
+        const results = yield* Effect.all(tickets.map((t) => store.issueTicket(t)), unbounded)
+        assert.strictEqual(new Set(results.map((t) => t.code)).size, 1)
+        assert.deepStrictEqual(yield* store.ticketsBoughtBy(accountId), [results[0]!])
+      }))
+
+    it.effect("a code of another order is a defect", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const accountId = yield* generateId("acct")
+        const ticket = yield* makeTicket(yield* generateId("ord"), accountId)
+        yield* store.issueTicket(ticket)
+        const clash = { ...ticket, order_id: yield* generateId("ord") }
+        yield* assertDies(store.issueTicket(clash), "duplicate code")
+        assert.isUndefined(yield* store.ticketForOrder(clash.order_id))
+      }))
+
+    it.effect("ticketsBoughtBy is per buyer, newest first", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const accountId = yield* generateId("acct")
+        const t1 = yield* makeTicket(yield* generateId("ord"), accountId, { created_at: at(1) })
+        const t3 = yield* makeTicket(yield* generateId("ord"), accountId, { created_at: at(3) })
+        const t2 = yield* makeTicket(yield* generateId("ord"), accountId, { created_at: at(2) })
+        const other = yield* makeTicket(yield* generateId("ord"), yield* generateId("acct"))
+        for (const t of [t1, t3, t2, other]) yield* store.issueTicket(t)
+        assert.deepStrictEqual(yield* store.ticketsBoughtBy(accountId), [t3, t2, t1])
+        assert.deepStrictEqual(yield* store.ticketsBoughtBy(yield* generateId("acct")), [])
+      }))
+
+    it.effect("redeem: once; later calls see the redeemer; unknown codes are NotFound", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const ticket = yield* makeTicket(yield* generateId("ord"), yield* generateId("acct"))
+        yield* store.issueTicket(ticket)
+        const redeemer = yield* generateId("acct")
+        const redeemed = { ...ticket, redeemed_by: redeemer, redeemed_at: at(50) }
+        assert.deepStrictEqual(yield* store.redeemTicket(ticket.code, redeemer, at(50)), { _tag: "Redeemed", ticket: redeemed })
+        assert.deepStrictEqual(
+          yield* store.redeemTicket(ticket.code, yield* generateId("acct"), at(60)),
+          { _tag: "AlreadyRedeemed", ticket: redeemed }
+        )
+        assert.deepStrictEqual(yield* store.redeemTicket(ticket.code, redeemer, at(70)), {
+          _tag: "AlreadyRedeemed",
+          ticket: redeemed
+        })
+        assert.deepStrictEqual(yield* store.getTicket(ticket.code), redeemed)
+        assert.deepStrictEqual(yield* store.redeemTicket("NO-SUCH-CODE", redeemer, at(80)), { _tag: "NotFound" })
+      }))
+
+    it.effect("redeem: exactly one of 20 concurrent redemptions wins", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const ticket = yield* makeTicket(yield* generateId("ord"), yield* generateId("acct"))
+        yield* store.issueTicket(ticket)
+        const accounts = yield* Effect.forEach(Array.from({ length: 20 }), () => generateId("acct"))
+        const results = yield* Effect.all(accounts.map((a, i) => store.redeemTicket(ticket.code, a, at(i))), unbounded)
+        const winners = results.flatMap((r, i) => r._tag === "Redeemed" ? [i] : [])
+        assert.strictEqual(winners.length, 1)
+        const winner = winners[0]!
+        const redeemed = { ...ticket, redeemed_by: accounts[winner]!, redeemed_at: at(winner) }
+        for (const r of results) {
+          assert.deepStrictEqual(r, r._tag === "Redeemed" ? { _tag: "Redeemed", ticket: redeemed } : {
+            _tag: "AlreadyRedeemed",
+            ticket: redeemed
+          })
+        }
+        assert.deepStrictEqual(yield* store.getTicket(ticket.code), redeemed)
+      }))
+  })
+
+// ---------------------------------------------------------------------------------------------
+// receipts
+
+const receiptTests = (it: Vitest.MethodsNonLive<OrderStore>) =>
+  describe("receipts", () => {
+    it.effect("insert then get and list; one per order; per account, newest first", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const accountId = yield* generateId("acct")
+        const r1 = yield* makeReceipt(accountId, { paid_at: at(1) })
+        const r2 = yield* makeReceipt(accountId, {
+          paid_at: at(2),
+          kind: "package",
+          title: "Starter ünï",
+          paid_with: "stablecoin",
+          auto_reload: true,
+          amount_cents: 123_456n,
+          credits: 1n
+        })
+        const other = yield* makeReceipt(yield* generateId("acct"))
+        for (const r of [r1, r2, other]) assert.strictEqual(yield* store.insertReceipt(r), "inserted")
+        assert.strictEqual(yield* store.insertReceipt({ ...r1, id: yield* generateId("rcpt"), credits: 99n }), "exists")
+        assert.deepStrictEqual(yield* store.listReceipts(accountId), [r2, r1])
+        assert.deepStrictEqual(yield* store.getReceipt(accountId, r2.id), r2)
+        assert.isUndefined(yield* store.getReceipt(accountId, other.id))
+        assert.isUndefined(yield* store.getReceipt(accountId, yield* generateId("rcpt")))
+      }))
+
+    it.effect("concurrent inserts for one order store one receipt", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const accountId = yield* generateId("acct")
+        const orderId = yield* generateId("ord")
+        const receipts = yield* Effect.forEach(Array.from({ length: 20 }), () => makeReceipt(accountId, { order_id: orderId }))
+        const results = yield* Effect.all(receipts.map((r) => store.insertReceipt(r)), unbounded)
+        assert.strictEqual(results.filter((r) => r === "inserted").length, 1)
+        assert.strictEqual((yield* store.listReceipts(accountId)).length, 1)
+      }))
+
+    it.effect("a duplicate receipt id for another order is a defect", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const accountId = yield* generateId("acct")
+        const receipt = yield* makeReceipt(accountId)
+        yield* store.insertReceipt(receipt)
+        yield* assertDies(store.insertReceipt({ ...receipt, order_id: yield* generateId("ord") }), "duplicate receipt id")
+        assert.deepStrictEqual(yield* store.listReceipts(accountId), [receipt])
+      }))
+
+    it.effect("purchasedCredits sums the account's credit and package receipts", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const accountId = yield* generateId("acct")
+        assert.strictEqual(yield* store.purchasedCredits(accountId), 0n)
+        yield* store.insertReceipt(yield* makeReceipt(accountId, { credits: 5_000_000n }))
+        yield* store.insertReceipt(yield* makeReceipt(accountId, { kind: "package", credits: 7_000_001n }))
+        yield* store.insertReceipt(yield* makeReceipt(accountId, { kind: "subscription", credits: 100_000_000n }))
+        yield* store.insertReceipt(yield* makeReceipt(yield* generateId("acct"), { credits: 3n }))
+        assert.strictEqual(yield* store.purchasedCredits(accountId), 12_000_001n)
+      }))
+  })
+
+// ---------------------------------------------------------------------------------------------
+// deposits
+
+const depositTests = (it: Vitest.MethodsNonLive<OrderStore>) =>
+  describe("deposits", () => {
+    it.effect("record then get and list; one per (chain, tx); in the order recorded", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const address = `0x${yield* randomHex(20)}`
+        const d1 = yield* makeTransfer(address, { order_id: "ord_1", outcome: "counted", amount: 1n })
+        const d2 = yield* makeTransfer(address, { outcome: "late", amount: 123_456_789_012_345_678_901n, at: at(0) })
+        assert.strictEqual(yield* store.recordDeposit(d1), "recorded")
+        assert.strictEqual(yield* store.recordDeposit(d2), "recorded")
+        assert.strictEqual(yield* store.recordDeposit({ ...d1, amount: 999n, outcome: "late" }), "duplicate")
+        // The same tx on another chain is another transfer.
+        const d3 = { ...d1, chain: "other-chain" }
+        assert.strictEqual(yield* store.recordDeposit(d3), "recorded")
+        assert.deepStrictEqual(yield* store.getDeposit(d1.chain, d1.tx), d1)
+        assert.isUndefined(yield* store.getDeposit("base", `0x${yield* randomHex(32)}`))
+        assert.deepStrictEqual(yield* store.depositsTo(address), [d1, d2, d3])
+        assert.deepStrictEqual(yield* store.depositsTo(`0x${yield* randomHex(20)}`), [])
+      }))
+
+    it.effect("concurrent records of one transfer: exactly one is recorded", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const address = `0x${yield* randomHex(20)}`
+        const deposit = yield* makeTransfer(address)
+        const results = yield* Effect.all(
+          Array.from({ length: 20 }, (_, i) => store.recordDeposit({ ...deposit, amount: BigInt(i + 1) })),
+          unbounded
+        )
+        assert.strictEqual(results.filter((r) => r === "recorded").length, 1)
+        assert.strictEqual((yield* store.depositsTo(address)).length, 1)
+      }))
+  })
+
+// ---------------------------------------------------------------------------------------------
+
+export const orderStoreContract = <E>(name: string, storeLayer: Layer.Layer<OrderStore, E>): void =>
+  layer(storeLayer, layerOptions)(name, (it) => {
+    orderTests(it)
+    ticketTests(it)
+    receiptTests(it)
+    depositTests(it)
+  })

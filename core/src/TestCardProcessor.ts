@@ -1,0 +1,131 @@
+/**
+ * The built-in TEST card processor (catalogue `payments.card.processor: "test"`): a hosted
+ * checkout served by the platform itself (core/src/CheckoutPage.ts), with Stripe's test card
+ * numbers. Pure logic, no I/O, no money: it decides from the card details alone.
+ *
+ * Checks, in order (the first failing one declines):
+ * 1. the number is 12 to 19 digits and passes the Luhn check, else `incorrect_number`;
+ * 2. the expiry is a real month (1-12) of a four-digit year, else `invalid_expiry`; a month that
+ *    has ended (before the current UTC month) is `expired_card`;
+ * 3. the CVC is exactly 3 digits, else `incorrect_cvc`;
+ * 4. the number is one of the test cards below: its outcome. Any other number, even a valid one,
+ *    is declined (`card_declined`): like Stripe's test mode, the test processor refuses real cards.
+ */
+import { Clock, Effect, Layer } from "effect"
+import { generateId } from "./Keys.ts"
+import {
+  type CardDetails,
+  type CardOutcome,
+  CardProcessor,
+  type CheckoutRequest,
+  type DeclineReason
+} from "./ports/CardProcessor.ts"
+
+/** The test cards and what they do (Stripe's numbers). */
+export const TEST_CARDS: ReadonlyArray<{
+  readonly number: string
+  readonly brand: string
+  readonly outcome: "approved" | DeclineReason
+}> = [
+  { number: "4242424242424242", brand: "Visa", outcome: "approved" },
+  { number: "4000056655665556", brand: "Visa (debit)", outcome: "approved" },
+  { number: "5555555555554444", brand: "Mastercard", outcome: "approved" },
+  { number: "4000000000000002", brand: "Visa", outcome: "card_declined" },
+  { number: "4000000000009995", brand: "Visa", outcome: "insufficient_funds" },
+  { number: "4000000000009987", brand: "Visa", outcome: "lost_card" },
+  { number: "4000000000000069", brand: "Visa", outcome: "expired_card" },
+  { number: "4000000000000127", brand: "Visa", outcome: "incorrect_cvc" },
+  { number: "4000000000000119", brand: "Visa", outcome: "processing_error" }
+]
+
+const MESSAGES: Record<DeclineReason, string> = {
+  card_declined: "Your card was declined.",
+  insufficient_funds: "Your card has insufficient funds.",
+  lost_card: "Your card was declined.",
+  expired_card: "Your card has expired.",
+  incorrect_cvc: "Your card's security code is incorrect.",
+  incorrect_number: "Your card number is incorrect.",
+  invalid_expiry: "Your card's expiration date is invalid.",
+  processing_error: "An error occurred while processing your card. Try again."
+}
+
+const declined = (reason: DeclineReason, message: string = MESSAGES[reason]): Exclude<CardOutcome, { _tag: "Approved" }> => ({
+  _tag: "Declined",
+  reason,
+  message
+})
+
+/** The Luhn checksum (ISO/IEC 7812) of a string of digits. */
+export const luhnValid = (digits: string): boolean => {
+  if (!/^\d+$/.test(digits)) return false
+  let sum = 0
+  for (let i = 0; i < digits.length; i++) {
+    let d = digits.charCodeAt(digits.length - 1 - i) - 48
+    if (i % 2 === 1) {
+      d *= 2
+      if (d > 9) d -= 9
+    }
+    sum += d
+  }
+  return sum % 10 === 0
+}
+
+/** Keeps the digits of a typed card number ("4242 4242-4242 4242" -> "4242424242424242"). */
+export const normalizeCardNumber = (typed: string): string => typed.replace(/[\s-]/g, "")
+
+/**
+ * What the test processor answers for a card at `nowMillis` (UTC): approved, or declined with a
+ * reason. `approved` carries no charge id: the processor adds one.
+ */
+export const evaluateTestCard = (
+  card: CardDetails,
+  nowMillis: number
+): { readonly _tag: "Approved" } | Exclude<CardOutcome, { _tag: "Approved" }> => {
+  const number = normalizeCardNumber(card.number)
+  if (!/^\d{12,19}$/.test(number) || !luhnValid(number)) return declined("incorrect_number")
+  if (
+    !Number.isInteger(card.exp_month) || card.exp_month < 1 || card.exp_month > 12 ||
+    !Number.isInteger(card.exp_year) || card.exp_year < 1000 || card.exp_year > 9999
+  ) {
+    return declined("invalid_expiry")
+  }
+  const now = new Date(nowMillis)
+  const thisMonth = now.getUTCFullYear() * 12 + now.getUTCMonth()
+  if (card.exp_year * 12 + (card.exp_month - 1) < thisMonth) return declined("expired_card")
+  if (!/^\d{3}$/.test(card.cvc)) return declined("incorrect_cvc")
+  const test = TEST_CARDS.find((c) => c.number === number)
+  if (test === undefined) {
+    return declined("card_declined", "Your card was declined: the test processor accepts only test cards.")
+  }
+  return test.outcome === "approved" ? { _tag: "Approved" } : declined(test.outcome)
+}
+
+export interface TestCardProcessorOptions {
+  /** The platform's public base URL; checkout pages are `<baseUrl>/checkout/<session_id>`. */
+  readonly baseUrl: string
+}
+
+/** The checkout page of a session, under the platform's base URL. */
+export const checkoutUrl = (baseUrl: string, sessionId: string): string =>
+  `${baseUrl.replace(/\/+$/, "")}/checkout/${encodeURIComponent(sessionId)}`
+
+export const make = (options: TestCardProcessorOptions): CardProcessor["Service"] => ({
+  processor: "test",
+  createSession: (_request: CheckoutRequest) =>
+    Effect.map(generateId("cs_test"), (sessionId) => ({
+      session_id: sessionId,
+      checkout_url: checkoutUrl(options.baseUrl, sessionId)
+    })),
+  charge: (_sessionId: string, _request: CheckoutRequest, card: CardDetails) =>
+    Effect.gen(function*() {
+      const outcome = evaluateTestCard(card, yield* Clock.currentTimeMillis)
+      if (outcome._tag === "Declined") return outcome
+      return { _tag: "Approved", charge_id: yield* generateId("ch_test") } satisfies CardOutcome
+    })
+})
+
+/** The test processor as the CardProcessor port. */
+export const layer = (options: TestCardProcessorOptions): Layer.Layer<CardProcessor> =>
+  Layer.succeed(CardProcessor, make(options))
+
+export const TestCardProcessor = { layer, make, evaluateTestCard, luhnValid, TEST_CARDS, checkoutUrl } as const
