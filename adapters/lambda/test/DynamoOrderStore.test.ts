@@ -1,0 +1,211 @@
+/**
+ * The order store on DynamoDB Local: the shared contract suite (`orderStoreContract`, with its
+ * concurrency tests) on a fresh table, then what only this store has: its index items (the
+ * unfulfilled listing goes with the receipt, also when the receipt came first) and amounts beyond
+ * 2^53 kept exact. One DynamoDB Local serves the file; it is stopped after it (no Java process
+ * outlives the file).
+ */
+import { QueryCommand } from "@aws-sdk/client-dynamodb"
+import { assert, describe, layer } from "@effect/vitest"
+import { generateId } from "@model-platform/core/Keys"
+import { type OrderRecord, OrderStore } from "@model-platform/core/ports/OrderStore"
+import { toTimestamp } from "@model-platform/core/Time"
+import { orderStoreContract } from "@model-platform/test-harness/OrderContract"
+import { Effect, Layer } from "effect"
+import { afterAll, beforeAll } from "vitest"
+import { OrderKeys, OrderStoreDynamo, UNFULFILLED_PK } from "../src/DynamoOrderStore.ts"
+import { createTable, DynamoConfig, makeDocumentClient } from "../src/DynamoTable.ts"
+import { type DynamoLocal, localClientConfig, startDynamoLocal } from "./dynamoLocal.ts"
+
+let local: DynamoLocal | undefined
+
+beforeAll(async () => {
+  local = await startDynamoLocal()
+}, 60_000)
+
+afterAll(async () => {
+  await local?.stop()
+})
+
+/** A fresh table on the file's DynamoDB Local (started by beforeAll, before any layer is built). */
+const FreshTable: Layer.Layer<DynamoConfig> = Layer.effect(
+  DynamoConfig,
+  Effect.gen(function*() {
+    const endpoint = local?.endpoint
+    if (endpoint === undefined) return yield* Effect.die(new Error("DynamoDB Local is not running"))
+    const settings = yield* Effect.acquireRelease(
+      Effect.sync(() => ({
+        tableName: `orders-test-${crypto.randomUUID()}`,
+        client: makeDocumentClient(localClientConfig(endpoint))
+      })),
+      (settings) => Effect.sync(() => settings.client.destroy())
+    )
+    yield* Effect.provideService(createTable, DynamoConfig, settings)
+    return settings
+  })
+)
+
+orderStoreContract("OrderStoreDynamo on DynamoDB Local", OrderStoreDynamo.pipe(Layer.provide(FreshTable)))
+
+// ---------------------------------------------------------------------------------------------
+// this store's own items
+
+const at = (ms: number) => toTimestamp(Date.UTC(2026, 0, 15) + ms)
+
+const makeOrder = Effect.fnUntraced(function*(overrides: Partial<OrderRecord> = {}) {
+  const order: OrderRecord = {
+    id: yield* generateId("ord"),
+    account_id: yield* generateId("acct"),
+    type: "credits",
+    title: "credits",
+    amount_cents: 2_500n,
+    currency: "USD",
+    credits: 25_000_000_000n,
+    machine_id: null,
+    package_id: null,
+    gift: false,
+    status: "pending",
+    payment_method: null,
+    card_session_id: null,
+    checkout_url: null,
+    deposit: null,
+    created_at: at(0),
+    expires_at: at(1_000_000),
+    paid_at: null,
+    paid_with: null,
+    ...overrides
+  }
+  return order
+})
+
+const StoreAndTable = OrderStoreDynamo.pipe(Layer.provideMerge(FreshTable))
+
+layer(StoreAndTable, { excludeTestServices: true, timeout: "60 seconds" })("OrderStoreDynamo items", (it) => {
+  /** The order ids listed as unfulfilled. */
+  const listedUnfulfilled = Effect.gen(function*() {
+    const { client, tableName } = yield* DynamoConfig
+    const output = yield* Effect.promise(() =>
+      client.send(
+        new QueryCommand({
+          TableName: tableName,
+          KeyConditionExpression: "pk = :pk",
+          ExpressionAttributeValues: { ":pk": { S: UNFULFILLED_PK } },
+          ConsistentRead: true
+        })
+      )
+    )
+    return (output.Items ?? []).map((item) => item.order_id?.S)
+  })
+
+  describe("the unfulfilled listing", () => {
+    it.effect("is written by markPaid and deleted with the receipt", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const order = yield* makeOrder()
+        yield* store.insertOrder(order)
+        assert.notInclude(yield* listedUnfulfilled, order.id)
+        assert.isTrue(yield* store.markPaid(order.id, "card", at(10)))
+        assert.include(yield* listedUnfulfilled, order.id)
+        const receiptId = yield* generateId("rcpt")
+        assert.strictEqual(
+          yield* store.insertReceipt({
+            id: receiptId,
+            account_id: order.account_id,
+            order_id: order.id,
+            kind: "credits",
+            title: order.title,
+            paid_at: at(10),
+            amount_cents: order.amount_cents,
+            currency: order.currency,
+            credits: order.credits,
+            paid_with: "card",
+            auto_reload: false
+          }),
+          "inserted"
+        )
+        assert.notInclude(yield* listedUnfulfilled, order.id)
+        assert.notInclude((yield* store.unfulfilled(10_000)).map((o) => o.id), order.id)
+      }))
+
+    it.effect("is not written when the receipt came first", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const order = yield* makeOrder()
+        yield* store.insertOrder(order)
+        yield* store.insertReceipt({
+          id: yield* generateId("rcpt"),
+          account_id: order.account_id,
+          order_id: order.id,
+          kind: "credits",
+          title: order.title,
+          paid_at: at(10),
+          amount_cents: order.amount_cents,
+          currency: order.currency,
+          credits: order.credits,
+          paid_with: "card",
+          auto_reload: false
+        })
+        assert.isTrue(yield* store.markPaid(order.id, "card", at(10)))
+        assert.isFalse(yield* store.markPaid(order.id, "card", at(11)))
+        assert.strictEqual((yield* store.findOrder(order.id))?.status, "paid")
+        assert.notInclude(yield* listedUnfulfilled, order.id)
+      }))
+  })
+
+  it.effect("amounts beyond 2^53 are stored as exact decimal numbers", () =>
+    Effect.gen(function*() {
+      const store = yield* OrderStore
+      const { client, tableName } = yield* DynamoConfig
+      const huge = 10n ** 37n + 123_456_789n
+      const order = yield* makeOrder({
+        credits: huge,
+        deposit: {
+          address: `0x${crypto.randomUUID()}`,
+          memo: "m",
+          chain: "base",
+          token: "USDC",
+          decimals: 6,
+          amount: huge + 1n
+        }
+      })
+      yield* store.insertOrder(order)
+      assert.deepStrictEqual(yield* store.findOrder(order.id), order)
+      assert.deepStrictEqual(yield* store.findByDepositAddress(order.deposit!.address), order)
+      const key = OrderKeys.order(order.id)
+      const output = yield* Effect.promise(() =>
+        client.send(
+          new QueryCommand({
+            TableName: tableName,
+            KeyConditionExpression: "pk = :pk AND sk = :sk",
+            ExpressionAttributeValues: { ":pk": { S: key.pk }, ":sk": { S: key.sk } },
+            ConsistentRead: true
+          })
+        )
+      )
+      const item = output.Items?.[0]
+      assert.strictEqual(item?.credits?.N, huge.toString())
+      assert.strictEqual(item?.deposit?.M?.amount?.N, (huge + 1n).toString())
+    }))
+
+  it.effect("a deposit address of another order is a defect, and changes nothing", () =>
+    Effect.gen(function*() {
+      const store = yield* OrderStore
+      const first = yield* makeOrder()
+      const second = yield* makeOrder()
+      yield* store.insertOrder(first)
+      yield* store.insertOrder(second)
+      const deposit = {
+        address: `0x${crypto.randomUUID()}`,
+        memo: null,
+        chain: "base",
+        token: "USDC",
+        decimals: 6,
+        amount: 25_000_000n
+      }
+      assert.isDefined(yield* store.startPayment(first.id, { method: "stablecoin", deposit }, at(2_000_000), at(5)))
+      const exit = yield* Effect.exit(store.startPayment(second.id, { method: "stablecoin", deposit }, at(2_000_000), at(5)))
+      assert.isTrue(exit._tag === "Failure")
+      assert.deepStrictEqual(yield* store.findOrder(second.id), second)
+      assert.strictEqual((yield* store.findByDepositAddress(deposit.address))?.id, first.id)
+    }))
+})
