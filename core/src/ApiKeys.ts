@@ -2,7 +2,7 @@
  * Use-case: API keys. Authenticating a bearer secret, creating keys under the granting rule,
  * listing and revoking them. The HTTP layer calls these; stores only keep records.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import type { AccountRecord } from "./Account.ts"
 import { Catalogue } from "./Catalogue.ts"
 import * as Errors from "./Errors.ts"
@@ -14,6 +14,7 @@ import {
   type Key,
   type KeyRecord,
   looksLikeSecret,
+  SECRET_PREFIX,
   toKey,
   VISIBLE_PREFIX_LENGTH
 } from "./Keys.ts"
@@ -36,6 +37,14 @@ export interface CreateKeyInput {
   readonly rental_id?: string | null | undefined
 }
 
+/**
+ * A secret handed in from outside (the owner key an operator made beforehand) does not have the
+ * shape of a key secret. The message never contains the value.
+ */
+export class MalformedSecret extends Schema.TaggedError<MalformedSecret>()("MalformedSecret", {
+  message: Schema.String
+}) {}
+
 /** last_used_at is written at most once per this many milliseconds per key (docs/api-decisions.md). */
 export const TOUCH_INTERVAL_MS = 1000
 
@@ -51,6 +60,16 @@ export class ApiKeys extends Context.Service<ApiKeys, {
     accountId: string,
     input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission> }
   ) => Effect.Effect<CreatedKey>
+  /**
+   * Like `issue`, but with a secret made beforehand (by `generateSecret`, elsewhere) instead of a
+   * fresh one: the owner's first key on shells without a terminal to print it on (Lambda). The
+   * secret must look like one of ours; only its hash is stored.
+   */
+  readonly issueWithSecret: (
+    accountId: string,
+    secret: string,
+    input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission> }
+  ) => Effect.Effect<CreatedKey, MalformedSecret>
   readonly list: (caller: Caller) => Effect.Effect<ReadonlyArray<Key>>
   readonly revoke: (caller: Caller, keyId: string) => Effect.Effect<{ id: string; revoked: true }, Errors.NotFound>
 }>()("@model-platform/core/ApiKeys") {
@@ -83,11 +102,11 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         return { key: { ...key, last_used_at: now }, account } satisfies Caller
       })
 
-      const issue = Effect.fn("ApiKeys.issue")(function*(
+      const issueKey = Effect.fnUntraced(function*(
         accountId: string,
+        secret: string,
         input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission> }
       ) {
-        const secret = yield* generateSecret
         const record: KeyRecord = {
           id: yield* generateId("key"),
           account_id: accountId,
@@ -105,6 +124,26 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         }
         yield* keys.insert(record)
         return { ...toKey(record), secret }
+      })
+
+      const issue = Effect.fn("ApiKeys.issue")(function*(
+        accountId: string,
+        input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission> }
+      ) {
+        return yield* issueKey(accountId, yield* generateSecret, input)
+      })
+
+      const issueWithSecret = Effect.fn("ApiKeys.issueWithSecret")(function*(
+        accountId: string,
+        secret: string,
+        input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission> }
+      ) {
+        if (!looksLikeSecret(secret)) {
+          return yield* new MalformedSecret({
+            message: `The key secret does not have the shape of a platform secret (${SECRET_PREFIX} and 43 base64url characters).`
+          })
+        }
+        return yield* issueKey(accountId, secret, input)
       })
 
       const create = Effect.fn("ApiKeys.create")(function*(caller: Caller, input: CreateKeyInput) {
@@ -147,6 +186,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         authenticate,
         create,
         issue,
+        issueWithSecret,
         list: (caller) => Effect.map(keys.list(caller.account.id), (records) => records.map(toKey)),
         revoke: Effect.fn("ApiKeys.revoke")(function*(caller: Caller, keyId: string) {
           const revoked = yield* keys.revoke(caller.account.id, keyId, yield* Time.now)

@@ -10,6 +10,8 @@
  *   catalogueParameter     the SSM parameter's name (default /model-platform/catalogue)
  *   catalogueFile          a catalogue JSON file: the stack then creates the parameter with it;
  *                          without it the parameter must already exist
+ *   ownerKeyParameter      the owner key's SecureString parameter (default /model-platform/owner-key),
+ *                          created by the operator before the first deploy (docs/lambda.md)
  *   retainData             "false" to delete the table and bucket with the stack (default keep)
  *
  * The owner's email is the stack's CloudFormation parameter OwnerEmail, given at deploy time.
@@ -45,6 +47,7 @@ export const buildApp = async (options: AppOptions = {}): Promise<{ readonly app
   const bundleDir = options.bundleDir ?? contextString(app, "bundleDir") ?? (await bundle()).outDir
   const catalogueFile = contextString(app, "catalogueFile")
   const catalogueParameterName = contextString(app, "catalogueParameter")
+  const ownerKeyParameterName = contextString(app, "ownerKeyParameter")
   const account = process.env["CDK_DEFAULT_ACCOUNT"]
   const region = process.env["CDK_DEFAULT_REGION"]
   const props: PlatformStackProps = {
@@ -52,6 +55,7 @@ export const buildApp = async (options: AppOptions = {}): Promise<{ readonly app
     retainData: contextString(app, "retainData") !== "false",
     ...(catalogueFile === undefined ? {} : { catalogueJson: Fs.readFileSync(catalogueFile, "utf8") }),
     ...(catalogueParameterName === undefined ? {} : { catalogueParameterName }),
+    ...(ownerKeyParameterName === undefined ? {} : { ownerKeyParameterName }),
     ...(account === undefined && region === undefined
       ? {}
       : { env: { ...(account === undefined ? {} : { account }), ...(region === undefined ? {} : { region }) } }),

@@ -1,39 +1,80 @@
 /**
  * The AWS deployment of the Lambda shell, as one CDK stack (docs/lambda-deploy.md):
  *
- * - one DynamoDB table (string `pk`/`sk`, on demand, point-in-time recovery, TTL on `expires_at`,
- *   one global secondary index `gsi1` on `gsi1pk`/`gsi1sk`);
+ * - one DynamoDB table, declared by the stores' own `tableDefinition` (src/DynamoTable.ts: keys,
+ *   billing mode, indexes), plus point-in-time recovery;
  * - one S3 bucket for blobs (no public access, S3-managed encryption, TLS only);
  * - two functions from the same esbuild bundle (Node 22, arm64): `ApiFunction` answers the HTTP
  *   API (API Gateway v2, payload 2.0, every route), `StreamFunction` answers a Function URL with
  *   response streaming (SSE), which API Gateway can not carry;
- * - one IAM role for both: read/write on the table (and its index) and the bucket, GetParameter
- *   on the catalogue parameter, writing to their own log groups; nothing else;
- * - configuration: the catalogue JSON in SSM Parameter Store (its name in CATALOGUE_PARAMETER,
- *   read at cold start), the bootstrap owner's email as a CloudFormation parameter (OWNER_EMAIL).
+ * - one IAM role for both: read/write on the table (and its indexes) and the bucket, GetParameter
+ *   on the catalogue parameter and the owner key parameter, writing to their own log groups;
+ *   nothing else;
+ * - configuration (src/Config.ts): the catalogue JSON in SSM Parameter Store (its name in
+ *   CATALOGUE_PARAMETER, read at cold start), the owner key's secret in an SSM SecureString
+ *   parameter the operator creates before the first deploy (its name in OWNER_KEY_SECRET_ID, read
+ *   at the first start only), the bootstrap owner's email as a CloudFormation parameter
+ *   (OWNER_EMAIL).
  *
- * The key schema's attribute names are constants below: the stores' key design
- * (src/DynamoTable.ts) must use the same.
+ * The table is not described twice: its keys and indexes come from the stores' `tableDefinition`,
+ * the environment variables' names and the parameters' default names from src/Config.ts.
  */
 import { CfnOutput, CfnParameter, Duration, RemovalPolicy, Stack, type StackProps } from "aws-cdk-lib"
 import { HttpApi } from "aws-cdk-lib/aws-apigatewayv2"
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations"
-import { AttributeType, BillingMode, ProjectionType, Table } from "aws-cdk-lib/aws-dynamodb"
+import type { KeySchemaElement, Projection } from "@aws-sdk/client-dynamodb"
+import { type Attribute, AttributeType, BillingMode, ProjectionType, Table } from "aws-cdk-lib/aws-dynamodb"
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam"
 import { Architecture, Code, Function as LambdaFunction, FunctionUrlAuthType, InvokeMode, LoggingFormat, Runtime } from "aws-cdk-lib/aws-lambda"
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs"
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from "aws-cdk-lib/aws-s3"
 import { ParameterTier, StringParameter } from "aws-cdk-lib/aws-ssm"
 import type { Construct } from "constructs"
+import { DEFAULT_CATALOGUE_PARAMETER, DEFAULT_OWNER_KEY_PARAMETER, ENV } from "../src/Config.ts"
+import { tableDefinition } from "../src/DynamoTable.ts"
 
-/** The table's attribute names: keep in step with the stores' key design. */
-export const TABLE_SCHEMA = {
-  partitionKey: "pk",
-  sortKey: "sk",
-  /** Epoch seconds after which DynamoDB may delete the item (idempotency records, pending entries...). */
-  timeToLiveAttribute: "expires_at",
-  globalIndexes: [{ indexName: "gsi1", partitionKey: "gsi1pk", sortKey: "gsi1sk" }]
-} as const
+export { DEFAULT_CATALOGUE_PARAMETER, DEFAULT_OWNER_KEY_PARAMETER, ENV }
+
+/**
+ * The table as the stores define it (keys, billing, indexes), for CloudFormation. The name is
+ * CloudFormation's to choose; only the definition's shape is used.
+ */
+export const TABLE = tableDefinition("model-platform")
+
+const ATTRIBUTE_TYPES: Record<string, AttributeType> = {
+  S: AttributeType.STRING,
+  N: AttributeType.NUMBER,
+  B: AttributeType.BINARY
+}
+
+const attribute = (name: string): Attribute => {
+  const type = TABLE.AttributeDefinitions?.find((definition) => definition.AttributeName === name)?.AttributeType
+  const attributeType = type === undefined ? undefined : ATTRIBUTE_TYPES[type]
+  if (attributeType === undefined) throw new Error(`tableDefinition declares no type for the key attribute ${name}`)
+  return { name, type: attributeType }
+}
+
+const keyOf = (schema: ReadonlyArray<KeySchemaElement> | undefined, keyType: "HASH" | "RANGE"): Attribute | undefined => {
+  const name = schema?.find((element) => element.KeyType === keyType)?.AttributeName
+  return name === undefined ? undefined : attribute(name)
+}
+
+const partitionKeyOf = (schema: ReadonlyArray<KeySchemaElement> | undefined, what: string): Attribute => {
+  const key = keyOf(schema, "HASH")
+  if (key === undefined) throw new Error(`tableDefinition declares no partition key for ${what}`)
+  return key
+}
+
+const projectionOf = (projection: Projection | undefined) => {
+  switch (projection?.ProjectionType) {
+    case "KEYS_ONLY":
+      return { projectionType: ProjectionType.KEYS_ONLY }
+    case "INCLUDE":
+      return { projectionType: ProjectionType.INCLUDE, nonKeyAttributes: projection.NonKeyAttributes ?? [] }
+    default:
+      return { projectionType: ProjectionType.ALL }
+  }
+}
 
 /** What the bundle (bundle.ts: `index.mjs`) must export. */
 export const HANDLERS = {
@@ -43,15 +84,6 @@ export const HANDLERS = {
   stream: "index.streamHandler"
 } as const
 
-/** The environment variables the functions read. */
-export const ENV = {
-  table: "TABLE_NAME",
-  bucket: "BUCKET_NAME",
-  catalogueParameter: "CATALOGUE_PARAMETER",
-  ownerEmail: "OWNER_EMAIL"
-} as const
-
-export const DEFAULT_CATALOGUE_PARAMETER = "/model-platform/catalogue"
 
 /** SSM String parameters: 4 KB on the standard tier, 8 KB on the advanced one. */
 const STANDARD_TIER_LIMIT = 4096
@@ -67,6 +99,12 @@ export interface PlatformStackProps extends StackProps {
    * 4 KB). Otherwise the parameter must exist before the first deploy (docs/lambda-deploy.md).
    */
   readonly catalogueJson?: string
+  /**
+   * The SSM SecureString parameter holding the owner key's secret (made with
+   * scripts/new-owner-key.ts). Default `/model-platform/owner-key`. CloudFormation cannot create
+   * SecureString parameters: the operator creates it before the first deploy (docs/lambda.md).
+   */
+  readonly ownerKeyParameterName?: string
   /** Keep the table and the bucket when the stack is deleted (default true). */
   readonly retainData?: boolean
   /** Memory of both functions in MB (default 1024: more memory is more CPU, a faster cold start). */
@@ -83,27 +121,35 @@ export class PlatformStack extends Stack {
   readonly streamFunction: LambdaFunction
   readonly httpApi: HttpApi
   readonly catalogueParameterName: string
+  readonly ownerKeyParameterName: string
 
   constructor(scope: Construct, id: string, props: PlatformStackProps) {
     super(scope, id, props)
     const removalPolicy = (props.retainData ?? true) ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY
 
     // ---- data --------------------------------------------------------------------------------
+    if (TABLE.BillingMode !== "PAY_PER_REQUEST") throw new Error("the stack deploys on-demand (PAY_PER_REQUEST) tables only")
+    const sortKey = keyOf(TABLE.KeySchema, "RANGE")
     this.table = new Table(this, "Table", {
-      partitionKey: { name: TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
-      sortKey: { name: TABLE_SCHEMA.sortKey, type: AttributeType.STRING },
+      partitionKey: partitionKeyOf(TABLE.KeySchema, "the table"),
+      ...(sortKey === undefined ? {} : { sortKey }),
       billingMode: BillingMode.PAY_PER_REQUEST,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      timeToLiveAttribute: TABLE_SCHEMA.timeToLiveAttribute,
       removalPolicy
     })
-    for (const index of TABLE_SCHEMA.globalIndexes) {
+    for (const index of TABLE.GlobalSecondaryIndexes ?? []) {
+      const indexSortKey = keyOf(index.KeySchema, "RANGE")
       this.table.addGlobalSecondaryIndex({
-        indexName: index.indexName,
-        partitionKey: { name: index.partitionKey, type: AttributeType.STRING },
-        sortKey: { name: index.sortKey, type: AttributeType.STRING },
-        projectionType: ProjectionType.ALL
+        indexName: index.IndexName!,
+        partitionKey: partitionKeyOf(index.KeySchema, `the index ${index.IndexName}`),
+        ...(indexSortKey === undefined ? {} : { sortKey: indexSortKey }),
+        ...projectionOf(index.Projection)
       })
+    }
+    for (const index of TABLE.LocalSecondaryIndexes ?? []) {
+      const indexSortKey = keyOf(index.KeySchema, "RANGE")
+      if (indexSortKey === undefined) throw new Error(`the local index ${index.IndexName} has no sort key`)
+      this.table.addLocalSecondaryIndex({ indexName: index.IndexName!, sortKey: indexSortKey, ...projectionOf(index.Projection) })
     }
 
     this.bucket = new Bucket(this, "Blobs", {
@@ -123,6 +169,12 @@ export class PlatformStack extends Stack {
         description: "Model platform catalogue (JSON)",
         ...catalogueValue(props.catalogueJson)
       })
+    // Created by the operator (CloudFormation cannot create SecureString parameters); only its ARN
+    // is used here, never its value.
+    this.ownerKeyParameterName = props.ownerKeyParameterName ?? DEFAULT_OWNER_KEY_PARAMETER
+    const ownerKeyParameter = StringParameter.fromSecureStringParameterAttributes(this, "OwnerKey", {
+      parameterName: this.ownerKeyParameterName
+    })
     const ownerEmail = new CfnParameter(this, "OwnerEmail", {
       type: "String",
       description: "Email of the owner account created at first start",
@@ -133,13 +185,15 @@ export class PlatformStack extends Stack {
     // ---- functions ---------------------------------------------------------------------------
     this.role = new Role(this, "FunctionRole", {
       assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
-      description: "Model platform functions: the table, the blob bucket, the catalogue parameter, their logs"
+      description: "Model platform functions: the table, the blob bucket, the catalogue and owner key parameters, their logs"
     })
     this.table.grantReadWriteData(this.role)
     this.bucket.grantReadWrite(this.role)
+    // The owner key is a SecureString under the account's default key (aws/ssm), which lets any
+    // principal allowed to GetParameter decrypt it: no KMS statement is needed.
     this.role.addToPolicy(new PolicyStatement({
       actions: ["ssm:GetParameter"],
-      resources: [catalogueParameter.parameterArn]
+      resources: [catalogueParameter.parameterArn, ownerKeyParameter.parameterArn]
     }))
 
     const code = Code.fromAsset(props.bundleDir)
@@ -148,6 +202,7 @@ export class PlatformStack extends Stack {
       [ENV.bucket]: this.bucket.bucketName,
       [ENV.catalogueParameter]: this.catalogueParameterName,
       [ENV.ownerEmail]: ownerEmail.valueAsString,
+      [ENV.ownerKeySecretId]: this.ownerKeyParameterName,
       NODE_OPTIONS: "--enable-source-maps"
     }
     const makeFunction = (name: string, handler: string, timeout: Duration, description: string) => {
@@ -195,6 +250,7 @@ export class PlatformStack extends Stack {
     new CfnOutput(this, "TableName", { value: this.table.tableName })
     new CfnOutput(this, "BucketName", { value: this.bucket.bucketName })
     new CfnOutput(this, "CatalogueParameter", { value: this.catalogueParameterName })
+    new CfnOutput(this, "OwnerKeyParameter", { value: this.ownerKeyParameterName })
   }
 }
 

@@ -29,6 +29,12 @@ export type HandlerOptions = {
   /** Email of the owner account created when no account exists yet. */
   readonly ownerEmail: string
   /**
+   * The owner key's secret, made beforehand by the operator (`scripts/new-owner-key.ts`) and read
+   * from a secret store only when no account exists yet: the owner's key is then made with it
+   * (core's `ensureOwnerWithSecret`) instead of with a fresh secret nobody could see.
+   */
+  readonly ownerSecret?: Effect.Effect<string, unknown>
+  /**
    * How long before the invocation's deadline a request still running is interrupted: its
    * finalizers run and the client gets a 504 in the platform's shape, where Lambda would otherwise
    * freeze the process mid-request and API Gateway answer with its own error. Default 1000 ms.
@@ -46,6 +52,12 @@ export type InvocationContext = Pick<LambdaContext, "getRemainingTimeInMillis">
 
 export interface LambdaHandler {
   (event: APIGatewayProxyEventV2, context?: InvocationContext): Promise<APIGatewayProxyStructuredResultV2>
+  /**
+   * The same invocation, answered as the platform's web `Response` (its body not read yet): what
+   * the streaming handler writes on a Function URL's response stream (Streaming.ts). The build,
+   * the 503, 400 and 504 answers and the deadline are the handler's.
+   */
+  readonly respond: (event: APIGatewayProxyEventV2, context?: InvocationContext) => Promise<Response>
   /**
    * What the first start did in this container: the owner and its key with the secret when this
    * build created them, undefined when an owner already existed. Rejects when the build failed.
@@ -67,10 +79,14 @@ const DEFAULT_DEADLINE_MARGIN_MILLIS = 1_000
 const buildApp = async (
   catalogue: CatalogueConfig,
   ownerEmail: string,
+  ownerSecret: Effect.Effect<string, unknown> | undefined,
   stores: Layer.Layer<Stores, unknown>
 ): Promise<App> => {
   const services = PlatformServices(catalogue).pipe(Layer.provideMerge(stores))
-  const runtime = ManagedRuntime.make(Layer.mergeAll(services, FirstStart.layer(ownerEmail).pipe(Layer.provide(services))))
+  const firstStart = ownerSecret === undefined
+    ? FirstStart.layer(ownerEmail)
+    : FirstStart.layerWithSecret(ownerEmail, ownerSecret)
+  const runtime = ManagedRuntime.make(Layer.mergeAll(services, firstStart.pipe(Layer.provide(services))))
   try {
     const owner = await runtime.runPromise(Effect.flatMap(FirstStart, Effect.succeed))
     const context = await runtime.context()
@@ -92,12 +108,7 @@ const buildApp = async (
   }
 }
 
-const jsonResult = (statusCode: number, body: unknown): APIGatewayProxyStructuredResultV2 => ({
-  statusCode,
-  headers: { "content-type": "application/json" },
-  body: JSON.stringify(body),
-  isBase64Encoded: false
-})
+const jsonResponse = (status: number, body: unknown): Response => Response.json(body, { status })
 
 const pathOf = (event: APIGatewayProxyEventV2): string => event.rawPath || "/"
 
@@ -110,7 +121,7 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
 
   let building: Promise<App> | undefined
   const app = (): Promise<App> =>
-    building ??= buildApp(options.catalogue, options.ownerEmail, stores).catch((error: unknown) => {
+    building ??= buildApp(options.catalogue, options.ownerEmail, options.ownerSecret, stores).catch((error: unknown) => {
       building = undefined
       throw error
     })
@@ -118,10 +129,7 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
   // by the first invocation, which tries again.
   app().catch(() => undefined)
 
-  const handler = async (
-    event: APIGatewayProxyEventV2,
-    context?: InvocationContext
-  ): Promise<APIGatewayProxyStructuredResultV2> => {
+  const respond = async (event: APIGatewayProxyEventV2, context?: InvocationContext): Promise<Response> => {
     if (!payloadV2.accepts(event)) {
       throw new Error("Unsupported event: this handler serves API Gateway HTTP API (payload 2.0) and Function URL events")
     }
@@ -130,7 +138,7 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
       platform = await app()
     } catch (error) {
       console.error("The platform could not start", error)
-      return jsonResult(503, errorBody(pathOf(event), 503, "The platform could not start; try again shortly."))
+      return jsonResponse(503, errorBody(pathOf(event), 503, "The platform could not start; try again shortly."))
     }
     const budget = context === undefined ? undefined : context.getRemainingTimeInMillis() - margin
     const signal = budget === undefined ? undefined : budget > 0 ? AbortSignal.timeout(budget) : AbortSignal.abort()
@@ -139,17 +147,23 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
       request = payloadV2.toRequest(event, signal === undefined ? {} : { signal })
     } catch (error) {
       if (!(error instanceof TypeError)) throw error
-      return jsonResult(400, errorBody(pathOf(event), 400, `The request could not be read: ${error.message}`))
+      return jsonResponse(400, errorBody(pathOf(event), 400, `The request could not be read: ${error.message}`))
     }
     const response = await platform.fetch(request)
     // The deadline interrupted the request (the web handler answers 499, as for a client gone).
     if (response.status === 499 && signal?.aborted === true) {
-      return jsonResult(504, errorBody(pathOf(event), 504, "The request did not finish within the time limit."))
+      return jsonResponse(504, errorBody(pathOf(event), 504, "The request did not finish within the time limit."))
     }
-    return payloadV2.toResult(response)
+    return response
   }
 
+  const handler = async (
+    event: APIGatewayProxyEventV2,
+    context?: InvocationContext
+  ): Promise<APIGatewayProxyStructuredResultV2> => payloadV2.toResult(await respond(event, context))
+
   return Object.assign(handler, {
+    respond,
     firstStart: () => app().then((built) => built.owner),
     dispose: async () => {
       const current = building

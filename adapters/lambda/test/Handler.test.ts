@@ -5,7 +5,9 @@
  */
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { AccountStoreMemory, IdempotencyStoreMemory, KeyStoreMemory, MemoryStores } from "@model-platform/test-harness/MemoryStores"
+import { AccountStore } from "@model-platform/core/ports/AccountStore"
 import { KeyStore } from "@model-platform/core/ports/KeyStore"
+import { generateSecret } from "@model-platform/core/Keys"
 import { Effect, Layer } from "effect"
 import { describe, expect, it } from "vitest"
 import { makeHandler } from "../src/Handler.ts"
@@ -94,6 +96,61 @@ describe("Lambda handler", () => {
       // With time enough, the same request succeeds.
       expect((await handler(await get("/me", { authorization }), invocationContext)).statusCode).toBe(200)
     } finally {
+      await handler.dispose()
+    }
+  })
+
+  it("with an owner secret made beforehand, the first start makes the owner's key from it, reading it only then", async () => {
+    const secret = Effect.runSync(generateSecret)
+    let reads = 0
+    const ownerSecret = Effect.sync(() => {
+      reads++
+      return secret
+    })
+    const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores: MemoryStores, ownerSecret })
+    try {
+      const owner = await handler.firstStart()
+      expect(owner?.key.secret).toBe(secret)
+      expect(owner?.key.prefix).toBe(secret.slice(0, 12))
+      expect(reads).toBe(1)
+      const me = resultToResponse(await handler(await get("/me", { authorization: `Bearer ${secret}` }), invocationContext))
+      expect(me.status).toBe(200)
+      expect(((await me.json()) as { email: string }).email).toBe("owner@test.local")
+    } finally {
+      await handler.dispose()
+    }
+  })
+
+  it("an owner secret without the shape of a key secret fails the first start before anything is written", async () => {
+    const values = ["not-a-secret", Effect.runSync(generateSecret)]
+    const ownerSecret = Effect.sync(() => values.shift()!)
+    const errors: Array<unknown> = []
+    const consoleError = console.error
+    console.error = (...args: Array<unknown>) => errors.push(args)
+    // One set of stores for every build, so that what a failed build wrote would still be there.
+    const shared = await Effect.runPromise(Effect.scoped(Layer.build(MemoryStores)))
+    const accounts = () =>
+      Effect.runPromise(Effect.gen(function*() {
+        return yield* (yield* AccountStore).first
+      }).pipe(Effect.provideContext(shared)))
+    const handler = makeHandler({
+      catalogue: fixtureCatalogue,
+      ownerEmail: "owner@test.local",
+      stores: Layer.succeedContext(shared),
+      ownerSecret
+    })
+    try {
+      const failed = await handler(await get("/models"), invocationContext)
+      expect(failed.statusCode).toBe(503)
+      expect(JSON.stringify(errors)).toContain("MalformedSecret")
+      expect(JSON.stringify(errors)).not.toContain("not-a-secret")
+      // Nothing was written; the next build makes the owner with the next value.
+      expect(await accounts()).toBeUndefined()
+      const owner = await handler.firstStart()
+      expect(owner?.account.email).toBe("owner@test.local")
+      expect(values).toEqual([])
+    } finally {
+      console.error = consoleError
       await handler.dispose()
     }
   })

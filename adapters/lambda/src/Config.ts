@@ -1,0 +1,107 @@
+/**
+ * The deployed functions' configuration (docs/lambda.md, "Configuration"): environment variables
+ * set by the CDK stack, plus two SSM parameters read through them:
+ *
+ * - the catalogue, a String parameter holding the catalogue JSON, read at every cold start and
+ *   decoded by core's `parseCatalogue`;
+ * - the owner key, a SecureString parameter holding the owner's `mpk_` secret (made beforehand with
+ *   `scripts/new-owner-key.ts`), read only at the first start, when the table has no account yet.
+ *
+ * The names of the variables and the default parameter names live here; the CDK stack imports
+ * them, so the functions and the stack cannot disagree.
+ */
+import { GetParameterCommand, type SSMClient } from "@aws-sdk/client-ssm"
+import { type CatalogueConfig, parseCatalogue } from "@model-platform/core/CatalogueConfig"
+import { looksLikeSecret } from "@model-platform/core/Keys"
+import { Config, Effect, Schema } from "effect"
+
+/** The environment variables the functions read. */
+export const ENV = {
+  /** The DynamoDB table of the stores. */
+  table: "TABLE_NAME",
+  /** The S3 bucket of the blob store. */
+  bucket: "BUCKET_NAME",
+  /** The name of the SSM String parameter holding the catalogue JSON. */
+  catalogueParameter: "CATALOGUE_PARAMETER",
+  /** The email of the owner account made at first start. */
+  ownerEmail: "OWNER_EMAIL",
+  /** The name of the SSM SecureString parameter holding the owner key's secret. */
+  ownerKeySecretId: "OWNER_KEY_SECRET_ID"
+} as const
+
+export const DEFAULT_CATALOGUE_PARAMETER = "/model-platform/catalogue"
+export const DEFAULT_OWNER_KEY_PARAMETER = "/model-platform/owner-key"
+
+export const LambdaConfig = Config.all({
+  tableName: Config.String(ENV.table),
+  /** Not used by any route yet: the blob store joins the platform with the features that use it. */
+  bucketName: Config.String(ENV.bucket).pipe(Config.option),
+  catalogueParameter: Config.String(ENV.catalogueParameter).pipe(Config.withDefault(DEFAULT_CATALOGUE_PARAMETER)),
+  ownerEmail: Config.String(ENV.ownerEmail),
+  ownerKeySecretId: Config.String(ENV.ownerKeySecretId).pipe(Config.withDefault(DEFAULT_OWNER_KEY_PARAMETER))
+})
+export type LambdaConfig = Config.Success<typeof LambdaConfig>
+
+/**
+ * Points of the entry point's init phase (src/lambda.ts), as performance marks that
+ * scripts/cold-start.ts reads: the bundle's code evaluated, the catalogue read, the platform built.
+ */
+export const INIT_MARKS = {
+  evaluated: "model-platform:evaluated",
+  catalogue: "model-platform:catalogue-read",
+  ready: "model-platform:ready"
+} as const
+
+/** The configuration could not be read: a missing parameter, a malformed value... Never holds a secret. */
+export class LambdaConfigError extends Schema.TaggedError<LambdaConfigError>()("LambdaConfigError", {
+  message: Schema.String
+}) {}
+
+/** The configuration from the environment; a variable missing or invalid is named in the error. */
+export const readLambdaConfig: Effect.Effect<LambdaConfig, LambdaConfigError> = Effect.gen(function*() {
+  return yield* LambdaConfig
+}).pipe(
+  Effect.mapError((error) =>
+    new LambdaConfigError({ message: `an environment variable is missing or invalid: ${error.message}` })
+  )
+)
+
+/** The reason of an SDK failure, without anything the request carried. */
+const describe = (error: unknown): string =>
+  error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+
+const getParameter = (ssm: SSMClient, name: string, decrypt: boolean) =>
+  Effect.tryPromise({
+    try: (signal) => ssm.send(new GetParameterCommand({ Name: name, WithDecryption: decrypt }), { abortSignal: signal }),
+    catch: (error) => new LambdaConfigError({ message: `cannot read the SSM parameter ${name}: ${describe(error)}` })
+  }).pipe(
+    Effect.flatMap((output) =>
+      output.Parameter?.Value === undefined
+        ? Effect.fail(new LambdaConfigError({ message: `the SSM parameter ${name} has no value` }))
+        : Effect.succeed(output.Parameter.Value)
+    )
+  )
+
+/** The catalogue from its SSM parameter, decoded and validated by core. */
+export const loadCatalogue = Effect.fn("Config.loadCatalogue")(function*(ssm: SSMClient, name: string) {
+  const text = yield* getParameter(ssm, name, false)
+  return yield* parseCatalogue(text).pipe(
+    Effect.mapError((error) => new LambdaConfigError({ message: `the catalogue in ${name} is invalid: ${error.message}` }))
+  )
+}) satisfies (ssm: SSMClient, name: string) => Effect.Effect<CatalogueConfig, LambdaConfigError>
+
+/**
+ * The owner key's secret from its SecureString parameter (decrypted by SSM). Surrounding whitespace
+ * is dropped (a value stored from a file keeps its newline); the rest must look like a key secret.
+ * Neither the value nor any part of it is ever put in an error or a log line.
+ */
+export const readOwnerSecret = Effect.fn("Config.readOwnerSecret")(function*(ssm: SSMClient, name: string) {
+  const value = (yield* getParameter(ssm, name, true)).trim()
+  if (!looksLikeSecret(value)) {
+    return yield* new LambdaConfigError({
+      message: `the SSM parameter ${name} does not hold an owner key secret (mpk_ and 43 base64url characters): ` +
+        "make one with adapters/lambda/scripts/new-owner-key.ts"
+    })
+  }
+  return value
+})

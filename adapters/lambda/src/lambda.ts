@@ -1,0 +1,115 @@
+/**
+ * The deployment entry point: cdk/bundle.ts bundles this module into `index.mjs`, and the stack's
+ * two functions run its exports (cdk/stack.ts HANDLERS):
+ *
+ *   handler        API Gateway HTTP API (payload 2.0): the answer is buffered (ApiFunction)
+ *   streamHandler  Function URL with invoke mode RESPONSE_STREAM: the answer is written on
+ *                  Lambda's response stream as it is produced (StreamFunction; Streaming.ts)
+ *
+ * Once per container (Lambda's init phase, at module scope), never per request: the
+ * configuration is read from the environment (Config.ts), the catalogue from its SSM parameter,
+ * and the platform is built over the DynamoDB stores (Handler.ts). Both exports share that one
+ * platform. The init phase waits for the build (a few seconds at most), so the first request finds
+ * it ready; a build that fails or takes longer does not fail the init: the first request waits for
+ * it or, after a failure, answers 503 in the platform's shape and the next request builds again.
+ *
+ * First start: when the table has no account yet, the owner account is made with a key whose
+ * secret the operator made beforehand (scripts/new-owner-key.ts) and keeps in the SecureString
+ * parameter OWNER_KEY_SECRET_ID. The secret is read only then, and never logged.
+ */
+import { SSMClient } from "@aws-sdk/client-ssm"
+import { errorBody } from "@model-platform/core/api/ErrorShape"
+import type { Owner } from "@model-platform/core/Bootstrap"
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda"
+import { ConfigProvider, Effect } from "effect"
+import { INIT_MARKS, loadCatalogue, readLambdaConfig, readOwnerSecret } from "./Config.ts"
+import { makeDocumentClient } from "./DynamoTable.ts"
+import { payloadV2 } from "./Events.ts"
+import { type InvocationContext, type LambdaHandler, makeHandler } from "./Handler.ts"
+import { makeStreamHandler, streamifyResponse } from "./Streaming.ts"
+
+/** How long the init phase waits for the platform (Lambda allows 10 s for the whole init). */
+const INIT_WAIT_MILLIS = 8_000
+
+const startPlatform = Effect.gen(function*() {
+  const config = yield* readLambdaConfig
+  const ssm = new SSMClient({})
+  const catalogue = yield* loadCatalogue(ssm, config.catalogueParameter)
+  performance.mark(INIT_MARKS.catalogue)
+  const ownerSecret = Effect.suspend(() => {
+    console.log(
+      `First start: the table has no account yet; creating the owner account ${config.ownerEmail} ` +
+        `with the key secret kept in the SSM parameter ${config.ownerKeySecretId}`
+    )
+    return readOwnerSecret(ssm, config.ownerKeySecretId)
+  })
+  return makeHandler({
+    catalogue,
+    ownerEmail: config.ownerEmail,
+    ownerSecret,
+    dynamo: { tableName: config.tableName, client: makeDocumentClient() }
+  })
+})
+
+let platform: Promise<LambdaHandler> | undefined
+
+/** The container's one platform; a start that failed is forgotten, so the next call starts again. */
+const currentPlatform = (): Promise<LambdaHandler> =>
+  // The environment as it is now (Effect's default provider keeps the first one it saw).
+  platform ??= Effect.runPromise(Effect.provideService(startPlatform, ConfigProvider.ConfigProvider, ConfigProvider.fromEnv()))
+    .catch((error: unknown) => {
+      platform = undefined
+      throw error
+    })
+
+/** Ids only: the key's secret never reaches a log. */
+const announceOwner = (owner: Owner | undefined) => {
+  if (owner === undefined) return
+  console.log(
+    `First start: created the owner account ${owner.account.id} (${owner.account.email}) ` +
+      `and its key ${owner.key.id} (${owner.key.prefix}...), with the secret from the SSM parameter`
+  )
+}
+
+/** An invocation answered as the platform's web Response (both exports use it). */
+const respond = async (event: APIGatewayProxyEventV2, context?: InvocationContext): Promise<Response> => {
+  if (!payloadV2.accepts(event)) {
+    throw new Error("Unsupported event: this handler serves API Gateway HTTP API (payload 2.0) and Function URL events")
+  }
+  let current: LambdaHandler
+  try {
+    current = await currentPlatform()
+  } catch (error) {
+    console.error("The platform could not start", error)
+    const body = errorBody(event.rawPath || "/", 503, "The platform could not start; try again shortly.")
+    return Response.json(body, { status: 503 })
+  }
+  return current.respond(event, context)
+}
+
+/** API Gateway HTTP API (payload format 2.0): the answer is buffered. */
+export const handler = async (
+  event: APIGatewayProxyEventV2,
+  context?: InvocationContext
+): Promise<APIGatewayProxyStructuredResultV2> => payloadV2.toResult(await respond(event, context))
+
+/** Function URL with invoke mode RESPONSE_STREAM: the answer is streamed as it is produced. */
+export const streamHandler = streamifyResponse(makeStreamHandler(respond))
+
+// ---- init phase ----------------------------------------------------------------------------
+performance.mark(INIT_MARKS.evaluated)
+const warmUp = async () => {
+  const current = await currentPlatform()
+  announceOwner(await current.firstStart())
+  performance.mark(INIT_MARKS.ready)
+}
+let waited: ReturnType<typeof setTimeout> | undefined
+await Promise.race([
+  warmUp().catch((error: unknown) => {
+    console.error("The platform could not start during init; the first request tries again", error)
+  }),
+  new Promise<void>((resolve) => {
+    waited = setTimeout(resolve, INIT_WAIT_MILLIS)
+  })
+])
+clearTimeout(waited)

@@ -1,0 +1,202 @@
+/**
+ * The deployment entry point (src/lambda.ts) as Lambda runs it: configured only by environment
+ * variables, on DynamoDB Local and a fake SSM endpoint (fakeSsm.ts) reached through the SDK's own
+ * endpoint variables, with the `awslambda` global shimmed. Each import of the module under a new
+ * URL is a new container: its init phase reads the catalogue and, on an empty table, makes the
+ * owner with the key secret kept in the SecureString parameter.
+ */
+import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda"
+import { generateSecret, hashSecret } from "@model-platform/core/Keys"
+import { Effect } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import { ENV } from "../src/Config.ts"
+import { createTable, DynamoConfig, makeDocumentClient } from "../src/DynamoTable.ts"
+import type { InvocationContext } from "../src/Handler.ts"
+import type { StreamingHandler } from "../src/Streaming.ts"
+import { awslambdaShim, installAwsLambdaShim, invokeStreaming } from "./awslambdaShim.ts"
+import { type DynamoLocal, localClientConfig, startDynamoLocal } from "./dynamoLocal.ts"
+import { type FakeSsm, startFakeSsm } from "./fakeSsm.ts"
+import { invocationContext, requestToEvent, resultToResponse } from "./support.ts"
+
+const here = Path.dirname(fileURLToPath(import.meta.url))
+const DEMO_CATALOGUE = Fs.readFileSync(Path.join(here, "..", "..", "node-http", "catalogue.demo.json"), "utf8")
+const CATALOGUE = "/mp/test/catalogue"
+const OWNER_KEY = "/mp/test/owner-key"
+const OWNER_EMAIL = "owner@lambda.test"
+
+interface Entry {
+  readonly handler: (event: Awaited<ReturnType<typeof requestToEvent>>, context?: InvocationContext) => Promise<APIGatewayProxyStructuredResultV2>
+  readonly streamHandler: StreamingHandler
+}
+
+let local: DynamoLocal
+let ssm: FakeSsm
+const secret = Effect.runSync(generateSecret)
+const logs: Array<string> = []
+
+const newTable = async (): Promise<string> => {
+  const tableName = `platform-entry-${crypto.randomUUID()}`
+  const client = makeDocumentClient(localClientConfig(local.endpoint))
+  await Effect.runPromise(Effect.provideService(createTable, DynamoConfig, { tableName, client }))
+  client.destroy()
+  return tableName
+}
+
+let containers = 0
+
+/**
+ * A new container: a fresh instance of the entry module (its own URL, so its own module state),
+ * its init phase awaited by the import. The modules it imports hold no state of their own.
+ */
+const newContainer = async (env: Record<string, string>): Promise<Entry> => {
+  for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value)
+  const url = new URL(`../src/lambda.ts?container=${++containers}`, import.meta.url).href
+  return await import(/* @vite-ignore */ url) as Entry
+}
+
+const get = (path: string, headers: Record<string, string> = {}) =>
+  requestToEvent(new Request(`https://abc123.lambda-url.eu-west-1.on.aws${path}`, { headers }))
+
+const call = async (entry: Entry, path: string, headers: Record<string, string> = {}) =>
+  resultToResponse(await entry.handler(await get(path, headers), invocationContext))
+
+const bearer = (value: string) => ({ authorization: `Bearer ${value}` })
+
+beforeAll(async () => {
+  local = await startDynamoLocal()
+  ssm = await startFakeSsm({
+    [CATALOGUE]: { type: "String", value: DEMO_CATALOGUE },
+    [OWNER_KEY]: { type: "SecureString", value: `${secret}\n` }
+  })
+  installAwsLambdaShim()
+  for (const method of ["log", "info", "warn", "error"] as const) {
+    vi.spyOn(console, method).mockImplementation((...args: Array<unknown>) => {
+      logs.push(args.map((arg) => (arg instanceof Error ? `${arg.message} ${arg.stack}` : typeof arg === "string" ? arg : JSON.stringify(arg))).join(" "))
+    })
+  }
+  vi.stubEnv("AWS_REGION", "eu-west-1")
+  vi.stubEnv("AWS_ACCESS_KEY_ID", "local")
+  vi.stubEnv("AWS_SECRET_ACCESS_KEY", "local")
+  vi.stubEnv("AWS_ENDPOINT_URL_DYNAMODB", local.endpoint)
+  vi.stubEnv("AWS_ENDPOINT_URL_SSM", ssm.endpoint)
+}, 60_000)
+
+afterAll(async () => {
+  vi.restoreAllMocks()
+  vi.unstubAllEnvs()
+  vi.unstubAllGlobals()
+  await ssm?.close()
+  await local?.stop()
+})
+
+describe("src/lambda.ts", () => {
+  let tableName: string
+  let entry: Entry
+
+  beforeAll(async () => {
+    tableName = await newTable()
+    entry = await newContainer({
+      [ENV.table]: tableName,
+      [ENV.bucket]: "platform-test-bucket",
+      [ENV.catalogueParameter]: CATALOGUE,
+      [ENV.ownerEmail]: OWNER_EMAIL,
+      [ENV.ownerKeySecretId]: OWNER_KEY
+    })
+  }, 60_000)
+
+  it("exports the handlers the stack names, the stream one marked as streaming", async () => {
+    expect(typeof entry.handler).toBe("function")
+    expect(awslambdaShim.streamingHandlers.has(entry.streamHandler)).toBe(true)
+  })
+
+  it("the init phase read the catalogue and, on the empty table, made the owner with the secret from SSM", async () => {
+    expect(ssm.calls).toEqual([
+      { name: CATALOGUE, withDecryption: false },
+      { name: OWNER_KEY, withDecryption: true }
+    ])
+    const me = await call(entry, "/me", bearer(secret))
+    expect(me.status).toBe(200)
+    const body = await me.json() as { email: string; key: { prefix: string; secret?: string } }
+    expect(body.email).toBe(OWNER_EMAIL)
+    expect(secret.startsWith(body.key.prefix)).toBe(true)
+    expect(body.key.secret).toBeUndefined()
+    const models = await call(entry, "/models")
+    expect(models.status).toBe(200)
+    const ids = ((await models.json()) as { data: Array<{ id: string }> }).data.map((model) => model.id)
+    expect(ids.length).toBeGreaterThan(0)
+    expect(logs.some((line) => line.includes("created the owner account"))).toBe(true)
+  })
+
+  it("never logs the secret, nor stores it: the table holds only its hash", async () => {
+    for (const line of logs) expect(line).not.toContain(secret.slice(12))
+    const client = makeDocumentClient(localClientConfig(local.endpoint))
+    try {
+      const { ScanCommand } = await import("@aws-sdk/lib-dynamodb")
+      const items = JSON.stringify((await client.send(new ScanCommand({ TableName: tableName }))).Items)
+      expect(items).not.toContain(secret.slice(12))
+      expect(items).toContain(await Effect.runPromise(hashSecret(secret)))
+    } finally {
+      client.destroy()
+    }
+  })
+
+  it("later invocations use the same platform: SSM is not read again", async () => {
+    const before = ssm.calls.length
+    for (let i = 0; i < 5; i++) expect((await call(entry, "/models")).status).toBe(200)
+    expect(ssm.calls.length).toBe(before)
+  })
+
+  it("the stream handler serves the same platform on a response stream", async () => {
+    const buffered = await entry.handler(await get("/me", bearer(secret)), invocationContext)
+    const { stream, done } = invokeStreaming(entry.streamHandler, await get("/me", bearer(secret)))
+    await done
+    expect(stream.prelude?.statusCode).toBe(200)
+    expect(stream.prelude?.headers["content-type"]).toBe(buffered.headers?.["content-type"])
+    expect((JSON.parse(stream.text) as { email: string }).email).toBe(OWNER_EMAIL)
+  })
+
+  it("a new container finds the owner and does not read the owner key again", async () => {
+    const before = ssm.calls.length
+    const second = await newContainer({ [ENV.table]: tableName })
+    expect(ssm.calls.slice(before)).toEqual([{ name: CATALOGUE, withDecryption: false }])
+    expect((await call(second, "/me", bearer(secret))).status).toBe(200)
+  }, 30_000)
+
+  it("a container whose catalogue parameter is missing answers 503 in the platform shape, then starts once it exists", async () => {
+    const second = await newContainer({ [ENV.table]: tableName, [ENV.catalogueParameter]: "/mp/test/missing" })
+    expect(logs.some((line) => line.includes("/mp/test/missing"))).toBe(true)
+    const failed = await call(second, "/models")
+    expect(failed.status).toBe(503)
+    expect(await failed.json()).toMatchObject({ error: { code: expect.any(String), message: expect.any(String) } })
+    ssm.set("/mp/test/missing", { type: "String", value: DEMO_CATALOGUE })
+    expect((await call(second, "/models")).status).toBe(200)
+    expect((await call(second, "/me", bearer(secret))).status).toBe(200)
+  }, 30_000)
+
+  it("a malformed owner secret fails the first start without writing or logging anything of it", async () => {
+    const emptyTable = await newTable()
+    const malformed = "not-a-platform-secret-but-private-0123456789"
+    ssm.set("/mp/test/bad-owner-key", { type: "SecureString", value: malformed })
+    const third = await newContainer({ [ENV.table]: emptyTable, [ENV.ownerKeySecretId]: "/mp/test/bad-owner-key" })
+    expect((await call(third, "/models")).status).toBe(503)
+    for (const line of logs) expect(line).not.toContain(malformed)
+    expect(logs.some((line) => line.includes("does not hold an owner key secret"))).toBe(true)
+    // Nothing was written: once the parameter holds a good secret, the owner is made with it.
+    const good = Effect.runSync(generateSecret)
+    ssm.set("/mp/test/bad-owner-key", { type: "SecureString", value: good })
+    expect((await call(third, "/models")).status).toBe(200)
+    expect((await call(third, "/me", bearer(good))).status).toBe(200)
+  }, 30_000)
+
+  it("a missing environment variable answers 503 and names the variable in the log", async () => {
+    const before = logs.length
+    vi.stubEnv(ENV.ownerEmail, undefined)
+    const fourth = await newContainer({ [ENV.table]: tableName })
+    expect((await call(fourth, "/models")).status).toBe(503)
+    expect(logs.slice(before).some((line) => line.includes(ENV.ownerEmail))).toBe(true)
+    vi.stubEnv(ENV.ownerEmail, OWNER_EMAIL)
+  }, 30_000)
+})
