@@ -46,17 +46,8 @@ import {
   settlementProblem
 } from "@model-platform/core/ports/LedgerStore"
 import { Timestamp } from "@model-platform/core/Time"
-import {
-  Clock,
-  Duration,
-  Effect,
-  Layer,
-  Predicate,
-  Random,
-  Schedule,
-  Schema,
-  SchemaTransformation
-} from "effect"
+import { Clock, Effect, Layer, Schema, SchemaTransformation } from "effect"
+import { call, failedConditions, retryConflicts } from "./DynamoErrors.ts"
 import { DynamoConfig, type DynamoSettings, type ItemKey } from "./DynamoTable.ts"
 
 // ---------------------------------------------------------------------------------------------
@@ -247,48 +238,6 @@ const decode = <S extends Schema.Constraint>(schema: S) => {
 
 type Client = DynamoSettings["client"]
 
-/** One SDK call; its rejection stays in the error channel so that callers can look at it. */
-const call = <A>(f: (signal: AbortSignal) => Promise<A>): Effect.Effect<A, unknown> =>
-  Effect.tryPromise({ try: f, catch: (error) => error })
-
-const errorName = (error: unknown): string | undefined =>
-  Predicate.hasProperty(error, "name") && Predicate.isString(error.name) ? error.name : undefined
-
-/** Per item of a cancelled transaction: "None", "ConditionalCheckFailed", "TransactionConflict"... */
-const cancellationCodes = (error: unknown): ReadonlyArray<string> | undefined => {
-  if (errorName(error) !== "TransactionCanceledException") return undefined
-  const reasons = Predicate.hasProperty(error, "CancellationReasons") ? error.CancellationReasons : undefined
-  if (!Array.isArray(reasons)) return undefined
-  return reasons.map((reason: unknown) =>
-    Predicate.hasProperty(reason, "Code") && Predicate.isString(reason.Code) ? reason.Code : "None"
-  )
-}
-
-/** Another transaction held one of the items: nothing was written, worth trying again. */
-const isConflict = (error: unknown): boolean =>
-  errorName(error) === "TransactionConflictException" ||
-  (cancellationCodes(error)?.includes("TransactionConflict") ?? false)
-
-/** The indexes of the items whose condition failed, or undefined when it is another failure. */
-const failedConditions = (error: unknown): ReadonlyArray<number> | undefined => {
-  const codes = cancellationCodes(error)
-  if (codes === undefined || !codes.includes("ConditionalCheckFailed")) return undefined
-  if (codes.some((code) => code !== "None" && code !== "ConditionalCheckFailed")) return undefined
-  return codes.flatMap((code, i) => (code === "ConditionalCheckFailed" ? [i] : []))
-}
-
-/**
- * Backoff for conflicts: exponential from 10 ms, capped at 500 ms, with full jitter (a uniform
- * delay below the cap) so that many writers of one balance item spread out. Under contention on
- * one item transactions take turns; 30 concurrent writers of one scope need a few rounds.
- */
-const CONFLICT_RETRIES = 40
-const conflictSchedule = Schedule.exponential("10 millis").pipe(
-  Schedule.modifyDelay(({ duration }) =>
-    Effect.map(Random.next, (r) => Duration.millis(Math.max(1, r * Math.min(500, Duration.toMillis(duration)))))
-  )
-)
-
 /** At most 100 items per TransactWriteItems. */
 const MAX_TRANSACTION_ITEMS = 100
 
@@ -310,7 +259,7 @@ const transact = (client: Client, operation: string, items: ReadonlyArray<Transa
   return call((signal) =>
     client.send(new TransactWriteItemsCommand({ TransactItems: [...items] }), { abortSignal: signal })
   ).pipe(
-    Effect.retry({ schedule: conflictSchedule, times: CONFLICT_RETRIES, while: isConflict }),
+    retryConflicts,
     Effect.as(COMMITTED),
     Effect.catchIf(
       (error) => failedConditions(error) !== undefined,

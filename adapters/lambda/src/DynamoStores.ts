@@ -29,51 +29,14 @@ import {
 } from "@model-platform/core/ports/IdempotencyStore"
 import { KeyStore } from "@model-platform/core/ports/KeyStore"
 import { Timestamp } from "@model-platform/core/Time"
-import { Clock, Effect, Layer, Predicate, Schedule, Schema } from "effect"
+import { Clock, Effect, Layer, Schema } from "effect"
+import { call, failedConditionsAllowingNone, isConditionFailed, retryConflictsBriefly } from "./DynamoErrors.ts"
 import { ACCOUNT_KEY_PREFIX, DynamoConfig, type DynamoSettings, type ItemKey, ItemKeys } from "./DynamoTable.ts"
 
 // ---------------------------------------------------------------------------------------------
 // calling DynamoDB
 
 type Client = DynamoSettings["client"]
-
-/** One SDK call; its rejection stays in the error channel so that callers can look at it. */
-const call = <A>(f: (signal: AbortSignal) => Promise<A>): Effect.Effect<A, unknown> =>
-  Effect.tryPromise({ try: f, catch: (error) => error })
-
-const errorName = (error: unknown): string | undefined =>
-  Predicate.hasProperty(error, "name") && Predicate.isString(error.name) ? error.name : undefined
-
-const isConditionFailed = (error: unknown): boolean => errorName(error) === "ConditionalCheckFailedException"
-
-/** Per item of a cancelled transaction: "None", "ConditionalCheckFailed", "TransactionConflict"... */
-const cancellationCodes = (error: unknown): ReadonlyArray<string> | undefined => {
-  if (errorName(error) !== "TransactionCanceledException") return undefined
-  const reasons = Predicate.hasProperty(error, "CancellationReasons") ? error.CancellationReasons : undefined
-  if (!Array.isArray(reasons)) return undefined
-  return reasons.map((reason: unknown) =>
-    Predicate.hasProperty(reason, "Code") && Predicate.isString(reason.Code) ? reason.Code : "None"
-  )
-}
-
-/** Another transaction held one of the items: worth trying again. */
-const isConflict = (error: unknown): boolean =>
-  errorName(error) === "TransactionConflictException" ||
-  (cancellationCodes(error)?.includes("TransactionConflict") ?? false)
-
-/** The indexes of the items whose condition failed, or undefined when it is another failure. */
-const failedConditions = (error: unknown): ReadonlyArray<number> | undefined => {
-  const codes = cancellationCodes(error)
-  if (codes === undefined || codes.some((code) => code !== "None" && code !== "ConditionalCheckFailed")) return undefined
-  return codes.flatMap((code, i) => (code === "ConditionalCheckFailed" ? [i] : []))
-}
-
-const retryConflicts = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.retry(effect, {
-    schedule: Schedule.exponential("10 millis").pipe(Schedule.jittered),
-    times: 10,
-    while: isConflict
-  })
 
 const NOT_EXISTS = "attribute_not_exists(pk)"
 
@@ -159,18 +122,18 @@ export const AccountStoreDynamo: Layer.Layer<AccountStore, never, DynamoConfig> 
           : [])
       ]
       const onlyPointerFailed = (error: unknown) => {
-        const failed = failedConditions(error)
+        const failed = failedConditionsAllowingNone(error)
         return failed !== undefined && failed.length === 1 && failed[0] === 2
       }
       yield* transact(client, items(earliest)).pipe(
         Effect.catchIf(onlyPointerFailed, () => transact(client, items(false))),
-        retryConflicts,
+        retryConflictsBriefly,
         Effect.catchIf(
-          (error) => failedConditions(error) !== undefined,
+          (error) => failedConditionsAllowingNone(error) !== undefined,
           (error) =>
             Effect.die(
               new Error(
-                failedConditions(error)?.includes(0)
+                failedConditionsAllowingNone(error)?.includes(0)
                   ? `AccountStore.insert: duplicate account id ${account.id}`
                   : `AccountStore.insert: duplicate email ${account.email}`
               )
@@ -261,13 +224,13 @@ export const KeyStoreDynamo: Layer.Layer<KeyStore, never, DynamoConfig> = Layer.
         create(tableName, ItemKeys.keyHash(key.secret_hash), { key_id: key.id, account_id: key.account_id }),
         create(tableName, ItemKeys.accountKey(key.account_id, key.created_at, stamp, key.id), { key_id: key.id })
       ]).pipe(
-        retryConflicts,
+        retryConflictsBriefly,
         Effect.catchIf(
-          (error) => failedConditions(error) !== undefined,
+          (error) => failedConditionsAllowingNone(error) !== undefined,
           (error) =>
             Effect.die(
               new Error(
-                failedConditions(error)?.includes(0)
+                failedConditionsAllowingNone(error)?.includes(0)
                   ? `KeyStore.insert: duplicate key id ${key.id}`
                   : "KeyStore.insert: duplicate secret hash"
               )
@@ -337,7 +300,7 @@ export const KeyStoreDynamo: Layer.Layer<KeyStore, never, DynamoConfig> = Layer.
           { abortSignal: signal }
         )
       ).pipe(
-        retryConflicts,
+        retryConflictsBriefly,
         Effect.map((output) => output.Attributes),
         Effect.catchIf(isConditionFailed, () => Effect.undefined),
         Effect.orDie
@@ -358,7 +321,7 @@ export const KeyStoreDynamo: Layer.Layer<KeyStore, never, DynamoConfig> = Layer.
           { abortSignal: signal }
         )
       ).pipe(
-        retryConflicts,
+        retryConflictsBriefly,
         Effect.asVoid,
         // Unknown key, or a later use already recorded: nothing to do.
         Effect.catchIf(isConditionFailed, () => Effect.void),
@@ -418,7 +381,7 @@ export const IdempotencyStoreDynamo: Layer.Layer<IdempotencyStore, never, Dynamo
           { abortSignal: signal }
         )
       ).pipe(
-        retryConflicts,
+        retryConflictsBriefly,
         Effect.as<ClaimResult>({ _tag: "Claimed" }),
         Effect.catchIf(isConditionFailed, () =>
           getItem(client, tableName, ItemKeys.idempotency(record.scope, record.key)).pipe(
@@ -450,7 +413,7 @@ export const IdempotencyStoreDynamo: Layer.Layer<IdempotencyStore, never, Dynamo
           { abortSignal: signal }
         )
       ).pipe(
-        retryConflicts,
+        retryConflictsBriefly,
         Effect.asVoid,
         Effect.catchIf(isConditionFailed, () => Effect.void),
         Effect.orDie,
@@ -469,7 +432,7 @@ export const IdempotencyStoreDynamo: Layer.Layer<IdempotencyStore, never, Dynamo
           { abortSignal: signal }
         )
       ).pipe(
-        retryConflicts,
+        retryConflictsBriefly,
         Effect.asVoid,
         Effect.catchIf(isConditionFailed, () => Effect.void),
         Effect.orDie,

@@ -1,0 +1,79 @@
+/**
+ * Calling DynamoDB and reading its failures, shared by the DynamoDB stores (DynamoStores.ts,
+ * DynamoLedgerStore.ts, DynamoOrderStore.ts): the one way an SDK call becomes an Effect, how a
+ * failed condition, a cancelled transaction (its CancellationReasons) and a conflict are
+ * recognised, and the backoff with which a conflicting write is tried again.
+ */
+import { Duration, Effect, Predicate, Random, Schedule } from "effect"
+
+/** One SDK call; its rejection stays in the error channel so that callers can look at it. */
+export const call = <A>(f: (signal: AbortSignal) => Promise<A>): Effect.Effect<A, unknown> =>
+  Effect.tryPromise({ try: f, catch: (error) => error })
+
+export const errorName = (error: unknown): string | undefined =>
+  Predicate.hasProperty(error, "name") && Predicate.isString(error.name) ? error.name : undefined
+
+/** A single conditional write whose condition did not hold. */
+export const isConditionFailed = (error: unknown): boolean => errorName(error) === "ConditionalCheckFailedException"
+
+/** Per item of a cancelled transaction: "None", "ConditionalCheckFailed", "TransactionConflict"... */
+export const cancellationCodes = (error: unknown): ReadonlyArray<string> | undefined => {
+  if (errorName(error) !== "TransactionCanceledException") return undefined
+  const reasons = Predicate.hasProperty(error, "CancellationReasons") ? error.CancellationReasons : undefined
+  if (!Array.isArray(reasons)) return undefined
+  return reasons.map((reason: unknown) =>
+    Predicate.hasProperty(reason, "Code") && Predicate.isString(reason.Code) ? reason.Code : "None"
+  )
+}
+
+/** Another transaction held one of the items: nothing was written, worth trying again. */
+export const isConflict = (error: unknown): boolean =>
+  errorName(error) === "TransactionConflictException" ||
+  (cancellationCodes(error)?.includes("TransactionConflict") ?? false)
+
+/**
+ * The indexes of the items whose condition failed, or undefined when it is another failure,
+ * including a cancellation in which no condition failed.
+ */
+export const failedConditions = (error: unknown): ReadonlyArray<number> | undefined => {
+  const codes = cancellationCodes(error)
+  if (codes === undefined || !codes.includes("ConditionalCheckFailed")) return undefined
+  return failedConditionsAllowingNone(error)
+}
+
+/**
+ * As failedConditions, except that a cancellation whose every code is "None" answers [] (no
+ * condition failed) rather than undefined.
+ */
+export const failedConditionsAllowingNone = (error: unknown): ReadonlyArray<number> | undefined => {
+  const codes = cancellationCodes(error)
+  if (codes === undefined || codes.some((code) => code !== "None" && code !== "ConditionalCheckFailed")) return undefined
+  return codes.flatMap((code, i) => (code === "ConditionalCheckFailed" ? [i] : []))
+}
+
+/**
+ * Backoff for conflicts: exponential from 10 ms, capped at 500 ms, with full jitter (a uniform
+ * delay below the cap) so that many writers of one item spread out. Under contention on one item
+ * transactions take turns; 30 concurrent writers of one ledger scope need a few rounds.
+ */
+export const CONFLICT_RETRIES = 40
+export const conflictSchedule = Schedule.exponential("10 millis").pipe(
+  Schedule.modifyDelay(({ duration }) =>
+    Effect.map(Random.next, (r) => Duration.millis(Math.max(1, r * Math.min(500, Duration.toMillis(duration)))))
+  )
+)
+
+/** Tries an effect again while it fails with a conflict, with conflictSchedule, CONFLICT_RETRIES times. */
+export const retryConflicts = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.retry(effect, { schedule: conflictSchedule, times: CONFLICT_RETRIES, while: isConflict })
+
+/**
+ * The shorter retry of the account, key and idempotency stores, whose items see little
+ * contention: exponential from 10 ms with the default jitter, at most 10 times.
+ */
+export const retryConflictsBriefly = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.retry(effect, {
+    schedule: Schedule.exponential("10 millis").pipe(Schedule.jittered),
+    times: 10,
+    while: isConflict
+  })
