@@ -4,7 +4,9 @@
  * failed condition, a cancelled transaction (its CancellationReasons) and a conflict are
  * recognised, and the backoff with which a conflicting write is tried again.
  */
+import { type AttributeValue, QueryCommand, type QueryCommandInput } from "@aws-sdk/client-dynamodb"
 import { Duration, Effect, Predicate, Random, Schedule } from "effect"
+import type { DynamoSettings } from "./DynamoTable.ts"
 
 /** One SDK call; its rejection stays in the error channel so that callers can look at it. */
 export const call = <A>(f: (signal: AbortSignal) => Promise<A>): Effect.Effect<A, unknown> =>
@@ -76,4 +78,38 @@ export const retryConflictsBriefly = <A, E, R>(effect: Effect.Effect<A, E, R>) =
     schedule: Schedule.exponential("10 millis").pipe(Schedule.jittered),
     times: 10,
     while: isConflict
+  })
+
+type Item = Record<string, AttributeValue>
+
+/**
+ * Every item a query on `tableName` finds (or the first `limit`), strongly consistent, following
+ * LastEvaluatedKey across pages. Failures are defects.
+ */
+export const makeQueryItems = (client: DynamoSettings["client"], tableName: string) =>
+  Effect.fnUntraced(function*(
+    input: Omit<QueryCommandInput, "TableName" | "ConsistentRead" | "ExclusiveStartKey" | "Limit">,
+    limit?: number
+  ) {
+    const items: Array<Item> = []
+    let startKey: Item | undefined
+    do {
+      const exclusiveStartKey = startKey
+      const remaining = limit === undefined ? undefined : limit - items.length
+      const page = yield* Effect.orDie(call((signal) =>
+        client.send(
+          new QueryCommand({
+            ...input,
+            TableName: tableName,
+            ConsistentRead: true,
+            ...(remaining === undefined ? {} : { Limit: remaining }),
+            ...(exclusiveStartKey === undefined ? {} : { ExclusiveStartKey: exclusiveStartKey })
+          }),
+          { abortSignal: signal }
+        )
+      ))
+      items.push(...(page.Items ?? []))
+      startKey = page.LastEvaluatedKey
+    } while (startKey !== undefined && (limit === undefined || items.length < limit))
+    return items
   })

@@ -26,8 +26,6 @@
 import {
   type AttributeValue,
   GetItemCommand,
-  QueryCommand,
-  type QueryCommandInput,
   TransactWriteItemsCommand,
   type TransactWriteItem
 } from "@aws-sdk/client-dynamodb"
@@ -47,7 +45,7 @@ import {
 } from "@model-platform/core/ports/LedgerStore"
 import { Timestamp } from "@model-platform/core/Time"
 import { Clock, Effect, Layer, Schema, SchemaTransformation } from "effect"
-import { call, failedConditions, retryConflicts } from "./DynamoErrors.ts"
+import { call, makeQueryItems, failedConditions, retryConflicts } from "./DynamoErrors.ts"
 import { DynamoConfig, type DynamoSettings, type ItemKey } from "./DynamoTable.ts"
 
 // ---------------------------------------------------------------------------------------------
@@ -417,33 +415,7 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
         })
       ).pipe(Effect.map((output) => output.Item), Effect.orDie)
 
-    /** Every item a query finds (or the first `limit`), following LastEvaluatedKey. */
-    const queryItems = Effect.fnUntraced(function*(
-      input: Omit<QueryCommandInput, "TableName" | "ConsistentRead" | "ExclusiveStartKey" | "Limit">,
-      limit?: number
-    ) {
-      const items: Array<Item> = []
-      let startKey: Item | undefined
-      do {
-        const exclusiveStartKey = startKey
-        const remaining = limit === undefined ? undefined : limit - items.length
-        const page = yield* Effect.orDie(call((signal) =>
-          client.send(
-            new QueryCommand({
-              ...input,
-              TableName: tableName,
-              ConsistentRead: true,
-              ...(remaining === undefined ? {} : { Limit: remaining }),
-              ...(exclusiveStartKey === undefined ? {} : { ExclusiveStartKey: exclusiveStartKey })
-            }),
-            { abortSignal: signal }
-          )
-        ))
-        items.push(...(page.Items ?? []))
-        startKey = page.LastEvaluatedKey
-      } while (startKey !== undefined && (limit === undefined || items.length < limit))
-      return items
-    })
+    const queryItems = makeQueryItems(client, tableName)
 
     const accountItems = (
       accountId: string,

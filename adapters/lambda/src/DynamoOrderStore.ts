@@ -25,8 +25,6 @@ import {
   type AttributeValue,
   BatchGetItemCommand,
   GetItemCommand,
-  QueryCommand,
-  type QueryCommandInput,
   TransactWriteItemsCommand,
   type TransactWriteItem,
   UpdateItemCommand
@@ -43,7 +41,7 @@ import {
 } from "@model-platform/core/ports/OrderStore"
 import { Timestamp } from "@model-platform/core/Time"
 import { Clock, Effect, Layer, Schema, SchemaTransformation } from "effect"
-import { call, failedConditions, isConditionFailed, retryConflicts } from "./DynamoErrors.ts"
+import { call, makeQueryItems, failedConditions, isConditionFailed, retryConflicts } from "./DynamoErrors.ts"
 import { DynamoConfig, type DynamoSettings, type ItemKey } from "./DynamoTable.ts"
 
 // ---------------------------------------------------------------------------------------------
@@ -467,33 +465,7 @@ export const OrderStoreDynamo: Layer.Layer<OrderStore, never, DynamoConfig> = La
       })
     })
 
-    /** Every item a query finds (or the first `limit`), following LastEvaluatedKey. */
-    const queryItems = Effect.fnUntraced(function*(
-      input: Omit<QueryCommandInput, "TableName" | "ConsistentRead" | "ExclusiveStartKey" | "Limit">,
-      limit?: number
-    ) {
-      const items: Array<Item> = []
-      let startKey: Item | undefined
-      do {
-        const exclusiveStartKey = startKey
-        const remaining = limit === undefined ? undefined : limit - items.length
-        const page = yield* Effect.orDie(call((signal) =>
-          client.send(
-            new QueryCommand({
-              ...input,
-              TableName: tableName,
-              ConsistentRead: true,
-              ...(remaining === undefined ? {} : { Limit: remaining }),
-              ...(exclusiveStartKey === undefined ? {} : { ExclusiveStartKey: exclusiveStartKey })
-            }),
-            { abortSignal: signal }
-          )
-        ))
-        items.push(...(page.Items ?? []))
-        startKey = page.LastEvaluatedKey
-      } while (startKey !== undefined && (limit === undefined || items.length < limit))
-      return items
-    })
+    const queryItems = makeQueryItems(client, tableName)
 
     /** An account's list items of one kind, newest first. */
     const accountList = (accountId: string, prefix: string, limit?: number) =>
