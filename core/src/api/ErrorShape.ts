@@ -29,12 +29,13 @@ export const errorResponse = (path: string, status: number, message: string, cod
 
 const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
 
+/** The body could not be parsed as JSON at all (as opposed to JSON of the wrong shape). */
+const isInvalidJson = (error: HttpApiError.HttpApiSchemaError): boolean =>
+  (error.kind === "Body" || error.kind === "Payload") && /valid JSON/i.test(String(error.cause.message))
+
 /** "name: Expected string" style text, one line per issue, naming each field by its path. */
 export const describeSchemaError = (error: HttpApiError.HttpApiSchemaError): string => {
-  if (error.kind === "Body" || error.kind === "Payload") {
-    const text = String(error.cause.message)
-    if (/valid JSON/i.test(text)) return "The request body is not valid JSON."
-  }
+  if (isInvalidJson(error)) return "The request body is not valid JSON."
   const where = { Params: "path", Headers: "header", Query: "query", Body: "body", Payload: "body", ResponseHeaders: "header" }[error.kind]
   const issues = formatter(error.cause.issue).issues.map((issue) => {
     const path = (issue.path ?? []).map((p) => (typeof p === "object" ? String(p.key) : String(p)))
@@ -52,7 +53,7 @@ export class SchemaErrors extends HttpApiMiddleware.Service<SchemaErrors>()("@mo
         new URL(request.url, "http://x").pathname,
         400,
         describeSchemaError(error),
-        /valid JSON/.test(describeSchemaError(error)) ? "invalid_json" : "invalid_request"
+        isInvalidJson(error) ? "invalid_json" : "invalid_request"
       )))
 }
 
