@@ -190,3 +190,34 @@ export const ImageResponse = Schema.Struct({
   }))
 })
 export type ImageResponse = typeof ImageResponse.Type
+
+// ---- Model list (GET /v1/models) ----------------------------------------------------------
+
+/** An item of GET /v1/models: OpenAI's model object plus where and how the model is called. */
+export const V1Model = Schema.Struct({
+  id: Schema.String,
+  object: Schema.Literal("model"),
+  owned_by: Schema.String,
+  name: Schema.String,
+  modality: Schema.String,
+  /** The path where the model is called, e.g. /v1/chat/completions. */
+  endpoint: Schema.String,
+  context_length: Schema.Int,
+  max_output_tokens: Schema.Int,
+  /** e.g. `tools`, `streaming`, `reasoning` (enable_thinking is accepted only with it). */
+  features: Schema.Array(Schema.String),
+  /** The machines serving the model now, best route first. */
+  machines: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, region: Schema.String }))
+})
+export type V1Model = typeof V1Model.Type
+
+/**
+ * GET /v1/models. default_machine is the machine a call without `machine` is meant for; null only
+ * when the catalogue has no machine at all.
+ */
+export const V1ModelList = Schema.Struct({
+  object: Schema.Literal("list"),
+  default_machine: Schema.NullOr(Schema.String),
+  data: Schema.Array(V1Model)
+})
+export type V1ModelList = typeof V1ModelList.Type

@@ -1,0 +1,311 @@
+/**
+ * Validation of the bodies of the inference endpoints (/v1/chat/completions, /v1/embeddings,
+ * /v1/forecasts, /v1/images/generations) against the catalogue, before anything is reserved or any
+ * machine is called. It decides the error code of every malformed request (spec "Errors") and
+ * prepares what the engine needs: the model, the machine asked for, the body to send on, and the
+ * bounds used for metering. docs/gateway.md ("Validation") lists the rules.
+ *
+ * Never throws and never dies: every bad input is an InferenceError of status 400 or 404.
+ */
+import { Effect, Result, Schema, SchemaIssue } from "effect"
+import type { CatalogueConfig, ModelConfig } from "../CatalogueConfig.ts"
+import { type InferenceError, inferenceError } from "../Errors.ts"
+import { ChatRequest, EmbeddingRequest, ForecastRequest, ImageRequest, MAX_EMBEDDING_TEXTS } from "../Inference.ts"
+
+export type Endpoint = "/v1/chat/completions" | "/v1/embeddings" | "/v1/forecasts" | "/v1/images/generations"
+
+export interface ValidCall {
+  readonly endpoint: Endpoint
+  /** The model, from the catalogue configuration. */
+  readonly model: ModelConfig
+  /** body.machine if given (it exists in the catalogue); undefined lets the engine route. */
+  readonly machine: string | undefined
+  /** Chat only: the reply is streamed as server-sent events. false elsewhere. */
+  readonly stream: boolean
+  /**
+   * What to send to the machine: the client's body minus `machine`; for chat with max_tokens set
+   * to the effective cap (see `maxOutputTokens`) and enable_thinking kept only for reasoning
+   * models; for embeddings without encoding_format (the platform always answers float arrays);
+   * for forecasts with the history cut to the model's history limit.
+   */
+  readonly body: Record<string, unknown>
+  /** Upper bound on output tokens (chat): the max_tokens the machine is sent. 0 elsewhere. */
+  readonly maxOutputTokens: number
+  /**
+   * UTF-8 bytes of what the model reads: for chat the JSON of the messages plus the JSON of the
+   * tools (an upper bound on the input tokens of any tokenizer that spends at least one byte per
+   * token, with room for per-message overhead); for embeddings the input texts; for images the
+   * prompt; 0 for forecasts.
+   */
+  readonly inputBytes: number
+  /** Billable requests: 1, or n for images. */
+  readonly requests: number
+}
+
+/** The feature that marks a reasoning model: only these accept enable_thinking: true. */
+export const REASONING_FEATURE = "reasoning"
+/** The feature that allows function calling (tools, tool_choice). */
+export const TOOLS_FEATURE = "tools"
+
+const ENDPOINT_KIND: Record<Endpoint, string> = {
+  "/v1/chat/completions": "a language model",
+  "/v1/embeddings": "an embedding model",
+  "/v1/forecasts": "a forecasting model",
+  "/v1/images/generations": "an image model"
+}
+
+const bad = (code: string, message: string) => inferenceError(400, code, message)
+const invalid = (message: string) => bad("invalid_input", message)
+
+const isRecord = (u: unknown): u is Record<string, unknown> =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+const utf8Bytes = (s: string): number => Buffer.byteLength(s, "utf8")
+
+// ---- Schema issues as one line ------------------------------------------------------------
+
+const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** `messages[0].role` style path. */
+export const formatPath = (path: ReadonlyArray<unknown>): string => {
+  let out = ""
+  for (const p of path) {
+    const key = isRecord(p) && "key" in p ? p.key : p
+    if (typeof key === "number") out += `[${key}]`
+    else out += out === "" ? String(key) : `.${String(key)}`
+  }
+  return out
+}
+
+interface Issue {
+  readonly path: string
+  readonly message: string
+}
+
+const issuesOf = (error: Schema.SchemaError): ReadonlyArray<Issue> =>
+  formatter(error.issue).issues.map((i) => ({
+    path: formatPath(i.path ?? []),
+    message: i.message
+  }))
+
+/** "field: problem; other: problem", at most a few, naming each field by its path. */
+const describeIssues = (issues: ReadonlyArray<Issue>): string => {
+  const shown = issues.slice(0, 5).map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`))
+  const more = issues.length > 5 ? `; and ${issues.length - 5} more` : ""
+  return shown.join("; ") + more
+}
+
+/** Decodes with every issue collected; fails with one InferenceError whose code follows `codeOf`. */
+const decode = <S extends Schema.Top & { readonly DecodingServices: never }>(
+  schema: S,
+  raw: unknown,
+  codeOf: (path: string) => string = () => "invalid_input"
+): Effect.Effect<S["Type"], InferenceError> => {
+  let result: Result.Result<S["Type"], Schema.SchemaError>
+  try {
+    result = Schema.decodeUnknownResult(schema as any)(raw, { errors: "all" }) as any
+  } catch (e) {
+    // Decoding does not throw for data; guard anyway so a surprise never becomes a defect.
+    return Effect.fail(invalid(`The request body could not be read: ${String(e)}`))
+  }
+  if (Result.isSuccess(result)) return Effect.succeed(result.success)
+  const issues = issuesOf(result.failure)
+  const first = issues[0]?.path ?? ""
+  return Effect.fail(bad(codeOf(first), describeIssues(issues) || "The request body is invalid."))
+}
+
+const topField = (path: string) => path.split(/[.[]/)[0] ?? ""
+
+// ---- The common part: model, endpoint, machine -----------------------------------------
+
+interface Located {
+  readonly raw: Record<string, unknown>
+  readonly model: ModelConfig
+  readonly machine: string | undefined
+}
+
+const locate = (endpoint: Endpoint, raw: unknown, config: CatalogueConfig): Effect.Effect<Located, InferenceError> => {
+  if (!isRecord(raw)) {
+    return Effect.fail(invalid("The request body must be a JSON object."))
+  }
+  const modelId = raw.model
+  if (modelId === undefined || modelId === null || modelId === "") {
+    return Effect.fail(bad(
+      "missing_model",
+      `The request body needs "model": the id of ${ENDPOINT_KIND[endpoint]} (see GET /v1/models).`
+    ))
+  }
+  if (typeof modelId !== "string") {
+    return Effect.fail(bad("missing_model", "model: must be a string, the id of a model (see GET /v1/models)."))
+  }
+  const model = config.models.find((m) => m.id === modelId)
+  if (model === undefined) {
+    return Effect.fail(inferenceError(404, "model_not_found", `No model "${modelId}"; GET /v1/models lists them.`))
+  }
+  if (model.endpoint !== endpoint) {
+    return Effect.fail(bad(
+      "wrong_endpoint",
+      `${model.id} is ${ENDPOINT_KIND[model.endpoint]}: call POST ${model.endpoint}`
+    ))
+  }
+  const machine = raw.machine
+  if (machine === undefined || machine === null) return Effect.succeed({ raw, model, machine: undefined })
+  if (typeof machine !== "string" || machine === "") {
+    return Effect.fail(invalid("machine: must be a machine id (a non-empty string), or left out."))
+  }
+  if (!config.machines.some((m) => m.id === machine)) {
+    return Effect.fail(inferenceError(404, "machine_not_found", `No machine "${machine}"; GET /machines lists them.`))
+  }
+  return Effect.succeed({ raw, model, machine })
+}
+
+const without = (body: Record<string, unknown>, ...keys: ReadonlyArray<string>): Record<string, unknown> => {
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(body)) if (!keys.includes(k)) out[k] = v
+  return out
+}
+
+// ---- Per endpoint -------------------------------------------------------------------------
+
+const chat = Effect.fnUntraced(function*({ raw, model, machine }: Located) {
+  const req = yield* decode(ChatRequest, raw)
+  const features = model.features
+  const hasTools = req.tools !== undefined && req.tools.length > 0
+  const choosesTool = req.tool_choice !== undefined && req.tool_choice !== "none"
+  if ((hasTools || choosesTool) && !features.includes(TOOLS_FEATURE)) {
+    return yield* invalid(
+      `${model.id} does not support function calling: remove "tools" and "tool_choice" (models with the "tools" feature in GET /v1/models accept them).`
+    )
+  }
+  const reasoning = features.includes(REASONING_FEATURE)
+  if (req.enable_thinking === true && !reasoning) {
+    return yield* invalid(
+      `enable_thinking: ${model.id} is not a reasoning model (models with the "reasoning" feature in GET /v1/models accept it).`
+    )
+  }
+  const mct = raw.max_completion_tokens
+  if (mct !== undefined && mct !== null && !(typeof mct === "number" && Number.isInteger(mct) && mct >= 1)) {
+    return yield* invalid("max_completion_tokens: must be an integer of at least 1.")
+  }
+  // The cap: the model's max_output_tokens (a chat model with 0 declares none: then its context).
+  const cap = model.max_output_tokens > 0 ? model.max_output_tokens : model.context_length
+  const asked = [req.max_tokens, mct].filter((n): n is number => typeof n === "number")
+  const maxOutputTokens = Math.min(cap, ...asked)
+
+  const body = without(raw, "machine", "max_completion_tokens", ...(reasoning ? [] : ["enable_thinking"]))
+  body.max_tokens = maxOutputTokens
+  if (typeof mct === "number") body.max_completion_tokens = maxOutputTokens
+  const inputBytes = utf8Bytes(JSON.stringify(req.messages)) + (hasTools ? utf8Bytes(JSON.stringify(req.tools)) : 0)
+  return {
+    endpoint: "/v1/chat/completions",
+    model,
+    machine,
+    stream: req.stream === true,
+    body,
+    maxOutputTokens,
+    inputBytes,
+    requests: 1
+  } satisfies ValidCall
+})
+
+const embeddings = Effect.fnUntraced(function*({ raw, model, machine }: Located) {
+  if (Array.isArray(raw.input) && raw.input.length > MAX_EMBEDDING_TEXTS) {
+    return yield* invalid(`input: at most ${MAX_EMBEDDING_TEXTS} texts per request (got ${raw.input.length}).`)
+  }
+  if (Array.isArray(raw.input) && raw.input.length > 0 && raw.input.every((x) => typeof x === "number" || Array.isArray(x))) {
+    return yield* invalid("input: token arrays are not accepted; send the text (a string or an array of strings).")
+  }
+  const req = yield* decode(EmbeddingRequest, raw)
+  const texts = typeof req.input === "string" ? [req.input] : req.input
+  const empty = texts.findIndex((t) => t.length === 0)
+  if (empty >= 0) {
+    return yield* invalid(typeof req.input === "string" ? "input: must not be empty." : `input[${empty}]: must not be empty.`)
+  }
+  const maxInputs = model.limits?.max_inputs
+  if (maxInputs !== undefined && texts.length > maxInputs) {
+    return yield* invalid(`input: ${model.id} takes at most ${maxInputs} texts per request (got ${texts.length}).`)
+  }
+  if (req.dimensions !== undefined) {
+    const allowed = model.limits?.dimensions ?? []
+    if (!allowed.includes(req.dimensions)) {
+      return yield* invalid(
+        allowed.length === 0
+          ? `dimensions: ${model.id} does not support shorter vectors; leave dimensions out.`
+          : `dimensions: ${model.id} supports ${allowed.join(", ")} (got ${req.dimensions}).`
+      )
+    }
+  }
+  return {
+    endpoint: "/v1/embeddings",
+    model,
+    machine,
+    stream: false,
+    body: without(raw, "machine", "encoding_format"),
+    maxOutputTokens: 0,
+    inputBytes: texts.reduce((n, t) => n + utf8Bytes(t), 0),
+    requests: 1
+  } satisfies ValidCall
+})
+
+const forecastCode = (path: string) => {
+  const top = topField(path)
+  return top === "history" ? "invalid_history" : top === "horizon" ? "invalid_horizon" : "invalid_input"
+}
+
+const forecasts = Effect.fnUntraced(function*({ raw, model, machine }: Located) {
+  const req = yield* decode(ForecastRequest, raw, forecastCode)
+  const maxHorizon = model.limits?.max_horizon
+  if (maxHorizon !== undefined && req.horizon > maxHorizon) {
+    return yield* bad("invalid_horizon", `horizon: ${model.id} forecasts at most ${maxHorizon} steps (got ${req.horizon}).`)
+  }
+  const maxHistory = model.limits?.max_history ?? model.context_length
+  const history = req.history.length > maxHistory ? req.history.slice(-maxHistory) : req.history
+  const body = without(raw, "machine")
+  body.history = history
+  return {
+    endpoint: "/v1/forecasts",
+    model,
+    machine,
+    stream: false,
+    body,
+    maxOutputTokens: 0,
+    inputBytes: 0,
+    requests: 1
+  } satisfies ValidCall
+})
+
+const images = Effect.fnUntraced(function*({ raw, model, machine }: Located) {
+  const req = yield* decode(ImageRequest, raw)
+  return {
+    endpoint: "/v1/images/generations",
+    model,
+    machine,
+    stream: false,
+    body: without(raw, "machine"),
+    maxOutputTokens: 0,
+    inputBytes: utf8Bytes(req.prompt),
+    requests: req.n ?? 1
+  } satisfies ValidCall
+})
+
+/** `raw` is the parsed JSON body (the route answers invalid_json itself when the body is not JSON). */
+export const validateCall = (
+  endpoint: Endpoint,
+  raw: unknown,
+  config: CatalogueConfig
+): Effect.Effect<ValidCall, InferenceError> =>
+  Effect.flatMap(locate(endpoint, raw, config), (located): Effect.Effect<ValidCall, InferenceError> => {
+    switch (endpoint) {
+      case "/v1/chat/completions":
+        return chat(located)
+      case "/v1/embeddings":
+        return embeddings(located)
+      case "/v1/forecasts":
+        return forecasts(located)
+      case "/v1/images/generations":
+        return images(located)
+    }
+  }).pipe(
+    // Last line of defence: a defect in validation answers 400, never a 500.
+    Effect.catchDefect((defect) => Effect.fail(invalid(`The request body could not be validated: ${String(defect)}`)))
+  )
