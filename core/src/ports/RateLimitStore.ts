@@ -14,3 +14,16 @@ export class RateLimitStore extends Context.Service<RateLimitStore, {
    */
   readonly hit: (bucket: string, windowStart: number, windowMs: number) => Effect.Effect<number>
 }>()("@model-platform/core/ports/RateLimitStore") {}
+
+/** The start of the window of `windowMs` that holds the instant `nowMs` (epoch milliseconds). */
+export const windowStartOf = (nowMs: number, windowMs: number): number => nowMs - (nowMs % windowMs)
+
+/** Why a store must refuse this hit (a defect), or undefined. Pure, shared by the stores. */
+export const hitProblem = (bucket: string, windowStart: number, windowMs: number): string | undefined => {
+  if (bucket.length === 0) return "the bucket must be non-empty"
+  if (!Number.isSafeInteger(windowMs) || windowMs <= 0) return `windowMs must be a positive integer, got ${windowMs}`
+  if (!Number.isSafeInteger(windowStart) || windowStart < 0 || windowStart % windowMs !== 0) {
+    return `windowStart must be a non-negative multiple of windowMs (${windowMs}), got ${windowStart}`
+  }
+  return undefined
+}
