@@ -200,10 +200,51 @@ const orders = Effect.gen(function*() {
   yield* sql`CREATE INDEX stablecoin_deposits_address ON stablecoin_deposits (address, seq)`
 })
 
+/**
+ * Usage records and rate-limit counters (PgUsageStore.ts, PgRateLimitStore.ts). A usage record's
+ * ref is its primary key (a record is kept once per call); money columns are int8 micro-credits.
+ * Rate-limit rows are one counter per (bucket, window start), dropped a few minutes after
+ * `window_end` (epoch milliseconds).
+ */
+const usageRateLimits = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`
+    CREATE TABLE usage_records (
+      ref text PRIMARY KEY CHECK (ref <> ''),
+      account_id text NOT NULL,
+      at timestamptz NOT NULL,
+      key_id text NOT NULL,
+      agent_id text,
+      machine_id text NOT NULL,
+      service text NOT NULL,
+      model text NOT NULL,
+      unit text NOT NULL,
+      quantity bigint NOT NULL CHECK (quantity >= 0),
+      input_tokens bigint NOT NULL CHECK (input_tokens >= 0),
+      output_tokens bigint NOT NULL CHECK (output_tokens >= 0),
+      list_credits bigint NOT NULL CHECK (list_credits >= 0),
+      credits bigint NOT NULL CHECK (credits >= 0),
+      from_allowance bigint NOT NULL CHECK (from_allowance >= 0),
+      from_trial bigint NOT NULL CHECK (from_trial >= 0)
+    )`
+  yield* sql`CREATE INDEX usage_records_account_at ON usage_records (account_id, at)`
+  yield* sql`CREATE INDEX usage_records_account_key_at ON usage_records (account_id, key_id, at)`
+  yield* sql`
+    CREATE TABLE rate_limit_windows (
+      bucket text NOT NULL,
+      window_start bigint NOT NULL,
+      window_end bigint NOT NULL,
+      count integer NOT NULL CHECK (count > 0),
+      PRIMARY KEY (bucket, window_start)
+    )`
+  yield* sql`CREATE INDEX rate_limit_windows_end ON rate_limit_windows (window_end)`
+})
+
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_idempotency": accountsKeysIdempotency,
   "0002_ledger": ledger,
-  "0003_orders": orders
+  "0003_orders": orders,
+  "0004_usage_rate_limits": usageRateLimits
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */
