@@ -60,7 +60,20 @@ const invalid = (message: string) => bad("invalid_input", message)
 const isRecord = (u: unknown): u is Record<string, unknown> =>
   typeof u === "object" && u !== null && !Array.isArray(u)
 
-const utf8Bytes = (s: string): number => Buffer.byteLength(s, "utf8")
+/** UTF-8 length of a string without Node's Buffer (core runs on every runtime). */
+export const utf8Bytes = (s: string): number => {
+  let n = 0
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 0x80) n += 1
+    else if (c < 0x800) n += 2
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 4
+      i++
+    } else n += 3
+  }
+  return n
+}
 
 // ---- Schema issues as one line ------------------------------------------------------------
 
@@ -92,7 +105,7 @@ const issuesOf = (error: Schema.SchemaError): ReadonlyArray<Issue> =>
 const describeIssues = (issues: ReadonlyArray<Issue>): string => {
   const shown = issues.slice(0, 5).map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`))
   const more = issues.length > 5 ? `; and ${issues.length - 5} more` : ""
-  return shown.join("; ") + more
+  return (shown.join("; ") + more).replace(/\s*\n\s*/g, " ")
 }
 
 /** Decodes with every issue collected; fails with one InferenceError whose code follows `codeOf`. */
@@ -136,7 +149,7 @@ const locate = (endpoint: Endpoint, raw: unknown, config: CatalogueConfig): Effe
     ))
   }
   if (typeof modelId !== "string") {
-    return Effect.fail(bad("missing_model", "model: must be a string, the id of a model (see GET /v1/models)."))
+    return Effect.fail(invalid("model: must be a string, the id of a model (see GET /v1/models)."))
   }
   const model = config.models.find((m) => m.id === modelId)
   if (model === undefined) {
@@ -159,20 +172,27 @@ const locate = (endpoint: Endpoint, raw: unknown, config: CatalogueConfig): Effe
   return Effect.succeed({ raw, model, machine })
 }
 
-const without = (body: Record<string, unknown>, ...keys: ReadonlyArray<string>): Record<string, unknown> => {
-  const out: Record<string, unknown> = {}
-  for (const [k, v] of Object.entries(body)) if (!keys.includes(k)) out[k] = v
-  return out
-}
+/** A copy without `keys` (Object.fromEntries keeps a "__proto__" key as a plain field). */
+const without = (body: Record<string, unknown>, ...keys: ReadonlyArray<string>): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(body).filter(([k]) => !keys.includes(k)))
 
 // ---- Per endpoint -------------------------------------------------------------------------
 
 const chat = Effect.fnUntraced(function*({ raw, model, machine }: Located) {
   const req = yield* decode(ChatRequest, raw)
   const features = model.features
+  if (raw.n !== undefined && raw.n !== null && raw.n !== 1) {
+    return yield* invalid("n: must be 1 (one choice per request).")
+  }
+  const streamOptions = raw.stream_options
+  if (streamOptions !== undefined && streamOptions !== null) {
+    if (!isRecord(streamOptions)) return yield* invalid("stream_options: must be an object, e.g. {\"include_usage\": true}.")
+    if (req.stream !== true) return yield* invalid("stream_options: only allowed when stream is true.")
+  }
+  const toolsAllowed = features.includes(TOOLS_FEATURE)
   const hasTools = req.tools !== undefined && req.tools.length > 0
   const choosesTool = req.tool_choice !== undefined && req.tool_choice !== "none"
-  if ((hasTools || choosesTool) && !features.includes(TOOLS_FEATURE)) {
+  if ((hasTools || choosesTool) && !toolsAllowed) {
     return yield* invalid(
       `${model.id} does not support function calling: remove "tools" and "tool_choice" (models with the "tools" feature in GET /v1/models accept them).`
     )
@@ -192,10 +212,18 @@ const chat = Effect.fnUntraced(function*({ raw, model, machine }: Located) {
   const asked = [req.max_tokens, mct].filter((n): n is number => typeof n === "number")
   const maxOutputTokens = Math.min(cap, ...asked)
 
-  const body = without(raw, "machine", "max_completion_tokens", ...(reasoning ? [] : ["enable_thinking"]))
+  // Dropped: `machine` (ours), enable_thinking (off) on other models, and an empty tools list or
+  // tool_choice "none" on a model without tools, which would only confuse its machine.
+  const dropped = [
+    "machine",
+    "max_completion_tokens",
+    ...(reasoning ? [] : ["enable_thinking"]),
+    ...(toolsAllowed ? [] : ["tools", "tool_choice"])
+  ]
+  const body = without(raw, ...dropped)
   body.max_tokens = maxOutputTokens
   if (typeof mct === "number") body.max_completion_tokens = maxOutputTokens
-  const inputBytes = utf8Bytes(JSON.stringify(req.messages)) + (hasTools ? utf8Bytes(JSON.stringify(req.tools)) : 0)
+  const inputBytes = utf8Bytes(JSON.stringify(raw.messages)) + (hasTools ? utf8Bytes(JSON.stringify(req.tools)) : 0)
   return {
     endpoint: "/v1/chat/completions",
     model,
