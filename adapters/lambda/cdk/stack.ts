@@ -2,7 +2,7 @@
  * The AWS deployment of the Lambda shell, as one CDK stack (docs/lambda-deploy.md):
  *
  * - one DynamoDB table, declared by the stores' own `tableDefinition` (src/DynamoTable.ts: keys,
- *   billing mode, indexes), plus point-in-time recovery;
+ *   billing mode, indexes, TTL attribute), plus point-in-time recovery;
  * - one S3 bucket for blobs (no public access, S3-managed encryption, TLS only);
  * - two functions from the same esbuild bundle (Node 22, arm64): `ApiFunction` answers the HTTP
  *   API (API Gateway v2, payload 2.0, every route), `StreamFunction` answers a Function URL with
@@ -31,7 +31,7 @@ import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from "aw
 import { ParameterTier, StringParameter } from "aws-cdk-lib/aws-ssm"
 import type { Construct } from "constructs"
 import { DEFAULT_CATALOGUE_PARAMETER, DEFAULT_OWNER_KEY_PARAMETER, ENV } from "../src/Config.ts"
-import { tableDefinition } from "../src/DynamoTable.ts"
+import { tableDefinition, TTL_ATTRIBUTE } from "../src/DynamoTable.ts"
 
 export { DEFAULT_CATALOGUE_PARAMETER, DEFAULT_OWNER_KEY_PARAMETER, ENV }
 
@@ -135,6 +135,7 @@ export class PlatformStack extends Stack {
       ...(sortKey === undefined ? {} : { sortKey }),
       billingMode: BillingMode.PAY_PER_REQUEST,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      timeToLiveAttribute: TTL_ATTRIBUTE,
       removalPolicy
     })
     for (const index of TABLE.GlobalSecondaryIndexes ?? []) {

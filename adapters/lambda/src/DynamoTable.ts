@@ -9,7 +9,8 @@ import {
   CreateTableCommand,
   DescribeTableCommand,
   DynamoDBClient,
-  type DynamoDBClientConfig
+  type DynamoDBClientConfig,
+  UpdateTimeToLiveCommand
 } from "@aws-sdk/client-dynamodb"
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb"
 import { Context, Effect, Layer, Schedule } from "effect"
@@ -49,6 +50,13 @@ export const ItemKeys = {
 
 /** Sort key prefix of the account's key entries, for `begins_with`. */
 export const ACCOUNT_KEY_PREFIX = "KEY#"
+
+/**
+ * The table's time-to-live attribute (epoch seconds, a number): DynamoDB deletes an item some time
+ * after it. Only items that must vanish carry it (rate-limit counters, DynamoRateLimitStore.ts).
+ * CreateTable cannot set it: `createTable` enables it after, and the CDK stack declares it.
+ */
+export const TTL_ATTRIBUTE = "ttl"
 
 /** The table as CreateTable wants it: string pk/sk, on demand, no index needed. */
 export const tableDefinition = (tableName: string): CreateTableCommandInput => ({
@@ -99,5 +107,14 @@ export const createTable: Effect.Effect<void, never, DynamoConfig> = Effect.gen(
       described.Table?.TableStatus === "ACTIVE" ? Effect.void : Effect.fail(new Error(`table ${tableName} is not active yet`))
     ),
     Effect.retry({ schedule: Schedule.spaced("200 millis"), times: 150 })
+  )
+  yield* Effect.tryPromise((signal) =>
+    client.send(
+      new UpdateTimeToLiveCommand({
+        TableName: tableName,
+        TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true }
+      }),
+      { abortSignal: signal }
+    )
   )
 }).pipe(Effect.orDie, Effect.withSpan("DynamoTable.createTable"))

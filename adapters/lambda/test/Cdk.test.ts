@@ -14,7 +14,7 @@ import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import { buildApp } from "../cdk/app.ts"
 import { bundle, DEFAULT_ENTRY } from "../cdk/bundle.ts"
 import { DEFAULT_CATALOGUE_PARAMETER, DEFAULT_OWNER_KEY_PARAMETER, ENV, HANDLERS, type PlatformStack } from "../cdk/stack.ts"
-import { PK, SK, tableDefinition } from "../src/DynamoTable.ts"
+import { PK, SK, tableDefinition, TTL_ATTRIBUTE } from "../src/DynamoTable.ts"
 
 const here = Path.dirname(fileURLToPath(import.meta.url))
 const DEMO_CATALOGUE = Path.join(here, "..", "..", "node-http", "catalogue.demo.json")
@@ -77,7 +77,7 @@ describe("PlatformStack", () => {
     template.resourceCountIs("AWS::SSM::Parameter", 0)
   })
 
-  it("the table the stores define: string pk/sk, on demand, no index, no TTL; point-in-time recovery", () => {
+  it("the table the stores define: string pk/sk, on demand, no index, the TTL attribute; point-in-time recovery", () => {
     const definition = tableDefinition("any")
     template.hasResourceProperties("AWS::DynamoDB::Table", {
       KeySchema: [
@@ -92,11 +92,11 @@ describe("PlatformStack", () => {
       { AttributeName: "pk", KeyType: "HASH" },
       { AttributeName: "sk", KeyType: "RANGE" }
     ])
-    // The stores query no index and write no expiry attribute: the table has neither.
+    // The stores query no index; rate-limit counters carry the expiry attribute.
     const table = Object.values(template.findResources("AWS::DynamoDB::Table") as Resources)[0]!.Properties!
     assert.isUndefined(table["GlobalSecondaryIndexes"])
     assert.isUndefined(table["LocalSecondaryIndexes"])
-    assert.isUndefined(table["TimeToLiveSpecification"])
+    assert.deepStrictEqual(table["TimeToLiveSpecification"], { AttributeName: TTL_ATTRIBUTE, Enabled: true })
     assert.isUndefined(definition.GlobalSecondaryIndexes)
     template.hasResource("AWS::DynamoDB::Table", { DeletionPolicy: "Retain", UpdateReplacePolicy: "Retain" })
   })

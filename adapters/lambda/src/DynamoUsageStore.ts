@@ -1,0 +1,212 @@
+/**
+ * The usage store port (core/src/ports/UsageStore.ts) on the one DynamoDB table of DynamoTable.ts.
+ *
+ * Items (every one carries the whole record as attributes):
+ * - `USAGEREF#<ref>` / `USAGEREF`: holds the ref, so that a ref is recorded once (across accounts,
+ *   as refs are), and answers `byRef` with one strongly consistent GetItem.
+ * - `USAGE#<account>` / `<at>#<ref>`: the record in its account's list. ISO timestamps of one
+ *   format sort as strings, so a Query of the partition with `sk BETWEEN :from AND :to` is the
+ *   account's records in [from, to), oldest first, equal times by ref (no sort key equals a bare
+ *   timestamp, so `to` itself is excluded and `from` included). key_id and service are filters.
+ *
+ * `record` is ONE TransactWriteItems: the ref item, conditioned on `attribute_not_exists(pk)`,
+ * and the list item. A ConditionalCheckFailed on the ref item is "Duplicate" (nothing written);
+ * a TransactionConflict (a concurrent record of the same ref) is tried again with backoff and then
+ * finds the ref taken. Reads are strongly consistent (no index is involved).
+ *
+ * Money never passes through a JS number: the low-level API, amounts written as `{ N: string }`
+ * and decoded with Schema.BigIntFromString, as DynamoLedgerStore.ts does.
+ *
+ * Scale: one partition per account holds its list; `spent` (monthly limits) reads the month's
+ * items of the account (projected to the few attributes it needs). A caller that needs it often
+ * for a very busy account should keep a running total beside it.
+ */
+import { type AttributeValue, GetItemCommand, TransactWriteItemsCommand } from "@aws-sdk/client-dynamodb"
+import {
+  type UsageQuery,
+  type UsageRecord,
+  usageRecordProblem,
+  UsageStore
+} from "@model-platform/core/ports/UsageStore"
+import { Timestamp } from "@model-platform/core/Time"
+import { Effect, Layer, Schema, SchemaTransformation } from "effect"
+import { call, failedConditions, makeQueryItems, retryConflicts } from "./DynamoErrors.ts"
+import { DynamoConfig, type ItemKey } from "./DynamoTable.ts"
+
+/** The key of every usage item. */
+export const UsageKeys = {
+  /** Holds a ref (one record per call) and the record itself. */
+  ref: (ref: string): ItemKey => ({ pk: `USAGEREF#${ref}`, sk: "USAGEREF" }),
+  /** The record in its account's list, by time then ref. */
+  listed: (accountId: string, at: string, ref: string): ItemKey => ({ pk: usagePk(accountId), sk: `${at}#${ref}` })
+} as const
+
+const usagePk = (accountId: string) => `USAGE#${accountId}`
+
+type Item = Record<string, AttributeValue>
+
+const str = (value: string): AttributeValue => ({ S: value })
+const num = (value: bigint): AttributeValue => ({ N: value.toString() })
+const keyOf = (key: ItemKey): Item => ({ pk: str(key.pk), sk: str(key.sk) })
+
+const StringAttr = Schema.Struct({ S: Schema.String }).pipe(
+  Schema.decodeTo(Schema.String, SchemaTransformation.transform({ decode: (a) => a.S, encode: (S) => ({ S }) }))
+)
+const TimestampAttr = Schema.Struct({ S: Timestamp }).pipe(
+  Schema.decodeTo(Timestamp, SchemaTransformation.transform({ decode: (a) => a.S, encode: (S) => ({ S }) }))
+)
+/** A DynamoDB number holding an integer, as a bigint. */
+const BigIntAttr = Schema.Struct({ N: Schema.String }).pipe(
+  Schema.decodeTo(Schema.BigIntFromString, SchemaTransformation.transform({ decode: (a) => a.N, encode: (N) => ({ N }) }))
+)
+
+const UsageItem = Schema.Struct({
+  ref: StringAttr,
+  account_id: StringAttr,
+  at: TimestampAttr,
+  key_id: StringAttr,
+  agent_id: Schema.optionalKey(StringAttr),
+  machine_id: StringAttr,
+  service: StringAttr,
+  model: StringAttr,
+  unit: StringAttr,
+  quantity: BigIntAttr,
+  input_tokens: BigIntAttr,
+  output_tokens: BigIntAttr,
+  list_credits: BigIntAttr,
+  credits: BigIntAttr,
+  from_allowance: BigIntAttr,
+  from_trial: BigIntAttr
+})
+
+const SpentItem = Schema.Struct({ credits: BigIntAttr })
+
+const attributes = (r: UsageRecord): Item => ({
+  ref: str(r.ref),
+  account_id: str(r.account_id),
+  at: str(r.at),
+  key_id: str(r.key_id),
+  ...(r.agent_id === null ? {} : { agent_id: str(r.agent_id) }),
+  machine_id: str(r.machine_id),
+  service: str(r.service),
+  model: str(r.model),
+  unit: str(r.unit),
+  quantity: num(r.quantity),
+  input_tokens: num(r.input_tokens),
+  output_tokens: num(r.output_tokens),
+  list_credits: num(r.list_credits),
+  credits: num(r.credits),
+  from_allowance: num(r.from_allowance),
+  from_trial: num(r.from_trial)
+})
+
+const toRecord = (item: typeof UsageItem.Type): UsageRecord => ({ ...item, agent_id: item.agent_id ?? null })
+
+/** Items are decoded with a schema: a malformed item is a defect, never a silent partial record. */
+const decode = <S extends Schema.Constraint>(schema: S) => {
+  const decodeItem = Schema.decodeUnknownEffect(schema)
+  return (item: unknown) => Effect.orDie(decodeItem(item))
+}
+
+export const UsageStoreDynamo: Layer.Layer<UsageStore, never, DynamoConfig> = Layer.effect(
+  UsageStore,
+  Effect.gen(function*() {
+    const { client, tableName } = yield* DynamoConfig
+    const queryItems = makeQueryItems(client, tableName)
+    const decodeUsage = decode(UsageItem)
+    const decodeSpent = decode(SpentItem)
+
+    const record = (r: UsageRecord) => {
+      const problem = usageRecordProblem(r)
+      if (problem !== undefined) return Effect.die(new Error(`UsageStore.record: ${problem}`))
+      const item = attributes(r)
+      return call((signal) =>
+        client.send(
+          new TransactWriteItemsCommand({
+            TransactItems: [
+              {
+                Put: {
+                  TableName: tableName,
+                  Item: { ...item, ...keyOf(UsageKeys.ref(r.ref)) },
+                  ConditionExpression: "attribute_not_exists(pk)"
+                }
+              },
+              { Put: { TableName: tableName, Item: { ...item, ...keyOf(UsageKeys.listed(r.account_id, r.at, r.ref)) } } }
+            ]
+          }),
+          { abortSignal: signal }
+        )
+      ).pipe(
+        retryConflicts,
+        Effect.as("Recorded" as const),
+        Effect.catchIf(
+          (error) => {
+            const failed = failedConditions(error)
+            return failed !== undefined && failed.length === 1 && failed[0] === 0
+          },
+          () => Effect.succeed("Duplicate" as const)
+        ),
+        Effect.orDie,
+        Effect.withSpan("UsageStore.record")
+      )
+    }
+
+    const byRef = (ref: string) =>
+      call((signal) =>
+        client.send(
+          new GetItemCommand({ TableName: tableName, Key: keyOf(UsageKeys.ref(ref)), ConsistentRead: true }),
+          { abortSignal: signal }
+        )
+      ).pipe(
+        Effect.orDie,
+        Effect.flatMap((output) =>
+          output.Item === undefined ? Effect.succeed(undefined) : Effect.map(decodeUsage(output.Item), toRecord)
+        )
+      )
+
+    /** The account's items in [from, to), filtered by key and service, oldest first. */
+    const query = (q: UsageQuery, projection?: string) => {
+      if (q.from >= q.to) return Effect.succeed([])
+      const filters = [
+        ...(q.key_id === undefined ? [] : ["#key_id = :key_id"]),
+        ...(q.service === undefined ? [] : ["#service = :service"])
+      ]
+      return queryItems({
+        KeyConditionExpression: "pk = :pk AND sk BETWEEN :from AND :to",
+        ...(filters.length === 0 ? {} : { FilterExpression: filters.join(" AND ") }),
+        ...(projection === undefined ? {} : { ProjectionExpression: projection }),
+        ...(filters.length === 0 && projection === undefined
+          ? {}
+          : {
+            ExpressionAttributeNames: {
+              ...(q.key_id === undefined ? {} : { "#key_id": "key_id" }),
+              ...(q.service === undefined ? {} : { "#service": "service" }),
+              ...(projection === undefined ? {} : { "#credits": "credits" })
+            }
+          }),
+        ExpressionAttributeValues: {
+          ":pk": str(usagePk(q.account_id)),
+          ":from": str(q.from),
+          ":to": str(q.to),
+          ...(q.key_id === undefined ? {} : { ":key_id": str(q.key_id) }),
+          ...(q.service === undefined ? {} : { ":service": str(q.service) })
+        }
+      })
+    }
+
+    const list = (q: UsageQuery) =>
+      query(q).pipe(
+        Effect.flatMap((items) => Effect.forEach(items, (item) => Effect.map(decodeUsage(item), toRecord))),
+        Effect.withSpan("UsageStore.list")
+      )
+
+    const spent = (q: UsageQuery) =>
+      query(q, "#credits").pipe(
+        Effect.flatMap((items) => Effect.forEach(items, decodeSpent)),
+        Effect.map((items) => items.reduce((sum, item) => sum + item.credits, 0n)),
+        Effect.withSpan("UsageStore.spent")
+      )
+
+    return UsageStore.of({ record, byRef, list, spent })
+  })
+)

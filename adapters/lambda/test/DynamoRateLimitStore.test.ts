@@ -1,0 +1,68 @@
+/**
+ * The rate-limit store on DynamoDB Local: the shared contract suite (N concurrent UpdateItem ADDs
+ * of one item answer 1..N), then the item itself: its count and its TTL attribute.
+ */
+import { DescribeTimeToLiveCommand, GetItemCommand } from "@aws-sdk/client-dynamodb"
+import { assert, layer } from "@effect/vitest"
+import { generateId } from "@model-platform/core/Keys"
+import { RateLimitStore, windowStartOf } from "@model-platform/core/ports/RateLimitStore"
+import { rateLimitStoreContract } from "@model-platform/test-harness/RateLimitContract"
+import { Effect, Layer } from "effect"
+import { afterAll, beforeAll } from "vitest"
+import { expiresAt, RateLimitKeys, RateLimitStoreDynamo, RETAIN_MS } from "../src/DynamoRateLimitStore.ts"
+import { createTable, DynamoConfig, makeDocumentClient, TTL_ATTRIBUTE } from "../src/DynamoTable.ts"
+import { type DynamoLocal, localClientConfig, startDynamoLocal } from "./dynamoLocal.ts"
+
+let local: DynamoLocal | undefined
+
+beforeAll(async () => {
+  local = await startDynamoLocal()
+}, 60_000)
+
+afterAll(async () => {
+  await local?.stop()
+})
+
+const FreshTable: Layer.Layer<DynamoConfig> = Layer.effect(
+  DynamoConfig,
+  Effect.gen(function*() {
+    const endpoint = local?.endpoint
+    if (endpoint === undefined) return yield* Effect.die(new Error("DynamoDB Local is not running"))
+    const settings = yield* Effect.acquireRelease(
+      Effect.sync(() => ({
+        tableName: `ratelimit-test-${crypto.randomUUID()}`,
+        client: makeDocumentClient(localClientConfig(endpoint))
+      })),
+      (settings) => Effect.sync(() => settings.client.destroy())
+    )
+    yield* Effect.provideService(createTable, DynamoConfig, settings)
+    return settings
+  })
+)
+
+rateLimitStoreContract("RateLimitStoreDynamo on DynamoDB Local", RateLimitStoreDynamo.pipe(Layer.provide(FreshTable)))
+
+layer(RateLimitStoreDynamo.pipe(Layer.provideMerge(FreshTable)), { excludeTestServices: true, timeout: "60 seconds" })(
+  "RateLimitStoreDynamo items",
+  (it) => {
+    it.effect("one item per window holds the count and a TTL RETAIN_MS after the window ends; the table has TTL on", () =>
+      Effect.gen(function*() {
+        const store = yield* RateLimitStore
+        const { client, tableName } = yield* DynamoConfig
+        const bucket = yield* generateId("key")
+        const window = windowStartOf(Date.now(), 60_000)
+        yield* store.hit(bucket, window, 60_000)
+        assert.strictEqual(yield* store.hit(bucket, window, 60_000), 2)
+        const key = RateLimitKeys.window(bucket, window)
+        const output = yield* Effect.promise(() =>
+          client.send(new GetItemCommand({ TableName: tableName, Key: { pk: { S: key.pk }, sk: { S: key.sk } }, ConsistentRead: true }))
+        )
+        assert.strictEqual(output.Item?.["count"]?.N, "2")
+        assert.strictEqual(output.Item?.[TTL_ATTRIBUTE]?.N, String(expiresAt(window, 60_000)))
+        assert.strictEqual(expiresAt(window, 60_000), (window + 60_000 + RETAIN_MS) / 1000)
+        const ttl = yield* Effect.promise(() => client.send(new DescribeTimeToLiveCommand({ TableName: tableName })))
+        assert.strictEqual(ttl.TimeToLiveDescription?.AttributeName, TTL_ATTRIBUTE)
+        assert.strictEqual(ttl.TimeToLiveDescription?.TimeToLiveStatus, "ENABLED")
+      }))
+  }
+)
