@@ -1,0 +1,289 @@
+/**
+ * The inference gateway end to end: the official `openai` SDK against the platform's Node server,
+ * whose catalogue points at reference machines. Every body and stream chunk is checked against
+ * OpenAI's own schema; every charge against the machine's reported usage.
+ */
+import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
+import { validate } from "@model-platform/reference-machine/test/openaiSchema"
+import { Gateway } from "@model-platform/core/gateway/Gateway"
+import { MachineStatus } from "@model-platform/core/ports/MachineStatus"
+import { Effect } from "effect"
+import OpenAI from "openai"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import {
+  balanceOf,
+  gatewayCatalogue,
+  type GatewayServer,
+  MACHINE_MODELS,
+  MODELS,
+  newAccount,
+  startGatewayServer,
+  tokenCost,
+  usageOf
+} from "./gatewaySupport.ts"
+
+const CHAT_IN = 2_000_000n // micro-credits per million tokens (2 credits)
+const CHAT_OUT = 6_000_000n
+const CREDITS = 1_000_000_000n // 1000 credits
+
+const expectValid = (component: string, value: unknown) => expect(validate(component, value)).toEqual([])
+
+describe("gateway: calls, metering and errors through the openai SDK", () => {
+  let a: ReferenceMachine
+  let b: ReferenceMachine
+  let server: GatewayServer
+  const sdk = (secret: string) => new OpenAI({ baseURL: `${server.url}/v1`, apiKey: secret, maxRetries: 0 })
+  const idle = () => server.run(Effect.flatMap(Gateway, (g) => g.idle))
+
+  beforeAll(async () => {
+    a = await startReferenceMachine({ port: 0, faults: true, id: "a", models: MACHINE_MODELS })
+    b = await startReferenceMachine({ port: 0, faults: true, id: "b", models: MACHINE_MODELS })
+    server = await startGatewayServer(
+      gatewayCatalogue([{ id: "m-a", url: a.url, score: 0.9 }, { id: "m-b", url: b.url, score: 0.8 }], { rpm: 5 }),
+      { keepAliveMs: 50, drainTimeoutMs: 5_000 }
+    )
+  })
+  afterAll(async () => {
+    await server?.close()
+    await a?.close()
+    await b?.close()
+  })
+  beforeEach(() => {
+    a.faults.reset()
+    b.faults.reset()
+  })
+
+  it("chat: the machine's answer as it is, charged exactly its usage, one usage record", async () => {
+    const { accountId, secret } = await server.run(newAccount({ credits: CREDITS }))
+    const reply = await sdk(secret).chat.completions.create({
+      model: "ref-chat",
+      messages: [{ role: "user", content: "Hello there, gateway!" }]
+    })
+    expectValid("CreateChatCompletionResponse", reply)
+    expect(reply.choices[0]!.message.content).toBe("You said: Hello there, gateway!")
+    const usage = reply.usage!
+    await idle()
+    const cost = tokenCost(usage.prompt_tokens, usage.completion_tokens, CHAT_IN, CHAT_OUT)
+    const balance = await server.run(balanceOf(accountId))
+    expect(balance).toEqual({ available: CREDITS - cost, held: 0n })
+    const records = await server.run(usageOf(accountId))
+    expect(records).toHaveLength(1)
+    expect(records[0]).toMatchObject({
+      machine_id: "m-a",
+      model: "ref-chat",
+      service: "chat",
+      unit: "tokens",
+      input_tokens: BigInt(usage.prompt_tokens),
+      output_tokens: BigInt(usage.completion_tokens),
+      quantity: BigInt(usage.total_tokens),
+      list_credits: cost,
+      credits: cost
+    })
+  })
+
+  it("chat stream: chunk by chunk, OpenAI's schema, the last chunk carries usage, charged exactly that", async () => {
+    const { accountId, secret } = await server.run(newAccount({ credits: CREDITS }))
+    const stream = await sdk(secret).chat.completions.create({
+      model: "ref-chat",
+      messages: [{ role: "user", content: "count to 20" }],
+      stream: true
+    })
+    const chunks: Array<OpenAI.Chat.Completions.ChatCompletionChunk> = []
+    for await (const chunk of stream) {
+      expectValid("CreateChatCompletionStreamResponse", chunk)
+      chunks.push(chunk)
+    }
+    const text = chunks.map((c) => c.choices[0]?.delta.content ?? "").join("")
+    expect(text).toBe(Array.from({ length: 20 }, (_, i) => i + 1).join(" "))
+    const last = chunks[chunks.length - 1]!
+    expect(last.choices).toEqual([])
+    const usage = last.usage!
+    expect(usage.completion_tokens).toBe(20)
+    await idle()
+    const cost = tokenCost(usage.prompt_tokens, usage.completion_tokens, CHAT_IN, CHAT_OUT)
+    expect(await server.run(balanceOf(accountId))).toEqual({ available: CREDITS - cost, held: 0n })
+    const records = await server.run(usageOf(accountId))
+    expect(records.map((r) => [r.output_tokens, r.credits])).toEqual([[20n, cost]])
+  })
+
+  it("chat stream: server-sent event headers and framing, keep-alive while the first token is slow", async () => {
+    const { secret } = await server.run(newAccount({ credits: CREDITS }))
+    a.faults.set({ first_chunk_delay_ms: 200 })
+    const res = await fetch(`${server.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "ref-chat", messages: [{ role: "user", content: "hi" }], stream: true })
+    })
+    expect(res.status).toBe(200)
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/)
+    expect(res.headers.get("cache-control")).toBe("no-cache")
+    const body = await res.text()
+    expect(body.startsWith(": keep-alive\n\n")).toBe(true)
+    const events = body.split("\n\n").filter((e) => e !== "")
+    const data = events.filter((e) => e.startsWith("data: ")).map((e) => e.slice(6))
+    expect(data[data.length - 1]).toBe("[DONE]")
+    expect(JSON.parse(data[data.length - 2]!).usage.total_tokens).toBeGreaterThan(0)
+    expect(events.every((e) => e.startsWith("data: ") || e === ": keep-alive")).toBe(true)
+  })
+
+  it("embeddings, forecasts (both paths) and images, each charged once", async () => {
+    const { accountId, secret } = await server.run(newAccount({ credits: CREDITS }))
+    const emb = await sdk(secret).embeddings.create({ model: "ref-embed", input: ["alpha beta", "gamma"], dimensions: 64 })
+    expect(emb.data).toHaveLength(2)
+    expect(emb.data[0]!.embedding).toHaveLength(64)
+    expect(emb.usage.prompt_tokens).toBe(3)
+    const raw = await fetch(`${server.url}/v1/embeddings`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "ref-embed", input: "alpha", encoding_format: "float" })
+    }).then((r) => r.json())
+    expectValid("CreateEmbeddingResponse", raw)
+
+    for (const path of ["/v1/forecasts", "/forecasts"]) {
+      const res = await fetch(`${server.url}${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "ref-forecast", history: [1, 2, 3, 4, 5], horizon: 3 })
+      })
+      expect(res.status).toBe(200)
+      const forecast = await res.json()
+      expect(forecast).toMatchObject({ object: "forecast", model: "ref-forecast", history_used: 5 })
+      expect(forecast.point).toHaveLength(3)
+    }
+
+    const image = await sdk(secret).images.generate({ model: "ref-image", prompt: "a red circle", n: 2 })
+    expectValid("ImagesResponse", image)
+    expect(image.data).toHaveLength(2)
+
+    await idle()
+    const records = await server.run(usageOf(accountId))
+    const byModel = (m: string) => records.filter((r) => r.model === m)
+    expect(byModel("ref-embed").map((r) => r.input_tokens)).toEqual(expect.arrayContaining([3n, 1n]))
+    expect(byModel("ref-forecast").map((r) => [r.unit, r.quantity, r.credits])).toEqual([
+      ["requests", 1n, 250_000n],
+      ["requests", 1n, 250_000n]
+    ])
+    expect(byModel("ref-image").map((r) => [r.quantity, r.credits])).toEqual([[2n, 3_000_000n]])
+    const charged = records.reduce((n, r) => n + r.credits, 0n)
+    expect(await server.run(balanceOf(accountId))).toEqual({ available: CREDITS - charged, held: 0n })
+  })
+
+  it("images: 503 no_capacity while no image model is serving", async () => {
+    const { secret } = await server.run(newAccount({ credits: CREDITS }))
+    await server.run(Effect.gen(function*() {
+      const status = yield* MachineStatus
+      for (const id of ["m-a", "m-b"]) {
+        yield* status.set(id, { health: "online", serving_now: MODELS.filter((m) => m !== "ref-image") })
+      }
+    }))
+    try {
+      const error = await sdk(secret).images.generate({ model: "ref-image", prompt: "x" }).catch((e) => e)
+      expect(error).toBeInstanceOf(OpenAI.APIError)
+      expect(error.status).toBe(503)
+      expect(error.code).toBe("no_capacity")
+    } finally {
+      await server.run(Effect.gen(function*() {
+        const status = yield* MachineStatus
+        for (const id of ["m-a", "m-b"]) yield* status.set(id, { health: "online", serving_now: [...MODELS] })
+      }))
+    }
+  })
+
+  it("GET /v1/models through the SDK", async () => {
+    const { secret } = await server.run(newAccount({ credits: CREDITS }))
+    const ids: Array<string> = []
+    for await (const m of sdk(secret).models.list()) ids.push(m.id)
+    expect(ids).toEqual(expect.arrayContaining([...MODELS]))
+  })
+
+  it("errors come back as the SDK's typed errors in the inference shape", async () => {
+    const { secret } = await server.run(newAccount({ credits: CREDITS }))
+    const body = { model: "ref-chat", messages: [{ role: "user" as const, content: "hi" }] }
+    const fail = (client: OpenAI, b: any = body) => client.chat.completions.create(b).then(() => undefined, (e) => e)
+
+    const noKey = await fetch(`${server.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify(body) })
+    expect(noKey.status).toBe(401)
+    expect(await noKey.json()).toEqual({
+      error: { message: expect.any(String), type: "authentication_error", code: "missing_api_key" }
+    })
+    const badKey = await fail(sdk("mpk_" + "x".repeat(43)))
+    expect(badKey).toBeInstanceOf(OpenAI.AuthenticationError)
+    expect(badKey.code).toBe("invalid_api_key")
+
+    const unknown = await fail(sdk(secret), { ...body, model: "nope" })
+    expect(unknown).toBeInstanceOf(OpenAI.NotFoundError)
+    expect(unknown.code).toBe("model_not_found")
+
+    const invalid = await fail(sdk(secret), { ...body, messages: [] })
+    expect(invalid).toBeInstanceOf(OpenAI.BadRequestError)
+    expect(invalid.code).toBe("invalid_input")
+
+    const wrong = await fail(sdk(secret), { ...body, model: "ref-embed" })
+    expect(wrong).toBeInstanceOf(OpenAI.BadRequestError)
+    expect(wrong.code).toBe("wrong_endpoint")
+
+    const badJson = await fetch(`${server.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body: "{not json"
+    })
+    expect(badJson.status).toBe(400)
+    expect((await badJson.json()).error.code).toBe("invalid_json")
+
+    const readOnly = await server.run(newAccount({ credits: CREDITS, permissions: ["read"] }))
+    const lacks = await fail(sdk(readOnly.secret))
+    expect(lacks).toBeInstanceOf(OpenAI.PermissionDeniedError)
+    expect(lacks.code).toBe("key_lacks_inference_permission")
+
+    const pinned = await server.run(newAccount({ credits: CREDITS, machine_id: "m-b" }))
+    const elsewhere = await fail(sdk(pinned.secret), { ...body, machine: "m-a" })
+    expect(elsewhere).toBeInstanceOf(OpenAI.PermissionDeniedError)
+    expect(elsewhere.code).toBe("key_not_scoped_to_machine")
+    const before = b.stats().served["ref-chat"] ?? 0
+    await sdk(pinned.secret).chat.completions.create(body)
+    expect(b.stats().served["ref-chat"]).toBe(before + 1)
+
+    const noMachine = await fail(sdk(secret), { ...body, machine: "m-zzz" })
+    expect(noMachine).toBeInstanceOf(OpenAI.NotFoundError)
+    expect(noMachine.code).toBe("machine_not_found")
+
+    // The machine's own client error (context too long is the machine's verdict) is passed on.
+    const tooLong = await fail(sdk(secret), { ...body, messages: [{ role: "user", content: "word ".repeat(9000) }] })
+    expect(tooLong).toBeInstanceOf(OpenAI.BadRequestError)
+    expect(tooLong.code).toBe("context_length_exceeded")
+  })
+
+  it("402 insufficient_credit when the balance cannot cover the call's bound; a free model needs no balance", async () => {
+    const { accountId, secret } = await server.run(newAccount({ credits: 100n }))
+    const error = await sdk(secret).chat.completions
+      .create({ model: "ref-chat", messages: [{ role: "user", content: "hi" }] })
+      .catch((e) => e)
+    expect(error).toBeInstanceOf(OpenAI.APIError)
+    expect(error.status).toBe(402)
+    expect(error.code).toBe("insufficient_credit")
+    expect(error.type).toBe("insufficient_quota")
+
+    const free = await sdk(secret).chat.completions.create({ model: "free-chat", messages: [{ role: "user", content: "hi" }] })
+    expect(free.choices[0]!.message.content).toBe("You said: hi")
+    await idle()
+    expect(await server.run(balanceOf(accountId))).toEqual({ available: 100n, held: 0n })
+    const records = await server.run(usageOf(accountId))
+    expect(records.map((r) => [r.model, r.list_credits, r.credits])).toEqual([["free-chat", 0n, 0n]])
+  })
+
+  it("rpm: the call past the key's tier rpm answers 429 rate_limited with Retry-After", async () => {
+    const { secret } = await server.run(newAccount({ credits: CREDITS }))
+    const client = sdk(secret)
+    const body = { model: "free-chat", messages: [{ role: "user" as const, content: "hi" }] }
+    for (let i = 0; i < 5; i++) await client.chat.completions.create(body)
+    const error = await client.chat.completions.create(body).catch((e) => e)
+    expect(error).toBeInstanceOf(OpenAI.RateLimitError)
+    expect(error.code).toBe("rate_limited")
+    const retryAfter = Number(error.headers.get("retry-after"))
+    expect(retryAfter).toBeGreaterThanOrEqual(1)
+    expect(retryAfter).toBeLessThanOrEqual(60)
+    // Another key of the same tier has its own count.
+    const other = await server.run(newAccount({ credits: CREDITS }))
+    await sdk(other.secret).chat.completions.create(body)
+  })
+})

@@ -1,0 +1,56 @@
+/**
+ * The inference routes as raw router routes (not HttpApi handlers, so that bodies and server-sent
+ * events pass through untouched and fast): POST /v1/chat/completions, /v1/embeddings,
+ * /v1/forecasts (also /forecasts), /v1/images/generations, plus the keyless GET /v1/models and
+ * GET /v1/openapi.json (InferenceCatalogueRoutes). The contract they keep is InferenceApi's.
+ *
+ * Needs the Gateway service (and what InferenceCatalogueRoutes needs).
+ */
+import { Effect, Layer } from "effect"
+import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Gateway, type GatewayError, type GatewayResponse, RateLimited } from "../gateway/Gateway.ts"
+import type { Endpoint } from "../gateway/Validation.ts"
+import { InferenceCatalogueRoutes } from "./InferenceApi.ts"
+
+const SSE_HEADERS = {
+  "cache-control": "no-cache",
+  // Ask proxies (nginx and the like) not to buffer the stream.
+  "x-accel-buffering": "no"
+}
+
+const toResponse = (result: GatewayResponse): HttpServerResponse.HttpServerResponse =>
+  result._tag === "Body"
+    ? HttpServerResponse.uint8Array(result.body, { status: result.status, contentType: result.contentType })
+    : HttpServerResponse.stream(result.stream, { contentType: "text/event-stream", headers: SSE_HEADERS })
+
+const errorResponse = (error: GatewayError): HttpServerResponse.HttpServerResponse =>
+  error instanceof RateLimited
+    ? HttpServerResponse.jsonUnsafe({ error: error.error }, {
+      status: 429,
+      headers: { "retry-after": String(error.retry_after_seconds) }
+    })
+    : HttpServerResponse.jsonUnsafe({ error: error.error }, { status: error.status })
+
+const handler = (gateway: Gateway["Service"], endpoint: Endpoint) => (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.flatMap(
+    Effect.orElseSucceed(request.text, () => ""),
+    (text) =>
+      gateway.call(endpoint, request.headers["authorization"], text).pipe(
+        Effect.match({ onFailure: errorResponse, onSuccess: toResponse })
+      )
+  )
+
+/** The call routes; needs Gateway. */
+export const InferenceCallRoutes = Layer.unwrap(Effect.gen(function*() {
+  const gateway = yield* Gateway
+  return Layer.mergeAll(
+    HttpRouter.add("POST", "/v1/chat/completions", handler(gateway, "/v1/chat/completions")),
+    HttpRouter.add("POST", "/v1/embeddings", handler(gateway, "/v1/embeddings")),
+    HttpRouter.add("POST", "/v1/forecasts", handler(gateway, "/v1/forecasts")),
+    HttpRouter.add("POST", "/forecasts", handler(gateway, "/v1/forecasts")),
+    HttpRouter.add("POST", "/v1/images/generations", handler(gateway, "/v1/images/generations"))
+  )
+}))
+
+/** Every inference route: the calls and the keyless model list and OpenAPI document. */
+export const InferenceRoutes = Layer.mergeAll(InferenceCallRoutes, InferenceCatalogueRoutes)

@@ -1,0 +1,531 @@
+/**
+ * The inference gateway engine (docs/gateway.md "Routing", "Metering", "Streaming"): one call of
+ * POST /v1/chat/completions, /v1/embeddings, /v1/forecasts or /v1/images/generations, from the
+ * bearer key to the machine's answer, charged exactly once after it completes.
+ *
+ * Per call, in order:
+ *  1. authenticate the key (401 missing_api_key / invalid_api_key), check the inference
+ *     permission (403 key_lacks_inference_permission);
+ *  2. parse (400 invalid_json) and validate the body (Validation.ts);
+ *  3. pick the machines: `machine` in the body or a key pinned to a machine sends the call there
+ *     only (403 key_not_scoped_to_machine when they disagree, 503 no_capacity when it is not
+ *     serving the model); otherwise the route order (Routing.orderRoutes) of the machines serving
+ *     the model now, without those cooling down after repeated failures;
+ *  4. concurrently: count the call against the key's rpm (tier from purchased credits; 429
+ *     rate_limited with Retry-After) and reserve the upper bound of its cost (402
+ *     insufficient_credit) — no reservation for a model priced at zero or while charging is closed;
+ *  5. call the machines in route order until one answers: a connection failure, a timeout before
+ *     the first byte, or a 404/408/429/5xx answer moves on to the next (502 machine_unreachable /
+ *     machine_error, or 503 no_capacity, when all fail); another 4xx is the client's and is passed
+ *     on (not charged);
+ *  6. answer: the machine's JSON as it is, or its server-sent events through Streaming.ts; then,
+ *     in the background, settle the reservation to the real cost and write one usage record.
+ *
+ * Store round trips per call (non-streaming): key lookup + account (ApiKeys.authenticate), then in
+ * parallel the rpm counter and the reservation (balances + reserve), then after the answer has
+ * been sent settle (reservation + settle) and the usage record. Purchased credits (for the tier)
+ * are cached in process for tierCacheMs.
+ */
+import { Clock, Context, Effect, FiberSet, Layer, Schema, Semaphore, Stream } from "effect"
+import { ApiKeys, type Caller } from "../ApiKeys.ts"
+import { Catalogue } from "../Catalogue.ts"
+import type { MachineConfig } from "../CatalogueConfig.ts"
+import { chargingGate } from "../Charging.ts"
+import { type InferenceError, inferenceError } from "../Errors.ts"
+import { generateId } from "../Keys.ts"
+import { Ledger } from "../Ledger.ts"
+import { creditsToMicro } from "../Money.ts"
+import type { Allocation } from "../ports/LedgerStore.ts"
+import { MachineClient, type MachineFailure, type MachineResponse } from "../ports/MachineClient.ts"
+import { MachineStatus } from "../ports/MachineStatus.ts"
+import { OrderStore } from "../ports/OrderStore.ts"
+import { RateLimitStore, windowStartOf } from "../ports/RateLimitStore.ts"
+import { UsageStore } from "../ports/UsageStore.ts"
+import { orderRoutes, type RouteCandidate } from "../Routing.ts"
+import * as Time from "../Time.ts"
+import {
+  boundOf,
+  completionChars,
+  costOf,
+  estimatedUsage,
+  isFree,
+  type Prices,
+  pricesOf,
+  type Quantities,
+  reportedUsage,
+  unitOf
+} from "./Metering.ts"
+import { startStream, type StreamOutcome } from "./Streaming.ts"
+import { type Endpoint, validateCall, type ValidCall } from "./Validation.ts"
+
+// ---- Configuration ------------------------------------------------------------------------
+
+export interface GatewayConfig {
+  /** Time allowed until a machine's answer head arrives (a non-streamed answer comes whole). */
+  readonly firstByteTimeoutMs: number
+  /** A streamed call may last this long; past it the stream ends with an error event. */
+  readonly maxStreamMs: number
+  /** Keep-alive comment interval while a stream waits for its first event. */
+  readonly keepAliveMs: number
+  /** How long a stream is read on after its client left. */
+  readonly drainTimeoutMs: number
+  /** At most this many such drains at once; beyond, the call is billed on its estimate at once. */
+  readonly maxDrains: number
+  /** Machines tried per call at most. */
+  readonly maxAttempts: number
+  /** Consecutive failures after which a machine is skipped for cooldownMs. */
+  readonly cooldownFailures: number
+  readonly cooldownMs: number
+  /** How long an account's purchased credits (its tier, so its rpm) are cached in process. */
+  readonly tierCacheMs: number
+  /** The rpm window. */
+  readonly rateWindowMs: number
+}
+
+export const defaultGatewayConfig: GatewayConfig = {
+  firstByteTimeoutMs: 300_000,
+  maxStreamMs: 600_000,
+  keepAliveMs: 5_000,
+  drainTimeoutMs: 60_000,
+  maxDrains: 64,
+  maxAttempts: 3,
+  cooldownFailures: 3,
+  cooldownMs: 30_000,
+  tierCacheMs: 10_000,
+  rateWindowMs: 60_000
+}
+
+/** A reservation outlives the longest call and its drain by this margin before it expires. */
+export const RESERVATION_MARGIN_MS = 5 * 60_000
+
+// ---- Results and errors -------------------------------------------------------------------
+
+export type GatewayResponse =
+  /** A whole body: the machine's JSON (or its client error), passed on as it came. */
+  | { readonly _tag: "Body"; readonly status: number; readonly contentType: string; readonly body: Uint8Array }
+  /** Server-sent events. */
+  | { readonly _tag: "Events"; readonly stream: Stream.Stream<Uint8Array> }
+
+/** 429: the key's requests per minute are used up; retry after the window ends. */
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+  error: Schema.Struct({ message: Schema.String, type: Schema.String, code: Schema.String }),
+  retry_after_seconds: Schema.Number
+}) {}
+
+export type GatewayError = InferenceError | RateLimited
+
+export class Gateway extends Context.Service<Gateway, {
+  /**
+   * One inference call. `authorization` is the Authorization header (or undefined), `body` the raw
+   * request body text.
+   */
+  readonly call: (
+    endpoint: Endpoint,
+    authorization: string | undefined,
+    body: string
+  ) => Effect.Effect<GatewayResponse, GatewayError>
+  /** Waits until every background settlement and stream drain has finished (tests, shutdown). */
+  readonly idle: Effect.Effect<void>
+  /** Machines currently skipped after repeated failures (for operators and tests). */
+  readonly coolingDown: Effect.Effect<ReadonlyArray<string>>
+}>()("@model-platform/core/gateway/Gateway") {
+  static readonly layer = (config: Partial<GatewayConfig> = {}) => Layer.effect(Gateway, make({ ...defaultGatewayConfig, ...config }))
+}
+
+// ---- Pure helpers -------------------------------------------------------------------------
+
+/** The secret in an Authorization header: "Bearer <secret>"; "" when there is none. */
+export const bearerSecret = (header: string | undefined): string => {
+  if (header === undefined) return ""
+  const match = /^\s*Bearer\s+(.*)$/i.exec(header)
+  return (match === null ? header : match[1]!).trim()
+}
+
+/** The path under a machine's base_url for an endpoint ("/v1/embeddings" -> "/embeddings"). */
+export const machinePath = (endpoint: Endpoint): string => endpoint.slice(3)
+
+const RETRYABLE_STATUS = new Set([404, 408, 409, 425, 429])
+/** A machine's answer that means "try another machine": it is not the client's fault. */
+export const isRetryableStatus = (status: number): boolean => status >= 500 || RETRYABLE_STATUS.has(status)
+
+const concat = (chunks: ReadonlyArray<Uint8Array>): Uint8Array => {
+  if (chunks.length === 1) return chunks[0]!
+  let length = 0
+  for (const c of chunks) length += c.length
+  const out = new Uint8Array(length)
+  let offset = 0
+  for (const c of chunks) {
+    out.set(c, offset)
+    offset += c.length
+  }
+  return out
+}
+
+const decoder = new TextDecoder()
+
+interface Held {
+  readonly ref: string
+  readonly machineId: string
+  readonly allocations: ReadonlyArray<Allocation>
+}
+
+/** Whether a reservation made for one machine may pay a call on another (no pinned credits in it). */
+const usableOn = (held: Held, machineId: string) =>
+  held.machineId === machineId || held.allocations.every((a) => a.machine_id === null)
+
+// ---- The service --------------------------------------------------------------------------
+
+const make = (config: GatewayConfig) =>
+  Effect.gen(function*() {
+    const apiKeys = yield* ApiKeys
+    const catalogue = yield* Catalogue
+    const ledger = yield* Ledger
+    const usageStore = yield* UsageStore
+    const rateLimits = yield* RateLimitStore
+    const machines = yield* MachineClient
+    const status = yield* MachineStatus
+    const orders = yield* OrderStore
+
+    const cfg = catalogue.config
+    const machinesById = new Map(cfg.machines.map((m) => [m.id, m]))
+    const machinesOfModel = new Map<string, ReadonlyArray<MachineConfig>>(
+      cfg.models.map((model) => [model.id, cfg.machines.filter((m) => m.serverless_models.includes(model.id))])
+    )
+    const prices = new Map<string, Prices>(cfg.models.map((m) => [m.id, pricesOf(m)]))
+    const tiers = [...cfg.tiers]
+      .map((t) => ({ rpm: t.rpm, purchased: creditsToMicro(t.purchased_credits) ?? 0n }))
+      .sort((a, b) => (a.purchased < b.purchased ? -1 : a.purchased > b.purchased ? 1 : 0))
+    const reservationTtlMs = Math.max(config.firstByteTimeoutMs, config.maxStreamMs) + config.drainTimeoutMs +
+      RESERVATION_MARGIN_MS
+
+    const background = yield* FiberSet.make<void, never>()
+    yield* Effect.addFinalizer(() => FiberSet.awaitEmpty(background).pipe(Effect.timeoutOption(10_000), Effect.asVoid))
+    const drains = yield* Semaphore.make(config.maxDrains)
+    const fork = (effect: Effect.Effect<void>) => Effect.asVoid(FiberSet.run(background, effect))
+
+    // -- cooldown (in process) --
+    const failures = new Map<string, { count: number; until: number }>()
+    const noteFailure = (machineId: string, now: number) => {
+      const entry = failures.get(machineId) ?? { count: 0, until: 0 }
+      entry.count += 1
+      if (entry.count >= config.cooldownFailures) {
+        entry.until = now + config.cooldownMs
+        entry.count = 0
+      }
+      failures.set(machineId, entry)
+    }
+    const noteSuccess = (machineId: string) => {
+      if (failures.has(machineId)) failures.delete(machineId)
+    }
+    const coolingDown = (machineId: string, now: number) => (failures.get(machineId)?.until ?? 0) > now
+
+    // -- tiers (purchased credits cached per account) --
+    const purchased = new Map<string, { value: bigint; at: number }>()
+    const rpmOf = (accountId: string, now: number) =>
+      Effect.gen(function*() {
+        const cached = purchased.get(accountId)
+        let value: bigint
+        if (cached !== undefined && now - cached.at < config.tierCacheMs) {
+          value = cached.value
+        } else {
+          value = yield* orders.purchasedCredits(accountId)
+          purchased.set(accountId, { value, at: now })
+        }
+        let rpm = tiers[0]?.rpm ?? 60
+        for (const tier of tiers) if (tier.purchased <= value) rpm = tier.rpm
+        return rpm
+      })
+
+    /** The call's count in its key's window, and the rpm it is allowed (never fails). */
+    const countCall = (caller: Caller, now: number) =>
+      Effect.gen(function*() {
+        const windowStart = windowStartOf(now, config.rateWindowMs)
+        const [rpm, count] = yield* Effect.all([
+          rpmOf(caller.account.id, now),
+          rateLimits.hit(`rpm:${caller.key.id}`, windowStart, config.rateWindowMs)
+        ], { concurrency: 2 })
+        return { rpm, count, retryAfterSeconds: Math.max(1, Math.ceil((windowStart + config.rateWindowMs - now) / 1000)) }
+      })
+
+    // -- machines for a call --
+    const noCapacity = (message: string) => inferenceError(503, "no_capacity", message)
+
+    const candidatesFor = (call: ValidCall, caller: Caller, now: number) =>
+      Effect.gen(function*() {
+        const model = call.model
+        const keyMachine = caller.key.machine_id
+        if (call.machine !== undefined && keyMachine !== null && call.machine !== keyMachine) {
+          return yield* inferenceError(
+            403,
+            "key_not_scoped_to_machine",
+            `This key is pinned to machine "${keyMachine}"; it cannot call machine "${call.machine}".`
+          )
+        }
+        const target = call.machine ?? keyMachine ?? undefined
+        if (target !== undefined) {
+          const machine = machinesById.get(target)
+          if (machine === undefined) {
+            return yield* inferenceError(404, "machine_not_found", `No machine "${target}".`)
+          }
+          const state = yield* status.get(target)
+          if (
+            !machine.serverless_models.includes(model.id) || state.health === "offline" ||
+            !state.serving_now.includes(model.id)
+          ) {
+            return yield* noCapacity(`${model.id} is not serving on machine ${target} now; retry later or pick another machine.`)
+          }
+          return [machine] as ReadonlyArray<MachineConfig>
+        }
+        const configs = machinesOfModel.get(model.id) ?? []
+        const candidates: Array<RouteCandidate & { readonly machine: MachineConfig }> = []
+        for (const machine of configs) {
+          const state = yield* status.get(machine.id)
+          const serving = state.serving_now.includes(model.id)
+          if (!serving || state.health === "offline" || coolingDown(machine.id, now)) continue
+          candidates.push({ machine_id: machine.id, region: machine.region, health: state.health, serving, score: machine.score, machine })
+        }
+        if (candidates.length === 0) return yield* noCapacity(`No machine is serving ${model.id} now; retry later.`)
+        return orderRoutes(candidates).map((c) => c.machine)
+      })
+
+    // -- metering --
+    const meter = (
+      caller: Caller,
+      call: ValidCall,
+      machineId: string,
+      held: Held | undefined,
+      charging: boolean,
+      usage: Quantities
+    ) =>
+      Effect.gen(function*() {
+        const price = prices.get(call.model.id)!
+        const list = costOf(price, usage)
+        let credits = 0n
+        if (held !== undefined) {
+          const settled = yield* ledger.settle(held.ref, list)
+          if (settled._tag === "Settled") credits = settled.charged
+          else yield* Effect.logWarning(`gateway: reservation ${held.ref} was ${settled._tag === "Unknown" ? "unknown" : settled.status} at settlement; nothing charged`)
+        }
+        const { unit, quantity } = unitOf(call, price, usage)
+        yield* usageStore.record({
+          ref: held?.ref ?? (yield* generateId("usage")),
+          account_id: caller.account.id,
+          at: yield* Time.now,
+          key_id: caller.key.id,
+          agent_id: caller.key.agent_id,
+          machine_id: machineId,
+          service: call.model.service,
+          model: call.model.id,
+          unit,
+          quantity,
+          input_tokens: usage.input_tokens,
+          output_tokens: usage.output_tokens,
+          list_credits: list,
+          credits: charging ? credits : 0n,
+          from_allowance: 0n,
+          from_trial: 0n
+        })
+      }).pipe(Effect.catchCause((cause) => Effect.logError("gateway: metering failed", cause)), Effect.uninterruptible)
+
+    const release = (held: Held | undefined) =>
+      held === undefined ? Effect.void : Effect.asVoid(ledger.void(held.ref))
+
+    const readAll = (body: Stream.Stream<Uint8Array, MachineFailure>) =>
+      Effect.map(Stream.runCollect(body), (chunks) => concat(Array.from(chunks)))
+
+    /** Reads (and forgets) the body of an answer we do not pass on, briefly, so the connection is reused. */
+    const discard = (response: MachineResponse) =>
+      readAll(response.body).pipe(
+        Effect.map((bytes) => decoder.decode(bytes).slice(0, 300)),
+        Effect.timeoutOption(1_000),
+        Effect.catch(() => Effect.succeedNone),
+        Effect.map((text) => (text._tag === "Some" ? text.value : ""))
+      )
+
+    // -- one call --
+    const call = (endpoint: Endpoint, authorization: string | undefined, text: string) =>
+      Effect.gen(function*() {
+        const caller = yield* apiKeys.authenticate(bearerSecret(authorization)).pipe(
+          Effect.mapError((e) => inferenceError(401, e.error.code, e.error.message))
+        )
+        if (!caller.key.permissions.includes("inference")) {
+          return yield* inferenceError(403, "key_lacks_inference_permission", "This key lacks the \"inference\" permission.")
+        }
+        let raw: unknown
+        try {
+          raw = JSON.parse(text)
+        } catch {
+          return yield* inferenceError(400, "invalid_json", "The request body is not valid JSON.")
+        }
+        const vc = yield* validateCall(endpoint, raw, cfg)
+        const now = yield* Clock.currentTimeMillis
+        const candidates = yield* candidatesFor(vc, caller, now)
+        const price = prices.get(vc.model.id)!
+        const charging = chargingGate(cfg.payments, now).open
+        const priced = charging && !isFree(price)
+        const bound = priced ? costOf(price, boundOf(vc)) : 0n
+        const expiresAt = Time.toTimestamp(now + reservationTtlMs)
+
+        const reserve = (machineId: string) =>
+          Effect.map(
+            ledger.reserve(caller.account.id, machineId, bound, expiresAt),
+            (r) => (r._tag === "Reserved" ? { ref: r.ref, machineId, allocations: r.allocations } satisfies Held : r)
+          )
+
+        // Admission: rpm and the first reservation at once.
+        const first = candidates[0]!
+        const [rate, firstHold] = yield* Effect.all([
+          countCall(caller, now),
+          priced ? reserve(first.id) : Effect.succeed(undefined)
+        ], { concurrency: 2 })
+        if (rate.count > rate.rpm) {
+          if (firstHold !== undefined && !("_tag" in firstHold)) yield* fork(release(firstHold))
+          return yield* new RateLimited({
+            error: {
+              message: `Rate limit reached: this key may make ${rate.rpm} requests per minute at the account's tier; retry in ${rate.retryAfterSeconds} s.`,
+              type: "rate_limit_error",
+              code: "rate_limited"
+            },
+            retry_after_seconds: rate.retryAfterSeconds
+          })
+        }
+        if (firstHold !== undefined && "_tag" in firstHold) {
+          return yield* inferenceError(
+            402,
+            "insufficient_credit",
+            `Insufficient credit: this call may cost up to ${bound} micro-credits and the balance usable on this machine is ${firstHold.available}. Add credits, or lower max_tokens.`
+          )
+        }
+
+        // From here on `held` is the call's reservation until it is handed to metering.
+        let held: Held | undefined = firstHold
+        const body = vc.stream
+          ? { ...vc.body, stream_options: { ...(typeof vc.body.stream_options === "object" ? vc.body.stream_options : {}), include_usage: true } }
+          : vc.body
+        const path = machinePath(endpoint)
+
+        const attempts = Effect.gen(function*() {
+          let last: InferenceError = noCapacity(`No machine is serving ${vc.model.id} now; retry later.`)
+          let attempt = 0
+          for (const machine of candidates) {
+            if (attempt >= config.maxAttempts) break
+            if (priced && (held === undefined || !usableOn(held, machine.id))) {
+              const previous = held
+              held = undefined
+              yield* release(previous)
+              const r = yield* reserve(machine.id)
+              if ("_tag" in r) continue
+              held = r
+            }
+            attempt += 1
+            const result = yield* Effect.result(
+              machines.post(machine, path, body, { firstByteTimeoutMs: config.firstByteTimeoutMs })
+            )
+            const at = yield* Clock.currentTimeMillis
+            if (result._tag === "Failure") {
+              noteFailure(machine.id, at)
+              last = inferenceError(
+                502,
+                "machine_unreachable",
+                `Machine ${machine.id} ${result.failure.reason === "timeout" ? "did not answer in time" : "could not be reached"}; retry with backoff.`
+              )
+              continue
+            }
+            const response = result.success
+            if (isRetryableStatus(response.status)) {
+              noteFailure(machine.id, at)
+              const detail = yield* discard(response)
+              yield* Effect.logDebug(`gateway: machine ${machine.id} answered ${response.status}: ${detail}`)
+              last = response.status === 503
+                ? noCapacity(`${vc.model.id} is not serving on machine ${machine.id} now; retry later.`)
+                : inferenceError(502, "machine_error", `Machine ${machine.id} failed (status ${response.status}); retry with backoff.`)
+              continue
+            }
+            noteSuccess(machine.id)
+            return { machine, response }
+          }
+          return yield* last
+        })
+
+        const run = Effect.gen(function*() {
+          const { machine, response } = yield* attempts
+          if (response.status >= 400) {
+            // The client's own error (400, 413, ...): passed on, not charged.
+            const bytes = yield* readAll(response.body).pipe(Effect.orElseSucceed(() => new Uint8Array()))
+            const previous = held
+            held = undefined
+            yield* release(previous)
+            return {
+              _tag: "Body",
+              status: response.status,
+              contentType: response.headers["content-type"] ?? "application/json",
+              body: bytes
+            } satisfies GatewayResponse as GatewayResponse
+          }
+          if (vc.stream) {
+            return yield* Effect.uninterruptible(Effect.gen(function*() {
+              const mine = held
+              held = undefined
+              const stream = yield* startStream({
+                call: vc,
+                machineId: machine.id,
+                body: response.body,
+                settings: { keepAliveMs: config.keepAliveMs, drainTimeoutMs: config.drainTimeoutMs, maxStreamMs: config.maxStreamMs },
+                drains,
+                fork,
+                finish: (outcome: StreamOutcome) =>
+                  Effect.gen(function*() {
+                    if (outcome._tag === "Failed") {
+                      noteFailure(machine.id, yield* Clock.currentTimeMillis)
+                      yield* Effect.logWarning(`gateway: stream from ${machine.id} failed: ${outcome.reason}`)
+                      return yield* release(mine)
+                    }
+                    const usage = outcome._tag === "Reported" ? outcome.usage : estimatedUsage(vc, outcome.outputChars)
+                    if (outcome._tag === "Estimated") {
+                      yield* Effect.logWarning(`gateway: billing an estimate for a stream from ${machine.id}: ${outcome.reason}`)
+                    }
+                    yield* meter(caller, vc, machine.id, mine, charging, usage)
+                  }).pipe(Effect.uninterruptible)
+              })
+              return { _tag: "Events", stream } satisfies GatewayResponse as GatewayResponse
+            }))
+          }
+          const read = yield* Effect.result(readAll(response.body))
+          if (read._tag === "Failure") {
+            noteFailure(machine.id, yield* Clock.currentTimeMillis)
+            return yield* inferenceError(502, "machine_error", `Machine ${machine.id} broke off its answer; retry with backoff.`)
+          }
+          const bytes = read.success
+          let json: unknown
+          try {
+            json = JSON.parse(decoder.decode(bytes))
+          } catch {
+            noteFailure(machine.id, yield* Clock.currentTimeMillis)
+            return yield* inferenceError(502, "machine_error", `Machine ${machine.id} answered with a body that is not JSON.`)
+          }
+          const reported = reportedUsage(vc, json)
+          const usage = reported ?? estimatedUsage(vc, completionChars(json))
+          if (reported === undefined) yield* Effect.logWarning(`gateway: machine ${machine.id} reported no usage; billing an estimate`)
+          yield* Effect.uninterruptible(Effect.suspend(() => {
+            const mine = held
+            held = undefined
+            return fork(meter(caller, vc, machine.id, mine, charging, usage))
+          }))
+          return { _tag: "Body", status: response.status, contentType: "application/json", body: bytes } satisfies GatewayResponse as GatewayResponse
+        })
+
+        // Whatever ends the call before metering took the reservation over releases it.
+        return yield* run.pipe(Effect.onExit(() => Effect.suspend(() => {
+          const left = held
+          held = undefined
+          return release(left)
+        })))
+      })
+
+    return Gateway.of({
+      call,
+      idle: FiberSet.awaitEmpty(background),
+      coolingDown: Effect.map(Clock.currentTimeMillis, (now) =>
+        [...failures.entries()].filter(([, f]) => f.until > now).map(([id]) => id))
+    })
+  })

@@ -1,0 +1,270 @@
+/**
+ * Streamed chat replies (docs/gateway.md "Streaming").
+ *
+ * A "pump" fiber, owned by the gateway (not by the request), reads the machine's server-sent
+ * events and hands each one to the client through a small bounded queue, event by event (never a
+ * whole reply). The client's response body is a stream over that queue. So:
+ *
+ * - The client leaving (its stream is interrupted) does not stop the pump: it keeps reading the
+ *   machine's stream to its final usage chunk (a "drain"), bounded in time (drainTimeoutMs) and
+ *   in number (maxDrains concurrent drains, a semaphore). A drain that finds no free slot, or runs
+ *   out of time, stops reading and the call is billed on the estimate of what was seen.
+ * - The pump calls `finish` exactly once with the outcome: the machine's usage, an estimate (the
+ *   stream completed without usage, or a drain was cut short), or a failure (the machine's stream
+ *   broke before it reported usage: not charged).
+ * - Until the first event, a keep-alive comment is sent every keepAliveMs.
+ * - The usage chunk is passed on (every client gets it, as the spec says: the last chunk carries
+ *   usage); when the machine sent none, one with the estimate is added before `data: [DONE]`.
+ * - An error after the first byte is sent as an event `data: {"error": {...}}`, then the stream ends.
+ */
+import { type Cause, Deferred, Effect, Exit, Fiber, Queue, Semaphore, Stream } from "effect"
+import type { MachineFailure } from "../ports/MachineClient.ts"
+import { completionChars, estimatedUsage, type Quantities, reportedUsage } from "./Metering.ts"
+import type { ValidCall } from "./Validation.ts"
+
+// ---- Server-sent events -------------------------------------------------------------------
+
+/**
+ * Splits a byte stream of server-sent events into the data of each complete event (multi-line
+ * data joined with "\n"); comments and events without data are dropped. CRLF is accepted.
+ */
+export class SseSplitter {
+  private buffer = ""
+  private readonly decoder = new TextDecoder()
+
+  push(bytes: Uint8Array): ReadonlyArray<string> {
+    this.buffer += this.decoder.decode(bytes, { stream: true })
+    return this.take(false)
+  }
+
+  /** What is left at the end of the stream (an event without its blank line). */
+  end(): ReadonlyArray<string> {
+    this.buffer += this.decoder.decode()
+    return this.take(true)
+  }
+
+  private take(final: boolean): ReadonlyArray<string> {
+    if (this.buffer.includes("\r")) {
+      // Keep a trailing "\r": its "\n" may come in the next chunk.
+      const keep = !final && this.buffer.endsWith("\r")
+      const body = keep ? this.buffer.slice(0, -1) : this.buffer
+      this.buffer = body.replace(/\r\n?/g, "\n") + (keep ? "\r" : "")
+    }
+    const out: Array<string> = []
+    let start = 0
+    for (;;) {
+      const end = this.buffer.indexOf("\n\n", start)
+      if (end === -1) break
+      const data = dataOf(this.buffer.slice(start, end))
+      if (data !== undefined) out.push(data)
+      start = end + 2
+    }
+    this.buffer = this.buffer.slice(start)
+    if (final && this.buffer.trim() !== "") {
+      const data = dataOf(this.buffer)
+      if (data !== undefined) out.push(data)
+      this.buffer = ""
+    }
+    return out
+  }
+}
+
+const dataOf = (event: string): string | undefined => {
+  let data: string | undefined
+  for (const line of event.split("\n")) {
+    if (!line.startsWith("data:")) continue
+    const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5)
+    data = data === undefined ? value : `${data}\n${value}`
+  }
+  return data
+}
+
+const encoder = new TextEncoder()
+export const sseEvent = (data: string): Uint8Array => encoder.encode(`data: ${data}\n\n`)
+export const KEEP_ALIVE = encoder.encode(": keep-alive\n\n")
+export const DONE = sseEvent("[DONE]")
+
+export const sseError = (message: string, code: string, type = "server_error"): Uint8Array =>
+  sseEvent(JSON.stringify({ error: { message, type, code } }))
+
+// ---- The pump -----------------------------------------------------------------------------
+
+export type StreamOutcome =
+  /** The machine reported usage. */
+  | { readonly _tag: "Reported"; readonly usage: Quantities }
+  /** No usage: the stream completed without it, or the drain was cut; bill the estimate. */
+  | { readonly _tag: "Estimated"; readonly outputChars: number; readonly reason: string }
+  /** The machine failed before reporting usage: not charged. */
+  | { readonly _tag: "Failed"; readonly reason: string }
+
+export interface StreamSettings {
+  readonly keepAliveMs: number
+  readonly drainTimeoutMs: number
+  /** Whole-stream limit: past it the call fails (error event) and is not charged. */
+  readonly maxStreamMs: number
+}
+
+export interface PumpInput {
+  readonly call: ValidCall
+  readonly machineId: string
+  readonly body: Stream.Stream<Uint8Array, MachineFailure>
+  readonly settings: StreamSettings
+  /** Concurrent drains after a client left. */
+  readonly drains: Semaphore.Semaphore
+  /** Called exactly once, uninterruptibly, when the pump is done. */
+  readonly finish: (outcome: StreamOutcome) => Effect.Effect<void>
+  /** Forks the pump where it outlives the request (the gateway's fiber set). */
+  readonly fork: (pump: Effect.Effect<void>) => Effect.Effect<void>
+}
+
+const QUEUE_CAPACITY = 256
+
+type ReadEnd =
+  | { readonly _tag: "Ended" }
+  | { readonly _tag: "Broken"; readonly message: string }
+  | { readonly _tag: "Cut"; readonly reason: string }
+
+/**
+ * Starts the pump and returns the client's body stream. Must be called uninterruptibly together
+ * with handing the call's reservation to `finish` (the gateway does).
+ */
+export const startStream = (input: PumpInput): Effect.Effect<Stream.Stream<Uint8Array>> =>
+  Effect.gen(function*() {
+    const queue = yield* Queue.bounded<Uint8Array, Cause.Done>(QUEUE_CAPACITY)
+    const gone = yield* Deferred.make<void>()
+    const { call, settings } = input
+
+    let clientGone = false
+    let sentEvent = false
+    let usage: Quantities | undefined
+    let outputChars = 0
+    let sawDone = false
+    let lastChunk: { id?: unknown; created?: unknown; model?: unknown } = {}
+
+    const send = (bytes: Uint8Array): Effect.Effect<void> =>
+      clientGone ? Effect.void : Effect.asVoid(Queue.offer(queue, bytes))
+
+    const onData = (data: string): Effect.Effect<void> => {
+      if (data === "[DONE]") {
+        sawDone = true
+        return Effect.void
+      }
+      let chunk: unknown
+      try {
+        chunk = JSON.parse(data)
+      } catch {
+        chunk = undefined
+      }
+      if (typeof chunk === "object" && chunk !== null) {
+        const c = chunk as { id?: unknown; created?: unknown; model?: unknown; usage?: unknown }
+        if (c.usage !== undefined && c.usage !== null) usage = reportedUsage(call, chunk) ?? usage
+        outputChars += completionChars(chunk)
+        if (c.id !== undefined) lastChunk = c
+      }
+      sentEvent = true
+      return send(sseEvent(data))
+    }
+
+    const splitter = new SseSplitter()
+    const read: Effect.Effect<ReadEnd> = input.body.pipe(
+      Stream.runForEach((bytes) => Effect.forEach(splitter.push(bytes), onData, { discard: true })),
+      Effect.flatMap(() => Effect.forEach(splitter.end(), onData, { discard: true })),
+      Effect.as<ReadEnd>({ _tag: "Ended" }),
+      Effect.catch((failure) => Effect.succeed<ReadEnd>({ _tag: "Broken", message: failure.message }))
+    )
+
+    // Once the client is gone: a drain slot for at most drainTimeoutMs, or stop at once.
+    let holdsSlot = false
+    const limit: Effect.Effect<ReadEnd> = Effect.gen(function*() {
+      yield* Deferred.await(gone)
+      const slot = yield* Semaphore.takeIfAvailable(input.drains, 1)
+      if (!slot) return { _tag: "Cut", reason: "the client left and no drain slot was free" } as const
+      holdsSlot = true
+      yield* Effect.sleep(settings.drainTimeoutMs)
+      return { _tag: "Cut", reason: `the client left and the drain took over ${settings.drainTimeoutMs} ms` } as const
+    })
+
+    const keepAlive = Effect.gen(function*() {
+      while (!sentEvent && !clientGone) {
+        yield* Effect.sleep(settings.keepAliveMs)
+        if (!sentEvent && !clientGone) yield* send(KEEP_ALIVE)
+      }
+    })
+
+    const synthesizedUsage = (q: Quantities): Uint8Array =>
+      sseEvent(JSON.stringify({
+        id: typeof lastChunk.id === "string" ? lastChunk.id : "chatcmpl-gateway",
+        object: "chat.completion.chunk",
+        created: typeof lastChunk.created === "number" ? lastChunk.created : Math.floor(Date.now() / 1000),
+        model: typeof lastChunk.model === "string" ? lastChunk.model : call.model.id,
+        choices: [],
+        usage: {
+          prompt_tokens: Number(q.input_tokens),
+          completion_tokens: Number(q.output_tokens),
+          total_tokens: Number(q.input_tokens + q.output_tokens)
+        }
+      }))
+
+    const pump = Effect.gen(function*() {
+      const keeper = yield* Effect.forkChild(keepAlive)
+      const end = yield* Effect.raceFirst(read, limit).pipe(
+        Effect.timeoutOrElse({
+          duration: settings.maxStreamMs,
+          orElse: () => Effect.succeed<ReadEnd>({ _tag: "Broken", message: `the stream took over ${settings.maxStreamMs} ms` })
+        })
+      )
+      yield* Fiber.interrupt(keeper)
+      if (holdsSlot) yield* Semaphore.release(input.drains, 1)
+      return end
+    })
+
+    const conclude = (end: ReadEnd): Effect.Effect<StreamOutcome> =>
+      Effect.gen(function*() {
+        if (end._tag === "Broken" && usage === undefined) {
+          yield* send(sseError(`The machine's stream failed: ${end.message}. Nothing is charged for this call.`, "machine_error"))
+          return { _tag: "Failed", reason: end.message } as const
+        }
+        if (end._tag === "Cut") {
+          return usage !== undefined
+            ? { _tag: "Reported", usage } as const
+            : { _tag: "Estimated", outputChars, reason: end.reason } as const
+        }
+        // Ended (or broke after its usage chunk): close the stream properly for the client.
+        let outcome: StreamOutcome
+        if (usage === undefined) {
+          const estimate = { _tag: "Estimated", outputChars, reason: "the machine reported no usage" } as const
+          yield* send(synthesizedUsage(estimatedUsage(call, outputChars)))
+          outcome = estimate
+        } else {
+          outcome = { _tag: "Reported", usage }
+        }
+        if (end._tag === "Ended" || sawDone) yield* send(DONE)
+        return outcome
+      })
+
+    const run = pump.pipe(
+      Effect.flatMap(conclude),
+      Effect.onExit((exit) =>
+        Effect.gen(function*() {
+          yield* Queue.end(queue)
+          const outcome: StreamOutcome = Exit.isSuccess(exit)
+            ? exit.value
+            : usage !== undefined
+            ? { _tag: "Reported", usage }
+            : { _tag: "Estimated", outputChars, reason: "the gateway stopped while the call streamed" }
+          yield* input.finish(outcome)
+        })
+      ),
+      Effect.asVoid
+    )
+    yield* input.fork(run)
+
+    return Stream.fromQueue(queue).pipe(
+      Stream.onExit(() =>
+        Effect.suspend(() => {
+          clientGone = true
+          return Effect.andThen(Queue.shutdown(queue), Deferred.succeed(gone, undefined))
+        })
+      )
+    )
+  })
