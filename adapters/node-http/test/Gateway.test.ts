@@ -9,7 +9,7 @@ import { Gateway } from "@model-platform/core/gateway/Gateway"
 import { MachineStatus } from "@model-platform/core/ports/MachineStatus"
 import { Effect } from "effect"
 import OpenAI from "openai"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import {
   balanceOf,
   gatewayCatalogue,
@@ -285,5 +285,195 @@ describe("gateway: calls, metering and errors through the openai SDK", () => {
     // Another key of the same tier has its own count.
     const other = await server.run(newAccount({ credits: CREDITS }))
     await sdk(other.secret).chat.completions.create(body)
+  })
+})
+
+describe("gateway: client disconnects, failing machines, missing usage", () => {
+  let a: ReferenceMachine
+  let b: ReferenceMachine
+  let server: GatewayServer
+  const sdk = (secret: string) => new OpenAI({ baseURL: `${server.url}/v1`, apiKey: secret, maxRetries: 0 })
+  const gateway = <A>(f: (g: Gateway["Service"]) => Effect.Effect<A>) => server.run(Effect.flatMap(Gateway, f))
+  const idle = () => gateway((g) => g.idle)
+  const hi = { model: "ref-chat", messages: [{ role: "user" as const, content: "hi" }] }
+
+  beforeAll(async () => {
+    a = await startReferenceMachine({ port: 0, faults: true, id: "a", models: MACHINE_MODELS })
+    b = await startReferenceMachine({ port: 0, faults: true, id: "b", models: MACHINE_MODELS })
+  })
+  afterAll(async () => {
+    await a?.close()
+    await b?.close()
+  })
+  // A gateway per test: cooldown state is per process and must not leak between tests.
+  beforeEach(async () => {
+    a.faults.reset()
+    b.faults.reset()
+    server = await startGatewayServer(
+      gatewayCatalogue([{ id: "m-a", url: a.url, score: 0.9 }, { id: "m-b", url: b.url, score: 0.8 }]),
+      { keepAliveMs: 50, drainTimeoutMs: 5_000, cooldownMs: 60_000 }
+    )
+  })
+  afterEach(async () => {
+    await server?.close()
+  })
+
+  it("a client killed mid-stream: the stream is drained to its usage, exactly one usage record, charged in full", async () => {
+    const { accountId, secret } = await server.run(newAccount({ credits: CREDITS }))
+    a.faults.set({ token_delay_ms: 5 })
+    const controller = new AbortController()
+    const stream = await sdk(secret).chat.completions.create(
+      { model: "ref-chat", messages: [{ role: "user", content: "count to 100" }], stream: true },
+      { signal: controller.signal }
+    )
+    let seen = 0
+    await (async () => {
+      for await (const chunk of stream) {
+        expectValid("CreateChatCompletionStreamResponse", chunk)
+        if (++seen === 5) controller.abort()
+      }
+    })().catch(() => undefined)
+    expect(seen).toBeLessThan(20)
+    await idle()
+    const records = await server.run(usageOf(accountId))
+    expect(records).toHaveLength(1)
+    expect(records[0]!.output_tokens).toBe(100n)
+    const cost = tokenCost(Number(records[0]!.input_tokens), 100, CHAT_IN, CHAT_OUT)
+    expect(records[0]!.credits).toBe(cost)
+    expect(await server.run(balanceOf(accountId))).toEqual({ available: CREDITS - cost, held: 0n })
+    expect(a.stats().dropped).toBe(0)
+  })
+
+  it("a failing machine is routed around and charged once on the machine that answered", async () => {
+    const { accountId, secret } = await server.run(newAccount({ credits: CREDITS }))
+    a.faults.set({ fail_next: 1, fail_status: 500 })
+    const reply = await sdk(secret).chat.completions.create(hi)
+    expectValid("CreateChatCompletionResponse", reply)
+    a.faults.set({ fail_next: 1, fail_kind: "reset" })
+    await sdk(secret).chat.completions.create({ ...hi, stream: true }).then(async (s) => {
+      for await (const _ of s) void _
+    })
+    await idle()
+    const records = await server.run(usageOf(accountId))
+    expect(records.map((r) => r.machine_id)).toEqual(["m-b", "m-b"])
+    const charged = records.reduce((n, r) => n + r.credits, 0n)
+    expect(await server.run(balanceOf(accountId))).toEqual({ available: CREDITS - charged, held: 0n })
+  })
+
+  it("every machine failing: 502 or 503, no usage record, no charge, nothing held", async () => {
+    const { accountId, secret } = await server.run(newAccount({ credits: CREDITS }))
+    a.faults.set({ fail_next: 1, fail_status: 500 })
+    b.faults.set({ fail_next: 1, fail_status: 502 })
+    const error = await sdk(secret).chat.completions.create(hi).catch((e) => e)
+    expect(error).toBeInstanceOf(OpenAI.InternalServerError)
+    expect(error.status).toBe(502)
+    expect(error.code).toBe("machine_error")
+    a.faults.set({ fail_next: 1, fail_status: 503 })
+    b.faults.set({ fail_next: 1, fail_status: 503 })
+    const busy = await sdk(secret).chat.completions.create(hi).catch((e) => e)
+    expect(busy.status).toBe(503)
+    expect(busy.code).toBe("no_capacity")
+    await idle()
+    expect(await server.run(usageOf(accountId))).toEqual([])
+    expect(await server.run(balanceOf(accountId))).toEqual({ available: CREDITS, held: 0n })
+  })
+
+  it("a stream broken by the machine ends with an SSE error event and is not charged", async () => {
+    const { accountId, secret } = await server.run(newAccount({ credits: CREDITS }))
+    a.faults.set({ drop_after_chunks: 3 })
+    const res = await fetch(`${server.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body: JSON.stringify({ ...hi, messages: [{ role: "user", content: "count to 30" }], stream: true })
+    })
+    expect(res.status).toBe(200)
+    const events = (await res.text()).split("\n\n").filter((e) => e.startsWith("data: ")).map((e) => e.slice(6))
+    expect(events).toHaveLength(4)
+    expect(JSON.parse(events[3]!)).toEqual({ error: { message: expect.any(String), type: "server_error", code: "machine_error" } })
+    await idle()
+    expect(await server.run(usageOf(accountId))).toEqual([])
+    expect(await server.run(balanceOf(accountId))).toEqual({ available: CREDITS, held: 0n })
+  })
+
+  it("a machine reporting no usage: billed on the estimate, still one record, the stream still ends with usage", async () => {
+    const { accountId, secret } = await server.run(newAccount({ credits: CREDITS }))
+    a.faults.set({ usage: "omit" })
+    await sdk(secret).chat.completions.create(hi)
+    const stream = await sdk(secret).chat.completions.create({ ...hi, stream: true })
+    const chunks: Array<OpenAI.Chat.Completions.ChatCompletionChunk> = []
+    for await (const chunk of stream) {
+      expectValid("CreateChatCompletionStreamResponse", chunk)
+      chunks.push(chunk)
+    }
+    expect(chunks[chunks.length - 1]!.usage?.total_tokens).toBeGreaterThan(0)
+    await idle()
+    const records = await server.run(usageOf(accountId))
+    expect(records).toHaveLength(2)
+    for (const r of records) expect(r.credits).toBeGreaterThan(0n)
+    const charged = records.reduce((n, r) => n + r.credits, 0n)
+    expect(await server.run(balanceOf(accountId))).toEqual({ available: CREDITS - charged, held: 0n })
+  })
+
+  it("a machine that went away: routed around, then cooled down and skipped", async () => {
+    const { accountId, secret } = await server.run(newAccount({ credits: CREDITS }))
+    await sdk(secret).chat.completions.create(hi)
+    await a.close()
+    for (let i = 0; i < 4; i++) {
+      const reply = await sdk(secret).chat.completions.create(i % 2 === 0 ? hi : { ...hi, model: "free-chat" })
+      expect(reply.choices[0]!.message.content).toBe("You said: hi")
+    }
+    expect(await gateway((g) => g.coolingDown)).toEqual(["m-a"])
+    await idle()
+    const records = await server.run(usageOf(accountId))
+    expect(records.map((r) => r.machine_id)).toEqual(["m-a", "m-b", "m-b", "m-b", "m-b"])
+    const charged = records.reduce((n, r) => n + r.credits, 0n)
+    expect(await server.run(balanceOf(accountId))).toEqual({ available: CREDITS - charged, held: 0n })
+  })
+})
+
+describe("gateway: charging closed, no drain slot", () => {
+  let m: ReferenceMachine
+  let server: GatewayServer
+  const sdk = (secret: string) => new OpenAI({ baseURL: `${server.url}/v1`, apiKey: secret, maxRetries: 0 })
+
+  beforeAll(async () => {
+    m = await startReferenceMachine({ port: 0, faults: true, models: MACHINE_MODELS })
+    server = await startGatewayServer(gatewayCatalogue([{ id: "m-a", url: m.url, score: 0.9 }], { charging: false }), {
+      maxDrains: 0
+    })
+  })
+  afterAll(async () => {
+    await server?.close()
+    await m?.close()
+  })
+
+  it("until a payment rail is set, usage is recorded at list price and charged nothing (no balance needed)", async () => {
+    const { accountId, secret } = await server.run(newAccount())
+    const reply = await sdk(secret).chat.completions.create({ model: "ref-chat", messages: [{ role: "user", content: "hi" }] })
+    await server.run(Effect.flatMap(Gateway, (g) => g.idle))
+    const records = await server.run(usageOf(accountId))
+    const list = tokenCost(reply.usage!.prompt_tokens, reply.usage!.completion_tokens, CHAT_IN, CHAT_OUT)
+    expect(records.map((r) => [r.list_credits, r.credits])).toEqual([[list, 0n]])
+    expect(await server.run(balanceOf(accountId))).toEqual({ available: 0n, held: 0n })
+  })
+
+  it("a client leaving when no drain slot is free: the machine's stream is cut, the estimate recorded once", async () => {
+    const { accountId, secret } = await server.run(newAccount())
+    m.faults.set({ token_delay_ms: 20 })
+    const controller = new AbortController()
+    const stream = await sdk(secret).chat.completions.create(
+      { model: "ref-chat", messages: [{ role: "user", content: "count to 200" }], stream: true },
+      { signal: controller.signal }
+    )
+    let seen = 0
+    await (async () => {
+      for await (const _ of stream) if (++seen === 3) controller.abort()
+    })().catch(() => undefined)
+    await server.run(Effect.flatMap(Gateway, (g) => g.idle))
+    const records = await server.run(usageOf(accountId))
+    expect(records).toHaveLength(1)
+    expect(records[0]!.output_tokens).toBeGreaterThan(0n)
+    expect(records[0]!.output_tokens).toBeLessThan(200n)
+    m.faults.reset()
   })
 })
