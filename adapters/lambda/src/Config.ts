@@ -26,7 +26,9 @@ export const ENV = {
   /** The email of the owner account made at first start. */
   ownerEmail: "OWNER_EMAIL",
   /** The name of the SSM SecureString parameter holding the owner key's secret. */
-  ownerKeySecretId: "OWNER_KEY_SECRET_ID"
+  ownerKeySecretId: "OWNER_KEY_SECRET_ID",
+  /** Optional: the platform's public base URL (pay_url); unset, each request's own address. */
+  publicUrl: "PUBLIC_URL"
 } as const
 
 export const DEFAULT_CATALOGUE_PARAMETER = "/model-platform/catalogue"
@@ -38,7 +40,8 @@ export const LambdaConfig = Config.all({
   bucketName: Config.String(ENV.bucket).pipe(Config.option),
   catalogueParameter: Config.String(ENV.catalogueParameter).pipe(Config.withDefault(DEFAULT_CATALOGUE_PARAMETER)),
   ownerEmail: Config.String(ENV.ownerEmail),
-  ownerKeySecretId: Config.String(ENV.ownerKeySecretId).pipe(Config.withDefault(DEFAULT_OWNER_KEY_PARAMETER))
+  ownerKeySecretId: Config.String(ENV.ownerKeySecretId).pipe(Config.withDefault(DEFAULT_OWNER_KEY_PARAMETER)),
+  publicUrl: Config.String(ENV.publicUrl).pipe(Config.option)
 })
 export type LambdaConfig = Config.Success<typeof LambdaConfig>
 

@@ -11,23 +11,25 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context as LambdaContext } from "aws-lambda"
 import { FirstStart, type Owner } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
-import { AppRoutes, PlatformServices } from "@model-platform/core/api/Http"
+import { AppRoutes, PlatformServices, type PlatformStores } from "@model-platform/core/api/Http"
 import { errorBody } from "@model-platform/core/api/ErrorShape"
-import type { AccountStore } from "@model-platform/core/ports/AccountStore"
-import type { IdempotencyStore } from "@model-platform/core/ports/IdempotencyStore"
-import type { KeyStore } from "@model-platform/core/ports/KeyStore"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { DynamoConfig, type DynamoSettings } from "./DynamoTable.ts"
-import { DynamoStores } from "./DynamoStores.ts"
+import { DynamoPlatformStores } from "./DynamoPlatformStores.ts"
 import { payloadV2 } from "./Events.ts"
 
-export type Stores = AccountStore | KeyStore | IdempotencyStore
+export type Stores = PlatformStores
 
 export type HandlerOptions = {
   readonly catalogue: CatalogueConfig
   /** Email of the owner account created when no account exists yet. */
   readonly ownerEmail: string
+  /**
+   * PUBLIC_URL: the base of the addresses the platform hands out (a card checkout's pay_url).
+   * Unset: the address each request was sent to (the API Gateway or Function URL domain).
+   */
+  readonly publicUrl?: string | undefined
   /**
    * The owner key's secret, made beforehand by the operator (`scripts/new-owner-key.ts`) and read
    * from a secret store only when no account exists yet: the owner's key is then made with it
@@ -80,9 +82,10 @@ const buildApp = async (
   catalogue: CatalogueConfig,
   ownerEmail: string,
   ownerSecret: Effect.Effect<string, unknown> | undefined,
-  stores: Layer.Layer<Stores, unknown>
+  stores: Layer.Layer<Stores, unknown>,
+  publicUrl: string | undefined
 ): Promise<App> => {
-  const services = PlatformServices(catalogue).pipe(Layer.provideMerge(stores))
+  const services = PlatformServices(catalogue, { publicUrl }).pipe(Layer.provideMerge(stores))
   const firstStart = ownerSecret === undefined
     ? FirstStart.layer(ownerEmail)
     : FirstStart.layerWithSecret(ownerEmail, ownerSecret)
@@ -115,13 +118,13 @@ const pathOf = (event: APIGatewayProxyEventV2): string => event.rawPath || "/"
 /** The Lambda handler for API Gateway HTTP API (payload 2.0) and Function URL events. */
 export const makeHandler = (options: HandlerOptions): LambdaHandler => {
   const stores: Layer.Layer<Stores, unknown> = "dynamo" in options
-    ? DynamoStores.pipe(Layer.provide(DynamoConfig.layer(options.dynamo)))
+    ? DynamoPlatformStores.pipe(Layer.provide(DynamoConfig.layer(options.dynamo)))
     : options.stores
   const margin = options.deadlineMarginMillis ?? DEFAULT_DEADLINE_MARGIN_MILLIS
 
   let building: Promise<App> | undefined
   const app = (): Promise<App> =>
-    building ??= buildApp(options.catalogue, options.ownerEmail, options.ownerSecret, stores).catch((error: unknown) => {
+    building ??= buildApp(options.catalogue, options.ownerEmail, options.ownerSecret, stores, options.publicUrl).catch((error: unknown) => {
       building = undefined
       throw error
     })

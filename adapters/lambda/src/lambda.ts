@@ -21,7 +21,7 @@ import { SSMClient } from "@aws-sdk/client-ssm"
 import { errorBody } from "@model-platform/core/api/ErrorShape"
 import type { Owner } from "@model-platform/core/Bootstrap"
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda"
-import { ConfigProvider, Effect } from "effect"
+import { ConfigProvider, Effect, Option } from "effect"
 import { INIT_MARKS, loadCatalogue, readLambdaConfig, readOwnerSecret } from "./Config.ts"
 import { makeDocumentClient } from "./DynamoTable.ts"
 import { payloadV2 } from "./Events.ts"
@@ -46,6 +46,7 @@ const startPlatform = Effect.gen(function*() {
   return makeHandler({
     catalogue,
     ownerEmail: config.ownerEmail,
+    publicUrl: Option.getOrUndefined(config.publicUrl),
     ownerSecret,
     dynamo: { tableName: config.tableName, client: makeDocumentClient() }
   })

@@ -4,7 +4,10 @@
  * events and the invocation deadline in the platform's error shape.
  */
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
-import { AccountStoreMemory, IdempotencyStoreMemory, KeyStoreMemory, MemoryStores } from "@model-platform/test-harness/MemoryStores"
+import { LedgerStoreMemory } from "@model-platform/test-harness/MemoryLedgerStore"
+import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
+import { MemoryPlatformStores as MemoryStores } from "@model-platform/test-harness/MemoryPlatformStores"
+import { AccountStoreMemory, IdempotencyStoreMemory, KeyStoreMemory } from "@model-platform/test-harness/MemoryStores"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
 import { KeyStore } from "@model-platform/core/ports/KeyStore"
 import { generateSecret } from "@model-platform/core/Keys"
@@ -84,7 +87,7 @@ describe("Lambda handler", () => {
       KeyStore,
       Effect.map(KeyStore, (keys) => KeyStore.of({ ...keys, findByHash: (hash) => Effect.delay(keys.findByHash(hash), "300 millis") }))
     ).pipe(Layer.provide(KeyStoreMemory))
-    const stores = Layer.mergeAll(AccountStoreMemory, SlowKeys, IdempotencyStoreMemory)
+    const stores = Layer.mergeAll(AccountStoreMemory, SlowKeys, IdempotencyStoreMemory, LedgerStoreMemory, OrderStoreMemory)
     const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores, deadlineMarginMillis: 1_000 })
     try {
       const owner = await handler.firstStart()

@@ -5,7 +5,7 @@
  * stops the producer, and the platform's own answers stream as they are buffered.
  */
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
-import { MemoryStores } from "@model-platform/test-harness/MemoryStores"
+import { MemoryPlatformStores as MemoryStores } from "@model-platform/test-harness/MemoryPlatformStores"
 import { Cause, Effect, Layer, Stream } from "effect"
 import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"

@@ -6,8 +6,12 @@
  */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
+import { ApiKeys } from "@model-platform/core/ApiKeys"
+import { Catalogue } from "@model-platform/core/Catalogue"
+import { createAccount } from "@model-platform/test-harness/Accounts"
 import type { ShellUnderTest } from "@model-platform/test-harness/HttpSuite"
 import { Context, Effect, Layer } from "effect"
+import { DynamoStores } from "../src/DynamoStores.ts"
 import { createTable, DynamoConfig, type DynamoSettings, makeDocumentClient } from "../src/DynamoTable.ts"
 import { isTextualContentType } from "../src/Events.ts"
 import { type InvocationContext, type LambdaHandler, makeHandler } from "../src/Handler.ts"
@@ -149,6 +153,19 @@ export const startLambda = async (catalogue: CatalogueConfig): Promise<ShellUnde
       return {
         startupMs: local.startupMs,
         ownerSecret: owner?.key.secret ?? "",
+        // Made on the same table, as a sign-up through the handler would.
+        newAccount: () =>
+          Effect.runPromise(
+            createAccount(`user-${crypto.randomUUID()}@test.local`).pipe(
+              Effect.provide(
+                ApiKeys.layer.pipe(
+                  Layer.provideMerge(DynamoStores),
+                  Layer.provide(Catalogue.layer(catalogue)),
+                  Layer.provide(DynamoConfig.layer(dynamo))
+                )
+              )
+            )
+          ),
         fetch: (path, init) => invoke(handler, new Request(`https://api.platform.test${path}`, init)),
         close
       }

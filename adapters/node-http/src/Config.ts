@@ -10,6 +10,11 @@ export const ServerConfig = Config.all({
   databaseUrl: Config.String("DATABASE_URL").pipe(Config.option),
   dataDir: Config.String("DATA_DIR").pipe(Config.withDefault(".data")),
   catalogueFile: Config.String("CATALOGUE_FILE").pipe(Config.withDefault(DEMO_CATALOGUE)),
+  /**
+   * The platform's public base URL, e.g. https://platform.example.com: the base of the addresses it
+   * hands out (a card checkout's pay_url). Unset: the address each request was sent to.
+   */
+  publicUrl: Config.String("PUBLIC_URL").pipe(Config.option),
   /** Email of the owner account created at first start. */
   ownerEmail: Config.String("OWNER_EMAIL").pipe(Config.withDefault("owner@localhost"))
 })

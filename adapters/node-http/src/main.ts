@@ -9,7 +9,7 @@ import { HttpServer } from "effect/http"
 import { loadCatalogue } from "./CatalogueFile.ts"
 import { ServerConfig } from "./Config.ts"
 import { Database } from "./postgres/Database.ts"
-import { PgStores } from "./postgres/PgStores.ts"
+import { PgPlatformStores } from "./postgres/PgPlatformStores.ts"
 import { serverLayer } from "./Server.ts"
 
 const announce = (host: string) => Effect.gen(function*() {
@@ -40,8 +40,14 @@ const main = Effect.gen(function*() {
   const catalogue = yield* loadCatalogue(config.catalogueFile)
   const database = Database.layer({ databaseUrl: Option.getOrUndefined(config.databaseUrl), dataDir: config.dataDir })
   const server = serverLayer(
-    { catalogue, port: config.port, host: config.host, ownerEmail: config.ownerEmail },
-    PgStores.pipe(Layer.provide(database))
+    {
+      catalogue,
+      port: config.port,
+      host: config.host,
+      ownerEmail: config.ownerEmail,
+      publicUrl: Option.getOrUndefined(config.publicUrl)
+    },
+    PgPlatformStores.pipe(Layer.provide(database))
   )
   return yield* Layer.launch(Layer.effectDiscard(announce(config.host)).pipe(Layer.provideMerge(server)))
 })

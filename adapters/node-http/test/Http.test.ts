@@ -1,23 +1,23 @@
 /** The shared HTTP suite through the real Node server, on every store the Node shell has. */
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { platformHttpSuite } from "@model-platform/test-harness/HttpSuite"
-import { MemoryStores } from "@model-platform/test-harness/MemoryStores"
+import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
 import { Layer } from "effect"
 import { describe } from "vitest"
 import { Database } from "../src/postgres/Database.ts"
-import { PgStores } from "../src/postgres/PgStores.ts"
+import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
 import { freshDatabaseUrl, startNodeServer } from "./support.ts"
 
-platformHttpSuite("node-http, memory stores", () => startNodeServer(fixtureCatalogue, MemoryStores))
+platformHttpSuite("node-http, memory stores", () => startNodeServer(fixtureCatalogue, MemoryPlatformStores))
 
 platformHttpSuite("node-http, embedded Postgres", () =>
-  startNodeServer(fixtureCatalogue, PgStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY })))))
+  startNodeServer(fixtureCatalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY })))))
 
 const serverUrl = process.env.TEST_DATABASE_URL
 describe.skipIf(serverUrl === undefined)("on a PostgreSQL server (TEST_DATABASE_URL)", () => {
   platformHttpSuite("node-http, PostgreSQL server", async () =>
     startNodeServer(
       fixtureCatalogue,
-      PgStores.pipe(Layer.provide(Database.layer({ databaseUrl: await freshDatabaseUrl(serverUrl!), dataDir: "" })))
+      PgPlatformStores.pipe(Layer.provide(Database.layer({ databaseUrl: await freshDatabaseUrl(serverUrl!), dataDir: "" })))
     ))
 })

@@ -1,6 +1,7 @@
 /** Starts the real Node server on a free port for the shared HTTP suite. */
 import { FirstStart } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
+import { createAccount } from "@model-platform/test-harness/Accounts"
 import type { ShellUnderTest } from "@model-platform/test-harness/HttpSuite"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, type Layer, ManagedRuntime, Redacted } from "effect"
@@ -22,6 +23,7 @@ export const startNodeServer = async <E>(
     url,
     firstStart: owner !== undefined,
     ownerSecret: owner?.key.secret ?? "",
+    newAccount: () => runtime.runPromise(createAccount(`user-${crypto.randomUUID()}@test.local`)),
     fetch: (path, init) => fetch(url + path, init),
     close: () => runtime.dispose()
   }

@@ -1,7 +1,8 @@
 /**
  * A small, fixed catalogue the shared tests rely on: three machines serving one chat model with
  * different health, scores and regions (so the route order is known), an embedding model, two
- * operators, packages and tiers.
+ * operators, packages and tiers, a credit price, and both payment rails (the test card processor,
+ * the simulated chain).
  */
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 
@@ -64,7 +65,7 @@ export const fixtureCatalogue: CatalogueConfig = {
   ],
   payments: {
     card: { processor: "test" },
-    stablecoin: null,
+    stablecoin: { processor: "simulated", options: [{ chain: "base", token: "USDC", decimals: 6 }] },
     charging_starts_at: null
   },
   prices: {

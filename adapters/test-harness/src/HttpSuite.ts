@@ -11,6 +11,8 @@ export interface ShellUnderTest {
   readonly fetch: (path: string, init?: RequestInit) => Promise<Response>
   /** The owner key printed at first start: holds every permission. */
   readonly ownerSecret: string
+  /** A key (every permission) of a new account beside the owner's; tests needing two skip without it. */
+  readonly newAccount?: () => Promise<string>
   readonly close: () => Promise<void>
 }
 
@@ -22,8 +24,24 @@ const PROTECTED: ReadonlyArray<{ method: string; path: string; permission: strin
   { method: "GET", path: "/me", permission: "read" },
   { method: "GET", path: "/keys", permission: "read" },
   { method: "POST", path: "/keys", permission: "manage", body: { name: "x", permissions: [] } },
-  { method: "DELETE", path: "/keys/key_doesnotexist", permission: "manage" }
+  { method: "DELETE", path: "/keys/key_doesnotexist", permission: "manage" },
+  { method: "GET", path: "/credits", permission: "read" },
+  { method: "GET", path: "/credits/activity", permission: "read" },
+  { method: "POST", path: "/credits/redeem", permission: "manage", body: { code: "AAAAA-AAAAA-AAAAA-AAAAA" } },
+  { method: "GET", path: "/tickets", permission: "read" },
+  { method: "POST", path: "/orders", permission: "manage", body: { type: "credits", amount_usd: 10 } },
+  { method: "GET", path: "/orders", permission: "read" },
+  { method: "GET", path: "/orders/ord_doesnotexist", permission: "read" },
+  { method: "POST", path: "/orders/ord_doesnotexist/pay", permission: "manage", body: { method: "card" } },
+  { method: "GET", path: "/billing", permission: "read" },
+  { method: "GET", path: "/billing/receipts", permission: "read" },
+  { method: "GET", path: "/billing/receipts/rcpt_doesnotexist", permission: "read" }
 ]
+
+/** Stripe's test cards, as the test processor knows them (docs/payments.md). */
+const APPROVED_CARD = "4242 4242 4242 4242"
+const DECLINED_CARD = "4000 0000 0000 0002"
+const EXPIRY = `12/${String((new Date().getUTCFullYear() + 5) % 100).padStart(2, "0")}`
 
 export const platformHttpSuite = (shell: string, start: () => Promise<ShellUnderTest>) =>
   describe(`platform HTTP API on ${shell}`, () => {
@@ -239,7 +257,7 @@ export const platformHttpSuite = (shell: string, start: () => Promise<ShellUnder
         expect(res.status).toBe(200)
         expect(res.json).toEqual({
           card: { available: true, processor: "test" },
-          stablecoin: { available: false, processor: "none", options: [] }
+          stablecoin: { available: true, processor: "simulated", options: [{ chain: "base", token: "USDC" }] }
         })
       })
       it("GET /billing/prices has services with allowances and every model's prices", async () => {
@@ -389,6 +407,442 @@ export const platformHttpSuite = (shell: string, start: () => Promise<ShellUnder
       })
     })
 
+    describe("money: orders, card checkout, stablecoin deposits, tickets, billing", () => {
+      /** A key of a new account (every permission), or the owner's when the shell cannot make one. */
+      const fresh = async () => platform.newAccount === undefined ? owner() : platform.newAccount()
+      const balance = async (key: string) => {
+        const res = await call("GET", "/credits", { key })
+        expect(res.status, res.text).toBe(200)
+        return res.json as { total_credits: number; by_scope: Array<{ machine_id: string | null; credits: number }> }
+      }
+      const activity = async (key: string) => (await call("GET", "/credits/activity?limit=500", { key })).json.data as Array<any>
+      const receipts = async (key: string) => (await call("GET", "/billing/receipts", { key })).json.data as Array<any>
+      const order = async (key: string, body: Record<string, unknown>) => {
+        const res = await call("POST", "/orders", { key, body })
+        expect(res.status, res.text).toBe(200)
+        return res.json
+      }
+      const payByCard = async (key: string, id: string) => {
+        const res = await call("POST", `/orders/${id}/pay`, { key, body: { method: "card" } })
+        expect(res.status, res.text).toBe(200)
+        return res.json
+      }
+      const checkoutPath = (payUrl: string) => new URL(payUrl).pathname
+      const submitCard = async (path: string, fields: Record<string, string>) => {
+        const response = await platform.fetch(path, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams(fields).toString()
+        })
+        return { status: response.status, type: response.headers.get("content-type") ?? "", html: await response.text() }
+      }
+      const card = (number: string) => ({ card_number: number, expiry: EXPIRY, cvc: "123" })
+      /** A credit order paid by card through the hosted checkout with the approved test card. */
+      const buyByCard = async (key: string, body: Record<string, unknown>) => {
+        const created = await order(key, body)
+        const paying = await payByCard(key, created.id)
+        const paid = await submitCard(checkoutPath(paying.pay_url), card(APPROVED_CARD))
+        expect(paid.status, paid.html).toBe(200)
+        expect(paid.html).toContain(`data-testid="paid"`)
+        return created
+      }
+      const simulatedDeposit = async (body: Record<string, unknown>, key = owner()) =>
+        call("POST", "/_simulated/deposits", { key, body })
+
+      it("POST /quotes prices credit and package orders without a key and creates nothing", async () => {
+        const credits = await call("POST", "/quotes", { body: { type: "credits", amount_usd: 25 } })
+        expect(credits.status, credits.text).toBe(200)
+        expect(credits.json).toEqual({
+          type: "credits", amount_usd: 25, currency: "USD", details: { credits: 25000, machine_id: null, gift: false }
+        })
+        const pinned = await call("POST", "/quotes", { body: { type: "credits", amount_usd: 5, machine_id: "m-eu-a", gift: true } })
+        expect(pinned.json.details).toEqual({ credits: 5000, machine_id: "m-eu-a", gift: true })
+        const pkg = await call("POST", "/quotes", { body: { type: "package", package_id: "eu-a-offer" } })
+        expect(pkg.status, pkg.text).toBe(200)
+        expect(pkg.json).toEqual({
+          type: "package", amount_usd: 20, currency: "USD",
+          details: { credits: 25000, machine_id: "m-eu-a", package_id: "eu-a-offer", gift: false }
+        })
+      })
+
+      it("bad order bodies -> 400 (unknown ids 404) in the platform shape, and nothing is created", async () => {
+        const key = await fresh()
+        const before = (await call("GET", "/orders?limit=200", { key })).json.data.length
+        for (const amount_usd of [4, 5001, 5.5, "10"]) {
+          for (const path of ["/quotes", "/orders"]) {
+            const res = await call("POST", path, { key, body: { type: "credits", amount_usd } })
+            expect(res.status, `${path} ${amount_usd}: ${res.text}`).toBe(400)
+            expectPlatformError(res, "invalid_request")
+            expect(res.json.error.message).toContain("amount_usd")
+          }
+        }
+        for (const body of [{}, { type: "bonds" }, { type: "credits" }, { type: "package" }]) {
+          const res = await call("POST", "/orders", { key, body })
+          expect(res.status, res.text).toBe(400)
+          expectPlatformError(res, "invalid_request")
+        }
+        const machine = await call("POST", "/orders", { key, body: { type: "credits", amount_usd: 10, machine_id: "nope" } })
+        expect(machine.status).toBe(404)
+        expectPlatformError(machine, "machine_not_found")
+        const pkg = await call("POST", "/orders", { key, body: { type: "package", package_id: "nope" } })
+        expect(pkg.status).toBe(404)
+        expectPlatformError(pkg, "package_not_found")
+        const rental = await call("POST", "/orders", { key, body: { type: "rental", machine_id: "m-us-b", cpu_cores: 1, memory_gb: 1, hours: 1 } })
+        expect(rental.status).toBe(400)
+        expectPlatformError(rental, "invalid_request")
+        const after = (await call("GET", "/orders?limit=200", { key })).json.data.length
+        expect(after).toBe(before)
+        expect((await balance(key)).total_credits).toBe((await balance(key)).total_credits)
+      })
+
+      it("limit out of range -> 400 naming the accepted range", async () => {
+        const key = await fresh()
+        for (const limit of ["0", "501", "2.5", "x"]) {
+          const res = await call("GET", `/credits/activity?limit=${limit}`, { key })
+          expect(res.status, res.text).toBe(400)
+          expectPlatformError(res, "invalid_request")
+          expect(res.json.error.message).toContain("limit")
+        }
+        for (const limit of ["0", "201"]) {
+          const res = await call("GET", `/orders?limit=${limit}`, { key })
+          expect(res.status, res.text).toBe(400)
+          expect(res.json.error.message).toContain("200")
+        }
+        expect((await call("GET", "/credits/activity?limit=500", { key })).status).toBe(200)
+        expect((await call("GET", "/orders?limit=200", { key })).status).toBe(200)
+      })
+
+      it("a new account: zero balance, the first tier, charging open, no receipts", async () => {
+        const key = await fresh()
+        if (key === owner()) return
+        expect(await balance(key)).toEqual({ total_credits: 0, by_scope: [{ machine_id: null, credits: 0 }] })
+        expect(await activity(key)).toEqual([])
+        expect(await receipts(key)).toEqual([])
+        expect((await call("GET", "/tickets", { key })).json).toEqual({ data: [] })
+        const billing = await call("GET", "/billing", { key })
+        expect(billing.status, billing.text).toBe(200)
+        expect(billing.json).toEqual({
+          balance: { credits: 0, token: 0, usd: 0 },
+          usage_tier: {
+            tier: 0, name: "Starter", rpm: 60, monthly_limit_credits: 1000, purchased_credits: 0,
+            next: { tier: 1, name: "Builder", purchased_credits: 10000, rpm: 300, monthly_limit_credits: 50000 }
+          },
+          month: { spent_credits: 0, limit_credits: 1000, own_limit_credits: null, alert_points: [] },
+          auto_reload: { enabled: false, threshold_credits: 0, amount_usd: 0, card: null, last_error: null },
+          invoicing: null,
+          charging: { open: true, reason: null, starts_at: null },
+          credits_per_usd: 1000
+        })
+      })
+
+      it("card: declined changes nothing; approved credits once with a receipt; replaying the form changes nothing", async () => {
+        const key = await fresh()
+        const startBalance = (await balance(key)).total_credits
+        const startActivity = (await activity(key)).length
+        const startReceipts = (await receipts(key)).length
+
+        const created = await order(key, { type: "credits", amount_usd: 25 })
+        expect(created).toMatchObject({
+          type: "credits", title: "25,000 credits", amount_usd: 25, currency: "USD", status: "pending",
+          machine_id: null, payment: { method: null }, pay_url: "", paid_at: null
+        })
+        expect(created.id).toEqual(expect.any(String))
+        expect(created.created_at).toMatch(ISO_MS)
+        expect(created.ticket).toBeUndefined()
+
+        const paying = await payByCard(key, created.id)
+        expect(paying.payment).toEqual({ method: "card" })
+        expect(paying.pay_url).toMatch(/^https?:\/\/[^/]+\/checkout\/[A-Za-z0-9_-]+$/)
+        expect((await payByCard(key, created.id)).pay_url).toBe(paying.pay_url)
+        const path = checkoutPath(paying.pay_url)
+
+        const page = await platform.fetch(path)
+        expect(page.status).toBe(200)
+        expect(page.headers.get("content-type")).toContain("text/html")
+        const form = await page.text()
+        for (const id of ["card-number", "expiry", "cvc", "pay"]) expect(form).toContain(`data-testid="${id}"`)
+        expect(form).toContain("$25.00")
+
+        const invalid = await submitCard(path, { card_number: "4242", expiry: "nope", cvc: "1" })
+        expect(invalid.status).toBe(400)
+        expect(invalid.type).toContain("text/html")
+        expect(invalid.html).toContain(`data-testid="error"`)
+
+        const declined = await submitCard(path, card(DECLINED_CARD))
+        expect(declined.status).toBe(402)
+        expect(declined.html).toContain(`data-testid="declined"`)
+        expect(declined.html).toContain("card_declined")
+        expect(declined.html).not.toContain("4000000000000002")
+        expect((await balance(key)).total_credits).toBe(startBalance)
+        expect((await call("GET", `/orders/${created.id}`, { key })).json.status).toBe("pending")
+
+        const paid = await submitCard(path, card(APPROVED_CARD))
+        expect(paid.status).toBe(200)
+        expect(paid.html).toContain(`data-testid="paid"`)
+        expect(paid.html).toContain("Payment received")
+        expect(paid.html).not.toContain("4242424242424242")
+
+        const after = await balance(key)
+        expect(after.total_credits).toBe(startBalance + 25000)
+        const entries = await activity(key)
+        expect(entries.length).toBe(startActivity + 1)
+        expect(entries[0]).toMatchObject({ type: "credit_added", credits: 25000, machine_id: null })
+        expect(entries[0].at).toMatch(ISO_MS)
+        const got = await call("GET", `/orders/${created.id}`, { key })
+        expect(got.json).toMatchObject({ id: created.id, status: "paid", ticket: null, payment: { method: "card" } })
+        expect(got.json.paid_at).toMatch(ISO_MS)
+        const listed = await receipts(key)
+        expect(listed.length).toBe(startReceipts + 1)
+        expect(listed[0]).toMatchObject({
+          kind: "credits", title: "25,000 credits", status: "paid", credits: 25000, paid_with: "card", auto_reload: false,
+          amount: { value: 25, currency: "USD", text: "$25.00" }
+        })
+        const one = await call("GET", `/billing/receipts/${listed[0].id}`, { key })
+        expect(one.status).toBe(200)
+        expect(one.json).toEqual(listed[0])
+
+        // Replays: the form again (any card), the page, paying again.
+        const replay = await submitCard(path, card(APPROVED_CARD))
+        expect(replay.status).toBe(200)
+        expect(replay.html).toContain(`data-testid="paid"`)
+        expect((await submitCard(path, card(DECLINED_CARD))).html).toContain(`data-testid="paid"`)
+        expect(await (await platform.fetch(path)).text()).toContain(`data-testid="paid"`)
+        const again = await call("POST", `/orders/${created.id}/pay`, { key, body: { method: "card" } })
+        expect(again.status).toBe(409)
+        expectPlatformError(again, "order_already_paid")
+        expect((await balance(key)).total_credits).toBe(startBalance + 25000)
+        expect((await activity(key)).length).toBe(startActivity + 1)
+        expect((await receipts(key)).length).toBe(startReceipts + 1)
+
+        if (key !== owner()) {
+          const billing = (await call("GET", "/billing", { key })).json
+          expect(billing.balance).toEqual({ credits: 25000, token: 25, usd: 25 })
+          expect(billing.usage_tier).toMatchObject({ tier: 1, name: "Builder", purchased_credits: 25000, next: { tier: 2 } })
+          expect(billing.month.limit_credits).toBe(50000)
+        }
+      })
+
+      it("checkout pages: an unknown session is a 404 page; another account cannot read my order or receipt", async () => {
+        const missing = await platform.fetch("/checkout/cs_test_nope")
+        expect(missing.status).toBe(404)
+        expect(await missing.text()).toContain(`data-testid="not-found"`)
+        const missingPost = await submitCard("/checkout/cs_test_nope", card(APPROVED_CARD))
+        expect(missingPost.status).toBe(404)
+        const key = await fresh()
+        const other = await fresh()
+        if (key === other) return
+        const created = await buyByCard(key, { type: "credits", amount_usd: 5 })
+        const res = await call("GET", `/orders/${created.id}`, { key: other })
+        expect(res.status).toBe(404)
+        expectPlatformError(res, "order_not_found")
+        const receipt = (await receipts(key))[0]
+        const peek = await call("GET", `/billing/receipts/${receipt.id}`, { key: other })
+        expect(peek.status).toBe(404)
+        expectPlatformError(peek, "receipt_not_found")
+        const pay = await call("POST", `/orders/${created.id}/pay`, { key: other, body: { method: "card" } })
+        expect(pay.status).toBe(404)
+      })
+
+      it("credits pinned to a machine show in by_scope", async () => {
+        const key = await fresh()
+        const before = (await balance(key)).by_scope.find((s) => s.machine_id === "m-eu-a")?.credits ?? 0
+        const created = await buyByCard(key, { type: "credits", amount_usd: 5, machine_id: "m-eu-a" })
+        expect(created.machine_id).toBe("m-eu-a")
+        expect(created.title).toBe("5,000 credits on EU A")
+        const after = await balance(key)
+        expect(after.by_scope).toContainEqual({ machine_id: "m-eu-a", credits: before + 5000 })
+        const entry = (await activity(key))[0]
+        expect(entry).toMatchObject({ type: "credit_added", credits: 5000, machine_id: "m-eu-a" })
+      })
+
+      it("gift: the paid order shows its ticket; it is redeemed once, by anyone, into the redeemer's balance", async () => {
+        const buyer = await fresh()
+        const redeemer = await fresh()
+        const buyerBefore = (await balance(buyer)).total_credits
+        const created = await buyByCard(buyer, { type: "credits", amount_usd: 10, gift: true })
+        expect(created.title).toBe("Gift: 10,000 credits")
+        // A gift does not credit the buyer.
+        expect((await balance(buyer)).total_credits).toBe(buyerBefore)
+        const got = await call("GET", `/orders/${created.id}`, { key: buyer })
+        const ticket = got.json.ticket
+        expect(ticket).toEqual({ code: expect.any(String), credits: 10000, machine_id: null, redeemed: false, redeemed_by_you: false })
+        expect(ticket.code).toMatch(/^[0-9A-HJKMNP-TV-Z]{5}(-[0-9A-HJKMNP-TV-Z]{5}){3}$/)
+        const tickets = await call("GET", "/tickets", { key: buyer })
+        expect(tickets.json.data).toContainEqual(ticket)
+
+        const redeemerBefore = (await balance(redeemer)).total_credits
+        // Typed codes are normalised: case and dashes do not matter.
+        const redeemed = await call("POST", "/credits/redeem", { key: redeemer, body: { code: ticket.code.toLowerCase().replaceAll("-", "") } })
+        expect(redeemed.status, redeemed.text).toBe(200)
+        expect(redeemed.json).toEqual({ redeemed: true, credits: 10000, machine_id: null })
+        expect((await balance(redeemer)).total_credits).toBe(redeemerBefore + 10000)
+
+        for (const key of [redeemer, buyer]) {
+          const again = await call("POST", "/credits/redeem", { key, body: { code: ticket.code } })
+          expect(again.status).toBe(409)
+          expectPlatformError(again, "ticket_already_redeemed")
+        }
+        expect((await balance(redeemer)).total_credits).toBe(redeemerBefore + 10000)
+        if (buyer !== redeemer) {
+          expect((await balance(buyer)).total_credits).toBe(buyerBefore)
+          const listed = (await call("GET", "/tickets", { key: buyer })).json.data.find((t: any) => t.code === ticket.code)
+          expect(listed).toMatchObject({ redeemed: true, redeemed_by_you: false })
+        }
+        const unknown = await call("POST", "/credits/redeem", { key: redeemer, body: { code: "AAAAA-AAAAA-AAAAA-AAAAA" } })
+        expect(unknown.status).toBe(404)
+        expectPlatformError(unknown, "ticket_not_found")
+        const empty = await call("POST", "/credits/redeem", { key: redeemer, body: { code: "" } })
+        expect(empty.status).toBe(400)
+      })
+
+      it("stablecoin: pay returns the exact deposit; an exact deposit pays the order once", async () => {
+        const key = await fresh()
+        const before = (await balance(key)).total_credits
+        const created = await order(key, { type: "credits", amount_usd: 25 })
+        const paying = await call("POST", `/orders/${created.id}/pay`, { key, body: { method: "stablecoin", chain: "base", token: "USDC" } })
+        expect(paying.status, paying.text).toBe(200)
+        expect(paying.json.payment).toEqual({
+          method: "stablecoin",
+          deposit: { chain: "base", token: "USDC", amount: "25.000000", address: expect.stringMatching(/^0x[0-9a-f]{40}$/), memo: null }
+        })
+        const address = paying.json.payment.deposit.address
+        const again = await call("POST", `/orders/${created.id}/pay`, { key, body: { method: "stablecoin", chain: "base", token: "USDC" } })
+        expect(again.json.payment.deposit.address).toBe(address)
+
+        const sent = await simulatedDeposit({ to: address, amount: "25.000000", tx: `0xexact-${created.id}` })
+        expect(sent.status, sent.text).toBe(200)
+        expect(sent.json).toMatchObject({
+          outcome: "counted", recorded: true,
+          transfer: { chain: "base", token: "USDC", to: address, amount: "25.000000" },
+          order: { order_id: created.id, status: "paid", amount_due: "25.000000", received: "25.000000", remaining: "0.000000", refund_due: "0.000000" }
+        })
+        const got = await call("GET", `/orders/${created.id}`, { key })
+        expect(got.json.status).toBe("paid")
+        expect(got.json.paid_at).toMatch(ISO_MS)
+        expect((await balance(key)).total_credits).toBe(before + 25000)
+        expect((await receipts(key))[0]).toMatchObject({ paid_with: "stablecoin", credits: 25000 })
+
+        // The same transfer again (a watcher's replay) changes nothing; a later one is late.
+        const replay = await simulatedDeposit({ to: address, amount: "25.000000", tx: `0xexact-${created.id}` })
+        expect(replay.json).toMatchObject({ outcome: "counted", recorded: false })
+        const late = await simulatedDeposit({ order_id: created.id, amount: "1" })
+        expect(late.json).toMatchObject({ outcome: "late", recorded: true, order: { refund_due: "1.000000" } })
+        expect((await balance(key)).total_credits).toBe(before + 25000)
+      })
+
+      it("stablecoin: short deposits add up; excess is owed back; unmatched and invalid transfers", async () => {
+        const key = await fresh()
+        const before = (await balance(key)).total_credits
+        const short = await order(key, { type: "credits", amount_usd: 10 })
+        await call("POST", `/orders/${short.id}/pay`, { key, body: { method: "stablecoin", chain: "base", token: "USDC" } })
+        const first = await simulatedDeposit({ order_id: short.id, amount: "4" })
+        expect(first.json).toMatchObject({ outcome: "counted", order: { status: "pending", received: "4.000000", remaining: "6.000000" } })
+        expect((await balance(key)).total_credits).toBe(before)
+        const card = await call("POST", `/orders/${short.id}/pay`, { key, body: { method: "card" } })
+        expect(card.status).toBe(409)
+        expectPlatformError(card, "deposit_in_progress")
+        // Without an amount, the simulated chain sends what remains.
+        const rest = await simulatedDeposit({ order_id: short.id })
+        expect(rest.json).toMatchObject({ outcome: "counted", transfer: { amount: "6.000000" }, order: { status: "paid", remaining: "0.000000" } })
+        expect((await balance(key)).total_credits).toBe(before + 10000)
+
+        const excess = await order(key, { type: "credits", amount_usd: 5 })
+        await call("POST", `/orders/${excess.id}/pay`, { key, body: { method: "stablecoin", chain: "base", token: "USDC" } })
+        const over = await simulatedDeposit({ order_id: excess.id, amount: "7.5" })
+        expect(over.json).toMatchObject({ outcome: "counted", order: { status: "paid", refund_due: "2.500000" } })
+        expect((await balance(key)).total_credits).toBe(before + 15000)
+
+        const unmatched = await simulatedDeposit({ to: `0x${"ab".repeat(20)}`, amount: "3" })
+        expect(unmatched.json).toMatchObject({ outcome: "unmatched", order: null })
+        for (const amount of ["1.0000001", "-1", "0", "2.5e1"]) {
+          const bad = await simulatedDeposit({ order_id: excess.id, amount })
+          expect(bad.status, `${amount}: ${bad.text}`).toBe(400)
+          expectPlatformError(bad, "invalid_request")
+        }
+        const noPair = await call("POST", `/orders/${short.id}/pay`, { key, body: { method: "stablecoin" } })
+        expect(noPair.status).toBe(409)
+        const fresh2 = await order(key, { type: "credits", amount_usd: 5 })
+        const missingPair = await call("POST", `/orders/${fresh2.id}/pay`, { key, body: { method: "stablecoin" } })
+        expect(missingPair.status).toBe(400)
+        expectPlatformError(missingPair, "invalid_request")
+        const wrongPair = await call("POST", `/orders/${fresh2.id}/pay`, { key, body: { method: "stablecoin", chain: "eth", token: "DAI" } })
+        expect(wrongPair.status).toBe(400)
+        const noMethod = await call("POST", `/orders/${fresh2.id}/pay`, { key, body: {} })
+        expect(noMethod.status).toBe(400)
+        expectPlatformError(noMethod, "invalid_request")
+        expect(noMethod.json.error.message).toContain("method")
+        expect((await call("GET", `/orders/${fresh2.id}`, { key })).json.payment).toEqual({ method: null })
+      })
+
+      it("simulated deposits: only the owner may send them", async () => {
+        const key = await fresh()
+        if (key === owner()) return
+        const created = await order(key, { type: "credits", amount_usd: 5 })
+        await call("POST", `/orders/${created.id}/pay`, { key, body: { method: "stablecoin", chain: "base", token: "USDC" } })
+        const refused = await simulatedDeposit({ order_id: created.id }, key)
+        expect(refused.status).toBe(403)
+        expectPlatformError(refused, "owner_only")
+        const noKey = await call("POST", "/_simulated/deposits", { body: { order_id: created.id } })
+        expect(noKey.status).toBe(401)
+        expect((await call("GET", `/orders/${created.id}`, { key })).json.status).toBe("pending")
+      })
+
+      it("Idempotency-Key: creating, paying and redeeming replay the first answer", async () => {
+        const key = await fresh()
+        const headers = { "idempotency-key": `order-${Math.random()}` }
+        const body = { type: "credits", amount_usd: 15 }
+        const first = await call("POST", "/orders", { key, body, headers })
+        const second = await call("POST", "/orders", { key, body, headers })
+        expect(first.status).toBe(200)
+        expect(second.json).toEqual(first.json)
+        expect(second.headers.get("idempotent-replayed")).toBe("true")
+        const listed = (await call("GET", "/orders?limit=200", { key })).json.data
+        expect(listed.filter((o: any) => o.id === first.json.id)).toHaveLength(1)
+        expect(listed.filter((o: any) => o.amount_usd === 15)).toHaveLength(1)
+        const other = await call("POST", "/orders", { key, body: { type: "credits", amount_usd: 16 }, headers })
+        expect(other.status).toBe(409)
+        expectPlatformError(other, "idempotency_key_reused")
+
+        const payHeaders = { "idempotency-key": `pay-${Math.random()}` }
+        const pay1 = await call("POST", `/orders/${first.json.id}/pay`, { key, body: { method: "card" }, headers: payHeaders })
+        const pay2 = await call("POST", `/orders/${first.json.id}/pay`, { key, body: { method: "card" }, headers: payHeaders })
+        expect(pay2.json).toEqual(pay1.json)
+        expect(pay2.headers.get("idempotent-replayed")).toBe("true")
+
+        const gift = await buyByCard(key, { type: "credits", amount_usd: 5, gift: true })
+        const code = (await call("GET", `/orders/${gift.id}`, { key })).json.ticket.code
+        const redeemHeaders = { "idempotency-key": `redeem-${Math.random()}` }
+        const before = (await balance(key)).total_credits
+        const r1 = await call("POST", "/credits/redeem", { key, body: { code }, headers: redeemHeaders })
+        const r2 = await call("POST", "/credits/redeem", { key, body: { code }, headers: redeemHeaders })
+        expect(r1.status).toBe(200)
+        expect(r2.status).toBe(200)
+        expect(r2.json).toEqual(r1.json)
+        expect((await balance(key)).total_credits).toBe(before + 5000)
+      })
+
+      it("permissions: a read-only key reads the money endpoints but cannot order, pay or redeem", async () => {
+        const reader = await createKey({ name: "money-reader", permissions: ["read"] })
+        for (const path of ["/credits", "/credits/activity", "/tickets", "/orders", "/billing", "/billing/receipts"]) {
+          const res = await call("GET", path, { key: reader.secret })
+          expect(res.status, `${path}: ${res.text}`).toBe(200)
+        }
+        const res = await call("POST", "/orders", { key: reader.secret, body: { type: "credits", amount_usd: 10 } })
+        expect(res.status).toBe(403)
+        expect(res.json.error).toMatchObject({ code: "key_lacks_permission", scope: "manage" })
+      })
+
+      it("GET /orders lists newest first and honours limit", async () => {
+        const key = await fresh()
+        const a = await order(key, { type: "credits", amount_usd: 6 })
+        const b = await order(key, { type: "package", package_id: "starter" })
+        const listed = (await call("GET", "/orders?limit=2", { key })).json.data
+        expect(listed.map((o: any) => o.id)).toEqual([b.id, a.id])
+        expect(listed[0]).toMatchObject({ type: "package", title: "Starter", amount_usd: 10, status: "pending" })
+        expect((await call("GET", "/orders?limit=1", { key })).json.data).toHaveLength(1)
+      })
+    })
+
     describe("idempotency", () => {
       it("the same Idempotency-Key and body replays the first response", async () => {
         const headers = { "idempotency-key": `idem-${Math.random()}` }
@@ -473,7 +927,12 @@ export const platformHttpSuite = (shell: string, start: () => Promise<ShellUnder
         const res = await call("GET", "/openapi.json")
         expect(res.status).toBe(200)
         expect(res.json.openapi).toMatch(/^3\.1/)
-        expect(Object.keys(res.json.paths)).toEqual(expect.arrayContaining(["/models", "/models/{id}", "/keys", "/keys/{id}", "/me", "/route"]))
+        expect(Object.keys(res.json.paths)).toEqual(expect.arrayContaining([
+          "/models", "/models/{id}", "/keys", "/keys/{id}", "/me", "/route", "/quotes", "/credits", "/credits/activity",
+          "/credits/redeem", "/tickets", "/orders", "/orders/{id}", "/orders/{id}/pay", "/billing", "/billing/receipts",
+          "/billing/receipts/{id}"
+        ]))
+        expect(Object.keys(res.json.paths)).not.toContain("/_simulated/deposits")
       })
       it("GET /docs is an HTML page", async () => {
         const response = await platform.fetch("/docs")

@@ -1,22 +1,27 @@
 /**
- * The platform as a web handler (Request -> Response) in this process, over the given stores:
- * for fast property tests of the HTTP contract without sockets.
+ * The platform as a web handler (Request -> Response) in this process, over in-memory stores: for
+ * fast property tests of the HTTP contract without sockets. `stores` replaces some of the memory
+ * stores (a test's broken or slow store); every store it does not provide stays in memory.
  */
 import { FirstStart } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
-import { AppRoutes, PlatformServices } from "@model-platform/core/api/Http"
-import type { AccountStore } from "@model-platform/core/ports/AccountStore"
-import type { IdempotencyStore } from "@model-platform/core/ports/IdempotencyStore"
-import type { KeyStore } from "@model-platform/core/ports/KeyStore"
+import { AppRoutes, type PlatformOptions, PlatformServices, type PlatformStores } from "@model-platform/core/api/Http"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
+import { createAccount } from "./Accounts.ts"
 import type { ShellUnderTest } from "./HttpSuite.ts"
+import { MemoryPlatformStores } from "./MemoryPlatformStores.ts"
 
-export const startInProcess = async <E>(
+export const startInProcess = async <S extends PlatformStores, E>(
   catalogue: CatalogueConfig,
-  stores: Layer.Layer<AccountStore | KeyStore | IdempotencyStore, E>
+  stores?: Layer.Layer<S, E>,
+  options: PlatformOptions = {}
 ): Promise<ShellUnderTest> => {
-  const services = PlatformServices(catalogue).pipe(Layer.provideMerge(stores))
+  // Layer.merge: the services of the second layer win.
+  const all: Layer.Layer<PlatformStores, E> = stores === undefined
+    ? MemoryPlatformStores
+    : Layer.merge(MemoryPlatformStores, stores) as Layer.Layer<PlatformStores, E>
+  const services = PlatformServices(catalogue, options).pipe(Layer.provideMerge(all))
   const runtime = ManagedRuntime.make(Layer.mergeAll(services, FirstStart.layer("owner@test.local").pipe(Layer.provide(services))))
   const owner = await runtime.runPromise(Effect.flatMap(FirstStart, Effect.succeed))
   const context = await runtime.context()
@@ -26,6 +31,7 @@ export const startInProcess = async <E>(
   )
   return {
     ownerSecret: owner?.key.secret ?? "",
+    newAccount: () => runtime.runPromise(createAccount(`user-${crypto.randomUUID()}@test.local`)),
     fetch: (path, init) => handler(new Request(`http://platform.test${path}`, init)),
     close: async () => {
       await dispose()

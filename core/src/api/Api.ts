@@ -5,9 +5,12 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Me } from "../Account.ts"
+import { BillingSummary, Receipt, ReceiptList } from "../Billing.ts"
 import * as Catalogue from "../Catalogue.ts"
+import { ActivityList, CreditBalance, RedeemResponse, RedeemTicket, TicketList } from "../Credits.ts"
 import * as Errors from "../Errors.ts"
 import { CreatedKey, Key } from "../Keys.ts"
+import { CreateOrder, Order, OrderList, PayOrder, Quote } from "../Orders.ts"
 import { Permission } from "../Permissions.ts"
 import { SchemaErrors } from "./ErrorShape.ts"
 import { Idempotency } from "./Idempotency.ts"
@@ -17,6 +20,8 @@ const list = <S extends Schema.Top>(item: S) => Schema.Struct({ data: Schema.Arr
 
 const BooleanFromString = Schema.Literals(["true", "false"])
 const Id = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(128))
+/** A `limit` query: a number here; the use-case checks its range and says what it accepts. */
+const Limit = Schema.optionalKey(Schema.FiniteFromString)
 
 export class CatalogueGroup extends HttpApiGroup.make("catalogue")
   .add(
@@ -54,6 +59,11 @@ export class CatalogueGroup extends HttpApiGroup.make("catalogue")
     }),
     HttpApiEndpoint.get("packages", "/packages", { success: list(Catalogue.Package) }),
     HttpApiEndpoint.get("paymentMethods", "/payment-methods", { success: Catalogue.PaymentMethods }),
+    HttpApiEndpoint.post("quote", "/quotes", {
+      payload: CreateOrder,
+      success: Quote,
+      error: [Errors.BadRequest, Errors.NotFound]
+    }),
     HttpApiEndpoint.get("prices", "/billing/prices", { success: Catalogue.PriceTable }),
     HttpApiEndpoint.get("tiers", "/billing/tiers", { success: list(Catalogue.Tier) })
   )
@@ -89,9 +99,82 @@ export class AccountGroup extends HttpApiGroup.make("account")
   .annotateMerge(OpenApi.annotations({ title: "Account", description: "Account and API keys." }))
 {}
 
+export class CreditsGroup extends HttpApiGroup.make("credits")
+  .add(
+    HttpApiEndpoint.get("balance", "/credits", { success: CreditBalance }).annotate(RequiredPermission, "read"),
+    HttpApiEndpoint.get("activity", "/credits/activity", {
+      query: { limit: Limit },
+      success: ActivityList,
+      error: Errors.BadRequest
+    }).annotate(RequiredPermission, "read"),
+    HttpApiEndpoint.post("redeem", "/credits/redeem", {
+      payload: RedeemTicket,
+      success: RedeemResponse,
+      error: [Errors.NotFound, Errors.Conflict]
+    })
+      .annotate(RequiredPermission, "manage")
+      .middleware(Idempotency),
+    HttpApiEndpoint.get("tickets", "/tickets", { success: TicketList }).annotate(RequiredPermission, "read")
+  )
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({ title: "Credits", description: "Credit balance, activity and gift tickets." }))
+{}
+
+export class OrdersGroup extends HttpApiGroup.make("orders")
+  .add(
+    HttpApiEndpoint.post("create", "/orders", {
+      payload: CreateOrder,
+      success: Order,
+      error: [Errors.BadRequest, Errors.NotFound]
+    })
+      .annotate(RequiredPermission, "manage")
+      .middleware(Idempotency),
+    HttpApiEndpoint.get("list", "/orders", {
+      query: { limit: Limit },
+      success: OrderList,
+      error: Errors.BadRequest
+    }).annotate(RequiredPermission, "read"),
+    HttpApiEndpoint.get("get", "/orders/:id", {
+      params: { id: Id },
+      success: Order,
+      error: Errors.NotFound
+    }).annotate(RequiredPermission, "read"),
+    HttpApiEndpoint.post("pay", "/orders/:id/pay", {
+      params: { id: Id },
+      payload: PayOrder,
+      success: Order,
+      error: [Errors.BadRequest, Errors.NotFound, Errors.Conflict]
+    })
+      .annotate(RequiredPermission, "manage")
+      .middleware(Idempotency)
+  )
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({
+    title: "Orders",
+    description: "Buy credits and packages: create an order, pay it by card (pay_url) or stablecoin (payment.deposit)."
+  }))
+{}
+
+export class BillingGroup extends HttpApiGroup.make("billing")
+  .add(
+    HttpApiEndpoint.get("summary", "/billing", { success: BillingSummary }).annotate(RequiredPermission, "read"),
+    HttpApiEndpoint.get("receipts", "/billing/receipts", { success: ReceiptList }).annotate(RequiredPermission, "read"),
+    HttpApiEndpoint.get("receipt", "/billing/receipts/:id", {
+      params: { id: Id },
+      success: Receipt,
+      error: Errors.NotFound
+    }).annotate(RequiredPermission, "read")
+  )
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({ title: "Billing", description: "Balance, tier, charging state and receipts." }))
+{}
+
 export class PlatformApi extends HttpApi.make("platform")
   .add(CatalogueGroup)
   .add(AccountGroup)
+  .add(CreditsGroup)
+  .add(OrdersGroup)
+  .add(BillingGroup)
   // Applies to the groups added above: keep it after the last `.add`.
   .middleware(SchemaErrors)
   .annotateMerge(OpenApi.annotations({

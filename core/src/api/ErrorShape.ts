@@ -60,6 +60,9 @@ export class SchemaErrors extends HttpApiMiddleware.Service<SchemaErrors>()("@mo
 const isJson = (response: HttpServerResponse.HttpServerResponse) =>
   (response.headers["content-type"] ?? ("contentType" in response.body ? response.body.contentType : undefined) ?? "").includes("json")
 
+const isHtml = (response: HttpServerResponse.HttpServerResponse) =>
+  (response.headers["content-type"] ?? ("contentType" in response.body ? response.body.contentType : undefined) ?? "").startsWith("text/html")
+
 /** Global router middleware: no error leaves without a JSON body in its surface's shape. */
 export const ErrorShapeMiddleware = HttpRouter.middleware((httpEffect) =>
   Effect.gen(function*() {
@@ -75,7 +78,8 @@ export const ErrorShapeMiddleware = HttpRouter.middleware((httpEffect) =>
           )
       )
     )
-    if (response.status < 400 || isJson(response)) return response
+    // HTML pages for a person (the hosted checkout, api/Checkout.ts) keep their own error pages.
+    if (response.status < 400 || isJson(response) || isHtml(response)) return response
     const message = response.status === 415
       ? "Send the body as JSON with `Content-Type: application/json`."
       : response.status >= 500

@@ -2,13 +2,18 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { ApiKeys } from "../ApiKeys.ts"
+import { makeBillingSummary } from "../BillingSummary.ts"
 import { Catalogue } from "../Catalogue.ts"
 import { toKey } from "../Keys.ts"
+import { Ledger } from "../Ledger.ts"
+import { Orders, Tickets } from "../OrderService.ts"
 import { PlatformApi } from "./Api.ts"
+import { withRequestBaseUrl } from "./PublicUrl.ts"
 import { CurrentCaller } from "./Security.ts"
 
 export const CatalogueHandlers = HttpApiBuilder.group(PlatformApi, "catalogue", Effect.fnUntraced(function*(handlers) {
   const catalogue = yield* Catalogue
+  const orders = yield* Orders
   const data = <A>(items: ReadonlyArray<A>) => ({ data: items })
   return handlers
     .handle("models", () => Effect.map(catalogue.models, data))
@@ -25,6 +30,7 @@ export const CatalogueHandlers = HttpApiBuilder.group(PlatformApi, "catalogue", 
       Effect.map(catalogue.routes(query.model, query.region), (routes) => ({ model: query.model, routes })))
     .handle("packages", () => Effect.succeed(data(catalogue.packages)))
     .handle("paymentMethods", () => Effect.succeed(catalogue.paymentMethods))
+    .handle("quote", ({ payload }) => orders.quote(payload))
     .handle("prices", () => Effect.succeed(catalogue.prices))
     .handle("tiers", () => Effect.succeed(data(catalogue.tiers)))
 }))
@@ -45,4 +51,34 @@ export const AccountHandlers = HttpApiBuilder.group(PlatformApi, "account", Effe
     .handle("revokeKey", ({ params }) => Effect.flatMap(CurrentCaller, (caller) => apiKeys.revoke(caller, params.id)))
 }))
 
-export const PlatformHandlers = Layer.mergeAll(CatalogueHandlers, AccountHandlers)
+export const CreditsHandlers = HttpApiBuilder.group(PlatformApi, "credits", Effect.fnUntraced(function*(handlers) {
+  const ledger = yield* Ledger
+  const tickets = yield* Tickets
+  return handlers
+    .handle("balance", () => Effect.flatMap(CurrentCaller, ({ account }) => ledger.balance(account.id)))
+    .handle("activity", ({ query }) => Effect.flatMap(CurrentCaller, ({ account }) => ledger.activity(account.id, query.limit)))
+    .handle("redeem", ({ payload }) => Effect.flatMap(CurrentCaller, (caller) => tickets.redeem(caller, payload.code)))
+    .handle("tickets", () => Effect.flatMap(CurrentCaller, (caller) => tickets.list(caller)))
+}))
+
+export const OrdersHandlers = HttpApiBuilder.group(PlatformApi, "orders", Effect.fnUntraced(function*(handlers) {
+  const orders = yield* Orders
+  return handlers
+    .handle("create", ({ payload }) => Effect.flatMap(CurrentCaller, (caller) => orders.create(caller, payload)))
+    .handle("list", ({ query }) => Effect.flatMap(CurrentCaller, (caller) => orders.list(caller, query.limit)))
+    .handle("get", ({ params }) => Effect.flatMap(CurrentCaller, (caller) => orders.get(caller, params.id)))
+    // A card checkout's pay_url is made under the platform's public address (PublicUrl.ts).
+    .handle("pay", ({ params, payload }) =>
+      Effect.flatMap(CurrentCaller, (caller) => withRequestBaseUrl(orders.pay(caller, params.id, payload))))
+}))
+
+export const BillingHandlers = HttpApiBuilder.group(PlatformApi, "billing", Effect.fnUntraced(function*(handlers) {
+  const orders = yield* Orders
+  const summary = yield* makeBillingSummary
+  return handlers
+    .handle("summary", () => Effect.flatMap(CurrentCaller, summary))
+    .handle("receipts", () => Effect.flatMap(CurrentCaller, (caller) => orders.receipts(caller)))
+    .handle("receipt", ({ params }) => Effect.flatMap(CurrentCaller, (caller) => orders.receipt(caller, params.id)))
+}))
+
+export const PlatformHandlers = Layer.mergeAll(CatalogueHandlers, AccountHandlers, CreditsHandlers, OrdersHandlers, BillingHandlers)

@@ -1,27 +1,134 @@
 /**
  * The whole HTTP application as one router layer, shared by every shell: the management API with
- * its OpenAPI document and docs page, the error shapes, and the fallback route. A shell provides
- * the ports (stores, catalogue) and serves it (Node server or web handler).
+ * its OpenAPI document and docs page, the hosted checkout pages, the simulated chain's deposit
+ * endpoint, the error shapes, and the fallback route. A shell provides the stores
+ * (`PlatformStores`) to the use-cases (`PlatformServices`) and serves it (Node server or web
+ * handler).
  */
-import { Layer } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { ApiKeys } from "../ApiKeys.ts"
 import { Catalogue } from "../Catalogue.ts"
 import type { CatalogueConfig } from "../CatalogueConfig.ts"
+import { Ledger } from "../Ledger.ts"
+import { Orders, Tickets } from "../OrderService.ts"
+import type { AccountStore } from "../ports/AccountStore.ts"
+import { CardProcessor } from "../ports/CardProcessor.ts"
+import type { IdempotencyStore } from "../ports/IdempotencyStore.ts"
+import type { KeyStore } from "../ports/KeyStore.ts"
+import type { LedgerStore } from "../ports/LedgerStore.ts"
+import type { OrderStore } from "../ports/OrderStore.ts"
+import { StablecoinRail } from "../ports/StablecoinRail.ts"
+import * as TestCardProcessor from "../TestCardProcessor.ts"
 import { PlatformApi } from "./Api.ts"
+import { CheckoutRoutes } from "./Checkout.ts"
 import { ErrorShapeMiddleware, fallbackRoute, SchemaErrors } from "./ErrorShape.ts"
 import { PlatformHandlers } from "./Handlers.ts"
 import { Idempotency } from "./Idempotency.ts"
+import { RequestBaseUrl } from "./PublicUrl.ts"
 import { Authentication } from "./Security.ts"
+import { SimulatedApi, SimulatedHandlers } from "./Simulated.ts"
 
 export const OPENAPI_PATH = "/openapi.json"
 export const DOCS_PATH = "/docs"
+
+/**
+ * Every store the platform needs, in one place: each shell provides all of them (memory, Postgres
+ * or DynamoDB), and the compiler says which one a shell forgot.
+ */
+export type PlatformStores = AccountStore | KeyStore | IdempotencyStore | LedgerStore | OrderStore
+
+export interface PlatformOptions {
+  /**
+   * The platform's public base URL (PUBLIC_URL), for the addresses it hands out (a card checkout's
+   * pay_url). Unset: the address each request was sent to (PublicUrl.ts).
+   */
+  readonly publicUrl?: string | undefined
+}
+
+/** The catalogue names a payment processor this platform does not have: startup stops. */
+export class PlatformConfigError extends Schema.TaggedError<PlatformConfigError>()("PlatformConfigError", {
+  message: Schema.String
+}) {}
+
+type Payments = CatalogueConfig["payments"]
+
+/** A port for a method that is not set up: Orders refuses the method before ever calling it. */
+const notSetUp = (method: string) => () => Effect.die(new Error(`${method} payments are not set up`))
+
+/** The card processor the catalogue names (`payments.card.processor`). */
+export const cardProcessorLayer = (
+  payments: Payments,
+  publicUrl: string | undefined
+): Layer.Layer<CardProcessor, PlatformConfigError> => {
+  if (payments.card === null) {
+    return Layer.succeed(CardProcessor, { processor: "none", createSession: notSetUp("card"), charge: notSetUp("card") })
+  }
+  if (payments.card.processor === "test") {
+    const configured = publicUrl === undefined || publicUrl === "" ? undefined : publicUrl
+    return Layer.succeed(CardProcessor, {
+      processor: "test",
+      // The base URL is the configured one, else the current request's (resolved per session).
+      createSession: (request) =>
+        Effect.flatMap(RequestBaseUrl, (fromRequest) =>
+          TestCardProcessor.make({ baseUrl: configured ?? fromRequest ?? "" }).createSession(request)),
+      charge: TestCardProcessor.make({ baseUrl: "" }).charge
+    })
+  }
+  return Layer.effect(
+    CardProcessor,
+    Effect.fail(new PlatformConfigError({
+      message: `The catalogue's payments.card.processor is "${payments.card.processor}", which this platform does not have; ` +
+        `use "test" (the built-in test processor) or null.`
+    }))
+  )
+}
+
+/** The stablecoin rail the catalogue names (`payments.stablecoin.processor`). */
+export const stablecoinRailLayer = (payments: Payments): Layer.Layer<StablecoinRail, PlatformConfigError> => {
+  if (payments.stablecoin === null) {
+    return Layer.succeed(StablecoinRail, { processor: "none", depositAddress: notSetUp("stablecoin") })
+  }
+  if (payments.stablecoin.processor === "simulated") return StablecoinRail.layerSimulated
+  return Layer.effect(
+    StablecoinRail,
+    Effect.fail(new PlatformConfigError({
+      message: `The catalogue's payments.stablecoin.processor is "${payments.stablecoin.processor}", which this platform does not have; ` +
+        `use "simulated" (the built-in simulated chain) or null.`
+    }))
+  )
+}
+
+/**
+ * Completes the fulfilment of paid orders a crash cut short (Orders.healPaid), once at start. A
+ * failure is logged, never fatal: the next replay of a completion finishes the order too.
+ */
+const HealPaidOrders = Layer.effectDiscard(
+  Effect.flatMap(Orders, (orders) => orders.healPaid).pipe(
+    Effect.tap((healed) => healed > 0 ? Effect.logInfo(`completed the fulfilment of ${healed} paid order(s)`) : Effect.void),
+    Effect.catchCause((cause) => Effect.logWarning("could not complete interrupted order fulfilments", cause))
+  )
+)
+
+/** The use-cases over a catalogue; they need the stores (PlatformStores). Shells build this once. */
+export const PlatformServices = (config: CatalogueConfig, options: PlatformOptions = {}) => {
+  const rails = Layer.mergeAll(cardProcessorLayer(config.payments, options.publicUrl), stablecoinRailLayer(config.payments))
+  const money = Layer.mergeAll(Orders.layer, Tickets.layer).pipe(Layer.provide(rails), Layer.provideMerge(Ledger.layer))
+  return Layer.mergeAll(ApiKeys.layer, money, HealPaidOrders.pipe(Layer.provide(money))).pipe(
+    Layer.provideMerge(Catalogue.layer(config))
+  )
+}
 
 const Middleware = Layer.mergeAll(Authentication.layer, Idempotency.layer, SchemaErrors.layer)
 
 const ApiRoutes = HttpApiBuilder.layer(PlatformApi, { openapiPath: OPENAPI_PATH }).pipe(
   Layer.provide(PlatformHandlers),
+  Layer.provide(Middleware)
+)
+
+const SimulatedRoutes = HttpApiBuilder.layer(SimulatedApi).pipe(
+  Layer.provide(SimulatedHandlers),
   Layer.provide(Middleware)
 )
 
@@ -31,15 +138,13 @@ const RootRoute = HttpRouter.add(
   HttpServerResponse.jsonUnsafe({ name: "Model Platform", openapi: OPENAPI_PATH, docs: DOCS_PATH, inference: "/v1" })
 )
 
-/** The use-cases over a catalogue; they need the store ports. Shells build this once. */
-export const PlatformServices = (config: CatalogueConfig) =>
-  ApiKeys.layer.pipe(Layer.provideMerge(Catalogue.layer(config)))
-
 /** Every route of the platform; needs PlatformServices, the stores and HttpServer services. */
 export const AppRoutes = Layer.mergeAll(
   ApiRoutes,
+  SimulatedRoutes,
+  CheckoutRoutes,
   HttpApiScalar.layer(PlatformApi, { path: DOCS_PATH }),
   RootRoute,
-  fallbackRoute([PlatformApi], [OPENAPI_PATH, DOCS_PATH]),
+  fallbackRoute([PlatformApi, SimulatedApi], [OPENAPI_PATH, DOCS_PATH]),
   ErrorShapeMiddleware
 )

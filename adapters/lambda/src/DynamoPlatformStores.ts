@@ -1,0 +1,13 @@
+/** Every store the platform needs (core's `PlatformStores`) on the one DynamoDB table. */
+import type { PlatformStores } from "@model-platform/core/api/Http"
+import { Layer } from "effect"
+import { LedgerStoreDynamo } from "./DynamoLedgerStore.ts"
+import { OrderStoreDynamo } from "./DynamoOrderStore.ts"
+import { DynamoStores } from "./DynamoStores.ts"
+import type { DynamoConfig } from "./DynamoTable.ts"
+
+export const DynamoPlatformStores: Layer.Layer<PlatformStores, never, DynamoConfig> = Layer.mergeAll(
+  DynamoStores,
+  LedgerStoreDynamo,
+  OrderStoreDynamo
+)

@@ -1,0 +1,13 @@
+/** Every store the platform needs (core's `PlatformStores`) on one Postgres database. */
+import type { PlatformStores } from "@model-platform/core/api/Http"
+import { Layer } from "effect"
+import type { SqlClient } from "effect/sql"
+import { LedgerStorePg } from "./PgLedgerStore.ts"
+import { OrderStorePg } from "./PgOrderStore.ts"
+import { PgStores } from "./PgStores.ts"
+
+export const PgPlatformStores: Layer.Layer<PlatformStores, never, SqlClient.SqlClient> = Layer.mergeAll(
+  PgStores,
+  LedgerStorePg,
+  OrderStorePg
+)

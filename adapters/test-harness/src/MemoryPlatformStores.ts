@@ -1,0 +1,15 @@
+/**
+ * Every store the platform needs (core's `PlatformStores`), in memory: what the in-process shell,
+ * the Node server's memory suite and the Lambda shell's own tests run on.
+ */
+import type { PlatformStores } from "@model-platform/core/api/Http"
+import { Layer } from "effect"
+import { LedgerStoreMemory } from "./MemoryLedgerStore.ts"
+import { OrderStoreMemory } from "./MemoryOrderStore.ts"
+import { MemoryStores } from "./MemoryStores.ts"
+
+export const MemoryPlatformStores: Layer.Layer<PlatformStores> = Layer.mergeAll(
+  MemoryStores,
+  LedgerStoreMemory,
+  OrderStoreMemory
+)
