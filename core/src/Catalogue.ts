@@ -127,26 +127,6 @@ export const PriceTable = Schema.Struct({
   }))
 })
 
-/** Item of GET /v1/models. */
-export const InferenceModel = Schema.Struct({
-  id: Schema.String,
-  object: Schema.Literal("model"),
-  owned_by: Schema.String,
-  name: Schema.String,
-  modality: Schema.String,
-  endpoint: Schema.String,
-  context_length: Schema.Int,
-  max_output_tokens: Schema.Int,
-  features: Schema.Array(Schema.String),
-  machines: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, region: Schema.String }))
-})
-
-export const InferenceModelList = Schema.Struct({
-  object: Schema.Literal("list"),
-  default_machine: Schema.NullOr(Schema.String),
-  data: Schema.Array(InferenceModel)
-})
-
 /** Query of GET /machines; every filter optional. */
 export interface MachineFilter {
   readonly service?: "serverless" | "rent" | "subscribe" | undefined
