@@ -3,11 +3,15 @@ import type { PlatformStores } from "@model-platform/core/api/Http"
 import { Layer } from "effect"
 import { LedgerStoreDynamo } from "./DynamoLedgerStore.ts"
 import { OrderStoreDynamo } from "./DynamoOrderStore.ts"
+import { RateLimitStoreDynamo } from "./DynamoRateLimitStore.ts"
 import { DynamoStores } from "./DynamoStores.ts"
 import type { DynamoConfig } from "./DynamoTable.ts"
+import { UsageStoreDynamo } from "./DynamoUsageStore.ts"
 
 export const DynamoPlatformStores: Layer.Layer<PlatformStores, never, DynamoConfig> = Layer.mergeAll(
   DynamoStores,
   LedgerStoreDynamo,
-  OrderStoreDynamo
+  OrderStoreDynamo,
+  UsageStoreDynamo,
+  RateLimitStoreDynamo
 )

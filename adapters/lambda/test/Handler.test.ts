@@ -6,8 +6,10 @@
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { LedgerStoreMemory } from "@model-platform/test-harness/MemoryLedgerStore"
 import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
+import { RateLimitStoreMemory } from "@model-platform/test-harness/MemoryRateLimitStore"
 import { MemoryPlatformStores as MemoryStores } from "@model-platform/test-harness/MemoryPlatformStores"
 import { AccountStoreMemory, IdempotencyStoreMemory, KeyStoreMemory } from "@model-platform/test-harness/MemoryStores"
+import { UsageStoreMemory } from "@model-platform/test-harness/MemoryUsageStore"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
 import { KeyStore } from "@model-platform/core/ports/KeyStore"
 import { generateSecret } from "@model-platform/core/Keys"
@@ -87,7 +89,9 @@ describe("Lambda handler", () => {
       KeyStore,
       Effect.map(KeyStore, (keys) => KeyStore.of({ ...keys, findByHash: (hash) => Effect.delay(keys.findByHash(hash), "300 millis") }))
     ).pipe(Layer.provide(KeyStoreMemory))
-    const stores = Layer.mergeAll(AccountStoreMemory, SlowKeys, IdempotencyStoreMemory, LedgerStoreMemory, OrderStoreMemory)
+    const stores = Layer.mergeAll(
+      AccountStoreMemory, SlowKeys, IdempotencyStoreMemory, LedgerStoreMemory, OrderStoreMemory, UsageStoreMemory, RateLimitStoreMemory
+    )
     const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores, deadlineMarginMillis: 1_000 })
     try {
       const owner = await handler.firstStart()

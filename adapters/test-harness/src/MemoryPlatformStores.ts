@@ -6,10 +6,14 @@ import type { PlatformStores } from "@model-platform/core/api/Http"
 import { Layer } from "effect"
 import { LedgerStoreMemory } from "./MemoryLedgerStore.ts"
 import { OrderStoreMemory } from "./MemoryOrderStore.ts"
+import { RateLimitStoreMemory } from "./MemoryRateLimitStore.ts"
 import { MemoryStores } from "./MemoryStores.ts"
+import { UsageStoreMemory } from "./MemoryUsageStore.ts"
 
 export const MemoryPlatformStores: Layer.Layer<PlatformStores> = Layer.mergeAll(
   MemoryStores,
   LedgerStoreMemory,
-  OrderStoreMemory
+  OrderStoreMemory,
+  UsageStoreMemory,
+  RateLimitStoreMemory
 )

@@ -11,6 +11,9 @@ import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { ApiKeys } from "../ApiKeys.ts"
 import { Catalogue } from "../Catalogue.ts"
 import type { CatalogueConfig } from "../CatalogueConfig.ts"
+import { Gateway, type GatewayConfig } from "../gateway/Gateway.ts"
+import { HealthChecker, type HealthCheckerOptions } from "../gateway/HealthChecker.ts"
+import { MachineHttpLayer } from "../gateway/MachineHttp.ts"
 import { Ledger } from "../Ledger.ts"
 import { Orders, Tickets } from "../OrderService.ts"
 import type { AccountStore } from "../ports/AccountStore.ts"
@@ -19,11 +22,14 @@ import type { IdempotencyStore } from "../ports/IdempotencyStore.ts"
 import type { KeyStore } from "../ports/KeyStore.ts"
 import type { LedgerStore } from "../ports/LedgerStore.ts"
 import type { OrderStore } from "../ports/OrderStore.ts"
+import type { RateLimitStore } from "../ports/RateLimitStore.ts"
+import type { UsageStore } from "../ports/UsageStore.ts"
 import { StablecoinRail } from "../ports/StablecoinRail.ts"
 import * as TestCardProcessor from "../TestCardProcessor.ts"
 import { PlatformApi } from "./Api.ts"
 import { CheckoutRoutes } from "./Checkout.ts"
 import { ErrorShapeMiddleware, fallbackRoute, SchemaErrors } from "./ErrorShape.ts"
+import { InferenceRoutes } from "./InferenceRoutes.ts"
 import { PlatformHandlers } from "./Handlers.ts"
 import { Idempotency } from "./Idempotency.ts"
 import { RequestBaseUrl } from "./PublicUrl.ts"
@@ -37,7 +43,14 @@ export const DOCS_PATH = "/docs"
  * Every store the platform needs, in one place: each shell provides all of them (memory, Postgres
  * or DynamoDB), and the compiler says which one a shell forgot.
  */
-export type PlatformStores = AccountStore | KeyStore | IdempotencyStore | LedgerStore | OrderStore
+export type PlatformStores =
+  | AccountStore
+  | KeyStore
+  | IdempotencyStore
+  | LedgerStore
+  | OrderStore
+  | UsageStore
+  | RateLimitStore
 
 export interface PlatformOptions {
   /**
@@ -45,6 +58,14 @@ export interface PlatformOptions {
    * pay_url). Unset: the address each request was sent to (PublicUrl.ts).
    */
   readonly publicUrl?: string | undefined
+  /** The inference gateway's settings (docs/gateway.md); Lambda sets settleInline. */
+  readonly gateway?: Partial<GatewayConfig> | undefined
+  /**
+   * Poll the machines' health (docs/gateway.md "Health") and route by it. Off unless set: without
+   * it the catalogue's initial health stands and the gateway's cooldown alone routes around
+   * failing machines.
+   */
+  readonly healthCheck?: Partial<HealthCheckerOptions> | undefined
 }
 
 /** The catalogue names a payment processor this platform does not have: startup stops. */
@@ -115,7 +136,13 @@ const HealPaidOrders = Layer.effectDiscard(
 export const PlatformServices = (config: CatalogueConfig, options: PlatformOptions = {}) => {
   const rails = Layer.mergeAll(cardProcessorLayer(config.payments, options.publicUrl), stablecoinRailLayer(config.payments))
   const money = Layer.mergeAll(Orders.layer, Tickets.layer).pipe(Layer.provide(rails), Layer.provideMerge(Ledger.layer))
-  return Layer.mergeAll(ApiKeys.layer, money, HealPaidOrders.pipe(Layer.provide(money))).pipe(
+  const health = options.healthCheck === undefined ? Layer.empty : HealthChecker.layer(config, options.healthCheck)
+  const gateway = Gateway.layer(options.gateway).pipe(
+    Layer.provideMerge(health),
+    Layer.provideMerge(MachineHttpLayer),
+    Layer.provide(Layer.mergeAll(ApiKeys.layer, money))
+  )
+  return Layer.mergeAll(ApiKeys.layer, money, gateway, HealPaidOrders.pipe(Layer.provide(money))).pipe(
     Layer.provideMerge(Catalogue.layer(config))
   )
 }
@@ -145,6 +172,7 @@ export const AppRoutes = Layer.mergeAll(
   CheckoutRoutes,
   HttpApiScalar.layer(PlatformApi, { path: DOCS_PATH }),
   RootRoute,
+  InferenceRoutes,
   fallbackRoute([PlatformApi, SimulatedApi], [OPENAPI_PATH, DOCS_PATH]),
   ErrorShapeMiddleware
 )

@@ -26,7 +26,7 @@
  * been sent settle (reservation + settle) and the usage record. Purchased credits (for the tier)
  * are cached in process for tierCacheMs.
  */
-import { Clock, Context, Effect, FiberSet, Layer, Schema, Semaphore, Stream } from "effect"
+import { Clock, Context, Effect, FiberSet, Layer, Option, Schema, Semaphore, Stream } from "effect"
 import { ApiKeys, type Caller } from "../ApiKeys.ts"
 import { Catalogue } from "../Catalogue.ts"
 import type { MachineConfig } from "../CatalogueConfig.ts"
@@ -55,6 +55,7 @@ import {
   reportedUsage,
   unitOf
 } from "./Metering.ts"
+import { HealthChecker } from "./HealthChecker.ts"
 import { startStream, type StreamOutcome } from "./Streaming.ts"
 import { type Endpoint, validateCall, type ValidCall } from "./Validation.ts"
 
@@ -80,6 +81,12 @@ export interface GatewayConfig {
   readonly tierCacheMs: number
   /** The rpm window. */
   readonly rateWindowMs: number
+  /**
+   * Settle and record before the answer ends (the body is sent after metering; a stream's last
+   * bytes after it), instead of in the background after it. For hosts that freeze the process
+   * once a response is sent (Lambda). Costs the latency of settlement and the usage record.
+   */
+  readonly settleInline: boolean
 }
 
 export const defaultGatewayConfig: GatewayConfig = {
@@ -92,7 +99,8 @@ export const defaultGatewayConfig: GatewayConfig = {
   cooldownFailures: 3,
   cooldownMs: 30_000,
   tierCacheMs: 10_000,
-  rateWindowMs: 60_000
+  rateWindowMs: 60_000,
+  settleInline: false
 }
 
 /** A reservation outlives the longest call and its drain by this margin before it expires. */
@@ -185,6 +193,8 @@ const make = (config: GatewayConfig) =>
     const machines = yield* MachineClient
     const status = yield* MachineStatus
     const orders = yield* OrderStore
+    // Optional: when a health checker runs beside the gateway, a failed call makes it probe at once.
+    const checker = Option.getOrUndefined(yield* Effect.serviceOption(HealthChecker))
 
     const cfg = catalogue.config
     const machinesById = new Map(cfg.machines.map((m) => [m.id, m]))
@@ -205,15 +215,17 @@ const make = (config: GatewayConfig) =>
 
     // -- cooldown (in process) --
     const failures = new Map<string, { count: number; until: number }>()
-    const noteFailure = (machineId: string, now: number) => {
-      const entry = failures.get(machineId) ?? { count: 0, until: 0 }
-      entry.count += 1
-      if (entry.count >= config.cooldownFailures) {
-        entry.until = now + config.cooldownMs
-        entry.count = 0
-      }
-      failures.set(machineId, entry)
-    }
+    const noteFailure = (machineId: string, now: number): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const entry = failures.get(machineId) ?? { count: 0, until: 0 }
+        entry.count += 1
+        if (entry.count >= config.cooldownFailures) {
+          entry.until = now + config.cooldownMs
+          entry.count = 0
+        }
+        failures.set(machineId, entry)
+        return checker === undefined ? Effect.void : checker.reportFailure(machineId)
+      })
     const noteSuccess = (machineId: string) => {
       if (failures.has(machineId)) failures.delete(machineId)
     }
@@ -423,7 +435,7 @@ const make = (config: GatewayConfig) =>
             )
             const at = yield* Clock.currentTimeMillis
             if (result._tag === "Failure") {
-              noteFailure(machine.id, at)
+              yield* noteFailure(machine.id, at)
               last = inferenceError(
                 502,
                 "machine_unreachable",
@@ -433,7 +445,7 @@ const make = (config: GatewayConfig) =>
             }
             const response = result.success
             if (isRetryableStatus(response.status)) {
-              noteFailure(machine.id, at)
+              yield* noteFailure(machine.id, at)
               const detail = yield* discard(response)
               yield* Effect.logDebug(`gateway: machine ${machine.id} answered ${response.status}: ${detail}`)
               last = response.status === 503
@@ -470,13 +482,18 @@ const make = (config: GatewayConfig) =>
                 call: vc,
                 machineId: machine.id,
                 body: response.body,
-                settings: { keepAliveMs: config.keepAliveMs, drainTimeoutMs: config.drainTimeoutMs, maxStreamMs: config.maxStreamMs },
+                settings: {
+                  keepAliveMs: config.keepAliveMs,
+                  drainTimeoutMs: config.drainTimeoutMs,
+                  maxStreamMs: config.maxStreamMs,
+                  finishBeforeEnd: config.settleInline
+                },
                 drains,
                 fork,
                 finish: (outcome: StreamOutcome) =>
                   Effect.gen(function*() {
                     if (outcome._tag === "Failed") {
-                      noteFailure(machine.id, yield* Clock.currentTimeMillis)
+                      yield* noteFailure(machine.id, yield* Clock.currentTimeMillis)
                       yield* Effect.logWarning(`gateway: stream from ${machine.id} failed: ${outcome.reason}`)
                       return yield* release(mine)
                     }
@@ -492,7 +509,7 @@ const make = (config: GatewayConfig) =>
           }
           const read = yield* Effect.result(readAll(response.body))
           if (read._tag === "Failure") {
-            noteFailure(machine.id, yield* Clock.currentTimeMillis)
+            yield* noteFailure(machine.id, yield* Clock.currentTimeMillis)
             return yield* inferenceError(502, "machine_error", `Machine ${machine.id} broke off its answer; retry with backoff.`)
           }
           const bytes = read.success
@@ -500,7 +517,7 @@ const make = (config: GatewayConfig) =>
           try {
             json = JSON.parse(decoder.decode(bytes))
           } catch {
-            noteFailure(machine.id, yield* Clock.currentTimeMillis)
+            yield* noteFailure(machine.id, yield* Clock.currentTimeMillis)
             return yield* inferenceError(502, "machine_error", `Machine ${machine.id} answered with a body that is not JSON.`)
           }
           const reported = reportedUsage(vc, json)
@@ -509,7 +526,8 @@ const make = (config: GatewayConfig) =>
           yield* Effect.uninterruptible(Effect.suspend(() => {
             const mine = held
             held = undefined
-            return fork(meter(caller, vc, machine.id, mine, charging, usage))
+            const metering = meter(caller, vc, machine.id, mine, charging, usage)
+            return config.settleInline ? metering : fork(metering)
           }))
           return { _tag: "Body", status: response.status, contentType: "application/json", body: bytes } satisfies GatewayResponse as GatewayResponse
         })

@@ -102,6 +102,8 @@ export interface StreamSettings {
   readonly drainTimeoutMs: number
   /** Whole-stream limit: past it the call fails (error event) and is not charged. */
   readonly maxStreamMs: number
+  /** Call `finish` before the client's stream ends (hosts that freeze after the response). */
+  readonly finishBeforeEnd: boolean
 }
 
 export interface PumpInput {
@@ -246,13 +248,14 @@ export const startStream = (input: PumpInput): Effect.Effect<Stream.Stream<Uint8
       Effect.flatMap(conclude),
       Effect.onExit((exit) =>
         Effect.gen(function*() {
-          yield* Queue.end(queue)
+          if (!settings.finishBeforeEnd) yield* Queue.end(queue)
           const outcome: StreamOutcome = Exit.isSuccess(exit)
             ? exit.value
             : usage !== undefined
             ? { _tag: "Reported", usage }
             : { _tag: "Estimated", outputChars, reason: "the gateway stopped while the call streamed" }
           yield* input.finish(outcome)
+          if (settings.finishBeforeEnd) yield* Queue.end(queue)
         })
       ),
       Effect.asVoid

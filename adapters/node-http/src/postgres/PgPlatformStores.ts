@@ -4,10 +4,14 @@ import { Layer } from "effect"
 import type { SqlClient } from "effect/sql"
 import { LedgerStorePg } from "./PgLedgerStore.ts"
 import { OrderStorePg } from "./PgOrderStore.ts"
+import { RateLimitStorePg } from "./PgRateLimitStore.ts"
 import { PgStores } from "./PgStores.ts"
+import { UsageStorePg } from "./PgUsageStore.ts"
 
 export const PgPlatformStores: Layer.Layer<PlatformStores, never, SqlClient.SqlClient> = Layer.mergeAll(
   PgStores,
   LedgerStorePg,
-  OrderStorePg
+  OrderStorePg,
+  UsageStorePg,
+  RateLimitStorePg
 )
