@@ -7,6 +7,7 @@ import { startReferenceMachine, type ReferenceMachine } from "@model-platform/re
 import { validate } from "@model-platform/reference-machine/test/openaiSchema"
 import { Gateway } from "@model-platform/core/gateway/Gateway"
 import { MachineStatus } from "@model-platform/core/ports/MachineStatus"
+import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
 import { Effect } from "effect"
 import OpenAI from "openai"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
@@ -21,6 +22,7 @@ import {
   tokenCost,
   usageOf
 } from "./gatewaySupport.ts"
+import { startNodeServer } from "./support.ts"
 
 const CHAT_IN = 2_000_000n // micro-credits per million tokens (2 credits)
 const CHAT_OUT = 6_000_000n
@@ -475,5 +477,27 @@ describe("gateway: charging closed, no drain slot", () => {
     expect(records[0]!.output_tokens).toBeGreaterThan(0n)
     expect(records[0]!.output_tokens).toBeLessThan(200n)
     m.faults.reset()
+  })
+})
+
+describe("gateway: mounted in the platform's own Node server (AppRoutes, PlatformServices)", () => {
+  it("answers /v1 calls with the owner's key: a free model, and 402 on a priced one without credits", async () => {
+    const machine = await startReferenceMachine({ port: 0, models: MACHINE_MODELS })
+    const platform = await startNodeServer(gatewayCatalogue([{ id: "m-a", url: machine.url, score: 1 }]), MemoryPlatformStores)
+    try {
+      const client = new OpenAI({ baseURL: `${platform.url}/v1`, apiKey: platform.ownerSecret, maxRetries: 0 })
+      const reply = await client.chat.completions.create({ model: "free-chat", messages: [{ role: "user", content: "hi" }] })
+      expectValid("CreateChatCompletionResponse", reply)
+      const error = await client.chat.completions
+        .create({ model: "ref-chat", messages: [{ role: "user", content: "hi" }] })
+        .catch((e) => e)
+      expect(error.status).toBe(402)
+      expect(error.code).toBe("insufficient_credit")
+      const models = await client.models.list()
+      expect(models.data.map((m) => m.id)).toEqual(expect.arrayContaining(["ref-chat", "free-chat"]))
+    } finally {
+      await platform.close()
+      await machine.close()
+    }
   })
 })
