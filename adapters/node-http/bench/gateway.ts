@@ -31,7 +31,16 @@
  *   --stream-n 2000    calls of the streaming run (stream: true) at c=1 and c=16; 0 skips it
  *   --mock-in child    where the mock runs: child (own process) or loadgen (this process)
  *   --cpu-prof DIR     write a V8 CPU profile of the server process into DIR
+ *   --stores memory    the stores in memory instead of Postgres (what the gateway costs without a
+ *                      database; a diagnostic, not the product's configuration)
+ *   --server proxy     the server only forwards each call to the machine (the same HTTP server and
+ *                      machine client, no key, rpm, reservation or metering): the floor of the stack
+ *   --machine-client http  the server calls the machine with node:http (keep-alive Agent) instead
+ *                      of fetch (MachineHttp.ts): what that client choice costs
  *   --keep-db          do not drop the benchmark's database at the end
+ *   --spans            record the server's Effect spans (each SQL statement by its text, each store
+ *                      and use-case span) and print their mean wall time per platform call, per run;
+ *                      a diagnostic: recording costs time itself, so latencies of such a run are higher
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
@@ -45,8 +54,16 @@ import { MachineHttpLayer } from "@model-platform/core/gateway/MachineHttp"
 import { Ledger } from "@model-platform/core/Ledger"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
 import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
-import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
-import { HttpRouter, HttpServer } from "effect/http"
+import { UsageStore } from "@model-platform/core/ports/UsageStore"
+import { LedgerStoreMemory } from "@model-platform/test-harness/MemoryLedgerStore"
+import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
+import { RateLimitStoreMemory } from "@model-platform/test-harness/MemoryRateLimitStore"
+import { MemoryStores } from "@model-platform/test-harness/MemoryStores"
+import { UsageStoreMemory } from "@model-platform/test-harness/MemoryUsageStore"
+import { machineUrl } from "@model-platform/core/gateway/MachineHttp"
+import { MachineClient, MachineFailure, type MachineResponse } from "@model-platform/core/ports/MachineClient"
+import { Effect, Layer, ManagedRuntime, Redacted, Stream, Tracer } from "effect"
+import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { type ChildProcess, fork } from "node:child_process"
 import * as Fs from "node:fs"
@@ -295,36 +312,121 @@ const catalogueText = (mockUrl: string) =>
     tiers: [{ tier: 0, name: "Bench", purchased_credits: 0, rpm: 1_000_000_000, monthly_limit_credits: 1_000_000 }]
   })
 
+/**
+ * The MachineClient port over node:http with a keep-alive Agent (post only; models is not used
+ * here): an alternative to MachineHttp.ts's fetch, to measure the client's share.
+ */
+const makeMachineNodeHttp = (): MachineClient["Service"] => {
+  const agent = new Http.Agent({ keepAlive: true, maxSockets: 256 })
+  const failure = (machineId: string, reason: "unreachable" | "dropped", error: unknown) =>
+    new MachineFailure({ machine_id: machineId, reason, message: `Machine ${machineId}: ${String(error)}` })
+  return MachineClient.of({
+    post: (machine, path, body) =>
+      Effect.callback<MachineResponse, MachineFailure>((resume) => {
+        const url = new URL(machineUrl(machine.base_url, path))
+        const req = Http.request({
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: "POST",
+          agent,
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }
+        }, (res) => {
+          const headers: Record<string, string> = {}
+          for (const [name, value] of Object.entries(res.headers)) if (typeof value === "string") headers[name] = value
+          resume(Effect.succeed({
+            status: res.statusCode ?? 0,
+            headers,
+            body: Stream.fromAsyncIterable(res as AsyncIterable<Uint8Array>, (e) => failure(machine.id, "dropped", e))
+          }))
+        })
+        req.on("error", (e) => resume(Effect.fail(failure(machine.id, "unreachable", e))))
+        req.end(JSON.stringify(body))
+        return Effect.sync(() => req.destroy())
+      }),
+    models: (machine) => Effect.fail(failure(machine.id, "unreachable", "not implemented in the benchmark"))
+  })
+}
+
 /** Micro-credits the benchmark's account starts with (one million credits). */
 const INITIAL_CREDIT = 1_000_000n * 1_000_000n
 
+/** Wall time of spans by name (SQL statements by their text), since the last reset. */
+const spanStats = new Map<string, { count: number; totalNs: bigint }>()
+
+const spanKey = (span: Tracer.NativeSpan): string => {
+  const text = span.attributes.get("db.query.text")
+  return typeof text === "string" ? `sql: ${text.replace(/\s+/g, " ").trim().slice(0, 90)}` : span.name
+}
+
+const recordingTracer = Tracer.make({
+  span(options) {
+    const span = new Tracer.NativeSpan(options)
+    const end = span.end.bind(span)
+    span.end = (endTime, exit) => {
+      end(endTime, exit)
+      const key = spanKey(span)
+      const stat = spanStats.get(key) ?? { count: 0, totalNs: 0n }
+      stat.count++
+      stat.totalNs += endTime - span.startTime
+      spanStats.set(key, stat)
+    }
+    return span
+  }
+})
+
 const runServer = async () => {
   const databaseUrl = process.env.BENCH_DB_URL || undefined
+  const memory = flag("stores") === "memory"
   const mockUrl = process.env.BENCH_MOCK_URL!
   const catalogue = await Effect.runPromise(parseCatalogue(catalogueText(mockUrl)))
-  const database = Database.layer({ databaseUrl, dataDir: Database.MEMORY })
-  const stores = Layer.mergeAll(PgStores, LedgerStorePg, OrderStorePg, UsageStorePg, RateLimitStorePg).pipe(
-    Layer.provideMerge(database)
+  const postgres = Layer.mergeAll(PgStores, LedgerStorePg, OrderStorePg, UsageStorePg, RateLimitStorePg).pipe(
+    Layer.provideMerge(Database.layer({ databaseUrl, dataDir: Database.MEMORY }))
   )
+  const inMemory = Layer.mergeAll(MemoryStores, LedgerStoreMemory, OrderStoreMemory, UsageStoreMemory, RateLimitStoreMemory)
+  const stores: Layer.Layer<Layer.Success<typeof inMemory>, Layer.Error<typeof postgres>> = memory ? inMemory : postgres
   const services = Gateway.layer().pipe(
-    Layer.provideMerge(Layer.mergeAll(Ledger.layer, ApiKeys.layer, MachineHttpLayer)),
+    Layer.provideMerge(Layer.mergeAll(
+      Ledger.layer,
+      ApiKeys.layer,
+      flag("machine-client") === "http" ? Layer.sync(MachineClient, makeMachineNodeHttp) : MachineHttpLayer
+    )),
     Layer.provideMerge(Catalogue.layer(catalogue)),
     Layer.provideMerge(stores)
   )
+  // The floor: the same HTTP server and machine client, forwarding only.
+  const ProxyRoute = Layer.unwrap(Effect.gen(function*() {
+    const machines = yield* MachineClient
+    const machine = (yield* Catalogue).config.machines[0]!
+    return HttpRouter.add("POST", "/v1/chat/completions", (request) =>
+      Effect.gen(function*() {
+        const text = yield* Effect.orElseSucceed(request.text, () => "")
+        const response = yield* machines.post(machine, "/chat/completions", JSON.parse(text), { firstByteTimeoutMs: 30_000 })
+        if (response.headers["content-type"]?.startsWith("text/event-stream") === true) {
+          return HttpServerResponse.stream(response.body, { contentType: "text/event-stream" })
+        }
+        const chunks = Array.from(yield* Stream.runCollect(response.body))
+        return HttpServerResponse.uint8Array(Buffer.concat(chunks), { status: response.status, contentType: "application/json" })
+      }).pipe(Effect.orDie))
+  }))
+  const routes = flag("server") === "proxy" ? ProxyRoute : InferenceRoutes
   // As the Node shell serves it: no request logger, no listen log.
-  const http = HttpRouter.serve(Layer.mergeAll(InferenceRoutes, ErrorShapeMiddleware), {
+  const http = HttpRouter.serve(Layer.mergeAll(routes, ErrorShapeMiddleware), {
     disableListenLog: true,
     disableLogger: true
   }).pipe(Layer.provideMerge(NodeHttpServer.layer(Http.createServer, { port: 0, host: "127.0.0.1" })))
-  const runtime = ManagedRuntime.make(http.pipe(Layer.provideMerge(services)))
+  const app = http.pipe(Layer.provideMerge(services))
+  const runtime = ManagedRuntime.make(has("spans") ? app.pipe(Layer.provide(Layer.succeed(Tracer.Tracer, recordingTracer))) : app)
 
   const setup = Effect.gen(function*() {
     const server = yield* HttpServer.HttpServer
     if (server.address._tag === "UnixPathAddress") return yield* Effect.die(new Error("expected a TCP address"))
-    const sql = yield* SqlClient.SqlClient
-    const version = databaseUrl === undefined
+    const sql = yield* Effect.serviceOption(SqlClient.SqlClient)
+    const version = sql._tag === "None"
+      ? "none: the stores are in memory (--stores memory)"
+      : databaseUrl === undefined
       ? "PGlite (embedded, in memory)"
-      : `PostgreSQL ${(yield* sql<{ readonly v: string }>`SELECT current_setting('server_version') AS v`)[0]!.v}`
+      : `PostgreSQL ${(yield* sql.value<{ readonly v: string }>`SELECT current_setting('server_version') AS v`)[0]!.v}`
     const accountId = `acct_bench_${Date.now().toString(36)}`
     yield* (yield* AccountStore).insert({ id: accountId, email: `${accountId}@bench.local`, created_at: new Date().toISOString() })
     const key = yield* (yield* ApiKeys).issue(accountId, { name: "bench", permissions: ["inference", "read"] })
@@ -333,37 +435,36 @@ const runServer = async () => {
   })
   const ready = await runtime.runPromise(setup)
 
+  // Through the ports, so it reads the same whatever the stores.
   const verify = Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const [usage] = yield* sql<{ readonly n: bigint; readonly credits: string; readonly list: string }>`
-      SELECT count(*) AS n, COALESCE(sum(credits), 0)::text AS credits, COALESCE(sum(list_credits), 0)::text AS list
-      FROM usage_records WHERE account_id = ${ready.accountId}`
-    const [entries] = yield* sql<{ readonly n: bigint; readonly total: string }>`
-      SELECT count(*) AS n, COALESCE(sum(amount), 0)::text AS total
-      FROM ledger_entries WHERE account_id = ${ready.accountId} AND type = 'usage'`
-    const [pending] = yield* sql<{ readonly n: bigint }>`
-      SELECT count(*) AS n FROM ledger_reservations WHERE account_id = ${ready.accountId} AND status = 'pending'`
-    const balances = yield* (yield* LedgerStore).balances(ready.accountId)
-    const posted = balances.reduce((s, b) => s + b.posted, 0n)
-    const held = balances.reduce((s, b) => s + b.held, 0n)
+    const usage = yield* (yield* UsageStore).list({
+      account_id: ready.accountId,
+      from: "2000-01-01T00:00:00.000Z",
+      to: "2100-01-01T00:00:00.000Z"
+    })
+    const ledgerStore = yield* LedgerStore
+    const entries = (yield* ledgerStore.entries(ready.accountId)).filter((e) => e.type === "usage")
+    const pending = yield* ledgerStore.pending(ready.accountId)
+    const balances = yield* ledgerStore.balances(ready.accountId)
     const audit = yield* (yield* Ledger).audit(ready.accountId)
+    const sum = (xs: ReadonlyArray<bigint>) => xs.reduce((a, b) => a + b, 0n)
     return {
-      usageRecords: String(usage!.n),
-      usageCredits: usage!.credits,
-      usageListCredits: usage!.list,
-      usageEntries: String(entries!.n),
-      usageEntriesTotal: entries!.total,
-      pendingReservations: String(pending!.n),
+      usageRecords: String(usage.length),
+      usageCredits: String(sum(usage.map((u) => u.credits))),
+      usageEntries: String(entries.length),
+      usageEntriesTotal: String(sum(entries.map((e) => e.amount))),
+      pendingReservations: String(pending.length),
       initial: String(INITIAL_CREDIT),
-      posted: String(posted),
-      held: String(held),
+      posted: String(sum(balances.map((b) => b.posted))),
+      held: String(sum(balances.map((b) => b.held))),
       audit
     }
   })
 
   const backends = Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ readonly pid: number }>`
+    const sql = yield* Effect.serviceOption(SqlClient.SqlClient)
+    if (sql._tag === "None") return []
+    const rows = yield* sql.value<{ readonly pid: number }>`
       SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'`
     return rows.map((r) => Number(r.pid))
   })
@@ -376,7 +477,12 @@ const runServer = async () => {
         return performance.now() - t0
       }
       case "cpu":
-        return { cpu: cpuMicros() }
+        return { cpu: cpuMicros(), system: process.cpuUsage().system }
+      case "spans": {
+        const out = [...spanStats].map(([name, s]) => ({ name, count: s.count, totalUs: Number(s.totalNs / 1000n) }))
+        spanStats.clear()
+        return out
+      }
       case "backends":
         return databaseUrl === undefined ? [] : await runtime.runPromise(backends)
       case "verify":
@@ -455,20 +561,20 @@ const machineJiffies = (): { busy: number; total: number } | undefined => {
   }
 }
 
-/** CPU of some processes in ms (Linux /proc, utime + stime; 10 ms resolution). */
-const processesCpuMs = (pids: ReadonlyArray<number>): number | undefined => {
+/** CPU of some processes in ms by pid (Linux /proc, utime + stime; 10 ms resolution). */
+const processesCpuMs = (pids: ReadonlyArray<number>): Map<number, number> => {
   const tick = 1000 / 100
-  let total = 0
+  const out = new Map<number, number>()
   for (const pid of pids) {
     try {
       const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-      total += (Number(fields[11]) + Number(fields[12])) * tick
+      out.set(pid, (Number(fields[11]) + Number(fields[12])) * tick)
     } catch {
-      return undefined
+      // gone, or not on this machine
     }
   }
-  return total
+  return out
 }
 
 const loadavg = () => Os.loadavg().map((l) => l.toFixed(2)).join(" ")
@@ -534,10 +640,11 @@ const main = async () => {
     const server = await startChild("server", { BENCH_DB_URL: benchDbUrl ?? "", BENCH_MOCK_URL: `http://127.0.0.1:${mockPort}` }, profArgs)
     children.push(server)
     const ready = server.ready as { url: string; secret: string; accountId: string; database: string }
-    const pgPids = await server.ask<ReadonlyArray<number>>("backends")
+    const backends = () => server.ask<ReadonlyArray<number>>("backends")
     console.log(`database: ${ready.database}${benchDbName === undefined ? "" : ` (fresh database ${benchDbName})`}`)
     console.log(
-      `mock machine: ${delayMs} ms fixed latency, ${mockIn === "child" ? "in its own process" : "in the load generator's process"}; ` +
+      (flag("server") === "proxy" ? "server: --server proxy, forwarding only (nothing is metered)\n" : "") +
+        `mock machine: ${delayMs} ms fixed latency, ${mockIn === "child" ? "in its own process" : "in the load generator's process"}; ` +
         `server: one process${cpuProf === undefined ? "" : `, CPU profile into ${cpuProf}`}`
     )
 
@@ -572,9 +679,12 @@ const main = async () => {
       const p: Array<SideResult> = []
       const load0 = loadavg()
       const jiffies0 = machineJiffies()
+      if (has("spans")) await server.ask("spans")
       let serverCpu = 0
+      let serverSys = 0
       let mockCpuTotal = 0
-      let pgCpu: number | undefined = 0
+      let pgCpu = 0
+      let pgSeen = false
       for (let r = 0; r < rounds; r++) {
         const count = Math.min(perRound, n - r * perRound)
         if (count <= 0) break
@@ -586,14 +696,19 @@ const main = async () => {
           d.push({ ...res, meteredMs: res.elapsedMs })
         }
         const runPlatform = async () => {
-          const s0 = (await server.ask<{ cpu: number }>("cpu")).cpu
-          const g0 = pgCpu === undefined ? undefined : processesCpuMs(pgPids)
+          const s0 = await server.ask<{ cpu: number; system: number }>("cpu")
+          // The pool opens connections as it needs them: backends new in the round count whole.
+          const g0 = processesCpuMs(await backends())
           const res = await onPlatform(requestBody, stream, concurrency, count)
           const idleMs = await server.ask<number>("idle")
-          const s1 = (await server.ask<{ cpu: number }>("cpu")).cpu
-          const g1 = g0 === undefined ? undefined : processesCpuMs(pgPids)
-          serverCpu += s1 - s0
-          pgCpu = g0 === undefined || g1 === undefined || pgCpu === undefined ? undefined : pgCpu + (g1 - g0)
+          const s1 = await server.ask<{ cpu: number; system: number }>("cpu")
+          const g1 = processesCpuMs(await backends())
+          serverCpu += s1.cpu - s0.cpu
+          serverSys += s1.system - s0.system
+          for (const [pid, cpu] of g1) {
+            pgSeen = true
+            pgCpu += cpu - (g0.get(pid) ?? 0)
+          }
           p.push({ ...res, meteredMs: res.elapsedMs + idleMs })
         }
         // Alternate which side goes first, so drifting background load hits both alike.
@@ -628,8 +743,9 @@ const main = async () => {
         platform: { p50: percentile(pm.all, 0.5), p99: percentile(pm.all, 0.99), perSecond: pm.perSecond, meteredPerSecond: pm.meteredPerSecond },
         added: { p50: percentile(pm.all, 0.5) - percentile(dm.all, 0.5), p99: percentile(pm.all, 0.99) - percentile(dm.all, 0.99) },
         serverCpuUsPerCall: serverCpu / pm.all.length,
+        serverSysUsPerCall: serverSys / pm.all.length,
         mockCpuUsPerCall: mockIn === "child" ? mockCpuTotal / dm.all.length : undefined,
-        postgresCpuUsPerCall: pgCpu === undefined || pgPids.length === 0 ? undefined : (pgCpu * 1000) / pm.all.length,
+        postgresCpuUsPerCall: !pgSeen ? undefined : (pgCpu * 1000) / pm.all.length,
         machineBusy: jiffies0 === undefined || jiffies1 === undefined
           ? undefined
           : (jiffies1.busy - jiffies0.busy) / (jiffies1.total - jiffies0.total),
@@ -646,10 +762,18 @@ const main = async () => {
       )
       console.log(`  added     p50 ${ms(row.added.p50)} ms  p99 ${ms(row.added.p99)} ms`)
       console.log(
-        `  CPU per platform call: server ${row.serverCpuUsPerCall.toFixed(0)} µs` +
+        `  CPU per platform call: server ${row.serverCpuUsPerCall.toFixed(0)} µs (system ${row.serverSysUsPerCall.toFixed(0)})` +
           (row.postgresCpuUsPerCall === undefined ? "" : `, Postgres backends ${row.postgresCpuUsPerCall.toFixed(0)} µs`) +
           (row.mockCpuUsPerCall === undefined ? "" : `; per direct call: mock ${row.mockCpuUsPerCall.toFixed(0)} µs`)
       )
+      if (has("spans")) {
+        const spans = await server.ask<ReadonlyArray<{ name: string; count: number; totalUs: number }>>("spans")
+        const calls = pm.all.length
+        console.log(`  spans (wall time per platform call, mean; statements run per call):`)
+        for (const s of [...spans].sort((a, b) => b.totalUs - a.totalUs).slice(0, 40)) {
+          console.log(`    ${(s.totalUs / calls).toFixed(0).padStart(6)} µs  x${(s.count / calls).toFixed(2).padEnd(5)} ${s.name}`)
+        }
+      }
       return row
     }
 
@@ -671,11 +795,11 @@ const main = async () => {
     console.log(`  metered calls per second at c=16: ${c16.platform.meteredPerSecond.toFixed(0)}`)
 
     // Metering really happened: one usage record per platform call, the balance down by their cost.
+    if (flag("server") === "proxy") platformCalls = 0
     await server.ask("idle")
     const v = await server.ask<{
       usageRecords: string
       usageCredits: string
-      usageListCredits: string
       usageEntries: string
       usageEntriesTotal: string
       pendingReservations: string
