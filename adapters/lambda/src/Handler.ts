@@ -11,7 +11,7 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context as LambdaContext } from "aws-lambda"
 import { FirstStart, type Owner } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
-import { AppRoutes, PlatformServices, type PlatformStores } from "@model-platform/core/api/Http"
+import { AppRoutes, type PlatformOptions, PlatformServices, type PlatformStores } from "@model-platform/core/api/Http"
 import { errorBody } from "@model-platform/core/api/ErrorShape"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
@@ -30,6 +30,12 @@ export type HandlerOptions = {
    * Unset: the address each request was sent to (the API Gateway or Function URL domain).
    */
   readonly publicUrl?: string | undefined
+  /**
+   * Background work and gateway settings (lambda.ts turns health checks and the reservation
+   * sweeper on). The gateway always settles inline here: a Lambda may be frozen as soon as its
+   * response is sent, so metering must finish before.
+   */
+  readonly platform?: Omit<PlatformOptions, "publicUrl"> | undefined
   /**
    * The owner key's secret, made beforehand by the operator (`scripts/new-owner-key.ts`) and read
    * from a secret store only when no account exists yet: the owner's key is then made with it
@@ -83,9 +89,10 @@ const buildApp = async (
   ownerEmail: string,
   ownerSecret: Effect.Effect<string, unknown> | undefined,
   stores: Layer.Layer<Stores, unknown>,
-  publicUrl: string | undefined
+  options: PlatformOptions
 ): Promise<App> => {
-  const services = PlatformServices(catalogue, { publicUrl }).pipe(Layer.provideMerge(stores))
+  const platform = { ...options, gateway: { ...options.gateway, settleInline: true } }
+  const services = PlatformServices(catalogue, platform).pipe(Layer.provideMerge(stores))
   const firstStart = ownerSecret === undefined
     ? FirstStart.layer(ownerEmail)
     : FirstStart.layerWithSecret(ownerEmail, ownerSecret)
@@ -124,7 +131,10 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
 
   let building: Promise<App> | undefined
   const app = (): Promise<App> =>
-    building ??= buildApp(options.catalogue, options.ownerEmail, options.ownerSecret, stores, options.publicUrl).catch((error: unknown) => {
+    building ??= buildApp(options.catalogue, options.ownerEmail, options.ownerSecret, stores, {
+      ...options.platform,
+      publicUrl: options.publicUrl
+    }).catch((error: unknown) => {
       building = undefined
       throw error
     })

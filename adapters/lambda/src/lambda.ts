@@ -48,6 +48,7 @@ const startPlatform = Effect.gen(function*() {
     ownerEmail: config.ownerEmail,
     publicUrl: Option.getOrUndefined(config.publicUrl),
     ownerSecret,
+    platform: { healthCheck: {}, sweepReservations: {} },
     dynamo: { tableName: config.tableName, client: makeDocumentClient() }
   })
 })

@@ -5,7 +5,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { FirstStart } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
-import { AppRoutes, PlatformServices, type PlatformStores } from "@model-platform/core/api/Http"
+import { AppRoutes, type PlatformOptions, PlatformServices, type PlatformStores } from "@model-platform/core/api/Http"
 import { Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { createServer } from "node:http"
@@ -19,6 +19,8 @@ export interface ServerOptions {
   readonly ownerEmail: string
   /** PUBLIC_URL: the base of the addresses handed out (pay_url); unset, each request's own address. */
   readonly publicUrl?: string | undefined
+  /** Background work and gateway settings (main.ts turns health checks and the sweeper on). */
+  readonly platform?: Omit<PlatformOptions, "publicUrl"> | undefined
 }
 
 /**
@@ -27,7 +29,7 @@ export interface ServerOptions {
  * stores it serves (for an operator's command or a test run in the same process).
  */
 export const serverLayer = <E, R>(options: ServerOptions, stores: Layer.Layer<Stores, E, R>) => {
-  const services = PlatformServices(options.catalogue, { publicUrl: options.publicUrl }).pipe(Layer.provideMerge(stores))
+  const services = PlatformServices(options.catalogue, { ...options.platform, publicUrl: options.publicUrl }).pipe(Layer.provideMerge(stores))
   const http = HttpRouter.serve(AppRoutes, { disableListenLog: true, disableLogger: true }).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host }))
   )

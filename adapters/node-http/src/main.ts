@@ -45,7 +45,8 @@ const main = Effect.gen(function*() {
       port: config.port,
       host: config.host,
       ownerEmail: config.ownerEmail,
-      publicUrl: Option.getOrUndefined(config.publicUrl)
+      publicUrl: Option.getOrUndefined(config.publicUrl),
+      platform: { healthCheck: {}, sweepReservations: {} }
     },
     PgPlatformStores.pipe(Layer.provide(database))
   )

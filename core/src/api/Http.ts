@@ -13,6 +13,7 @@ import { Catalogue } from "../Catalogue.ts"
 import type { CatalogueConfig } from "../CatalogueConfig.ts"
 import { Gateway, type GatewayConfig } from "../gateway/Gateway.ts"
 import { HealthChecker, type HealthCheckerOptions } from "../gateway/HealthChecker.ts"
+import { ReservationSweeper, type ReservationSweeperOptions } from "../ReservationSweeper.ts"
 import { MachineHttpLayer } from "../gateway/MachineHttp.ts"
 import { Ledger } from "../Ledger.ts"
 import { Orders, Tickets } from "../OrderService.ts"
@@ -66,6 +67,8 @@ export interface PlatformOptions {
    * failing machines.
    */
   readonly healthCheck?: Partial<HealthCheckerOptions> | undefined
+  /** Expire reservations whose call never came back (ReservationSweeper.ts). Off unless set. */
+  readonly sweepReservations?: Partial<ReservationSweeperOptions> | undefined
 }
 
 /** The catalogue names a payment processor this platform does not have: startup stops. */
@@ -142,7 +145,10 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     Layer.provideMerge(MachineHttpLayer),
     Layer.provide(Layer.mergeAll(ApiKeys.layer, money))
   )
-  return Layer.mergeAll(ApiKeys.layer, money, gateway, HealPaidOrders.pipe(Layer.provide(money))).pipe(
+  const sweeper = options.sweepReservations === undefined
+    ? Layer.empty
+    : ReservationSweeper.layer(options.sweepReservations).pipe(Layer.provide(money))
+  return Layer.mergeAll(ApiKeys.layer, money, gateway, sweeper, HealPaidOrders.pipe(Layer.provide(money))).pipe(
     Layer.provideMerge(Catalogue.layer(config))
   )
 }

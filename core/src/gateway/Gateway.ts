@@ -34,7 +34,7 @@ import { chargingGate } from "../Charging.ts"
 import { type InferenceError, inferenceError } from "../Errors.ts"
 import { generateId } from "../Keys.ts"
 import { Ledger } from "../Ledger.ts"
-import { creditsToMicro } from "../Money.ts"
+import { creditsToMicro, microToCredits } from "../Money.ts"
 import type { Allocation } from "../ports/LedgerStore.ts"
 import { MachineClient, type MachineFailure, type MachineResponse } from "../ports/MachineClient.ts"
 import { MachineStatus } from "../ports/MachineStatus.ts"
@@ -405,7 +405,7 @@ const make = (config: GatewayConfig) =>
           return yield* inferenceError(
             402,
             "insufficient_credit",
-            `Insufficient credit: this call may cost up to ${bound} micro-credits and the balance usable on this machine is ${firstHold.available}. Add credits, or lower max_tokens.`
+            `Insufficient credit: this call may cost up to ${microToCredits(bound)} credits and the balance usable on this machine is ${microToCredits(firstHold.available)} credits. Add credits, or lower max_tokens.`
           )
         }
 
