@@ -916,6 +916,14 @@ export const platformHttpSuite = (shell: string, start: () => Promise<ShellUnder
         expect(res.headers.get("allow")).toContain("GET")
         expect(res.headers.get("allow")).toContain("POST")
       })
+      it("a wrong method under /v1 -> 405 with Allow, in the inference shape", async () => {
+        const res = await call("GET", "/v1/chat/completions")
+        expect(res.status).toBe(405)
+        expect(res.json).toEqual({
+          error: { message: expect.stringContaining("POST"), type: "invalid_request_error", code: "method_not_allowed" }
+        })
+        expect(res.headers.get("allow")).toBe("POST")
+      })
       it("error responses are JSON", async () => {
         const res = await call("GET", "/models/nope")
         expect(res.headers.get("content-type")).toContain("application/json")

@@ -30,6 +30,7 @@ import * as TestCardProcessor from "../TestCardProcessor.ts"
 import { PlatformApi } from "./Api.ts"
 import { CheckoutRoutes } from "./Checkout.ts"
 import { ErrorShapeMiddleware, fallbackRoute, SchemaErrors } from "./ErrorShape.ts"
+import { INFERENCE_OPENAPI_PATH, InferenceApi } from "./InferenceApi.ts"
 import { InferenceRoutes } from "./InferenceRoutes.ts"
 import { PlatformHandlers } from "./Handlers.ts"
 import { Idempotency } from "./Idempotency.ts"
@@ -179,6 +180,6 @@ export const AppRoutes = Layer.mergeAll(
   HttpApiScalar.layer(PlatformApi, { path: DOCS_PATH }),
   RootRoute,
   InferenceRoutes,
-  fallbackRoute([PlatformApi, SimulatedApi], [OPENAPI_PATH, DOCS_PATH]),
+  fallbackRoute([PlatformApi, SimulatedApi, InferenceApi], [OPENAPI_PATH, DOCS_PATH, INFERENCE_OPENAPI_PATH]),
   ErrorShapeMiddleware
 )

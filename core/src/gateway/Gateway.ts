@@ -405,7 +405,7 @@ const make = (config: GatewayConfig) =>
           return yield* inferenceError(
             402,
             "insufficient_credit",
-            `Insufficient credit: this call may cost up to ${microToCredits(bound)} credits and the balance usable on this machine is ${microToCredits(firstHold.available)} credits. Add credits, or lower max_tokens.`
+            `Insufficient credit: this call may cost up to ${microToCredits(bound)} credits and the balance usable on this machine is ${microToCredits(firstHold.available)} credits. Add credits${endpoint === "/v1/chat/completions" ? ", or lower max_tokens" : ""}.`
           )
         }
 
