@@ -35,8 +35,12 @@
  *                      database; a diagnostic, not the product's configuration)
  *   --server proxy     the server only forwards each call to the machine (the same HTTP server and
  *                      machine client, no key, rpm, reservation or metering): the floor of the stack
+ *   --server raw       a plain node:http server forwarding with node:http (no Effect at all): what a
+ *                      second hop costs on this machine
  *   --machine-client http  the server calls the machine with node:http (keep-alive Agent) instead
  *                      of fetch (MachineHttp.ts): what that client choice costs
+ *   --no-tracing       the server runs with Effect's tracer disabled (References.TracerEnabled):
+ *                      what the spans of Effect.fn / withSpan / the SQL client cost
  *   --keep-db          do not drop the benchmark's database at the end
  *   --spans            record the server's Effect spans (each SQL statement by its text, each store
  *                      and use-case span) and print their mean wall time per platform call, per run;
@@ -62,7 +66,7 @@ import { MemoryStores } from "@model-platform/test-harness/MemoryStores"
 import { UsageStoreMemory } from "@model-platform/test-harness/MemoryUsageStore"
 import { machineUrl } from "@model-platform/core/gateway/MachineHttp"
 import { MachineClient, MachineFailure, type MachineResponse } from "@model-platform/core/ports/MachineClient"
-import { Effect, Layer, ManagedRuntime, Redacted, Stream, Tracer } from "effect"
+import { Effect, Layer, ManagedRuntime, Redacted, References, Stream, Tracer } from "effect"
 import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { type ChildProcess, fork } from "node:child_process"
@@ -416,7 +420,13 @@ const runServer = async () => {
     disableLogger: true
   }).pipe(Layer.provideMerge(NodeHttpServer.layer(Http.createServer, { port: 0, host: "127.0.0.1" })))
   const app = http.pipe(Layer.provideMerge(services))
-  const runtime = ManagedRuntime.make(has("spans") ? app.pipe(Layer.provide(Layer.succeed(Tracer.Tracer, recordingTracer))) : app)
+  const runtime = ManagedRuntime.make(
+    has("spans")
+      ? app.pipe(Layer.provide(Layer.succeed(Tracer.Tracer, recordingTracer)))
+      : has("no-tracing")
+      ? app.pipe(Layer.provide(Layer.succeed(References.TracerEnabled, false)))
+      : app
+  )
 
   const setup = Effect.gen(function*() {
     const server = yield* HttpServer.HttpServer
@@ -431,9 +441,27 @@ const runServer = async () => {
     yield* (yield* AccountStore).insert({ id: accountId, email: `${accountId}@bench.local`, created_at: new Date().toISOString() })
     const key = yield* (yield* ApiKeys).issue(accountId, { name: "bench", permissions: ["inference", "read"] })
     yield* (yield* Ledger).credit(accountId, { ref: `bench_grant_${accountId}`, machine_id: null, amount: INITIAL_CREDIT, type: "credit_added" })
-    return { url: `http://127.0.0.1:${server.address.port}`, secret: key.secret, accountId, database: version }
+    return { url: `http://127.0.0.1:${server.address.port}` as string, secret: key.secret, accountId, database: version }
   })
   const ready = await runtime.runPromise(setup)
+  if (flag("server") === "raw") {
+    const agent = new Http.Agent({ keepAlive: true, maxSockets: 256 })
+    const target = new URL(mockUrl)
+    const raw = Http.createServer((req, res) => {
+      const forward = Http.request(
+        { host: target.hostname, port: target.port, path: req.url, method: req.method, agent, headers: { "content-type": "application/json" } },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, { "content-type": answer.headers["content-type"] ?? "application/json" })
+          answer.pipe(res)
+        }
+      )
+      forward.on("error", () => res.writeHead(502).end())
+      req.pipe(forward)
+    })
+    raw.keepAliveTimeout = 60_000
+    await new Promise<void>((resolve) => raw.listen(0, "127.0.0.1", resolve))
+    ready.url = `http://127.0.0.1:${(raw.address() as AddressInfo).port}`
+  }
 
   // Through the ports, so it reads the same whatever the stores.
   const verify = Effect.gen(function*() {
@@ -643,10 +671,18 @@ const main = async () => {
     const backends = () => server.ask<ReadonlyArray<number>>("backends")
     console.log(`database: ${ready.database}${benchDbName === undefined ? "" : ` (fresh database ${benchDbName})`}`)
     console.log(
-      (flag("server") === "proxy" ? "server: --server proxy, forwarding only (nothing is metered)\n" : "") +
-        `mock machine: ${delayMs} ms fixed latency, ${mockIn === "child" ? "in its own process" : "in the load generator's process"}; ` +
+      `mock machine: ${delayMs} ms fixed latency, ${mockIn === "child" ? "in its own process" : "in the load generator's process"}; ` +
         `server: one process${cpuProf === undefined ? "" : `, CPU profile into ${cpuProf}`}`
     )
+    const variants = [
+      flag("server") === "proxy" ? "--server proxy: forwarding only, nothing is metered" : undefined,
+      flag("server") === "raw" ? "--server raw: plain node:http forwarding, nothing is metered" : undefined,
+      flag("stores") === "memory" ? "--stores memory" : undefined,
+      flag("machine-client") === "http" ? "--machine-client http: node:http instead of fetch" : undefined,
+      has("no-tracing") ? "--no-tracing: Effect's tracer off" : undefined,
+      has("spans") ? "--spans: spans recorded (slower)" : undefined
+    ].filter((v) => v !== undefined)
+    if (variants.length > 0) console.log(`variants: ${variants.join("; ")}`)
 
     const body = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "Say hello to the benchmark." }], max_tokens: 16 })
     const streamBody = JSON.stringify({ ...JSON.parse(body), stream: true })
@@ -795,7 +831,7 @@ const main = async () => {
     console.log(`  metered calls per second at c=16: ${c16.platform.meteredPerSecond.toFixed(0)}`)
 
     // Metering really happened: one usage record per platform call, the balance down by their cost.
-    if (flag("server") === "proxy") platformCalls = 0
+    if (flag("server") === "proxy" || flag("server") === "raw") platformCalls = 0
     await server.ask("idle")
     const v = await server.ask<{
       usageRecords: string
