@@ -12,38 +12,12 @@ import { type OrderRecord, OrderStore } from "@model-platform/core/ports/OrderSt
 import { toTimestamp } from "@model-platform/core/Time"
 import { orderStoreContract } from "@model-platform/test-harness/OrderContract"
 import { Effect, Layer } from "effect"
-import { afterAll, beforeAll } from "vitest"
 import { OrderKeys, OrderStoreDynamo, UNFULFILLED_PK } from "../src/DynamoOrderStore.ts"
-import { createTable, DynamoConfig, makeDocumentClient } from "../src/DynamoTable.ts"
-import { type DynamoLocal, localClientConfig, startDynamoLocal } from "./dynamoLocal.ts"
+import { DynamoConfig } from "../src/DynamoTable.ts"
+import { useDynamoLocal } from "./dynamoLocal.ts"
 
-let local: DynamoLocal | undefined
-
-beforeAll(async () => {
-  local = await startDynamoLocal()
-}, 60_000)
-
-afterAll(async () => {
-  await local?.stop()
-})
-
-/** A fresh table on the file's DynamoDB Local (started by beforeAll, before any layer is built). */
-const FreshTable: Layer.Layer<DynamoConfig> = Layer.effect(
-  DynamoConfig,
-  Effect.gen(function*() {
-    const endpoint = local?.endpoint
-    if (endpoint === undefined) return yield* Effect.die(new Error("DynamoDB Local is not running"))
-    const settings = yield* Effect.acquireRelease(
-      Effect.sync(() => ({
-        tableName: `orders-test-${crypto.randomUUID()}`,
-        client: makeDocumentClient(localClientConfig(endpoint))
-      })),
-      (settings) => Effect.sync(() => settings.client.destroy())
-    )
-    yield* Effect.provideService(createTable, DynamoConfig, settings)
-    return settings
-  })
-)
+const { freshTable } = useDynamoLocal("orders-test")
+const FreshTable = freshTable()
 
 orderStoreContract("OrderStoreDynamo on DynamoDB Local", OrderStoreDynamo.pipe(Layer.provide(FreshTable)))
 

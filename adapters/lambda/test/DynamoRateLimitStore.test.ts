@@ -8,37 +8,12 @@ import { generateId } from "@model-platform/core/Keys"
 import { RateLimitStore, windowStartOf } from "@model-platform/core/ports/RateLimitStore"
 import { rateLimitStoreContract } from "@model-platform/test-harness/RateLimitContract"
 import { Effect, Layer } from "effect"
-import { afterAll, beforeAll } from "vitest"
 import { expiresAt, RateLimitKeys, RateLimitStoreDynamo, RETAIN_MS } from "../src/DynamoRateLimitStore.ts"
-import { createTable, DynamoConfig, makeDocumentClient, TTL_ATTRIBUTE } from "../src/DynamoTable.ts"
-import { type DynamoLocal, localClientConfig, startDynamoLocal } from "./dynamoLocal.ts"
+import { DynamoConfig, TTL_ATTRIBUTE } from "../src/DynamoTable.ts"
+import { useDynamoLocal } from "./dynamoLocal.ts"
 
-let local: DynamoLocal | undefined
-
-beforeAll(async () => {
-  local = await startDynamoLocal()
-}, 60_000)
-
-afterAll(async () => {
-  await local?.stop()
-})
-
-const FreshTable: Layer.Layer<DynamoConfig> = Layer.effect(
-  DynamoConfig,
-  Effect.gen(function*() {
-    const endpoint = local?.endpoint
-    if (endpoint === undefined) return yield* Effect.die(new Error("DynamoDB Local is not running"))
-    const settings = yield* Effect.acquireRelease(
-      Effect.sync(() => ({
-        tableName: `ratelimit-test-${crypto.randomUUID()}`,
-        client: makeDocumentClient(localClientConfig(endpoint))
-      })),
-      (settings) => Effect.sync(() => settings.client.destroy())
-    )
-    yield* Effect.provideService(createTable, DynamoConfig, settings)
-    return settings
-  })
-)
+const { freshTable } = useDynamoLocal("ratelimit-test")
+const FreshTable = freshTable()
 
 rateLimitStoreContract("RateLimitStoreDynamo on DynamoDB Local", RateLimitStoreDynamo.pipe(Layer.provide(FreshTable)))
 

@@ -10,49 +10,11 @@ import { type UsageRecord, UsageStore } from "@model-platform/core/ports/UsageSt
 import { toTimestamp } from "@model-platform/core/Time"
 import { usageStoreContract } from "@model-platform/test-harness/UsageContract"
 import { Effect, Layer } from "effect"
-import { afterAll, beforeAll } from "vitest"
-import { createTable, DynamoConfig, makeDocumentClient } from "../src/DynamoTable.ts"
+import { DynamoConfig } from "../src/DynamoTable.ts"
 import { UsageKeys, UsageStoreDynamo } from "../src/DynamoUsageStore.ts"
-import { type DynamoLocal, localClientConfig, startDynamoLocal } from "./dynamoLocal.ts"
+import { useDynamoLocal } from "./dynamoLocal.ts"
 
-let local: DynamoLocal | undefined
-
-beforeAll(async () => {
-  local = await startDynamoLocal()
-}, 60_000)
-
-afterAll(async () => {
-  await local?.stop()
-})
-
-/** A fresh table; `interfere`, when given, sees every TransactWriteItems first and may reject it. */
-const freshTable = (interfere?: (command: TransactWriteItemsCommand) => Error | undefined): Layer.Layer<DynamoConfig> =>
-  Layer.effect(
-    DynamoConfig,
-    Effect.gen(function*() {
-      const endpoint = local?.endpoint
-      if (endpoint === undefined) return yield* Effect.die(new Error("DynamoDB Local is not running"))
-      const settings = yield* Effect.acquireRelease(
-        Effect.sync(() => ({
-          tableName: `usage-test-${crypto.randomUUID()}`,
-          client: makeDocumentClient(localClientConfig(endpoint))
-        })),
-        (settings) => Effect.sync(() => settings.client.destroy())
-      )
-      yield* Effect.provideService(createTable, DynamoConfig, settings)
-      if (interfere !== undefined) {
-        type Send = (command: unknown, options?: unknown) => Promise<unknown>
-        const send = settings.client.send.bind(settings.client) as Send
-        Object.assign(settings.client, {
-          send: (command: unknown, options?: unknown) => {
-            const error = command instanceof TransactWriteItemsCommand ? interfere(command) : undefined
-            return error === undefined ? send(command, options) : Promise.reject(error)
-          }
-        })
-      }
-      return settings
-    })
-  )
+const { freshTable } = useDynamoLocal("usage-test")
 
 usageStoreContract("UsageStoreDynamo on DynamoDB Local", UsageStoreDynamo.pipe(Layer.provide(freshTable())))
 

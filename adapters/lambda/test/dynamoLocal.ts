@@ -7,11 +7,15 @@
  * kills it if the test process exits without calling `stop()`, and a small watchdog shell kills it
  * when the test process dies without running any hook (SIGKILL of a vitest worker).
  */
+import { TransactWriteItemsCommand } from "@aws-sdk/client-dynamodb"
+import { Effect, Layer } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as net from "node:net"
 import * as path from "node:path"
+import { afterAll, beforeAll } from "vitest"
+import { createTable, DynamoConfig, makeDocumentClient } from "../src/DynamoTable.ts"
 
 export interface DynamoLocal {
   /** http://127.0.0.1:<port> */
@@ -150,4 +154,48 @@ export const startDynamoLocal = async (options: { readonly timeoutMs?: number } 
   } catch {
     return await startOnce(timeoutMs)
   }
+}
+
+/**
+ * One DynamoDB Local for the calling test file (started in beforeAll, stopped in afterAll) and a
+ * layer of a fresh table on it for each suite: `freshTable(interfere?)`. `interfere`, when given,
+ * sees every TransactWriteItems first and may reject it instead (DynamoDB Local never answers
+ * transaction conflicts, so tests inject them).
+ */
+export const useDynamoLocal = (tablePrefix: string) => {
+  let local: DynamoLocal | undefined
+  beforeAll(async () => {
+    local = await startDynamoLocal()
+  }, 60_000)
+  afterAll(async () => {
+    await local?.stop()
+  })
+  const freshTable = (interfere?: (command: TransactWriteItemsCommand) => Error | undefined): Layer.Layer<DynamoConfig> =>
+    Layer.effect(
+      DynamoConfig,
+      Effect.gen(function*() {
+        const endpoint = local?.endpoint
+        if (endpoint === undefined) return yield* Effect.die(new Error("DynamoDB Local is not running"))
+        const settings = yield* Effect.acquireRelease(
+          Effect.sync(() => ({
+            tableName: `${tablePrefix}-${crypto.randomUUID()}`,
+            client: makeDocumentClient(localClientConfig(endpoint))
+          })),
+          (settings) => Effect.sync(() => settings.client.destroy())
+        )
+        yield* Effect.provideService(createTable, DynamoConfig, settings)
+        if (interfere !== undefined) {
+          type Send = (command: unknown, options?: unknown) => Promise<unknown>
+          const send = settings.client.send.bind(settings.client) as Send
+          Object.assign(settings.client, {
+            send: (command: unknown, options?: unknown) => {
+              const error = command instanceof TransactWriteItemsCommand ? interfere(command) : undefined
+              return error === undefined ? send(command, options) : Promise.reject(error)
+            }
+          })
+        }
+        return settings
+      })
+    )
+  return { freshTable }
 }
