@@ -1,28 +1,33 @@
 /**
  * The ledger store port on Postgres (a real server or embedded PGlite). The tables are created by
- * the `0002_ledger` migration (./migrations.ts).
+ * the `0002_ledger` migration, the functions by `0005_ledger_functions` (./migrations.ts).
  *
- * Each write is ONE transaction, so it happens whole or not at all, across processes too:
- * - post: INSERT ... ON CONFLICT (account_id, ref) DO NOTHING (a concurrent post of the same ref
- *   waits on the unique index, then does nothing), then an upsert adding to `posted`.
- * - reserve: INSERT the reservation (ON CONFLICT (ref) DO NOTHING), then per allocation a
- *   conditional `UPDATE ... SET held = held + amount WHERE posted - held >= amount`. The row lock
- *   serialises concurrent reserves of one scope and Postgres re-checks the condition on the row
- *   as the previous transaction left it, so available never goes below zero; when any allocation
- *   matches no row the whole transaction rolls back ("insufficient").
- * - settle / void / expire: a conditional `UPDATE ... WHERE status = 'pending'` moves the
- *   reservation exactly once; only the transaction whose update matched goes on to release the
- *   holds and (settle) insert the usage entries and add them to `posted`.
+ * Each write is ONE statement, so ONE round trip, and happens whole or not at all, across
+ * processes too:
+ * - post: a data-modifying CTE: INSERT ... ON CONFLICT (account_id, ref) DO NOTHING (a concurrent
+ *   post of the same ref waits on the unique index, then does nothing), and an upsert adding to
+ *   `posted` of the rows that INSERT returned (none for a duplicate).
+ * - reserve: `ledger_reserve`: per allocation, in scope order, the balance row is locked
+ *   (`SELECT ... FOR UPDATE`) only where `posted - held >= amount`. The row lock serialises
+ *   concurrent reserves of one scope and Postgres re-checks the condition on the row as the
+ *   previous transaction left it, so available never goes below zero; when any allocation finds
+ *   no row nothing is written ("insufficient"). Then the reservation is inserted and the amounts
+ *   added to `held`.
+ * - settle / void / expire: `ledger_finish`: a conditional `UPDATE ... WHERE status = 'pending'`
+ *   moves the reservation exactly once; only the call whose update matched goes on to release the
+ *   holds and (settle) insert the usage entries and add them to `posted`. A settlement breaking a
+ *   rule raises inside the function, which rolls all of it back (a defect here).
  * Deadlocks are avoided by one lock order: at most one reservation row first, then balance rows
- * in scope order. `expire` finishes each due reservation in its own transaction.
+ * in scope order (collation "C"). `expire` finishes each due reservation in its own call.
+ * Statements are prepared once per connection by @effect/sql-pg (its default), and the
+ * functions' plans are cached by the server.
  *
  * Amounts are int8 columns; @effect/sql-pg sends and returns them as bigint, so no amount ever
  * passes through a float. Scope '' in ledger_balances is account-wide.
  */
-import { Data, Effect, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import {
-  type Allocation,
   byScope,
   creditProblem,
   type EntryType,
@@ -96,25 +101,26 @@ const toReservation = (row: ReservationRow): Reservation => ({
   excess: row.excess === null ? null : BigInt(row.excess)
 })
 
-/** Ends a reserve transaction with a rollback when a scope lacks the amount. */
-class Insufficient extends Data.TaggedError("Insufficient")<{}> {}
-
-/** Per scope, in lock order: what to add to `posted` and to `held`. */
-const deltasByScope = (
-  holds: ReadonlyArray<Allocation>,
-  postings: ReadonlyArray<Allocation>,
-  sign: { readonly holds: 1n | -1n }
-) => {
-  const deltas = new Map<string, { posted: bigint; held: bigint }>()
-  const at = (machineId: string | null) => {
-    const key = scopeKey(machineId)
-    let delta = deltas.get(key)
-    if (delta === undefined) deltas.set(key, delta = { posted: 0n, held: 0n })
-    return delta
-  }
-  for (const h of holds) at(h.machine_id).held += sign.holds * h.amount
-  for (const p of postings) at(p.machine_id).posted += p.amount
-  return [...deltas.entries()].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0)
+/**
+ * The rules of `settlementProblem` that do not need the reservation, checked before the call:
+ * against a reservation of the entries' own account and pinned machine, so what is left for
+ * `ledger_finish` to check (it raises) is that they are the reservation's.
+ */
+const settlementShapeProblem = (settlement: Settlement): string | undefined => {
+  const first = settlement.entries[0]
+  const pinned = settlement.entries.find((e) => e.machine_id !== null)?.machine_id ?? null
+  return settlementProblem({
+    ref: settlement.ref,
+    account_id: first?.account_id ?? "",
+    machine_id: pinned,
+    allocations: [],
+    status: "pending",
+    created_at: settlement.at,
+    expires_at: settlement.at,
+    finished_at: null,
+    charged: null,
+    excess: null
+  }, settlement)
 }
 
 export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient> = Layer.effect(
@@ -128,28 +134,26 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
 
     const die = (operation: string, problem: string) => Effect.die(new Error(`LedgerStore.${operation}: ${problem}`))
 
-    const insertEntry = (entry: LedgerEntry) =>
-      sql`INSERT INTO ledger_entries (id, account_id, machine_id, amount, type, ref, created_at)
-          VALUES (${entry.id}, ${entry.account_id}, ${entry.machine_id}, ${entry.amount}, ${entry.type},
-                  ${entry.ref}, ${entry.created_at})`
-
     const post = (entry: LedgerEntry) => {
       const problem = creditProblem(entry)
       if (problem !== undefined) return die("post", problem)
-      return sql.withTransaction(Effect.gen(function*() {
-        const inserted = yield* sql`
+      // One statement: the balance upsert only sees a row when the entry was new.
+      return sql`
+        WITH inserted AS (
           INSERT INTO ledger_entries (id, account_id, machine_id, amount, type, ref, created_at)
           VALUES (${entry.id}, ${entry.account_id}, ${entry.machine_id}, ${entry.amount}, ${entry.type},
                   ${entry.ref}, ${entry.created_at})
           ON CONFLICT (account_id, ref) DO NOTHING
-          RETURNING id`
-        if (inserted.length === 0) return "duplicate" as const
-        yield* sql`
-          INSERT INTO ledger_balances (account_id, scope, posted, held)
-          VALUES (${entry.account_id}, ${scopeKey(entry.machine_id)}, ${entry.amount}, 0)
-          ON CONFLICT (account_id, scope) DO UPDATE SET posted = ledger_balances.posted + EXCLUDED.posted`
-        return "posted" as const
-      })).pipe(Effect.orDie, Effect.withSpan("LedgerStore.post"))
+          RETURNING account_id, amount
+        )
+        INSERT INTO ledger_balances (account_id, scope, posted, held)
+        SELECT account_id, ${scopeKey(entry.machine_id)}, amount, 0 FROM inserted
+        ON CONFLICT (account_id, scope) DO UPDATE SET posted = ledger_balances.posted + EXCLUDED.posted
+        RETURNING 1 AS posted`.pipe(
+        Effect.map((rows) => rows.length === 0 ? "duplicate" as const : "posted" as const),
+        Effect.orDie,
+        Effect.withSpan("LedgerStore.post")
+      )
     }
 
     const balances = (accountId: string) =>
@@ -179,25 +183,11 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
       if (problem !== undefined) return die("reserve", problem)
       const scopes = reservation.allocations.map((a) => scopeKey(a.machine_id))
       const amounts = reservation.allocations.map((a) => a.amount)
-      return sql.withTransaction(Effect.gen(function*() {
-        const inserted = yield* sql`
-          INSERT INTO ledger_reservations (ref, account_id, machine_id, scopes, amounts, status, created_at, expires_at)
-          VALUES (${reservation.ref}, ${reservation.account_id}, ${reservation.machine_id}, ${scopes}::text[],
-                  ${amounts}::bigint[], 'pending', ${reservation.created_at}, ${reservation.expires_at})
-          ON CONFLICT (ref) DO NOTHING
-          RETURNING ref`
-        if (inserted.length === 0) return "duplicate" as const
-        for (const allocation of [...reservation.allocations].sort(byScope)) {
-          const held = yield* sql`
-            UPDATE ledger_balances SET held = held + ${allocation.amount}
-            WHERE account_id = ${reservation.account_id} AND scope = ${scopeKey(allocation.machine_id)}
-              AND posted - held >= ${allocation.amount}
-            RETURNING 1 AS held`
-          if (held.length === 0) return yield* new Insufficient()
-        }
-        return "reserved" as const
-      })).pipe(
-        Effect.catchTag("Insufficient", () => Effect.succeed("insufficient" as const)),
+      return sql<{ readonly result: "reserved" | "insufficient" | "duplicate" }>`
+        SELECT ledger_reserve(${reservation.ref}, ${reservation.account_id}, ${reservation.machine_id},
+                              ${scopes}::text[], ${amounts}::bigint[], ${reservation.created_at}::timestamptz,
+                              ${reservation.expires_at}::timestamptz) AS result`.pipe(
+        Effect.map((rows) => rows[0]!.result),
         Effect.orDie,
         Effect.withSpan("LedgerStore.reserve")
       )
@@ -217,46 +207,37 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
         Effect.orDie
       )
 
-    /** Applies per-scope deltas to the account's balances, in lock order (creating scopes at zero). */
-    const applyDeltas = (accountId: string, deltas: ReadonlyArray<readonly [string, { posted: bigint; held: bigint }]>) =>
-      Effect.forEach(deltas, ([scope, delta]) =>
-        sql`INSERT INTO ledger_balances (account_id, scope, posted, held)
-            VALUES (${accountId}, ${scope}, ${delta.posted}, 0)
-            ON CONFLICT (account_id, scope) DO UPDATE
-            SET posted = ledger_balances.posted + ${delta.posted}, held = ledger_balances.held + ${delta.held}`, {
-        discard: true
-      })
+    /**
+     * Moves one pending reservation to `status` in one call of `ledger_finish` (migrations.ts):
+     * false when it was not pending. A settlement's entries go with it.
+     */
+    const finish = (
+      ref: string,
+      status: "settled" | "voided" | "expired",
+      at: Timestamp,
+      settlement?: Settlement
+    ) => {
+      const entries = settlement?.entries ?? []
+      return sql<{ readonly done: boolean }>`
+        SELECT ledger_finish(${ref}, ${status}, ${at}::timestamptz, ${settlement?.charged ?? null}::bigint,
+                             ${settlement?.excess ?? null}::bigint, ${entries.map((e) => e.id)}::text[],
+                             ${entries.map((e) => e.account_id)}::text[],
+                             ${entries.map((e) => scopeKey(e.machine_id))}::text[],
+                             ${entries.map((e) => e.amount)}::bigint[], ${entries.map((e) => e.ref)}::text[],
+                             ${entries.map((e) => e.created_at)}::timestamptz[]) AS done`.pipe(
+        Effect.map((rows) => rows[0]!.done)
+      )
+    }
 
-    const settle = (settlement: Settlement) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const rows = yield* sql<ReservationRow>`
-          UPDATE ledger_reservations
-          SET status = 'settled', finished_at = ${settlement.at}, charged = ${settlement.charged},
-              excess = ${settlement.excess}
-          WHERE ref = ${settlement.ref} AND status = 'pending'
-          RETURNING ${reservationColumns}`
-        if (rows[0] === undefined) return "not_pending" as const
-        const found = toReservation(rows[0])
-        // A defect here rolls the whole transaction back: the reservation stays pending.
-        const problem = settlementProblem(found, settlement)
-        if (problem !== undefined) return yield* die("settle", problem)
-        yield* applyDeltas(found.account_id, deltasByScope(found.allocations, settlement.entries, { holds: -1n }))
-        yield* Effect.forEach(settlement.entries, insertEntry, { discard: true })
-        return "settled" as const
-      })).pipe(Effect.orDie, Effect.withSpan("LedgerStore.settle"))
-
-    /** Moves one pending reservation to voided or expired and releases its holds; false if not pending. */
-    const finish = (ref: string, status: "voided" | "expired", at: Timestamp) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const rows = yield* sql<ReservationRow>`
-          UPDATE ledger_reservations SET status = ${status}, finished_at = ${at}
-          WHERE ref = ${ref} AND status = 'pending'
-          RETURNING ${reservationColumns}`
-        if (rows[0] === undefined) return false
-        const found = toReservation(rows[0])
-        yield* applyDeltas(found.account_id, deltasByScope(found.allocations, [], { holds: -1n }))
-        return true
-      }))
+    const settle = (settlement: Settlement) => {
+      const problem = settlementShapeProblem(settlement)
+      if (problem !== undefined) return die("settle", problem)
+      return finish(settlement.ref, "settled", settlement.at, settlement).pipe(
+        Effect.map((done) => done ? "settled" as const : "not_pending" as const),
+        Effect.orDie,
+        Effect.withSpan("LedgerStore.settle")
+      )
+    }
 
     const voidReservation = (ref: string, at: Timestamp) =>
       finish(ref, "voided", at).pipe(

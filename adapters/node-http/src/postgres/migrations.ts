@@ -240,11 +240,112 @@ const usageRateLimits = Effect.gen(function*() {
   yield* sql`CREATE INDEX rate_limit_windows_end ON rate_limit_windows (window_end)`
 })
 
+/**
+ * The ledger's writes as functions (PgLedgerStore.ts), so each is ONE round trip: a function call
+ * is one statement, atomic as a whole (an exception rolls all of it back), and its plans are
+ * cached by the server. The rules stay those of 0002's comments:
+ * - Lock order: at most one reservation row first, then balance rows in scope order under the
+ *   "C" collation (byte order; every function sorts the same way, so two transactions never take
+ *   one account's balance rows in opposite orders).
+ * - `ledger_reserve` answers 'duplicate' when the ref exists; else it locks each allocated scope's
+ *   row `FOR UPDATE` only if it has the amount available (`posted - held >= amount`; under READ
+ *   COMMITTED, a row a concurrent transaction changed is re-checked as that transaction left it),
+ *   answers 'insufficient' when one has not (nothing written), else inserts the reservation and
+ *   adds the amounts to `held`.
+ * - `ledger_finish` moves a pending reservation to settled, voided or expired exactly once (a
+ *   conditional UPDATE) and releases its holds; settling also inserts the usage entries and adds
+ *   them to `posted` (creating the account-wide scope for an excess). The entries' rules that need
+ *   the reservation (same account, pinned credits only of the call's machine) raise an exception,
+ *   which the store turns into a defect; the rest are checked by the store before the call.
+ */
+const ledgerFunctions = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql.unsafe(`
+    CREATE FUNCTION ledger_reserve(
+      p_ref text, p_account_id text, p_machine_id text, p_scopes text[], p_amounts bigint[],
+      p_created_at timestamptz, p_expires_at timestamptz
+    ) RETURNS text LANGUAGE plpgsql AS $$
+    DECLARE
+      a record;
+    BEGIN
+      IF EXISTS (SELECT 1 FROM ledger_reservations WHERE ref = p_ref) THEN
+        RETURN 'duplicate';
+      END IF;
+      FOR a IN SELECT t.scope, t.amount FROM unnest(p_scopes, p_amounts) AS t(scope, amount)
+               ORDER BY t.scope COLLATE "C" LOOP
+        PERFORM 1 FROM ledger_balances
+          WHERE account_id = p_account_id AND scope = a.scope AND posted - held >= a.amount
+          FOR UPDATE;
+        IF NOT FOUND THEN
+          RETURN 'insufficient';
+        END IF;
+      END LOOP;
+      INSERT INTO ledger_reservations (ref, account_id, machine_id, scopes, amounts, status, created_at, expires_at)
+        VALUES (p_ref, p_account_id, p_machine_id, p_scopes, p_amounts, 'pending', p_created_at, p_expires_at)
+        ON CONFLICT (ref) DO NOTHING;
+      IF NOT FOUND THEN
+        RETURN 'duplicate';
+      END IF;
+      UPDATE ledger_balances b SET held = b.held + t.amount
+        FROM unnest(p_scopes, p_amounts) AS t(scope, amount)
+        WHERE b.account_id = p_account_id AND b.scope = t.scope;
+      RETURN 'reserved';
+    END
+    $$`)
+  yield* sql.unsafe(`
+    CREATE FUNCTION ledger_finish(
+      p_ref text, p_status text, p_at timestamptz, p_charged bigint, p_excess bigint,
+      p_ids text[], p_account_ids text[], p_scopes text[], p_amounts bigint[], p_refs text[],
+      p_created_at timestamptz[]
+    ) RETURNS boolean LANGUAGE plpgsql AS $$
+    DECLARE
+      r record;
+    BEGIN
+      UPDATE ledger_reservations
+        SET status = p_status, finished_at = p_at,
+            charged = CASE WHEN p_status = 'settled' THEN p_charged END,
+            excess = CASE WHEN p_status = 'settled' THEN p_excess END
+        WHERE ref = p_ref AND status = 'pending'
+        RETURNING account_id, machine_id, scopes, amounts INTO r;
+      IF NOT FOUND THEN
+        RETURN false;
+      END IF;
+      IF EXISTS (SELECT 1 FROM unnest(p_account_ids) AS t(account_id) WHERE t.account_id <> r.account_id) THEN
+        RAISE EXCEPTION 'LedgerStore.settle: an entry of another account';
+      END IF;
+      IF EXISTS (SELECT 1 FROM unnest(p_scopes) AS t(scope)
+                 WHERE t.scope <> '' AND t.scope IS DISTINCT FROM r.machine_id) THEN
+        RAISE EXCEPTION 'LedgerStore.settle: charges credits pinned to another machine than the call''s';
+      END IF;
+      PERFORM 1 FROM ledger_balances
+        WHERE account_id = r.account_id AND (scope = ANY (r.scopes) OR scope = ANY (p_scopes))
+        ORDER BY scope COLLATE "C"
+        FOR UPDATE;
+      UPDATE ledger_balances b SET held = b.held - t.amount
+        FROM unnest(r.scopes, r.amounts) AS t(scope, amount)
+        WHERE b.account_id = r.account_id AND b.scope = t.scope;
+      IF cardinality(p_ids) > 0 THEN
+        INSERT INTO ledger_balances (account_id, scope, posted, held)
+          SELECT r.account_id, t.scope, t.amount, 0 FROM unnest(p_scopes, p_amounts) AS t(scope, amount)
+          ORDER BY t.scope COLLATE "C"
+          ON CONFLICT (account_id, scope) DO UPDATE SET posted = ledger_balances.posted + EXCLUDED.posted;
+        INSERT INTO ledger_entries (id, account_id, machine_id, amount, type, ref, created_at)
+          SELECT t.id, r.account_id, NULLIF(t.scope, ''), t.amount, 'usage', t.ref, t.created_at
+          FROM unnest(p_ids, p_scopes, p_amounts, p_refs, p_created_at) WITH ORDINALITY
+            AS t(id, scope, amount, ref, created_at, n)
+          ORDER BY t.n;
+      END IF;
+      RETURN true;
+    END
+    $$`)
+})
+
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_idempotency": accountsKeysIdempotency,
   "0002_ledger": ledger,
   "0003_orders": orders,
-  "0004_usage_rate_limits": usageRateLimits
+  "0004_usage_rate_limits": usageRateLimits,
+  "0005_ledger_functions": ledgerFunctions
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */
