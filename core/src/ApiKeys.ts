@@ -82,6 +82,15 @@ export class ApiKeys extends Context.Service<ApiKeys, {
 
       const invalid = (message: string) => Errors.unauthorized("invalid_api_key", message)
 
+      /** The key behind a secret hash and its account: one read where the store can join them. */
+      const findCaller = keys.findCaller ?? ((secretHash: string) =>
+        Effect.flatMap(keys.findByHash(secretHash), (key) =>
+          key === undefined
+            ? Effect.succeed(undefined)
+            : key.revoked_at !== null // refused anyway: no need to read the account
+            ? Effect.succeed({ key, account: undefined })
+            : Effect.map(accounts.get(key.account_id), (account) => ({ key, account }))))
+
       const authenticate = Effect.fn("ApiKeys.authenticate")(function*(secret: string) {
         if (secret.length === 0) {
           return yield* Errors.unauthorized(
@@ -90,10 +99,10 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           )
         }
         if (!looksLikeSecret(secret)) return yield* invalid("The API key is malformed.")
-        const key = yield* keys.findByHash(yield* hashSecret(secret))
-        if (key === undefined) return yield* invalid("The API key is not known.")
+        const found = yield* findCaller(yield* hashSecret(secret))
+        if (found === undefined) return yield* invalid("The API key is not known.")
+        const { key, account } = found
         if (key.revoked_at !== null) return yield* invalid("The API key was revoked.")
-        const account = yield* accounts.get(key.account_id)
         if (account === undefined) return yield* invalid("The API key's account no longer exists.")
         const millis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
         const last = key.last_used_at === null ? 0 : Date.parse(key.last_used_at)

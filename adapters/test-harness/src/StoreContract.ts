@@ -381,6 +381,38 @@ const idempotencyTests = (it: Vitest.MethodsNonLive<IdempotencyStore>) =>
   })
 
 // ---------------------------------------------------------------------------------------------
+// KeyStore.findCaller (optional), beside the AccountStore it reads
+
+const callerTests = (it: Vitest.MethodsNonLive<AccountStore | KeyStore>) =>
+  describe("KeyStore.findCaller (when the store has it)", () => {
+    it.effect("answers what findByHash and AccountStore.get answer: key and account, revoked, no account, unknown", () =>
+      Effect.gen(function*() {
+        const keys = yield* KeyStore
+        const accounts = yield* AccountStore
+        const findCaller = keys.findCaller
+        if (findCaller === undefined) return
+        const account = yield* makeAccount()
+        yield* accounts.insert(account)
+        const key = yield* makeKey(account.id, {
+          permissions: ["manage", "inference"],
+          machine_id: "machine_1",
+          agent_id: "agent_1",
+          last_used_at: at(3)
+        })
+        const revoked = yield* makeKey(account.id, { revoked_at: at(4) })
+        const orphan = yield* makeKey(yield* generateId("acct"))
+        for (const k of [key, revoked, orphan]) yield* keys.insert(k)
+        assert.deepStrictEqual(yield* findCaller(key.secret_hash), { key, account })
+        assert.deepStrictEqual(yield* findCaller(revoked.secret_hash), { key: revoked, account })
+        assert.deepStrictEqual(yield* findCaller(orphan.secret_hash), { key: orphan, account: undefined })
+        assert.isUndefined(yield* findCaller(yield* randomHex))
+        // It reads the key as it is now: a revocation bites on the next call.
+        yield* keys.revoke(account.id, key.id, at(5))
+        assert.deepStrictEqual(yield* findCaller(key.secret_hash), { key: { ...key, revoked_at: at(5) }, account })
+      }))
+  })
+
+// ---------------------------------------------------------------------------------------------
 // suites
 
 export const accountStoreContract = <E>(name: string, storeLayer: Layer.Layer<AccountStore, E>): void =>
@@ -397,5 +429,6 @@ export const allStoreContracts = <E>(name: string, storeLayer: Layer.Layer<Store
   layer(storeLayer, layerOptions)(name, (it) => {
     accountTests(it)
     keyTests(it)
+    callerTests(it)
     idempotencyTests(it)
   })

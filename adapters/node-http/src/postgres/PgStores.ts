@@ -3,7 +3,8 @@
  * a real server or embedded PGlite). Each rule that must hold under concurrency is one statement,
  * so it holds across processes too: a unique constraint makes a duplicate insert fail (a defect,
  * like every store failure), revoke is a conditional UPDATE, touch a monotonic UPDATE, claim an
- * INSERT ... ON CONFLICT DO NOTHING. The tables are created by ./migrations.ts.
+ * INSERT ... ON CONFLICT DO NOTHING. The tables are created by ./migrations.ts. Authentication
+ * reads a key and its account in one query (`findCaller`, a join).
  */
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -81,6 +82,13 @@ interface KeyRow {
   readonly revoked_at: Date | null
 }
 
+/** A key row joined with its account's columns (all NULL when the account does not exist). */
+interface CallerRow extends KeyRow {
+  readonly account_row_id: string | null
+  readonly account_email: string | null
+  readonly account_created_at: Date | null
+}
+
 const toKey = (row: KeyRow): KeyRecord => ({
   id: row.id,
   account_id: row.account_id,
@@ -123,6 +131,28 @@ export const KeyStorePg: Layer.Layer<KeyStore, never, SqlClient.SqlClient> = Lay
         Effect.orDie
       )
 
+    // The key and its account in one round trip (the accounts table is AccountStorePg's, in the
+    // same database: PgStores always provides both). LEFT JOIN: an account that no longer exists
+    // comes back as NULL columns.
+    const callerColumns = sql.literal(
+      "k.id, k.account_id, k.name, k.prefix, k.secret_hash, k.permissions, k.machine_id, k.subscription_id, " +
+        "k.rental_id, k.agent_id, k.created_at, k.last_used_at, k.revoked_at, " +
+        "a.id AS account_row_id, a.email AS account_email, a.created_at AS account_created_at"
+    )
+    const findCaller = (secretHash: string) =>
+      sql<CallerRow>`SELECT ${callerColumns} FROM api_keys k LEFT JOIN accounts a ON a.id = k.account_id
+                     WHERE k.secret_hash = ${secretHash}`.pipe(
+        Effect.map((rows) => {
+          const row = rows[0]
+          if (row === undefined) return undefined
+          const account = row.account_row_id === null || row.account_email === null || row.account_created_at === null
+            ? undefined
+            : toAccount({ id: row.account_row_id, email: row.account_email, created_at: row.account_created_at })
+          return { key: toKey(row), account }
+        }),
+        Effect.orDie
+      )
+
     const get = (accountId: string, keyId: string) =>
       sql<KeyRow>`SELECT ${columns} FROM api_keys WHERE id = ${keyId} AND account_id = ${accountId}`.pipe(
         Effect.map(one),
@@ -153,7 +183,7 @@ export const KeyStorePg: Layer.Layer<KeyStore, never, SqlClient.SqlClient> = Lay
         Effect.orDie
       )
 
-    return KeyStore.of({ insert, findByHash, get, list, revoke, touch })
+    return KeyStore.of({ insert, findByHash, findCaller, get, list, revoke, touch })
   })
 )
 
