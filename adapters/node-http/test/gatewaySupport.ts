@@ -10,6 +10,7 @@ import { ErrorShapeMiddleware } from "@model-platform/core/api/ErrorShape"
 import { InferenceRoutes } from "@model-platform/core/api/InferenceRoutes"
 import { Gateway, type GatewayConfig } from "@model-platform/core/gateway/Gateway"
 import { MachineHttpLayer } from "@model-platform/core/gateway/MachineHttp"
+import type { MachineClient } from "@model-platform/core/ports/MachineClient"
 import { Ledger } from "@model-platform/core/Ledger"
 import type { Permission } from "@model-platform/core/Permissions"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
@@ -24,6 +25,13 @@ import { UsageStoreMemory } from "@model-platform/test-harness/MemoryUsageStore"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createServer } from "node:http"
+import { MachineNodeHttpLayer } from "../src/MachineNodeHttp.ts"
+
+/** The machine clients the gateway tests run over: the Node shell's (node:http) and fetch (Lambda's). */
+export const MACHINE_CLIENTS: ReadonlyArray<{ readonly name: string; readonly layer: Layer.Layer<MachineClient> }> = [
+  { name: "node:http", layer: MachineNodeHttpLayer },
+  { name: "fetch", layer: MachineHttpLayer }
+]
 
 const hardware = { gpus: [], cpu_cores: 8, memory_gb: 32, storage_gb: 100 }
 const network = { status: "registered", reachability: "public" }
@@ -90,11 +98,12 @@ type Services = Gateway | Ledger | LedgerStore | UsageStore | AccountStore | Api
 
 export const startGatewayServer = async (
   catalogue: CatalogueConfig,
-  config: Partial<GatewayConfig> = {}
+  config: Partial<GatewayConfig> = {},
+  machineClient: Layer.Layer<MachineClient> = MachineNodeHttpLayer
 ): Promise<GatewayServer> => {
   const stores = Layer.mergeAll(MemoryStores, LedgerStoreMemory, OrderStoreMemory, UsageStoreMemory, RateLimitStoreMemory)
   const services = Gateway.layer(config).pipe(
-    Layer.provideMerge(Layer.mergeAll(Ledger.layer, ApiKeys.layer, MachineHttpLayer)),
+    Layer.provideMerge(Layer.mergeAll(Ledger.layer, ApiKeys.layer, machineClient)),
     Layer.provideMerge(Catalogue.layer(catalogue)),
     Layer.provideMerge(stores)
   )

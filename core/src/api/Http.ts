@@ -22,6 +22,7 @@ import { CardProcessor } from "../ports/CardProcessor.ts"
 import type { IdempotencyStore } from "../ports/IdempotencyStore.ts"
 import type { KeyStore } from "../ports/KeyStore.ts"
 import type { LedgerStore } from "../ports/LedgerStore.ts"
+import type { MachineClient } from "../ports/MachineClient.ts"
 import type { OrderStore } from "../ports/OrderStore.ts"
 import type { RateLimitStore } from "../ports/RateLimitStore.ts"
 import type { UsageStore } from "../ports/UsageStore.ts"
@@ -70,6 +71,11 @@ export interface PlatformOptions {
   readonly healthCheck?: Partial<HealthCheckerOptions> | undefined
   /** Expire reservations whose call never came back (ReservationSweeper.ts). Off unless set. */
   readonly sweepReservations?: Partial<ReservationSweeperOptions> | undefined
+  /**
+   * How the gateway and the health checker talk to machines. Default: `fetch` (MachineHttp.ts,
+   * any runtime; Lambda keeps it); the Node shell gives its node:http client (MachineNodeHttp.ts).
+   */
+  readonly machineClient?: Layer.Layer<MachineClient> | undefined
 }
 
 /** The catalogue names a payment processor this platform does not have: startup stops. */
@@ -143,7 +149,7 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
   const health = options.healthCheck === undefined ? Layer.empty : HealthChecker.layer(config, options.healthCheck)
   const gateway = Gateway.layer(options.gateway).pipe(
     Layer.provideMerge(health),
-    Layer.provideMerge(MachineHttpLayer),
+    Layer.provideMerge(options.machineClient ?? MachineHttpLayer),
     Layer.provide(Layer.mergeAll(ApiKeys.layer, money))
   )
   const sweeper = options.sweepReservations === undefined
