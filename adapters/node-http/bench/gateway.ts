@@ -12,9 +12,11 @@
  *   - a child: a fixed-latency mock machine (node:http, OpenAI-compatible: POST /v1/chat/completions
  *     answers a small fixed completion with usage after --delay-ms, GET /v1/models);
  *     `--mock-in loadgen` runs it in this process instead;
- *   - a child: the platform's Node server (the inference routes, the Gateway engine, the Postgres
- *     stores) over DATABASE_URL or TEST_DATABASE_URL (a fresh database is created on that server
- *     and dropped afterwards), else the embedded PGlite in memory.
+ *   - a child: the platform's Node server, built by the Node shell's own `serverLayer` (Server.ts:
+ *     every route, the Gateway engine, the node:http machine client, health checks and the
+ *     reservation sweeper on as `./platform start` runs them) over the Postgres stores on
+ *     DATABASE_URL or TEST_DATABASE_URL (a fresh database is created on that server and dropped
+ *     afterwards), else the embedded PGlite in memory.
  *
  * The runs: a warm-up, then at concurrency 1 and 16 the same request sent directly to the mock and
  * through the platform, interleaved in --rounds rounds (so background load hits both alike); p50
@@ -32,13 +34,16 @@
  *   --mock-in child    where the mock runs: child (own process) or loadgen (this process)
  *   --cpu-prof DIR     write a V8 CPU profile of the server process into DIR
  *   --stores memory    the stores in memory instead of Postgres (what the gateway costs without a
- *                      database; a diagnostic, not the product's configuration)
- *   --server proxy     the server only forwards each call to the machine (the same HTTP server and
- *                      machine client, no key, rpm, reservation or metering): the floor of the stack
+ *                      database; a diagnostic, not the product's configuration): bench/fastStores.ts,
+ *                      constant-time per call (the test harness's memory stores copy their maps on
+ *                      every write, so they would measure themselves)
+ *   --server proxy     the server only forwards each call to the machine (the same Effect HTTP
+ *                      server and machine client, no key, rpm, reservation or metering, composed here
+ *                      rather than by serverLayer): the floor of the stack
  *   --server raw       a plain node:http server forwarding with node:http (no Effect at all): what a
  *                      second hop costs on this machine
- *   --machine-client http  the server calls the machine with node:http (keep-alive Agent) instead
- *                      of fetch (MachineHttp.ts): what that client choice costs
+ *   --machine-client fetch  the server calls the machine with core's fetch client (MachineHttp.ts,
+ *                      what Lambda uses) instead of the Node shell's node:http one (MachineNodeHttp.ts)
  *   --no-tracing       the server runs with Effect's tracer disabled (References.TracerEnabled):
  *                      what the spans of Effect.fn / withSpan / the SQL client cost
  *   --keep-db          do not drop the benchmark's database at the end
@@ -52,20 +57,13 @@ import { ApiKeys } from "@model-platform/core/ApiKeys"
 import { Catalogue } from "@model-platform/core/Catalogue"
 import { parseCatalogue } from "@model-platform/core/CatalogueConfig"
 import { ErrorShapeMiddleware } from "@model-platform/core/api/ErrorShape"
-import { InferenceRoutes } from "@model-platform/core/api/InferenceRoutes"
 import { Gateway } from "@model-platform/core/gateway/Gateway"
 import { MachineHttpLayer } from "@model-platform/core/gateway/MachineHttp"
 import { Ledger } from "@model-platform/core/Ledger"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
 import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
 import { UsageStore } from "@model-platform/core/ports/UsageStore"
-import { LedgerStoreMemory } from "@model-platform/test-harness/MemoryLedgerStore"
-import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
-import { RateLimitStoreMemory } from "@model-platform/test-harness/MemoryRateLimitStore"
-import { MemoryStores } from "@model-platform/test-harness/MemoryStores"
-import { UsageStoreMemory } from "@model-platform/test-harness/MemoryUsageStore"
-import { machineUrl } from "@model-platform/core/gateway/MachineHttp"
-import { MachineClient, MachineFailure, type MachineResponse } from "@model-platform/core/ports/MachineClient"
+import { MachineClient } from "@model-platform/core/ports/MachineClient"
 import { Effect, Layer, ManagedRuntime, Redacted, References, Stream, Tracer } from "effect"
 import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
@@ -75,12 +73,11 @@ import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as Os from "node:os"
 import { fileURLToPath } from "node:url"
+import { MachineNodeHttpLayer } from "../src/MachineNodeHttp.ts"
 import { Database } from "../src/postgres/Database.ts"
-import { LedgerStorePg } from "../src/postgres/PgLedgerStore.ts"
-import { OrderStorePg } from "../src/postgres/PgOrderStore.ts"
-import { RateLimitStorePg } from "../src/postgres/PgRateLimitStore.ts"
-import { PgStores } from "../src/postgres/PgStores.ts"
-import { UsageStorePg } from "../src/postgres/PgUsageStore.ts"
+import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
+import { serverLayer } from "../src/Server.ts"
+import { FastMemoryStores } from "./fastStores.ts"
 
 // ---- Flags --------------------------------------------------------------------------------
 
@@ -316,42 +313,6 @@ const catalogueText = (mockUrl: string) =>
     tiers: [{ tier: 0, name: "Bench", purchased_credits: 0, rpm: 1_000_000_000, monthly_limit_credits: 1_000_000 }]
   })
 
-/**
- * The MachineClient port over node:http with a keep-alive Agent (post only; models is not used
- * here): an alternative to MachineHttp.ts's fetch, to measure the client's share.
- */
-const makeMachineNodeHttp = (): MachineClient["Service"] => {
-  const agent = new Http.Agent({ keepAlive: true, maxSockets: 256 })
-  const failure = (machineId: string, reason: "unreachable" | "dropped", error: unknown) =>
-    new MachineFailure({ machine_id: machineId, reason, message: `Machine ${machineId}: ${String(error)}` })
-  return MachineClient.of({
-    post: (machine, path, body) =>
-      Effect.callback<MachineResponse, MachineFailure>((resume) => {
-        const url = new URL(machineUrl(machine.base_url, path))
-        const req = Http.request({
-          host: url.hostname,
-          port: url.port,
-          path: url.pathname,
-          method: "POST",
-          agent,
-          headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }
-        }, (res) => {
-          const headers: Record<string, string> = {}
-          for (const [name, value] of Object.entries(res.headers)) if (typeof value === "string") headers[name] = value
-          resume(Effect.succeed({
-            status: res.statusCode ?? 0,
-            headers,
-            body: Stream.fromAsyncIterable(res as AsyncIterable<Uint8Array>, (e) => failure(machine.id, "dropped", e))
-          }))
-        })
-        req.on("error", (e) => resume(Effect.fail(failure(machine.id, "unreachable", e))))
-        req.end(JSON.stringify(body))
-        return Effect.sync(() => req.destroy())
-      }),
-    models: (machine) => Effect.fail(failure(machine.id, "unreachable", "not implemented in the benchmark"))
-  })
-}
-
 /** Micro-credits the benchmark's account starts with (one million credits). */
 const INITIAL_CREDIT = 1_000_000n * 1_000_000n
 
@@ -384,42 +345,46 @@ const runServer = async () => {
   const memory = flag("stores") === "memory"
   const mockUrl = process.env.BENCH_MOCK_URL!
   const catalogue = await Effect.runPromise(parseCatalogue(catalogueText(mockUrl)))
-  const postgres = Layer.mergeAll(PgStores, LedgerStorePg, OrderStorePg, UsageStorePg, RateLimitStorePg).pipe(
-    Layer.provideMerge(Database.layer({ databaseUrl, dataDir: Database.MEMORY }))
-  )
-  const inMemory = Layer.mergeAll(MemoryStores, LedgerStoreMemory, OrderStoreMemory, UsageStoreMemory, RateLimitStoreMemory)
-  const stores: Layer.Layer<Layer.Success<typeof inMemory>, Layer.Error<typeof postgres>> = memory ? inMemory : postgres
-  const services = Gateway.layer().pipe(
-    Layer.provideMerge(Layer.mergeAll(
-      Ledger.layer,
-      ApiKeys.layer,
-      flag("machine-client") === "http" ? Layer.sync(MachineClient, makeMachineNodeHttp) : MachineHttpLayer
-    )),
-    Layer.provideMerge(Catalogue.layer(catalogue)),
-    Layer.provideMerge(stores)
-  )
-  // The floor: the same HTTP server and machine client, forwarding only.
-  const ProxyRoute = Layer.unwrap(Effect.gen(function*() {
-    const machines = yield* MachineClient
-    const machine = (yield* Catalogue).config.machines[0]!
-    return HttpRouter.add("POST", "/v1/chat/completions", (request) =>
-      Effect.gen(function*() {
-        const text = yield* Effect.orElseSucceed(request.text, () => "")
-        const response = yield* machines.post(machine, "/chat/completions", JSON.parse(text), { firstByteTimeoutMs: 30_000 })
-        if (response.headers["content-type"]?.startsWith("text/event-stream") === true) {
-          return HttpServerResponse.stream(response.body, { contentType: "text/event-stream" })
-        }
-        const chunks = Array.from(yield* Stream.runCollect(response.body))
-        return HttpServerResponse.uint8Array(Buffer.concat(chunks), { status: response.status, contentType: "application/json" })
-      }).pipe(Effect.orDie))
-  }))
-  const routes = flag("server") === "proxy" ? ProxyRoute : InferenceRoutes
-  // As the Node shell serves it: no request logger, no listen log.
-  const http = HttpRouter.serve(Layer.mergeAll(routes, ErrorShapeMiddleware), {
-    disableListenLog: true,
-    disableLogger: true
-  }).pipe(Layer.provideMerge(NodeHttpServer.layer(Http.createServer, { port: 0, host: "127.0.0.1" })))
-  const app = http.pipe(Layer.provideMerge(services))
+  const database = Database.layer({ databaseUrl, dataDir: Database.MEMORY })
+  // SqlClient stays visible (merged) for the database version, the backends and nothing else.
+  const stores = memory ? FastMemoryStores : PgPlatformStores.pipe(Layer.provideMerge(database))
+  const machineClient = flag("machine-client") === "fetch" ? MachineHttpLayer : MachineNodeHttpLayer
+  let app
+  if (flag("server") === "proxy") {
+    // The floor: the same Effect HTTP server and machine client, forwarding only.
+    const ProxyRoute = Layer.unwrap(Effect.gen(function*() {
+      const machines = yield* MachineClient
+      const machine = (yield* Catalogue).config.machines[0]!
+      return HttpRouter.add("POST", "/v1/chat/completions", (request) =>
+        Effect.gen(function*() {
+          const text = yield* Effect.orElseSucceed(request.text, () => "")
+          const response = yield* machines.post(machine, "/chat/completions", JSON.parse(text), { firstByteTimeoutMs: 30_000 })
+          if (response.headers["content-type"]?.startsWith("text/event-stream") === true) {
+            return HttpServerResponse.stream(response.body, { contentType: "text/event-stream" })
+          }
+          const chunks = Array.from(yield* Stream.runCollect(response.body))
+          return HttpServerResponse.uint8Array(Buffer.concat(chunks), { status: response.status, contentType: "application/json" })
+        }).pipe(Effect.orDie))
+    }))
+    const services = Gateway.layer().pipe(
+      Layer.provideMerge(Layer.mergeAll(Ledger.layer, ApiKeys.layer, machineClient)),
+      Layer.provideMerge(Catalogue.layer(catalogue)),
+      Layer.provideMerge(stores)
+    )
+    app = HttpRouter.serve(Layer.mergeAll(ProxyRoute, ErrorShapeMiddleware), { disableListenLog: true, disableLogger: true }).pipe(
+      Layer.provideMerge(NodeHttpServer.layer(Http.createServer, { port: 0, host: "127.0.0.1" })),
+      Layer.provideMerge(services)
+    )
+  } else {
+    // What users run: the Node shell's server, with main.ts's background work on.
+    app = serverLayer({
+      catalogue,
+      port: 0,
+      host: "127.0.0.1",
+      ownerEmail: "owner@bench.local",
+      platform: { healthCheck: {}, sweepReservations: {}, machineClient }
+    }, stores)
+  }
   const runtime = ManagedRuntime.make(
     has("spans")
       ? app.pipe(Layer.provide(Layer.succeed(Tracer.Tracer, recordingTracer)))
@@ -678,7 +643,7 @@ const main = async () => {
       flag("server") === "proxy" ? "--server proxy: forwarding only, nothing is metered" : undefined,
       flag("server") === "raw" ? "--server raw: plain node:http forwarding, nothing is metered" : undefined,
       flag("stores") === "memory" ? "--stores memory" : undefined,
-      flag("machine-client") === "http" ? "--machine-client http: node:http instead of fetch" : undefined,
+      flag("machine-client") === "fetch" ? "--machine-client fetch: core's fetch client instead of node:http" : undefined,
       has("no-tracing") ? "--no-tracing: Effect's tracer off" : undefined,
       has("spans") ? "--spans: spans recorded (slower)" : undefined
     ].filter((v) => v !== undefined)

@@ -1,0 +1,144 @@
+/**
+ * Constant-time in-memory stores for the benchmark's `--stores memory` (not a product component):
+ * the test harness's memory stores copy their maps on every write (O(n) per call: they are built
+ * for atomicity in property tests, not speed), so after a few thousand calls they, not the
+ * gateway, are what a run measures. These keep the ledger, usage and rate-limit state in mutable
+ * maps (one event loop, no await inside an operation: each operation is atomic), follow the
+ * ports' rules that the benchmark's calls exercise, and leave the rest to the harness's stores.
+ */
+import type { PlatformStores } from "@model-platform/core/api/Http"
+import {
+  byScope,
+  creditProblem,
+  type LedgerEntry,
+  LedgerStore,
+  type Reservation,
+  type ScopeBalance,
+  scopeKey,
+  settlementProblem
+} from "@model-platform/core/ports/LedgerStore"
+import { RateLimitStore } from "@model-platform/core/ports/RateLimitStore"
+import { matchesUsageQuery, type UsageRecord, UsageStore } from "@model-platform/core/ports/UsageStore"
+import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
+import { MemoryStores } from "@model-platform/test-harness/MemoryStores"
+import { Effect, Layer } from "effect"
+
+const LedgerStoreFast = Layer.sync(LedgerStore, () => {
+  const entries = new Map<string, Array<LedgerEntry>>()
+  const refs = new Set<string>()
+  const scopes = new Map<string, Map<string, ScopeBalance>>()
+  const reservations = new Map<string, Reservation>()
+  const scopesOf = (accountId: string) => {
+    let s = scopes.get(accountId)
+    if (s === undefined) scopes.set(accountId, (s = new Map()))
+    return s
+  }
+  const adjust = (accountId: string, machineId: string | null, posted: bigint, held: bigint) => {
+    const s = scopesOf(accountId)
+    const key = scopeKey(machineId)
+    const current = s.get(key) ?? { machine_id: machineId, posted: 0n, held: 0n }
+    s.set(key, { machine_id: machineId, posted: current.posted + posted, held: current.held + held })
+  }
+  const append = (entry: LedgerEntry) => {
+    refs.add(`${entry.account_id}\u0000${entry.ref}`)
+    let list = entries.get(entry.account_id)
+    if (list === undefined) entries.set(entry.account_id, (list = []))
+    list.push(entry)
+    adjust(entry.account_id, entry.machine_id, entry.amount, 0n)
+  }
+  const finish = (ref: string, status: "voided" | "expired", at: string) => {
+    const r = reservations.get(ref)
+    if (r === undefined || r.status !== "pending") return false
+    for (const a of r.allocations) adjust(r.account_id, a.machine_id, 0n, -a.amount)
+    reservations.set(ref, { ...r, status, finished_at: at })
+    return true
+  }
+  return LedgerStore.of({
+    post: (entry) =>
+      Effect.sync(() => {
+        const problem = creditProblem(entry)
+        if (problem !== undefined) throw new Error(problem)
+        if (refs.has(`${entry.account_id}\u0000${entry.ref}`)) return "duplicate" as const
+        append(entry)
+        return "posted" as const
+      }),
+    balances: (accountId) => Effect.sync(() => [...scopesOf(accountId).values()].sort(byScope)),
+    entries: (accountId, limit) =>
+      Effect.sync(() => {
+        const all = [...(entries.get(accountId) ?? [])].reverse()
+        return limit === undefined ? all : all.slice(0, limit)
+      }),
+    reserve: (reservation) =>
+      Effect.sync(() => {
+        if (reservations.has(reservation.ref)) return "duplicate" as const
+        const s = scopesOf(reservation.account_id)
+        for (const a of reservation.allocations) {
+          const scope = s.get(scopeKey(a.machine_id))
+          if (scope === undefined || scope.posted - scope.held < a.amount) return "insufficient" as const
+        }
+        for (const a of reservation.allocations) adjust(reservation.account_id, a.machine_id, 0n, a.amount)
+        reservations.set(reservation.ref, { ...reservation, status: "pending", finished_at: null, charged: null, excess: null })
+        return "reserved" as const
+      }),
+    reservation: (ref) => Effect.sync(() => reservations.get(ref)),
+    pending: (accountId) =>
+      Effect.sync(() => [...reservations.values()].filter((r) => r.account_id === accountId && r.status === "pending")),
+    settle: (settlement) =>
+      Effect.sync(() => {
+        const r = reservations.get(settlement.ref)
+        if (r === undefined || r.status !== "pending") return "not_pending" as const
+        const problem = settlementProblem(r, settlement)
+        if (problem !== undefined) throw new Error(problem)
+        for (const a of r.allocations) adjust(r.account_id, a.machine_id, 0n, -a.amount)
+        for (const entry of settlement.entries) append(entry)
+        reservations.set(r.ref, { ...r, status: "settled", finished_at: settlement.at, charged: settlement.charged, excess: settlement.excess })
+        return "settled" as const
+      }),
+    void: (ref, at) => Effect.sync(() => (finish(ref, "voided", at) ? "voided" as const : "not_pending" as const)),
+    expire: (now) =>
+      Effect.sync(() => {
+        const due = [...reservations.values()].filter((r) => r.status === "pending" && r.expires_at <= now)
+        for (const r of due) finish(r.ref, "expired", now)
+        return due.map((r) => r.ref)
+      })
+  })
+})
+
+const UsageStoreFast = Layer.sync(UsageStore, () => {
+  const records = new Map<string, UsageRecord>()
+  const matching = (query: Parameters<UsageStore["Service"]["list"]>[0]) =>
+    [...records.values()].filter((r) => matchesUsageQuery(query, r))
+  return UsageStore.of({
+    record: (usage) =>
+      Effect.sync(() => {
+        if (records.has(usage.ref)) return "Duplicate" as const
+        records.set(usage.ref, usage)
+        return "Recorded" as const
+      }),
+    byRef: (ref) => Effect.sync(() => records.get(ref)),
+    list: (query) => Effect.sync(() => matching(query)),
+    spent: (query) => Effect.sync(() => matching(query).reduce((n, r) => n + r.credits, 0n))
+  })
+})
+
+const RateLimitStoreFast = Layer.sync(RateLimitStore, () => {
+  const counters = new Map<string, number>()
+  return RateLimitStore.of({
+    hit: (bucket, windowStart) =>
+      Effect.sync(() => {
+        const key = `${windowStart}:${bucket}`
+        const count = (counters.get(key) ?? 0) + 1
+        counters.set(key, count)
+        return count
+      })
+  })
+})
+
+/** Every store the platform needs: accounts, keys, idempotency and orders from the harness. */
+export const FastMemoryStores: Layer.Layer<PlatformStores> = Layer.mergeAll(
+  MemoryStores,
+  OrderStoreMemory,
+  LedgerStoreFast,
+  UsageStoreFast,
+  RateLimitStoreFast
+)
