@@ -20,7 +20,10 @@
  * - Atomicity lives in the store, rules here: the service reads available per scope, computes the
  *   allocations with `allocate`, and asks the store to apply them all or none; when a concurrent
  *   call got there first the store answers "insufficient" and the service re-reads and tries
- *   again, at most RESERVE_ATTEMPTS times, before answering Insufficient.
+ *   again, at most RESERVE_ATTEMPTS times, before answering Insufficient. A store with
+ *   `reserveInOrder` (Postgres: one round trip instead of two) does the read and the allocation
+ *   itself, by the same rule over the scopes of `spendingSources` in order; when sources that are
+ *   not ledger scopes join `spendingSources` (allowance, trial), that path must learn them too.
  * - Settlement charges the real cost against the reservation's allocations in their order. Only a
  *   machine reporting more usage than was reserved can exceed it: that excess is charged
  *   account-wide, may take the account-wide balance below zero, and is recorded on the
@@ -254,6 +257,12 @@ export type SettleResult =
 
 export type VoidResult = { readonly _tag: "Voided" } | NotPending
 
+/** What a caller of `reserve` knows of its reservation: enough to settle it without reading it. */
+export interface ReservedHint {
+  readonly account_id: string
+  readonly allocations: ReadonlyArray<Allocation>
+}
+
 export class Ledger extends Context.Service<Ledger, {
   /** Adds credits once per ref (a replay is Duplicate and changes nothing). Amount must be > 0. */
   readonly credit: (accountId: string, input: CreditInput) => Effect.Effect<CreditResult>
@@ -268,8 +277,12 @@ export class Ledger extends Context.Service<Ledger, {
     amount: bigint,
     expiresAt: Time.Timestamp
   ) => Effect.Effect<ReserveResult>
-  /** Charges the call's real cost (micro-credits, >= 0) and releases the rest; once. */
-  readonly settle: (ref: string, actual: bigint) => Effect.Effect<SettleResult>
+  /**
+   * Charges the call's real cost (micro-credits, >= 0) and releases the rest; once. `reserved`,
+   * when the caller holds it, is the reservation's account and the allocations `reserve` answered
+   * for this ref (they never change): settling then needs no read of the reservation first.
+   */
+  readonly settle: (ref: string, actual: bigint, reserved?: ReservedHint) => Effect.Effect<SettleResult>
   /** Releases the whole reservation; once. */
   readonly void: (ref: string) => Effect.Effect<VoidResult>
   /** Expires every pending reservation whose expires_at has passed (Clock); returns their refs. */
@@ -311,6 +324,25 @@ export class Ledger extends Context.Service<Ledger, {
       ) {
         if (amount < 0n) return yield* Effect.die(new RangeError(`Ledger.reserve: negative amount ${amount}`))
         const ref = yield* generateId("usage")
+        if (store.reserveInOrder !== undefined) {
+          // The store allocates as `allocate` does, in the order of `spendingSources`, in one step.
+          const result = yield* store.reserveInOrder({
+            ref,
+            account_id: accountId,
+            machine_id: machineId,
+            scopes: spendingSources([], machineId).map((s) => s.machine_id),
+            amount,
+            created_at: yield* Time.now,
+            expires_at: expiresAt
+          })
+          if (result._tag === "reserved") {
+            return { _tag: "Reserved", ref, allocations: result.allocations } satisfies ReserveResult
+          }
+          if (result._tag === "insufficient") {
+            return { _tag: "Insufficient", available: result.available } satisfies ReserveResult
+          }
+          return yield* Effect.die(new Error(`Ledger.reserve: generated ref ${ref} already exists`))
+        }
         for (let attempt = 1;; attempt++) {
           const allocation = allocate(spendingSources(yield* store.balances(accountId), machineId), amount)
           if (allocation._tag === "Insufficient") return allocation satisfies ReserveResult
@@ -346,10 +378,14 @@ export class Ledger extends Context.Service<Ledger, {
           : Effect.succeed({ _tag: "NotPending", status })
       }
 
-      const settle = Effect.fn("Ledger.settle")(function*(ref: string, actual: bigint) {
+      const settle = Effect.fn("Ledger.settle")(function*(ref: string, actual: bigint, reserved?: ReservedHint) {
         if (actual < 0n) return yield* Effect.die(new RangeError(`Ledger.settle: negative actual cost ${actual}`))
-        const reservation = yield* store.reservation(ref)
-        if (reservation === undefined || reservation.status !== "pending") return yield* finished(ref, reservation)
+        let reservation: ReservedHint | undefined = reserved
+        if (reservation === undefined) {
+          const found = yield* store.reservation(ref)
+          if (found === undefined || found.status !== "pending") return yield* finished(ref, found)
+          reservation = found
+        }
         const { charges, excess } = settlementCharges(reservation.allocations, actual)
         const at = yield* Time.now
         const entries: Array<LedgerEntry> = []

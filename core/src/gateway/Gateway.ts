@@ -23,7 +23,8 @@
  *
  * Store round trips per call (non-streaming): key lookup + account (ApiKeys.authenticate), then in
  * parallel the rpm counter and the reservation (balances + reserve), then after the answer has
- * been sent settle (reservation + settle) and the usage record. Purchased credits (for the tier)
+ * been sent settle (one write: the gateway hands back the reservation's allocations) and the
+ * usage record. Purchased credits (for the tier)
  * are cached in process for tierCacheMs.
  */
 import { Clock, Context, Effect, FiberSet, Layer, Option, Schema, Semaphore, Stream } from "effect"
@@ -314,7 +315,7 @@ const make = (config: GatewayConfig) =>
         const list = costOf(price, usage)
         let credits = 0n
         if (held !== undefined) {
-          const settled = yield* ledger.settle(held.ref, list)
+          const settled = yield* ledger.settle(held.ref, list, { account_id: caller.account.id, allocations: held.allocations })
           if (settled._tag === "Settled") credits = settled.charged
           else yield* Effect.logWarning(`gateway: reservation ${held.ref} was ${settled._tag === "Unknown" ? "unknown" : settled.status} at settlement; nothing charged`)
         }

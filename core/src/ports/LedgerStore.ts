@@ -81,6 +81,19 @@ export type NewReservation = Pick<
   "ref" | "account_id" | "machine_id" | "allocations" | "created_at" | "expires_at"
 >
 
+/** A reservation whose allocations the store makes: from `scopes`, in that order. */
+export interface OrderedReservation extends Omit<NewReservation, "allocations"> {
+  /** Distinct scopes (null: account-wide), in spending order. */
+  readonly scopes: ReadonlyArray<string | null>
+  /** Micro-credits, >= 0. */
+  readonly amount: bigint
+}
+
+export type ReserveInOrderResult =
+  | { readonly _tag: "reserved"; readonly allocations: ReadonlyArray<Allocation> }
+  | { readonly _tag: "insufficient"; readonly available: bigint }
+  | { readonly _tag: "duplicate" }
+
 /** What settling a reservation writes: the usage entries (one per scope charged) and the totals. */
 export interface Settlement {
   readonly ref: string
@@ -117,6 +130,18 @@ export class LedgerStore extends Context.Service<LedgerStore, {
    * reservation's are a defect (pinned credits are only spent by calls on their machine).
    */
   readonly reserve: (reservation: NewReservation) => Effect.Effect<"reserved" | "insufficient" | "duplicate">
+
+  /**
+   * Optional: `balances`, the allocation and `reserve` as ONE atomic operation, for stores where
+   * that saves round trips (a database server). Takes `amount` from the account's scopes in the
+   * order given (the spending order), each giving what it has available when that is positive, up
+   * to what is left — exactly as Ledger.allocate does over those scopes' balances — and reserves
+   * those allocations (none for an amount of 0), all of it or none, as `reserve` does.
+   * "reserved" with the allocations, in that order; "insufficient" with the total those scopes
+   * have available (their positive available, summed), nothing changed; "duplicate" as `reserve`.
+   * Ledger.reserve uses it when present, else reads `balances` and calls `reserve`.
+   */
+  readonly reserveInOrder?: (request: OrderedReservation) => Effect.Effect<ReserveInOrderResult>
 
   readonly reservation: (ref: string) => Effect.Effect<Reservation | undefined>
 

@@ -340,12 +340,84 @@ const ledgerFunctions = Effect.gen(function*() {
     $$`)
 })
 
+/**
+ * `ledger_reserve_in_order` (PgLedgerStore's `reserveInOrder`): the read of balances, the
+ * allocation and the reservation in one call. It locks the rows of the scopes it may take from
+ * (`FOR UPDATE`, scope order under "C" as everywhere), so what it reads is what it changes; then
+ * takes `p_amount` from the scopes in the order given, each giving its available (posted - held)
+ * when positive, up to what is left (core's `allocate`); 'insufficient' with the total available
+ * when they cannot cover it, else inserts the reservation with those allocations and adds them to
+ * `held`. Answers (result, scopes, amounts, available).
+ */
+const ledgerReserveInOrder = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql.unsafe(`
+    CREATE FUNCTION ledger_reserve_in_order(
+      p_ref text, p_account_id text, p_machine_id text, p_order text[], p_amount bigint,
+      p_created_at timestamptz, p_expires_at timestamptz,
+      OUT result text, OUT scopes text[], OUT amounts bigint[], OUT available bigint
+    ) LANGUAGE plpgsql AS $$
+    DECLARE
+      b record;
+      locked_scopes text[] := '{}';
+      locked_available bigint[] := '{}';
+      i integer;
+      here bigint;
+      remaining bigint := p_amount;
+      take bigint;
+    BEGIN
+      scopes := '{}';
+      amounts := '{}';
+      available := 0;
+      IF EXISTS (SELECT 1 FROM ledger_reservations WHERE ref = p_ref) THEN
+        result := 'duplicate';
+        RETURN;
+      END IF;
+      FOR b IN SELECT scope, posted - held AS free FROM ledger_balances
+               WHERE account_id = p_account_id AND scope = ANY (p_order)
+               ORDER BY scope COLLATE "C"
+               FOR UPDATE LOOP
+        locked_scopes := locked_scopes || b.scope;
+        locked_available := locked_available || b.free;
+      END LOOP;
+      FOR i IN 1 .. coalesce(cardinality(p_order), 0) LOOP
+        here := locked_available[array_position(locked_scopes, p_order[i])];
+        CONTINUE WHEN here IS NULL OR here <= 0;
+        available := available + here;
+        CONTINUE WHEN remaining = 0;
+        take := LEAST(here, remaining);
+        scopes := scopes || p_order[i];
+        amounts := amounts || take;
+        remaining := remaining - take;
+      END LOOP;
+      IF remaining > 0 THEN
+        result := 'insufficient';
+        scopes := NULL;
+        amounts := NULL;
+        RETURN;
+      END IF;
+      INSERT INTO ledger_reservations (ref, account_id, machine_id, scopes, amounts, status, created_at, expires_at)
+        VALUES (p_ref, p_account_id, p_machine_id, scopes, amounts, 'pending', p_created_at, p_expires_at)
+        ON CONFLICT (ref) DO NOTHING;
+      IF NOT FOUND THEN
+        result := 'duplicate';
+        RETURN;
+      END IF;
+      UPDATE ledger_balances lb SET held = lb.held + t.amount
+        FROM unnest(scopes, amounts) AS t(scope, amount)
+        WHERE lb.account_id = p_account_id AND lb.scope = t.scope;
+      result := 'reserved';
+    END
+    $$`)
+})
+
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_idempotency": accountsKeysIdempotency,
   "0002_ledger": ledger,
   "0003_orders": orders,
   "0004_usage_rate_limits": usageRateLimits,
-  "0005_ledger_functions": ledgerFunctions
+  "0005_ledger_functions": ledgerFunctions,
+  "0006_ledger_reserve_in_order": ledgerReserveInOrder
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */
