@@ -234,6 +234,11 @@ const make = (config: GatewayConfig) =>
 
     // -- tiers (purchased credits cached per account) --
     const purchased = new Map<string, { value: bigint; at: number }>()
+    const rpmFor = (value: bigint) => {
+      let rpm = tiers[0]?.rpm ?? 60
+      for (const tier of tiers) if (tier.purchased <= value) rpm = tier.rpm
+      return rpm
+    }
     const rpmOf = (accountId: string, now: number) =>
       Effect.gen(function*() {
         const cached = purchased.get(accountId)
@@ -244,21 +249,25 @@ const make = (config: GatewayConfig) =>
           value = yield* orders.purchasedCredits(accountId)
           purchased.set(accountId, { value, at: now })
         }
-        let rpm = tiers[0]?.rpm ?? 60
-        for (const tier of tiers) if (tier.purchased <= value) rpm = tier.rpm
-        return rpm
+        return rpmFor(value)
       })
 
     /** The call's count in its key's window, and the rpm it is allowed (never fails). */
-    const countCall = (caller: Caller, now: number) =>
-      Effect.gen(function*() {
-        const windowStart = windowStartOf(now, config.rateWindowMs)
-        const [rpm, count] = yield* Effect.all([
-          rpmOf(caller.account.id, now),
-          rateLimits.hit(`rpm:${caller.key.id}`, windowStart, config.rateWindowMs)
-        ], { concurrency: 2 })
-        return { rpm, count, retryAfterSeconds: Math.max(1, Math.ceil((windowStart + config.rateWindowMs - now) / 1000)) }
-      })
+    const countCall = (caller: Caller, now: number) => {
+      const windowStart = windowStartOf(now, config.rateWindowMs)
+      const retryAfterSeconds = Math.max(1, Math.ceil((windowStart + config.rateWindowMs - now) / 1000))
+      const hit = rateLimits.hit(`rpm:${caller.key.id}`, windowStart, config.rateWindowMs)
+      const cached = purchased.get(caller.account.id)
+      // Usually the tier is cached: only the counter is a round trip, so nothing to run beside it.
+      if (cached !== undefined && now - cached.at < config.tierCacheMs) {
+        const rpm = rpmFor(cached.value)
+        return Effect.map(hit, (count) => ({ rpm, count, retryAfterSeconds }))
+      }
+      return Effect.map(
+        Effect.all([rpmOf(caller.account.id, now), hit], { concurrency: 2 }),
+        ([rpm, count]) => ({ rpm, count, retryAfterSeconds })
+      )
+    }
 
     // -- machines for a call --
     const noCapacity = (message: string) => inferenceError(503, "no_capacity", message)
@@ -418,7 +427,8 @@ const make = (config: GatewayConfig) =>
         const path = machinePath(endpoint)
 
         const attempts = Effect.gen(function*() {
-          let last: InferenceError = noCapacity(`No machine is serving ${vc.model.id} now; retry later.`)
+          // Built when needed: an error object is costly (its stack), and most calls succeed.
+          let last: (() => InferenceError) | undefined
           let attempt = 0
           for (const machine of candidates) {
             if (attempt >= config.maxAttempts) break
@@ -437,11 +447,13 @@ const make = (config: GatewayConfig) =>
             const at = yield* Clock.currentTimeMillis
             if (result._tag === "Failure") {
               yield* noteFailure(machine.id, at)
-              last = inferenceError(
-                502,
-                "machine_unreachable",
-                `Machine ${machine.id} ${result.failure.reason === "timeout" ? "did not answer in time" : "could not be reached"}; retry with backoff.`
-              )
+              const reason = result.failure.reason
+              last = () =>
+                inferenceError(
+                  502,
+                  "machine_unreachable",
+                  `Machine ${machine.id} ${reason === "timeout" ? "did not answer in time" : "could not be reached"}; retry with backoff.`
+                )
               continue
             }
             const response = result.success
@@ -449,15 +461,17 @@ const make = (config: GatewayConfig) =>
               yield* noteFailure(machine.id, at)
               const detail = yield* discard(response)
               yield* Effect.logDebug(`gateway: machine ${machine.id} answered ${response.status}: ${detail}`)
-              last = response.status === 503
-                ? noCapacity(`${vc.model.id} is not serving on machine ${machine.id} now; retry later.`)
-                : inferenceError(502, "machine_error", `Machine ${machine.id} failed (status ${response.status}); retry with backoff.`)
+              const status = response.status
+              last = () =>
+                status === 503
+                  ? noCapacity(`${vc.model.id} is not serving on machine ${machine.id} now; retry later.`)
+                  : inferenceError(502, "machine_error", `Machine ${machine.id} failed (status ${status}); retry with backoff.`)
               continue
             }
             noteSuccess(machine.id)
             return { machine, response }
           }
-          return yield* last
+          return yield* (last === undefined ? noCapacity(`No machine is serving ${vc.model.id} now; retry later.`) : last())
         })
 
         const run = Effect.gen(function*() {
