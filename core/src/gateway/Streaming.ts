@@ -2,8 +2,9 @@
  * Streamed chat replies (docs/gateway.md "Streaming").
  *
  * A "pump" fiber, owned by the gateway (not by the request), reads the machine's server-sent
- * events and hands each one to the client through a small bounded queue, event by event (never a
- * whole reply). The client's response body is a stream over that queue. So:
+ * events and hands them to the client through a small bounded queue as they arrive (the events of
+ * one read of the machine's stream together; never a whole reply). The client's response body is
+ * a stream over that queue. So:
  *
  * - The client leaving (its stream is interrupted) does not stop the pump: it keeps reading the
  *   machine's stream to its final usage chunk (a "drain"), bounded in time (drainTimeoutMs) and
@@ -146,10 +147,11 @@ export const startStream = (input: PumpInput): Effect.Effect<Stream.Stream<Uint8
     const send = (bytes: Uint8Array): Effect.Effect<void> =>
       clientGone ? Effect.void : Effect.asVoid(Queue.offer(queue, bytes))
 
-    const onData = (data: string): Effect.Effect<void> => {
+    /** Notes one event's data; whether it is passed on (all but the machine's [DONE]). */
+    const onData = (data: string): boolean => {
       if (data === "[DONE]") {
         sawDone = true
-        return Effect.void
+        return false
       }
       let chunk: unknown
       try {
@@ -164,13 +166,23 @@ export const startStream = (input: PumpInput): Effect.Effect<Stream.Stream<Uint8
         if (c.id !== undefined) lastChunk = c
       }
       sentEvent = true
-      return send(sseEvent(data))
+      return true
+    }
+
+    /**
+     * The events that came in one read of the machine's stream go on as one piece: nothing waits
+     * for more, and the client's socket gets one write instead of one per event.
+     */
+    const onEvents = (events: ReadonlyArray<string>): Effect.Effect<void> => {
+      let text = ""
+      for (const data of events) if (onData(data)) text += `data: ${data}\n\n`
+      return text === "" ? Effect.void : send(encoder.encode(text))
     }
 
     const splitter = new SseSplitter()
     const read: Effect.Effect<ReadEnd> = input.body.pipe(
-      Stream.runForEach((bytes) => Effect.forEach(splitter.push(bytes), onData, { discard: true })),
-      Effect.flatMap(() => Effect.forEach(splitter.end(), onData, { discard: true })),
+      Stream.runForEach((bytes) => onEvents(splitter.push(bytes))),
+      Effect.flatMap(() => onEvents(splitter.end())),
       Effect.as<ReadEnd>({ _tag: "Ended" }),
       Effect.catch((failure) => Effect.succeed<ReadEnd>({ _tag: "Broken", message: failure.message }))
     )
