@@ -213,6 +213,12 @@ const make = (config: GatewayConfig) =>
     yield* Effect.addFinalizer(() => FiberSet.awaitEmpty(background).pipe(Effect.timeoutOption(10_000), Effect.asVoid))
     const drains = yield* Semaphore.make(config.maxDrains)
     const fork = (effect: Effect.Effect<void>) => Effect.asVoid(FiberSet.run(background, effect))
+    /**
+     * Background work that starts after the current fiber yields, so the answer in hand is sent
+     * first (started at once, metering would build and send its first store statement before it).
+     */
+    const forkAfter = (effect: Effect.Effect<void>) =>
+      Effect.asVoid(FiberSet.run(background, effect, { startImmediately: false }))
 
     // -- cooldown (in process) --
     const failures = new Map<string, { count: number; until: number }>()
@@ -401,7 +407,7 @@ const make = (config: GatewayConfig) =>
           priced ? reserve(first.id) : Effect.succeed(undefined)
         ], { concurrency: 2 })
         if (rate.count > rate.rpm) {
-          if (firstHold !== undefined && !("_tag" in firstHold)) yield* fork(release(firstHold))
+          if (firstHold !== undefined && !("_tag" in firstHold)) yield* forkAfter(release(firstHold))
           return yield* new RateLimited({
             error: {
               message: `Rate limit reached: this key may make ${rate.rpm} requests per minute at the account's tier; retry in ${rate.retryAfterSeconds} s.`,
@@ -542,7 +548,7 @@ const make = (config: GatewayConfig) =>
             const mine = held
             held = undefined
             const metering = meter(caller, vc, machine.id, mine, charging, usage)
-            return config.settleInline ? metering : fork(metering)
+            return config.settleInline ? metering : forkAfter(metering)
           }))
           return { _tag: "Body", status: response.status, contentType: "application/json", body: bytes } satisfies GatewayResponse as GatewayResponse
         })
