@@ -55,7 +55,6 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { ApiKeys } from "@model-platform/core/ApiKeys"
 import { Catalogue } from "@model-platform/core/Catalogue"
-import { parseCatalogue } from "@model-platform/core/CatalogueConfig"
 import { ErrorShapeMiddleware } from "@model-platform/core/api/ErrorShape"
 import { Gateway } from "@model-platform/core/gateway/Gateway"
 import { MachineHttpLayer } from "@model-platform/core/gateway/MachineHttp"
@@ -78,6 +77,7 @@ import { Database } from "../src/postgres/Database.ts"
 import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
 import { serverLayer } from "../src/Server.ts"
 import { FastMemoryStores } from "./fastStores.ts"
+import { BENCH_MODEL, BENCH_PRICE, benchCatalogue } from "./benchCatalogue.ts"
 
 // ---- Flags --------------------------------------------------------------------------------
 
@@ -100,11 +100,11 @@ const num = (name: string, fallback: number) => {
 
 // ---- The mock machine ---------------------------------------------------------------------
 
-const MODEL = "bench-chat"
+const MODEL = BENCH_MODEL
 /** What the mock reports per call, and so what each call costs (see PRICE). */
 const USAGE = { prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 }
 /** Credits per million tokens of the benchmark's model: input 2, output 6. */
-const PRICE = { input: 2, output: 6 }
+const PRICE = BENCH_PRICE
 /** Micro-credits per call: ceil((20 x 2_000_000 + 10 x 6_000_000) / 10^6) = 100. */
 const COST_PER_CALL = BigInt(Math.ceil((USAGE.prompt_tokens * PRICE.input * 1e6 + USAGE.completion_tokens * PRICE.output * 1e6) / 1e6))
 
@@ -263,56 +263,6 @@ const runMock = async () => {
 
 // ---- Role: server -------------------------------------------------------------------------
 
-const catalogueText = (mockUrl: string) =>
-  JSON.stringify({
-    operators: [{ id: "bench-op", name: "Bench", website: "https://bench.example", description: "", featured: false, certifications: [] }],
-    machines: [{
-      id: "mock",
-      name: "Fixed-latency mock",
-      operator: "bench-op",
-      region: "local",
-      base_url: `${mockUrl}/v1`,
-      hardware: { gpus: [], cpu_cores: 2, memory_gb: 4, storage_gb: 10 },
-      serverless_models: [MODEL],
-      rent: null,
-      subscribe: null,
-      network: { status: "registered", reachability: "public" },
-      score: 1,
-      initial_health: "online"
-    }],
-    models: [{
-      id: MODEL,
-      name: MODEL,
-      family: "bench",
-      description: "The benchmark's chat model",
-      modality: "text",
-      service: "chat",
-      owned_by: "bench",
-      endpoint: "/v1/chat/completions",
-      context_length: 8192,
-      max_output_tokens: 1024,
-      features: [],
-      pricing: { input_credits_per_mtok: PRICE.input, output_credits_per_mtok: PRICE.output, credits_per_request: 0 }
-    }],
-    packages: [],
-    // A payment rail is configured and no start date is set: charging is open.
-    payments: { card: { processor: "test" }, stablecoin: null, charging_starts_at: null },
-    prices: {
-      credits_per_usd: 1000,
-      services: [{
-        service: "chat",
-        group: "inference",
-        name: "Chat",
-        unit: "mtok",
-        unit_label: "million tokens",
-        credits_per_unit: 1,
-        allowances: { free: 0, builder: 0, scale: 0, trial: 0 }
-      }]
-    },
-    // One tier whose rpm no run reaches: every call is counted, none refused.
-    tiers: [{ tier: 0, name: "Bench", purchased_credits: 0, rpm: 1_000_000_000, monthly_limit_credits: 1_000_000 }]
-  })
-
 /** Micro-credits the benchmark's account starts with (one million credits). */
 const INITIAL_CREDIT = 1_000_000n * 1_000_000n
 
@@ -344,7 +294,7 @@ const runServer = async () => {
   const databaseUrl = process.env.BENCH_DB_URL || undefined
   const memory = flag("stores") === "memory"
   const mockUrl = process.env.BENCH_MOCK_URL!
-  const catalogue = await Effect.runPromise(parseCatalogue(catalogueText(mockUrl)))
+  const catalogue = await benchCatalogue(`${mockUrl}/v1`)
   const database = Database.layer({ databaseUrl, dataDir: Database.MEMORY })
   // SqlClient stays visible (merged) for the database version, the backends and nothing else.
   const stores = memory ? FastMemoryStores : PgPlatformStores.pipe(Layer.provideMerge(database))

@@ -14,15 +14,15 @@
  */
 import { ApiKeys } from "@model-platform/core/ApiKeys"
 import { Catalogue } from "@model-platform/core/Catalogue"
-import { parseCatalogue } from "@model-platform/core/CatalogueConfig"
 import { Gateway } from "@model-platform/core/gateway/Gateway"
 import { Ledger } from "@model-platform/core/Ledger"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
 import { MachineClient } from "@model-platform/core/ports/MachineClient"
 import { Effect, Layer, ManagedRuntime, Stream } from "effect"
 import { FastMemoryStores } from "./fastStores.ts"
+import { BENCH_MODEL, benchCatalogue } from "./benchCatalogue.ts"
 
-const MODEL = "bench-chat"
+const MODEL = BENCH_MODEL
 const mode = process.argv[3] ?? "chat"
 if (!["chat", "stream", "tokens"].includes(mode)) throw new Error(`mode is chat, stream or tokens, got ${mode}`)
 const streamed = mode !== "chat"
@@ -74,52 +74,7 @@ const machine = Layer.succeed(MachineClient, MachineClient.of({
   models: () => Effect.succeed([MODEL])
 }))
 
-const catalogue = await Effect.runPromise(parseCatalogue(JSON.stringify({
-  operators: [{ id: "op", name: "Op", website: "https://op.example", description: "", featured: false, certifications: [] }],
-  machines: [{
-    id: "mock",
-    name: "In-process fake",
-    operator: "op",
-    region: "local",
-    base_url: "http://127.0.0.1:9/v1",
-    hardware: { gpus: [], cpu_cores: 2, memory_gb: 4, storage_gb: 10 },
-    serverless_models: [MODEL],
-    rent: null,
-    subscribe: null,
-    network: { status: "registered", reachability: "public" },
-    score: 1,
-    initial_health: "online"
-  }],
-  models: [{
-    id: MODEL,
-    name: MODEL,
-    family: "bench",
-    description: "",
-    modality: "text",
-    service: "chat",
-    owned_by: "bench",
-    endpoint: "/v1/chat/completions",
-    context_length: 8192,
-    max_output_tokens: 1024,
-    features: [],
-    pricing: { input_credits_per_mtok: 2, output_credits_per_mtok: 6, credits_per_request: 0 }
-  }],
-  packages: [],
-  payments: { card: { processor: "test" }, stablecoin: null, charging_starts_at: null },
-  prices: {
-    credits_per_usd: 1000,
-    services: [{
-      service: "chat",
-      group: "inference",
-      name: "Chat",
-      unit: "mtok",
-      unit_label: "million tokens",
-      credits_per_unit: 1,
-      allowances: { free: 0, builder: 0, scale: 0, trial: 0 }
-    }]
-  },
-  tiers: [{ tier: 0, name: "Bench", purchased_credits: 0, rpm: 1_000_000_000, monthly_limit_credits: 1_000_000 }]
-})))
+const catalogue = await benchCatalogue("http://127.0.0.1:9/v1")
 
 const runtime = ManagedRuntime.make(Gateway.layer().pipe(
   Layer.provideMerge(Layer.mergeAll(Ledger.layer, ApiKeys.layer, machine)),

@@ -1,0 +1,59 @@
+/**
+ * The benchmarks' catalogue: one machine (`mock`) at `baseUrl` serving one priced chat model,
+ * charging open (a card rail is configured, no start date), and one tier whose rpm no run
+ * reaches, so every call is counted and none refused.
+ */
+import { parseCatalogue } from "@model-platform/core/CatalogueConfig"
+import { Effect } from "effect"
+
+export const BENCH_MODEL = "bench-chat"
+/** Credits per million input and output tokens. */
+export const BENCH_PRICE = { input: 2, output: 6 } as const
+
+export const benchCatalogue = (baseUrl: string) =>
+  Effect.runPromise(parseCatalogue(JSON.stringify({
+    operators: [{ id: "bench-op", name: "Bench", website: "https://bench.example", description: "", featured: false, certifications: [] }],
+    machines: [{
+      id: "mock",
+      name: "Fixed-latency mock",
+      operator: "bench-op",
+      region: "local",
+      base_url: baseUrl,
+      hardware: { gpus: [], cpu_cores: 2, memory_gb: 4, storage_gb: 10 },
+      serverless_models: [BENCH_MODEL],
+      rent: null,
+      subscribe: null,
+      network: { status: "registered", reachability: "public" },
+      score: 1,
+      initial_health: "online"
+    }],
+    models: [{
+      id: BENCH_MODEL,
+      name: BENCH_MODEL,
+      family: "bench",
+      description: "The benchmark's chat model",
+      modality: "text",
+      service: "chat",
+      owned_by: "bench",
+      endpoint: "/v1/chat/completions",
+      context_length: 8192,
+      max_output_tokens: 1024,
+      features: [],
+      pricing: { input_credits_per_mtok: BENCH_PRICE.input, output_credits_per_mtok: BENCH_PRICE.output, credits_per_request: 0 }
+    }],
+    packages: [],
+    payments: { card: { processor: "test" }, stablecoin: null, charging_starts_at: null },
+    prices: {
+      credits_per_usd: 1000,
+      services: [{
+        service: "chat",
+        group: "inference",
+        name: "Chat",
+        unit: "mtok",
+        unit_label: "million tokens",
+        credits_per_unit: 1,
+        allowances: { free: 0, builder: 0, scale: 0, trial: 0 }
+      }]
+    },
+    tiers: [{ tier: 0, name: "Bench", purchased_credits: 0, rpm: 1_000_000_000, monthly_limit_credits: 1_000_000 }]
+  })))
