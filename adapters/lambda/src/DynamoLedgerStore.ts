@@ -24,7 +24,6 @@
  * numbers; the low-level API changes nothing for them.
  */
 import {
-  type AttributeValue,
   GetItemCommand,
   TransactWriteItemsCommand,
   type TransactWriteItem
@@ -43,8 +42,21 @@ import {
   type Settlement,
   settlementProblem
 } from "@model-platform/core/ports/LedgerStore"
-import { Timestamp } from "@model-platform/core/Time"
-import { Clock, Effect, Layer, Schema, SchemaTransformation } from "effect"
+import type { Timestamp } from "@model-platform/core/Time"
+import { Effect, Layer, Schema } from "effect"
+import {
+  BigIntAttr,
+  decode,
+  type Item,
+  keyOf,
+  literalAttr,
+  makeWriteStamp,
+  num,
+  optionalStr,
+  str,
+  StringAttr,
+  TimestampAttr
+} from "./DynamoAttributes.ts"
 import { call, makeQueryItems, failedConditions, retryConflicts } from "./DynamoErrors.ts"
 import { DynamoConfig, type DynamoSettings, type ItemKey } from "./DynamoTable.ts"
 
@@ -108,46 +120,22 @@ export const LedgerKeys = {
 // ---------------------------------------------------------------------------------------------
 // attribute values: written by hand, read with schemas (amounts as decimal strings, never floats)
 
-type Item = Record<string, AttributeValue>
-
-const str = (value: string): AttributeValue => ({ S: value })
-const num = (value: bigint): AttributeValue => ({ N: value.toString() })
-const keyOf = (key: ItemKey): Item => ({ pk: str(key.pk), sk: str(key.sk) })
-/** Optional fields are absent attributes, never NULL. */
-const optionalStr = (name: string, value: string | null): Item => (value === null ? {} : { [name]: str(value) })
-
-const StringAttr = Schema.Struct({ S: Schema.String }).pipe(
-  Schema.decodeTo(Schema.String, SchemaTransformation.transform({ decode: (a) => a.S, encode: (S) => ({ S }) }))
-)
-const TimestampAttr = Schema.Struct({ S: Timestamp }).pipe(
-  Schema.decodeTo(Timestamp, SchemaTransformation.transform({ decode: (a) => a.S, encode: (S) => ({ S }) }))
-)
-/** A DynamoDB number holding integer micro-credits, as a bigint. */
-const MicroAttr = Schema.Struct({ N: Schema.String }).pipe(
-  Schema.decodeTo(Schema.BigIntFromString, SchemaTransformation.transform({ decode: (a) => a.N, encode: (N) => ({ N }) }))
-)
-const literalAttr = <const L extends ReadonlyArray<string>>(literals: L) => {
-  const values = Schema.Literals(literals)
-  return Schema.Struct({ S: values }).pipe(
-    Schema.decodeTo(values, SchemaTransformation.transform({ decode: (a) => a.S, encode: (S) => ({ S }) }))
-  )
-}
 const AllocationsAttr = Schema.Struct({
-  L: Schema.Array(Schema.Struct({ M: Schema.Struct({ machine_id: Schema.optionalKey(StringAttr), amount: MicroAttr }) }))
+  L: Schema.Array(Schema.Struct({ M: Schema.Struct({ machine_id: Schema.optionalKey(StringAttr), amount: BigIntAttr }) }))
 })
 
 const BalanceItem = Schema.Struct({
   machine_id: Schema.optionalKey(StringAttr),
-  posted: MicroAttr,
-  held: MicroAttr,
-  available: MicroAttr
+  posted: BigIntAttr,
+  held: BigIntAttr,
+  available: BigIntAttr
 })
 
 const EntryItem = Schema.Struct({
   id: StringAttr,
   account_id: StringAttr,
   machine_id: Schema.optionalKey(StringAttr),
-  amount: MicroAttr,
+  amount: BigIntAttr,
   type: literalAttr(["credit_added", "plan_credit_granted", "usage"]),
   ref: StringAttr,
   created_at: TimestampAttr
@@ -163,8 +151,8 @@ const ReservationItem = Schema.Struct({
   created_at: TimestampAttr,
   expires_at: TimestampAttr,
   finished_at: Schema.optionalKey(TimestampAttr),
-  charged: Schema.optionalKey(MicroAttr),
-  excess: Schema.optionalKey(MicroAttr),
+  charged: Schema.optionalKey(BigIntAttr),
+  excess: Schema.optionalKey(BigIntAttr),
   /** While pending: the sort key of its item in the account's pending list. */
   pending_sk: Schema.optionalKey(StringAttr)
 })
@@ -225,12 +213,6 @@ const pendingAttributes = (reservation: NewReservation, pendingSk: string): Item
   pending_sk: str(pendingSk)
 })
 
-/** Items are decoded with a schema: a malformed item is a defect, never a silent partial record. */
-const decode = <S extends Schema.Constraint>(schema: S) => {
-  const decodeItem = Schema.decodeUnknownEffect(schema)
-  return (item: unknown) => Effect.orDie(decodeItem(item))
-}
-
 // ---------------------------------------------------------------------------------------------
 // calling DynamoDB
 
@@ -281,16 +263,8 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
 
     const die = (operation: string, problem: string) => Effect.die(new Error(`LedgerStore.${operation}: ${problem}`))
 
-    /**
-     * Microseconds since the epoch, 17 digits, strictly increasing within this store: orders the
-     * entries (and pending reservations) of one created_at by insertion.
-     */
-    let lastStamp = 0n
-    const writeStamp = Effect.map(Clock.currentTimeNanos, (nanos) => {
-      const micros = nanos / 1000n
-      lastStamp = micros > lastStamp ? micros : lastStamp + 1n
-      return lastStamp.toString().padStart(17, "0")
-    })
+    /** Orders the entries (and pending reservations) of one created_at by insertion. */
+    const writeStamp = makeWriteStamp()
 
     // --- items of a transaction
 

@@ -39,8 +39,24 @@ import {
   type RedeemOutcome,
   type TicketRecord
 } from "@model-platform/core/ports/OrderStore"
-import { Timestamp } from "@model-platform/core/Time"
-import { Clock, Effect, Layer, Schema, SchemaTransformation } from "effect"
+import type { Timestamp } from "@model-platform/core/Time"
+import { Effect, Layer, Schema } from "effect"
+import {
+  BigIntAttr,
+  bool,
+  BoolAttr,
+  decode,
+  IntAttr,
+  type Item,
+  keyOf,
+  literalAttr,
+  makeWriteStamp,
+  num,
+  optionalStr,
+  str,
+  StringAttr,
+  TimestampAttr
+} from "./DynamoAttributes.ts"
 import { call, makeQueryItems, failedConditions, isConditionFailed, retryConflicts } from "./DynamoErrors.ts"
 import { DynamoConfig, type DynamoSettings, type ItemKey } from "./DynamoTable.ts"
 
@@ -111,38 +127,6 @@ export const OrderKeys = {
 
 // ---------------------------------------------------------------------------------------------
 // attribute values: written by hand, read with schemas (amounts as decimal strings, never floats)
-
-type Item = Record<string, AttributeValue>
-
-const str = (value: string): AttributeValue => ({ S: value })
-const num = (value: bigint | number): AttributeValue => ({ N: value.toString() })
-const bool = (value: boolean): AttributeValue => ({ BOOL: value })
-const keyOf = (key: ItemKey): Item => ({ pk: str(key.pk), sk: str(key.sk) })
-/** Optional fields are absent attributes, never NULL. */
-const optionalStr = (name: string, value: string | null): Item => (value === null ? {} : { [name]: str(value) })
-
-const StringAttr = Schema.Struct({ S: Schema.String }).pipe(
-  Schema.decodeTo(Schema.String, SchemaTransformation.transform({ decode: (a) => a.S, encode: (S) => ({ S }) }))
-)
-const TimestampAttr = Schema.Struct({ S: Timestamp }).pipe(
-  Schema.decodeTo(Timestamp, SchemaTransformation.transform({ decode: (a) => a.S, encode: (S) => ({ S }) }))
-)
-/** A DynamoDB number holding an integer amount, as a bigint. */
-const BigIntAttr = Schema.Struct({ N: Schema.String }).pipe(
-  Schema.decodeTo(Schema.BigIntFromString, SchemaTransformation.transform({ decode: (a) => a.N, encode: (N) => ({ N }) }))
-)
-const IntAttr = Schema.Struct({ N: Schema.String }).pipe(
-  Schema.decodeTo(Schema.NumberFromString, SchemaTransformation.transform({ decode: (a) => a.N, encode: (N) => ({ N }) }))
-)
-const BoolAttr = Schema.Struct({ BOOL: Schema.Boolean }).pipe(
-  Schema.decodeTo(Schema.Boolean, SchemaTransformation.transform({ decode: (a) => a.BOOL, encode: (BOOL) => ({ BOOL }) }))
-)
-const literalAttr = <const L extends ReadonlyArray<string>>(literals: L) => {
-  const values = Schema.Literals(literals)
-  return Schema.Struct({ S: values }).pipe(
-    Schema.decodeTo(values, SchemaTransformation.transform({ decode: (a) => a.S, encode: (S) => ({ S }) }))
-  )
-}
 
 const DepositAddressAttr = Schema.Struct({
   M: Schema.Struct({
@@ -359,12 +343,6 @@ const OrderPointer = Schema.Struct({ order_id: StringAttr })
 const CodePointer = Schema.Struct({ code: StringAttr })
 const PurchasedItem = Schema.Struct({ credits: BigIntAttr })
 
-/** Items are decoded with a schema: a malformed item is a defect, never a silent partial record. */
-const decode = <S extends Schema.Constraint>(schema: S) => {
-  const decodeItem = Schema.decodeUnknownEffect(schema)
-  return (item: unknown) => Effect.orDie(decodeItem(item))
-}
-
 // ---------------------------------------------------------------------------------------------
 // calling DynamoDB
 
@@ -412,16 +390,8 @@ export const OrderStoreDynamo: Layer.Layer<OrderStore, never, DynamoConfig> = La
 
     const die = (operation: string, problem: string) => Effect.die(new Error(`OrderStore.${operation}: ${problem}`))
 
-    /**
-     * Microseconds since the epoch, 17 digits, strictly increasing within this store: orders the
-     * list items of one timestamp by insertion.
-     */
-    let lastStamp = 0n
-    const writeStamp = Effect.map(Clock.currentTimeNanos, (nanos) => {
-      const micros = nanos / 1000n
-      lastStamp = micros > lastStamp ? micros : lastStamp + 1n
-      return lastStamp.toString().padStart(17, "0")
-    })
+    /** Orders the list items of one timestamp by insertion. */
+    const writeStamp = makeWriteStamp()
 
     // --- items of a transaction
 

@@ -30,6 +30,7 @@ import {
 import { KeyStore } from "@model-platform/core/ports/KeyStore"
 import { Timestamp } from "@model-platform/core/Time"
 import { Clock, Effect, Layer, Schema } from "effect"
+import { decode } from "./DynamoAttributes.ts"
 import { call, failedConditionsAllowingNone, isConditionFailed, retryConflictsBriefly } from "./DynamoErrors.ts"
 import { ACCOUNT_KEY_PREFIX, DynamoConfig, type DynamoSettings, type ItemKey, ItemKeys } from "./DynamoTable.ts"
 
@@ -74,12 +75,6 @@ const getItems = Effect.fnUntraced(function*(client: Client, tableName: string, 
   }
   return found
 })
-
-/** Items are decoded with a schema: a malformed item is a defect, never a silent partial record. */
-const decode = <S extends Schema.Constraint>(schema: S) => {
-  const decodeItem = Schema.decodeUnknownEffect(schema)
-  return (item: unknown) => Effect.orDie(decodeItem(item))
-}
 
 /** Optional fields are stored as absent attributes, not as NULL, so conditions can test them. */
 const withoutNulls = (record: Record<string, unknown>): Record<string, unknown> =>

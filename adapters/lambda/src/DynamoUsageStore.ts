@@ -21,15 +21,15 @@
  * items of the account (projected to the few attributes it needs). A caller that needs it often
  * for a very busy account should keep a running total beside it.
  */
-import { type AttributeValue, GetItemCommand, TransactWriteItemsCommand } from "@aws-sdk/client-dynamodb"
+import { GetItemCommand, TransactWriteItemsCommand } from "@aws-sdk/client-dynamodb"
 import {
   type UsageQuery,
   type UsageRecord,
   usageRecordProblem,
   UsageStore
 } from "@model-platform/core/ports/UsageStore"
-import { Timestamp } from "@model-platform/core/Time"
-import { Effect, Layer, Schema, SchemaTransformation } from "effect"
+import { Effect, Layer, Schema } from "effect"
+import { BigIntAttr, decode, type Item, keyOf, num, str, StringAttr, TimestampAttr } from "./DynamoAttributes.ts"
 import { call, failedConditions, makeQueryItems, retryConflicts } from "./DynamoErrors.ts"
 import { DynamoConfig, type ItemKey } from "./DynamoTable.ts"
 
@@ -42,23 +42,6 @@ export const UsageKeys = {
 } as const
 
 const usagePk = (accountId: string) => `USAGE#${accountId}`
-
-type Item = Record<string, AttributeValue>
-
-const str = (value: string): AttributeValue => ({ S: value })
-const num = (value: bigint): AttributeValue => ({ N: value.toString() })
-const keyOf = (key: ItemKey): Item => ({ pk: str(key.pk), sk: str(key.sk) })
-
-const StringAttr = Schema.Struct({ S: Schema.String }).pipe(
-  Schema.decodeTo(Schema.String, SchemaTransformation.transform({ decode: (a) => a.S, encode: (S) => ({ S }) }))
-)
-const TimestampAttr = Schema.Struct({ S: Timestamp }).pipe(
-  Schema.decodeTo(Timestamp, SchemaTransformation.transform({ decode: (a) => a.S, encode: (S) => ({ S }) }))
-)
-/** A DynamoDB number holding an integer, as a bigint. */
-const BigIntAttr = Schema.Struct({ N: Schema.String }).pipe(
-  Schema.decodeTo(Schema.BigIntFromString, SchemaTransformation.transform({ decode: (a) => a.N, encode: (N) => ({ N }) }))
-)
 
 const UsageItem = Schema.Struct({
   ref: StringAttr,
@@ -101,12 +84,6 @@ const attributes = (r: UsageRecord): Item => ({
 })
 
 const toRecord = (item: typeof UsageItem.Type): UsageRecord => ({ ...item, agent_id: item.agent_id ?? null })
-
-/** Items are decoded with a schema: a malformed item is a defect, never a silent partial record. */
-const decode = <S extends Schema.Constraint>(schema: S) => {
-  const decodeItem = Schema.decodeUnknownEffect(schema)
-  return (item: unknown) => Effect.orDie(decodeItem(item))
-}
 
 export const UsageStoreDynamo: Layer.Layer<UsageStore, never, DynamoConfig> = Layer.effect(
   UsageStore,
