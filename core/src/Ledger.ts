@@ -141,6 +141,28 @@ export const usageEntryRef = (ref: string, machineId: string | null): string =>
   machineId === null ? ref : `${ref}@${machineId}`
 
 /** Sums of signed amounts by scope key (scopeKey: "" is account-wide). */
+/** The usage entries that settling reservation `ref` with these charges writes: one per charged scope. */
+export const usageEntries = Effect.fnUntraced(function*(
+  accountId: string,
+  ref: string,
+  charges: ReadonlyArray<Allocation>,
+  createdAt: Time.Timestamp
+) {
+  const entries: Array<LedgerEntry> = []
+  for (const charge of charges) {
+    entries.push({
+      id: yield* generateId("led"),
+      account_id: accountId,
+      machine_id: charge.machine_id,
+      amount: -charge.amount,
+      type: "usage",
+      ref: usageEntryRef(ref, charge.machine_id),
+      created_at: createdAt
+    })
+  }
+  return entries
+})
+
 export const sumByScope = (
   items: ReadonlyArray<{ readonly machine_id: string | null; readonly amount: bigint }>
 ): ReadonlyMap<string, bigint> => {
@@ -388,18 +410,7 @@ export class Ledger extends Context.Service<Ledger, {
         }
         const { charges, excess } = settlementCharges(reservation.allocations, actual)
         const at = yield* Time.now
-        const entries: Array<LedgerEntry> = []
-        for (const charge of charges) {
-          entries.push({
-            id: yield* generateId("led"),
-            account_id: reservation.account_id,
-            machine_id: charge.machine_id,
-            amount: -charge.amount,
-            type: "usage",
-            ref: usageEntryRef(ref, charge.machine_id),
-            created_at: at
-          })
-        }
+        const entries = yield* usageEntries(reservation.account_id, ref, charges, at)
         const result = yield* store.settle({ ref, at, charged: actual, excess, entries })
         if (result === "settled") return { _tag: "Settled", charged: actual, excess, entries } satisfies SettleResult
         // Lost a race with another settle, a void or an expiry.

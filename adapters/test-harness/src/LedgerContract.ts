@@ -10,7 +10,7 @@
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Cause, Effect, Exit, type Layer } from "effect"
-import { allocate, auditAccount, spendingSources, usageEntryRef } from "@model-platform/core/Ledger"
+import { allocate, auditAccount, spendingSources, usageEntries } from "@model-platform/core/Ledger"
 import { generateId } from "@model-platform/core/Keys"
 import {
   type Allocation,
@@ -113,19 +113,7 @@ const usage = Effect.fnUntraced(function*(
   charges: ReadonlyArray<Allocation>,
   createdAt: Timestamp = at(2)
 ) {
-  const entries: Array<LedgerEntry> = []
-  for (const charge of charges) {
-    entries.push({
-      id: yield* generateId("led"),
-      account_id: reservation.account_id,
-      machine_id: charge.machine_id,
-      amount: -charge.amount,
-      type: "usage",
-      ref: usageEntryRef(reservation.ref, charge.machine_id),
-      created_at: createdAt
-    })
-  }
-  return entries
+  return yield* usageEntries(reservation.account_id, reservation.ref, charges, createdAt)
 })
 
 const scope = (balances: ReadonlyArray<ScopeBalance>, machineId: string | null): ScopeBalance =>
