@@ -77,7 +77,7 @@ import { Database } from "../src/postgres/Database.ts"
 import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
 import { serverLayer } from "../src/Server.ts"
 import { FastMemoryStores } from "./fastStores.ts"
-import { BENCH_MODEL, BENCH_PRICE, benchCatalogue } from "./benchCatalogue.ts"
+import { BENCH_COMPLETION, BENCH_MODEL, BENCH_PRICE, BENCH_STREAM, BENCH_USAGE, benchCatalogue } from "./fixtures.ts"
 
 // ---- Flags --------------------------------------------------------------------------------
 
@@ -102,45 +102,14 @@ const num = (name: string, fallback: number) => {
 
 const MODEL = BENCH_MODEL
 /** What the mock reports per call, and so what each call costs (see PRICE). */
-const USAGE = { prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 }
+const USAGE = BENCH_USAGE
 /** Credits per million tokens of the benchmark's model: input 2, output 6. */
 const PRICE = BENCH_PRICE
 /** Micro-credits per call: ceil((20 x 2_000_000 + 10 x 6_000_000) / 10^6) = 100. */
 const COST_PER_CALL = BigInt(Math.ceil((USAGE.prompt_tokens * PRICE.input * 1e6 + USAGE.completion_tokens * PRICE.output * 1e6) / 1e6))
 
-const completion = JSON.stringify({
-  id: "chatcmpl-bench",
-  object: "chat.completion",
-  created: 1_700_000_000,
-  model: MODEL,
-  choices: [{
-    index: 0,
-    message: { role: "assistant", content: "Hello from the benchmark machine.", refusal: null },
-    logprobs: null,
-    finish_reason: "stop"
-  }],
-  usage: USAGE
-})
-
-const chunk = (delta: object, finish: string | null, usage: object | null = null) =>
-  `data: ${
-    JSON.stringify({
-      id: "chatcmpl-bench",
-      object: "chat.completion.chunk",
-      created: 1_700_000_000,
-      model: MODEL,
-      choices: usage === null ? [{ index: 0, delta, logprobs: null, finish_reason: finish }] : [],
-      ...(usage === null ? {} : { usage })
-    })
-  }\n\n`
-const streamed = [
-  chunk({ role: "assistant", content: "" }, null),
-  chunk({ content: "Hello from " }, null),
-  chunk({ content: "the benchmark machine." }, null),
-  chunk({}, "stop"),
-  chunk({}, null, USAGE),
-  "data: [DONE]\n\n"
-]
+const completion = BENCH_COMPLETION
+const streamed = BENCH_STREAM
 
 const modelList = JSON.stringify({ object: "list", data: [{ id: MODEL, object: "model", created: 1_700_000_000, owned_by: "bench" }] })
 

@@ -20,7 +20,7 @@ import { AccountStore } from "@model-platform/core/ports/AccountStore"
 import { MachineClient } from "@model-platform/core/ports/MachineClient"
 import { Effect, Layer, ManagedRuntime, Stream } from "effect"
 import { FastMemoryStores } from "./fastStores.ts"
-import { BENCH_MODEL, benchCatalogue } from "./benchCatalogue.ts"
+import { BENCH_COMPLETION, BENCH_MODEL, BENCH_STREAM, benchCatalogue, benchDelta, benchEvent } from "./fixtures.ts"
 
 const MODEL = BENCH_MODEL
 const mode = process.argv[3] ?? "chat"
@@ -28,35 +28,13 @@ if (!["chat", "stream", "tokens"].includes(mode)) throw new Error(`mode is chat,
 const streamed = mode !== "chat"
 const encoder = new TextEncoder()
 
-const completion = encoder.encode(JSON.stringify({
-  id: "chatcmpl-bench",
-  object: "chat.completion",
-  created: 1_700_000_000,
-  model: MODEL,
-  choices: [{
-    index: 0,
-    message: { role: "assistant", content: "Hello from the benchmark machine.", refusal: null },
-    logprobs: null,
-    finish_reason: "stop"
-  }],
-  usage: { prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 }
-}))
-const event = (fields: object) =>
-  `data: ${JSON.stringify({ id: "chatcmpl-bench", object: "chat.completion.chunk", created: 1_700_000_000, model: MODEL, ...fields })}\n\n`
-const delta = (d: object, finish: string | null = null) => event({ choices: [{ index: 0, delta: d, logprobs: null, finish_reason: finish }] })
-const sixEvents = encoder.encode([
-  delta({ role: "assistant", content: "" }),
-  delta({ content: "Hello from " }),
-  delta({ content: "the benchmark machine." }),
-  delta({}, "stop"),
-  event({ choices: [], usage: { prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 } }),
-  "data: [DONE]\n\n"
-].join(""))
+const completion = encoder.encode(BENCH_COMPLETION)
+const sixEvents = encoder.encode(BENCH_STREAM.join(""))
 const tokenEvents = [
-  delta({ role: "assistant", content: "" }),
-  ...Array.from({ length: 200 }, (_, i) => delta({ content: ` ${i}` })),
-  delta({}, "stop"),
-  event({ choices: [], usage: { prompt_tokens: 20, completion_tokens: 200, total_tokens: 220 } }),
+  benchDelta({ role: "assistant", content: "" }),
+  ...Array.from({ length: 200 }, (_, i) => benchDelta({ content: ` ${i}` })),
+  benchDelta({}, "stop"),
+  benchEvent({ choices: [], usage: { prompt_tokens: 20, completion_tokens: 200, total_tokens: 220 } }),
   "data: [DONE]\n\n"
 ].map((text) => encoder.encode(text))
 

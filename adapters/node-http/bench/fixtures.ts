@@ -1,5 +1,6 @@
 /**
- * The benchmarks' catalogue: one machine (`mock`) at `baseUrl` serving one priced chat model,
+ * What the benchmarks share: the mock machine's answers (a chat completion with usage, and the
+ * same reply as six stream events), and the catalogue: one machine (`mock`) at `baseUrl` serving one priced chat model,
  * charging open (a card rail is configured, no start date), and one tier whose rpm no run
  * reaches, so every call is counted and none refused.
  */
@@ -9,6 +10,40 @@ import { Effect } from "effect"
 export const BENCH_MODEL = "bench-chat"
 /** Credits per million input and output tokens. */
 export const BENCH_PRICE = { input: 2, output: 6 } as const
+
+/** What the mock machine reports per call. */
+export const BENCH_USAGE = { prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 } as const
+
+/** The mock's non-streamed answer, a JSON text. */
+export const BENCH_COMPLETION = JSON.stringify({
+  id: "chatcmpl-bench",
+  object: "chat.completion",
+  created: 1_700_000_000,
+  model: BENCH_MODEL,
+  choices: [{
+    index: 0,
+    message: { role: "assistant", content: "Hello from the benchmark machine.", refusal: null },
+    logprobs: null,
+    finish_reason: "stop"
+  }],
+  usage: BENCH_USAGE
+})
+
+/** One SSE event of a chat completion chunk with these fields. */
+export const benchEvent = (fields: object) =>
+  `data: ${JSON.stringify({ id: "chatcmpl-bench", object: "chat.completion.chunk", created: 1_700_000_000, model: BENCH_MODEL, ...fields })}\n\n`
+export const benchDelta = (delta: object, finish: string | null = null) =>
+  benchEvent({ choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })
+
+/** The mock's streamed answer: the same reply and usage as six events. */
+export const BENCH_STREAM: ReadonlyArray<string> = [
+  benchDelta({ role: "assistant", content: "" }),
+  benchDelta({ content: "Hello from " }),
+  benchDelta({ content: "the benchmark machine." }),
+  benchDelta({}, "stop"),
+  benchEvent({ choices: [], usage: BENCH_USAGE }),
+  "data: [DONE]\n\n"
+]
 
 export const benchCatalogue = (baseUrl: string) =>
   Effect.runPromise(parseCatalogue(JSON.stringify({
