@@ -48,9 +48,24 @@ export class MalformedSecret extends Schema.TaggedError<MalformedSecret>()("Malf
 /** last_used_at is written at most once per this many milliseconds per key (docs/api-decisions.md). */
 export const TOUCH_INTERVAL_MS = 1000
 
+/** How long `identify` answers a caller from memory, and for how many secrets at most. */
+export const IDENTIFY_CACHE_MS = 60_000
+export const IDENTIFY_CACHE_SIZE = 10_000
+
 export class ApiKeys extends Context.Service<ApiKeys, {
-  /** The caller behind a bearer secret, or 401 missing_api_key / invalid_api_key. */
+  /** The caller behind a bearer secret, or 401 missing_api_key / invalid_api_key. Records the use. */
   readonly authenticate: (secret: string) => Effect.Effect<Caller, Errors.Unauthorized>
+  /**
+   * For the inference gateway's hot path: as `authenticate`, but without recording the use, and
+   * answered from memory for up to IDENTIFY_CACHE_MS after the store was read (a key's fields
+   * never change, only revoked_at and last_used_at). A revocation by another process is
+   * therefore not seen here: the caller must confirm the key is live in the store step that
+   * admits the call (GatewayStore.admit does, and records the use) and `forget` it when not.
+   * A revocation through this service is seen at once.
+   */
+  readonly identify: (secret: string) => Effect.Effect<Caller, Errors.Unauthorized>
+  /** Drops a key from identify's memory (it was found revoked). */
+  readonly forget: (keyId: string) => Effect.Effect<void>
   readonly create: (
     caller: Caller,
     input: CreateKeyInput
@@ -91,19 +106,45 @@ export class ApiKeys extends Context.Service<ApiKeys, {
             ? Effect.succeed({ key, account: undefined })
             : Effect.map(accounts.get(key.account_id), (account) => ({ key, account }))))
 
-      const authenticate = Effect.fn("ApiKeys.authenticate")(function*(secret: string) {
+      /** The hash of a well-formed secret, or 401 missing_api_key / invalid_api_key. */
+      const secretHash = (secret: string) => {
         if (secret.length === 0) {
-          return yield* Errors.unauthorized(
-            "missing_api_key",
-            "No API key: send it as `Authorization: Bearer <API_KEY>`."
-          )
+          return Errors.unauthorized("missing_api_key", "No API key: send it as `Authorization: Bearer <API_KEY>`.")
         }
-        if (!looksLikeSecret(secret)) return yield* invalid("The API key is malformed.")
-        const found = yield* findCaller(yield* hashSecret(secret))
+        if (!looksLikeSecret(secret)) return invalid("The API key is malformed.")
+        return hashSecret(secret)
+      }
+
+      /** The live key behind a secret hash and its account, read from the store. */
+      const lookup = Effect.fnUntraced(function*(hash: string) {
+        const found = yield* findCaller(hash)
         if (found === undefined) return yield* invalid("The API key is not known.")
         const { key, account } = found
         if (key.revoked_at !== null) return yield* invalid("The API key was revoked.")
         if (account === undefined) return yield* invalid("The API key's account no longer exists.")
+        return { key, account } satisfies Caller
+      })
+
+      // identify's memory: secret hash -> caller and when it was read (insertion order = age).
+      const identified = new Map<string, { readonly caller: Caller; readonly at: number }>()
+      const forgetKey = (keyId: string) => {
+        for (const [hash, entry] of identified) if (entry.caller.key.id === keyId) identified.delete(hash)
+      }
+
+      const identify = Effect.fn("ApiKeys.identify")(function*(secret: string) {
+        const hash = yield* secretHash(secret)
+        const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+        const known = identified.get(hash)
+        if (known !== undefined && now - known.at < IDENTIFY_CACHE_MS) return known.caller
+        const caller = yield* lookup(hash)
+        identified.delete(hash)
+        if (identified.size >= IDENTIFY_CACHE_SIZE) identified.delete(identified.keys().next().value!)
+        identified.set(hash, { caller, at: now })
+        return caller
+      })
+
+      const authenticate = Effect.fn("ApiKeys.authenticate")(function*(secret: string) {
+        const { key, account } = yield* lookup(yield* secretHash(secret))
         const millis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
         const last = key.last_used_at === null ? 0 : Date.parse(key.last_used_at)
         const now = Time.toTimestamp(millis)
@@ -193,6 +234,8 @@ export class ApiKeys extends Context.Service<ApiKeys, {
 
       return ApiKeys.of({
         authenticate,
+        identify,
+        forget: (keyId) => Effect.sync(() => forgetKey(keyId)),
         create,
         issue,
         issueWithSecret,
@@ -200,6 +243,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         revoke: Effect.fn("ApiKeys.revoke")(function*(caller: Caller, keyId: string) {
           const revoked = yield* keys.revoke(caller.account.id, keyId, yield* Time.now)
           if (revoked === undefined) return yield* Errors.notFound("key_not_found", `No key "${keyId}".`)
+          forgetKey(revoked.id)
           return { id: revoked.id, revoked: true as const }
         })
       })

@@ -41,9 +41,12 @@ import {
   type CreditEntryType,
   type LedgerEntry,
   LedgerStore,
+  type OrderedReservation,
   type Reservation,
   type ReservationStatus,
+  type ReserveInOrderResult,
   type ScopeBalance,
+  type Settlement,
   scopeKey
 } from "./ports/LedgerStore.ts"
 import * as Time from "./Time.ts"
@@ -73,7 +76,7 @@ export const spendingSources = (
     const balance = find(scope)
     return { machine_id: scope, available: balance === undefined ? 0n : available(balance) }
   }
-  return machineId === null ? [source(null)] : [source(machineId), source(null)]
+  return spendingOrder(machineId).map(source)
 }
 
 export type AllocationResult =
@@ -235,6 +238,50 @@ export const toCreditBalance = (balances: ReadonlyArray<ScopeBalance>): CreditBa
   }
 }
 
+/** The scopes a call on `machineId` spends, in spending order (`spendingSources` without balances). */
+export const spendingOrder = (machineId: string | null): ReadonlyArray<string | null> =>
+  machineId === null ? [null] : [machineId, null]
+
+/**
+ * Reserves `request.amount` from its scopes in the order given, as `allocate` takes it: the
+ * store's one-step `reserveInOrder` where it has one, else read the balances, allocate and write
+ * the reservation (which refuses when a concurrent call took the credits meanwhile), up to
+ * RESERVE_ATTEMPTS times.
+ */
+export const reserveOrdered = (store: LedgerStore["Service"]) =>
+(request: OrderedReservation): Effect.Effect<ReserveInOrderResult> => {
+  if (store.reserveInOrder !== undefined) return store.reserveInOrder(request)
+  const sourcesNow = Effect.map(store.balances(request.account_id), (balances): ReadonlyArray<Source> =>
+    request.scopes.map((scope) => {
+      const balance = balances.find((b) => b.machine_id === scope)
+      return { machine_id: scope, available: balance === undefined ? 0n : available(balance) }
+    }))
+  return Effect.gen(function*() {
+    for (let attempt = 1;; attempt++) {
+      const allocation = allocate(yield* sourcesNow, request.amount)
+      if (allocation._tag === "Insufficient") return { _tag: "insufficient", available: allocation.available } as const
+      const { scopes: _, amount: __, ...reservation } = request
+      const result = yield* store.reserve({ ...reservation, allocations: allocation.allocations })
+      if (result === "reserved") return { _tag: "reserved", allocations: allocation.allocations } as const
+      if (result === "duplicate") return { _tag: "duplicate" } as const
+      // A concurrent call took credits between our read and our write.
+      if (attempt >= RESERVE_ATTEMPTS) {
+        const total = (yield* sourcesNow).reduce((sum, s) => s.available > 0n ? sum + s.available : sum, 0n)
+        return { _tag: "insufficient", available: total } as const
+      }
+    }
+  })
+}
+
+/** What settling a reservation to `actual` writes: its charges as usage entries (`Settlement`). */
+export const settlementOf = (ref: string, actual: bigint, reserved: ReservedHint) =>
+  Effect.gen(function*() {
+    const { charges, excess } = settlementCharges(reserved.allocations, actual)
+    const at = yield* Time.now
+    const entries = yield* usageEntries(reserved.account_id, ref, charges, at)
+    return { ref, at, charged: actual, excess, entries } satisfies Settlement
+  })
+
 export const ACTIVITY_DEFAULT_LIMIT = 50
 export const ACTIVITY_MAX_LIMIT = 500
 /** How many times `reserve` re-reads and tries again when concurrent calls took the credits. */
@@ -338,6 +385,8 @@ export class Ledger extends Context.Service<Ledger, {
         return result === "posted" ? { _tag: "Posted", entry } as const : { _tag: "Duplicate" } as const
       })
 
+      const reserveWith = reserveOrdered(store)
+
       const reserve = Effect.fn("Ledger.reserve")(function*(
         accountId: string,
         machineId: string | null,
@@ -346,49 +395,22 @@ export class Ledger extends Context.Service<Ledger, {
       ) {
         if (amount < 0n) return yield* Effect.die(new RangeError(`Ledger.reserve: negative amount ${amount}`))
         const ref = yield* generateId("usage")
-        if (store.reserveInOrder !== undefined) {
-          // The store allocates as `allocate` does, in the order of `spendingSources`, in one step.
-          const result = yield* store.reserveInOrder({
-            ref,
-            account_id: accountId,
-            machine_id: machineId,
-            scopes: spendingSources([], machineId).map((s) => s.machine_id),
-            amount,
-            created_at: yield* Time.now,
-            expires_at: expiresAt
-          })
-          if (result._tag === "reserved") {
-            return { _tag: "Reserved", ref, allocations: result.allocations } satisfies ReserveResult
-          }
-          if (result._tag === "insufficient") {
-            return { _tag: "Insufficient", available: result.available } satisfies ReserveResult
-          }
-          return yield* Effect.die(new Error(`Ledger.reserve: generated ref ${ref} already exists`))
+        const result = yield* reserveWith({
+          ref,
+          account_id: accountId,
+          machine_id: machineId,
+          scopes: spendingOrder(machineId),
+          amount,
+          created_at: yield* Time.now,
+          expires_at: expiresAt
+        })
+        if (result._tag === "reserved") {
+          return { _tag: "Reserved", ref, allocations: result.allocations } satisfies ReserveResult
         }
-        for (let attempt = 1;; attempt++) {
-          const allocation = allocate(spendingSources(yield* store.balances(accountId), machineId), amount)
-          if (allocation._tag === "Insufficient") return allocation satisfies ReserveResult
-          const result = yield* store.reserve({
-            ref,
-            account_id: accountId,
-            machine_id: machineId,
-            allocations: allocation.allocations,
-            created_at: yield* Time.now,
-            expires_at: expiresAt
-          })
-          if (result === "reserved") {
-            return { _tag: "Reserved", ref, allocations: allocation.allocations } satisfies ReserveResult
-          }
-          if (result === "duplicate") {
-            return yield* Effect.die(new Error(`Ledger.reserve: generated ref ${ref} already exists`))
-          }
-          // A concurrent call took credits between our read and our write.
-          if (attempt >= RESERVE_ATTEMPTS) {
-            const now = spendingSources(yield* store.balances(accountId), machineId)
-            const total = now.reduce((sum, s) => s.available > 0n ? sum + s.available : sum, 0n)
-            return { _tag: "Insufficient", available: total } satisfies ReserveResult
-          }
+        if (result._tag === "insufficient") {
+          return { _tag: "Insufficient", available: result.available } satisfies ReserveResult
         }
+        return yield* Effect.die(new Error(`Ledger.reserve: generated ref ${ref} already exists`))
       })
 
       /** Why a settle or void did nothing, from the reservation as it is now. */
@@ -408,11 +430,11 @@ export class Ledger extends Context.Service<Ledger, {
           if (found === undefined || found.status !== "pending") return yield* finished(ref, found)
           reservation = found
         }
-        const { charges, excess } = settlementCharges(reservation.allocations, actual)
-        const at = yield* Time.now
-        const entries = yield* usageEntries(reservation.account_id, ref, charges, at)
-        const result = yield* store.settle({ ref, at, charged: actual, excess, entries })
-        if (result === "settled") return { _tag: "Settled", charged: actual, excess, entries } satisfies SettleResult
+        const settlement = yield* settlementOf(ref, actual, reservation)
+        const result = yield* store.settle(settlement)
+        if (result === "settled") {
+          return { _tag: "Settled", charged: actual, excess: settlement.excess, entries: settlement.entries } satisfies SettleResult
+        }
         // Lost a race with another settle, a void or an expiry.
         return yield* finished(ref, yield* store.reservation(ref))
       })

@@ -1,5 +1,6 @@
 /** Every store the platform needs (core's `PlatformStores`) on the one DynamoDB table. */
 import type { PlatformStores } from "@model-platform/core/api/Http"
+import { GatewayStoreComposed } from "@model-platform/core/ports/GatewayStore"
 import { Layer } from "effect"
 import { LedgerStoreDynamo } from "./DynamoLedgerStore.ts"
 import { OrderStoreDynamo } from "./DynamoOrderStore.ts"
@@ -8,10 +9,7 @@ import { DynamoStores } from "./DynamoStores.ts"
 import type { DynamoConfig } from "./DynamoTable.ts"
 import { UsageStoreDynamo } from "./DynamoUsageStore.ts"
 
-export const DynamoPlatformStores: Layer.Layer<PlatformStores, never, DynamoConfig> = Layer.mergeAll(
-  DynamoStores,
-  LedgerStoreDynamo,
-  OrderStoreDynamo,
-  UsageStoreDynamo,
-  RateLimitStoreDynamo
+export const DynamoPlatformStores: Layer.Layer<PlatformStores, never, DynamoConfig> = Layer.provideMerge(
+  GatewayStoreComposed,
+  Layer.mergeAll(DynamoStores, LedgerStoreDynamo, OrderStoreDynamo, UsageStoreDynamo, RateLimitStoreDynamo)
 )

@@ -3,6 +3,7 @@
  * it builds the application once per container, retries a failed build, answers malformed
  * events and the invocation deadline in the platform's error shape.
  */
+import { GatewayStoreComposed } from "@model-platform/core/ports/GatewayStore"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { LedgerStoreMemory } from "@model-platform/test-harness/MemoryLedgerStore"
 import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
@@ -89,8 +90,11 @@ describe("Lambda handler", () => {
       KeyStore,
       Effect.map(KeyStore, (keys) => KeyStore.of({ ...keys, findByHash: (hash) => Effect.delay(keys.findByHash(hash), "300 millis") }))
     ).pipe(Layer.provide(KeyStoreMemory))
-    const stores = Layer.mergeAll(
-      AccountStoreMemory, SlowKeys, IdempotencyStoreMemory, LedgerStoreMemory, OrderStoreMemory, UsageStoreMemory, RateLimitStoreMemory
+    const stores = Layer.provideMerge(
+      GatewayStoreComposed,
+      Layer.mergeAll(
+        AccountStoreMemory, SlowKeys, IdempotencyStoreMemory, LedgerStoreMemory, OrderStoreMemory, UsageStoreMemory, RateLimitStoreMemory
+      )
     )
     const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores, deadlineMarginMillis: 1_000 })
     try {

@@ -6,6 +6,7 @@
  * maps (one event loop, no await inside an operation: each operation is atomic), follow the
  * ports' rules that the benchmark's calls exercise, and leave the rest to the harness's stores.
  */
+import { GatewayStoreComposed } from "@model-platform/core/ports/GatewayStore"
 import type { PlatformStores } from "@model-platform/core/api/Http"
 import {
   byScope,
@@ -135,10 +136,7 @@ const RateLimitStoreFast = Layer.sync(RateLimitStore, () => {
 })
 
 /** Every store the platform needs: accounts, keys, idempotency and orders from the harness. */
-export const FastMemoryStores: Layer.Layer<PlatformStores> = Layer.mergeAll(
-  MemoryStores,
-  OrderStoreMemory,
-  LedgerStoreFast,
-  UsageStoreFast,
-  RateLimitStoreFast
+export const FastMemoryStores: Layer.Layer<PlatformStores> = Layer.provideMerge(
+  GatewayStoreComposed,
+  Layer.mergeAll(MemoryStores, OrderStoreMemory, LedgerStoreFast, UsageStoreFast, RateLimitStoreFast)
 )

@@ -6,9 +6,12 @@
 import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
 import { validate } from "@model-platform/reference-machine/test/openaiSchema"
 import { Gateway } from "@model-platform/core/gateway/Gateway"
+import { ApiKeys } from "@model-platform/core/ApiKeys"
+import { KeyStore } from "@model-platform/core/ports/KeyStore"
+import { MachineClient } from "@model-platform/core/ports/MachineClient"
 import { MachineStatus } from "@model-platform/core/ports/MachineStatus"
 import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import OpenAI from "openai"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import {
@@ -290,6 +293,117 @@ describe.each(MACHINE_CLIENTS)("machine client $name", ({ layer: machineClient }
       // Another key of the same tier has its own count.
       const other = await server.run(newAccount({ credits: CREDITS }))
       await sdk(other.secret).chat.completions.create(body)
+    })
+  })
+
+  describe("gateway: speculative dispatch and remembered keys", () => {
+    let a: ReferenceMachine
+    let server: GatewayServer
+    const sdk = (secret: string) => new OpenAI({ baseURL: `${server.url}/v1`, apiKey: secret, maxRetries: 0 })
+    const idle = () => server.run(Effect.flatMap(Gateway, (g) => g.idle))
+    // Calls the gateway starts towards a machine (also those aborted before the machine saw them).
+    let posts = 0
+    const counting = Layer.effect(
+      MachineClient,
+      Effect.map(MachineClient, (client) =>
+        MachineClient.of({
+          ...client,
+          post: (...args) => Effect.suspend(() => {
+            posts += 1
+            return client.post(...args)
+          })
+        }))
+    ).pipe(Layer.provide(machineClient))
+    const hi = { model: "ref-chat", messages: [{ role: "user" as const, content: "hi" }], max_tokens: 4 }
+
+    beforeAll(async () => {
+      a = await startReferenceMachine({ port: 0, faults: true, id: "a", models: MACHINE_MODELS })
+      server = await startGatewayServer(gatewayCatalogue([{ id: "m-a", url: a.url, score: 0.9 }], { rpm: 1000 }), {}, counting)
+    })
+    afterAll(async () => {
+      await server?.close()
+      await a?.close()
+    })
+    beforeEach(() => {
+      a.faults.reset()
+    })
+
+    it("a call refused after an admitted one: the machine was already called, the client gets only the 402, nothing is charged", async () => {
+      const { accountId, secret } = await server.run(newAccount({ credits: 2_000n }))
+      await sdk(secret).chat.completions.create(hi)
+      await idle()
+      const after = await server.run(balanceOf(accountId))
+      const records = await server.run(usageOf(accountId))
+      expect(records).toHaveLength(1)
+
+      // Now the bound (8192 output tokens) does not fit: admission refuses while the machine works.
+      a.faults.set({ latency_ms: 1_000 })
+      const before = posts
+      const started = Date.now()
+      const error = await sdk(secret).chat.completions.create({ ...hi, max_tokens: 8192 }).catch((e) => e)
+      expect(error).toBeInstanceOf(OpenAI.APIError)
+      expect(error.status).toBe(402)
+      expect(Date.now() - started).toBeLessThan(900) // answered by admission, not after the machine
+      await idle()
+      expect(posts).toBe(before + 1) // dispatched speculatively, then aborted
+      expect(await server.run(balanceOf(accountId))).toEqual(after)
+      expect(await server.run(usageOf(accountId))).toHaveLength(1)
+
+      // Refused once: the next call of the key waits for admission before calling the machine.
+      const again = await sdk(secret).chat.completions.create({ ...hi, max_tokens: 8192 }).catch((e) => e)
+      expect(again.status).toBe(402)
+      expect(posts).toBe(before + 1)
+    })
+
+    it("a key revoked by another process is refused by the next call's admission (401), not charged, and forgotten", async () => {
+      const { accountId, keyId, secret } = await server.run(newAccount({ credits: CREDITS }))
+      await sdk(secret).chat.completions.create(hi)
+      await idle()
+      // Revoked in the store directly, as another server process would: this process still remembers the key.
+      await server.run(Effect.flatMap(KeyStore, (keys) => keys.revoke(accountId, keyId, new Date().toISOString())))
+      const balance = await server.run(balanceOf(accountId))
+      const dispatched = posts
+      const error = await sdk(secret).chat.completions.create(hi).catch((e) => e)
+      expect(error).toBeInstanceOf(OpenAI.AuthenticationError)
+      expect(error.code).toBe("invalid_api_key")
+      expect(error.message).toContain("revoked")
+      await idle()
+      expect(posts).toBe(dispatched + 1) // remembered and admitted lately: dispatched speculatively, then aborted
+      expect(await server.run(balanceOf(accountId))).toEqual(balance)
+      expect(await server.run(usageOf(accountId))).toHaveLength(1)
+      // Forgotten: the next call reads the key again and is refused before any machine is called.
+      const before = posts
+      const next = await sdk(secret).chat.completions.create(hi).catch((e) => e)
+      expect(next).toBeInstanceOf(OpenAI.AuthenticationError)
+      expect(posts).toBe(before)
+    })
+
+    it("a key revoked through this process is refused at once, before any machine is called", async () => {
+      const { accountId, keyId, secret } = await server.run(newAccount({ credits: CREDITS }))
+      await sdk(secret).chat.completions.create(hi)
+      await server.run(Effect.flatMap(ApiKeys, (keys) =>
+        Effect.flatMap(keys.identify(secret), (caller) => keys.revoke(caller, keyId))))
+      const before = posts
+      const error = await sdk(secret).chat.completions.create(hi).catch((e) => e)
+      expect(error).toBeInstanceOf(OpenAI.AuthenticationError)
+      expect(posts).toBe(before)
+      await idle()
+      expect(await server.run(usageOf(accountId))).toHaveLength(1)
+    })
+
+    it("many concurrent calls of many keys: each metered once, balances down by exactly their records", async () => {
+      const accounts = await Promise.all(Array.from({ length: 4 }, () => server.run(newAccount({ credits: CREDITS }))))
+      const replies = await Promise.all(accounts.flatMap(({ secret }) =>
+        Array.from({ length: 12 }, () => sdk(secret).chat.completions.create(hi))))
+      expect(replies).toHaveLength(48)
+      await idle()
+      for (const { accountId } of accounts) {
+        const records = await server.run(usageOf(accountId))
+        expect(records).toHaveLength(12)
+        const charged = records.reduce((n, r) => n + r.credits, 0n)
+        expect(charged).toBeGreaterThan(0n)
+        expect(await server.run(balanceOf(accountId))).toEqual({ available: CREDITS - charged, held: 0n })
+      }
     })
   })
 

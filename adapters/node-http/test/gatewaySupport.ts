@@ -14,14 +14,12 @@ import type { MachineClient } from "@model-platform/core/ports/MachineClient"
 import { Ledger } from "@model-platform/core/Ledger"
 import type { Permission } from "@model-platform/core/Permissions"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
+import { KeyStore } from "@model-platform/core/ports/KeyStore"
 import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
 import { MachineStatus } from "@model-platform/core/ports/MachineStatus"
 import { type UsageRecord, UsageStore } from "@model-platform/core/ports/UsageStore"
-import { LedgerStoreMemory } from "@model-platform/test-harness/MemoryLedgerStore"
-import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
-import { RateLimitStoreMemory } from "@model-platform/test-harness/MemoryRateLimitStore"
 import { MemoryStores } from "@model-platform/test-harness/MemoryStores"
-import { UsageStoreMemory } from "@model-platform/test-harness/MemoryUsageStore"
+import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createServer } from "node:http"
@@ -94,14 +92,14 @@ export interface GatewayServer {
   readonly close: () => Promise<void>
 }
 
-type Services = Gateway | Ledger | LedgerStore | UsageStore | AccountStore | ApiKeys | MachineStatus
+type Services = Gateway | Ledger | LedgerStore | UsageStore | AccountStore | KeyStore | ApiKeys | MachineStatus
 
 export const startGatewayServer = async (
   catalogue: CatalogueConfig,
   config: Partial<GatewayConfig> = {},
   machineClient: Layer.Layer<MachineClient> = MachineNodeHttpLayer
 ): Promise<GatewayServer> => {
-  const stores = Layer.mergeAll(MemoryStores, LedgerStoreMemory, OrderStoreMemory, UsageStoreMemory, RateLimitStoreMemory)
+  const stores = MemoryPlatformStores
   const services = Gateway.layer(config).pipe(
     Layer.provideMerge(Layer.mergeAll(Ledger.layer, ApiKeys.layer, machineClient)),
     Layer.provideMerge(Catalogue.layer(catalogue)),
@@ -137,7 +135,7 @@ export const newAccount = (
     if (options.credits !== undefined && options.credits > 0n) {
       yield* (yield* Ledger).credit(id, { ref: `grant_${id}`, machine_id: null, amount: options.credits, type: "credit_added" })
     }
-    return { accountId: id, secret: key.secret }
+    return { accountId: id, keyId: key.id, secret: key.secret }
   })
 
 /** Available micro-credits of an account (every scope), and what is held by pending reservations. */

@@ -3,6 +3,7 @@
  * the Node server's memory suite and the Lambda shell's own tests run on.
  */
 import type { PlatformStores } from "@model-platform/core/api/Http"
+import { GatewayStoreComposed } from "@model-platform/core/ports/GatewayStore"
 import { Layer } from "effect"
 import { LedgerStoreMemory } from "./MemoryLedgerStore.ts"
 import { OrderStoreMemory } from "./MemoryOrderStore.ts"
@@ -10,10 +11,7 @@ import { RateLimitStoreMemory } from "./MemoryRateLimitStore.ts"
 import { MemoryStores } from "./MemoryStores.ts"
 import { UsageStoreMemory } from "./MemoryUsageStore.ts"
 
-export const MemoryPlatformStores: Layer.Layer<PlatformStores> = Layer.mergeAll(
-  MemoryStores,
-  LedgerStoreMemory,
-  OrderStoreMemory,
-  UsageStoreMemory,
-  RateLimitStoreMemory
+export const MemoryPlatformStores: Layer.Layer<PlatformStores> = Layer.provideMerge(
+  GatewayStoreComposed,
+  Layer.mergeAll(MemoryStores, LedgerStoreMemory, OrderStoreMemory, UsageStoreMemory, RateLimitStoreMemory)
 )

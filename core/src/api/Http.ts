@@ -19,6 +19,7 @@ import { Ledger } from "../Ledger.ts"
 import { Orders, Tickets } from "../OrderService.ts"
 import type { AccountStore } from "../ports/AccountStore.ts"
 import { CardProcessor } from "../ports/CardProcessor.ts"
+import type { GatewayStore } from "../ports/GatewayStore.ts"
 import type { IdempotencyStore } from "../ports/IdempotencyStore.ts"
 import type { KeyStore } from "../ports/KeyStore.ts"
 import type { LedgerStore } from "../ports/LedgerStore.ts"
@@ -54,6 +55,7 @@ export type PlatformStores =
   | OrderStore
   | UsageStore
   | RateLimitStore
+  | GatewayStore
 
 export interface PlatformOptions {
   /**

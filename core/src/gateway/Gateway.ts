@@ -4,44 +4,49 @@
  * bearer key to the machine's answer, charged exactly once after it completes.
  *
  * Per call, in order:
- *  1. authenticate the key (401 missing_api_key / invalid_api_key), check the inference
- *     permission (403 key_lacks_inference_permission);
+ *  1. identify the key (ApiKeys.identify: 401 missing_api_key / invalid_api_key; answered from
+ *     memory for a key seen lately), check the inference permission (403
+ *     key_lacks_inference_permission);
  *  2. parse (400 invalid_json) and validate the body (Validation.ts);
  *  3. pick the machines: `machine` in the body or a key pinned to a machine sends the call there
  *     only (403 key_not_scoped_to_machine when they disagree, 503 no_capacity when it is not
  *     serving the model); otherwise the route order (Routing.orderRoutes) of the machines serving
  *     the model now, without those cooling down after repeated failures;
- *  4. concurrently: count the call against the key's rpm (tier from purchased credits; 429
- *     rate_limited with Retry-After) and reserve the upper bound of its cost (402
- *     insufficient_credit) — no reservation for a model priced at zero or while charging is closed;
+ *  4. admit, one store step (GatewayStore.admit): the key still live (else 401, and forgotten),
+ *     its use recorded, the call counted against the key's rpm (tier from purchased credits; 429
+ *     rate_limited with Retry-After), the upper bound of its cost reserved (402
+ *     insufficient_credit) — no reservation for a model priced at zero or while charging is
+ *     closed. For a key admitted lately the first machine is already being called meanwhile
+ *     (speculative dispatch); a refused call's request is aborted and nothing of it is sent;
  *  5. call the machines in route order until one answers: a connection failure, a timeout before
  *     the first byte, or a 404/408/429/5xx answer moves on to the next (502 machine_unreachable /
  *     machine_error, or 503 no_capacity, when all fail); another 4xx is the client's and is passed
  *     on (not charged);
  *  6. answer: the machine's JSON as it is, or its server-sent events through Streaming.ts; then,
- *     in the background, settle the reservation to the real cost and write one usage record.
+ *     in the background, settle the reservation to the real cost and write one usage record
+ *     (GatewayStore.commit, calls metered meanwhile by other requests going in the same batch).
  *
- * Store round trips per call (non-streaming): key lookup + account (ApiKeys.authenticate), then in
- * parallel the rpm counter and the reservation (balances + reserve), then after the answer has
- * been sent settle (one write: the gateway hands back the reservation's allocations) and the
- * usage record. Purchased credits (for the tier)
- * are cached in process for tierCacheMs.
+ * Store round trips per call (non-streaming, PostgreSQL): one before the answer (admission), one
+ * after it shared with the calls of its batch (metering). Purchased credits (for the tier) are
+ * cached in process for tierCacheMs.
  */
-import { Clock, Context, Effect, FiberSet, Layer, Option, Schema, Semaphore, Stream } from "effect"
-import { ApiKeys, type Caller } from "../ApiKeys.ts"
+import { Clock, Context, Effect, Fiber, FiberSet, Layer, Option, Schema, Semaphore, Stream } from "effect"
+import { ApiKeys, type Caller, TOUCH_INTERVAL_MS } from "../ApiKeys.ts"
+import { makeBatcher } from "../Batcher.ts"
 import { Catalogue } from "../Catalogue.ts"
 import type { MachineConfig } from "../CatalogueConfig.ts"
 import { chargingGate } from "../Charging.ts"
 import { type InferenceError, inferenceError } from "../Errors.ts"
 import { generateId } from "../Keys.ts"
-import { Ledger } from "../Ledger.ts"
+import { Ledger, settlementOf, spendingOrder } from "../Ledger.ts"
 import { creditsToMicro, microToCredits } from "../Money.ts"
+import { type AdmissionResult, GatewayStore, type Metered } from "../ports/GatewayStore.ts"
 import type { Allocation } from "../ports/LedgerStore.ts"
 import { MachineClient, type MachineFailure, type MachineResponse } from "../ports/MachineClient.ts"
 import { MachineStatus } from "../ports/MachineStatus.ts"
 import { OrderStore } from "../ports/OrderStore.ts"
-import { RateLimitStore, windowStartOf } from "../ports/RateLimitStore.ts"
-import { UsageStore } from "../ports/UsageStore.ts"
+import { windowStartOf } from "../ports/RateLimitStore.ts"
+import type { UsageRecord } from "../ports/UsageStore.ts"
 import { orderRoutes, type RouteCandidate } from "../Routing.ts"
 import * as Time from "../Time.ts"
 import {
@@ -88,6 +93,14 @@ export interface GatewayConfig {
    * once a response is sent (Lambda). Costs the latency of settlement and the usage record.
    */
   readonly settleInline: boolean
+  /**
+   * Call the first machine while admission runs, for keys admitted within speculationWindowMs
+   * (docs/gateway.md "Speculative dispatch"). Off: the machine is called after admission.
+   */
+  readonly speculativeDispatch: boolean
+  readonly speculationWindowMs: number
+  /** At most this many calls' settlements and usage records are written in one store step. */
+  readonly meterBatch: number
 }
 
 export const defaultGatewayConfig: GatewayConfig = {
@@ -101,7 +114,10 @@ export const defaultGatewayConfig: GatewayConfig = {
   cooldownMs: 30_000,
   tierCacheMs: 10_000,
   rateWindowMs: 60_000,
-  settleInline: false
+  settleInline: false,
+  speculativeDispatch: true,
+  speculationWindowMs: 10_000,
+  meterBatch: 64
 }
 
 /** A reservation outlives the longest call and its drain by this margin before it expires. */
@@ -189,8 +205,7 @@ const make = (config: GatewayConfig) =>
     const apiKeys = yield* ApiKeys
     const catalogue = yield* Catalogue
     const ledger = yield* Ledger
-    const usageStore = yield* UsageStore
-    const rateLimits = yield* RateLimitStore
+    const store = yield* GatewayStore
     const machines = yield* MachineClient
     const status = yield* MachineStatus
     const orders = yield* OrderStore
@@ -258,22 +273,28 @@ const make = (config: GatewayConfig) =>
         return rpmFor(value)
       })
 
-    /** The call's count in its key's window, and the rpm it is allowed (never fails). */
-    const countCall = (caller: Caller, now: number) => {
-      const windowStart = windowStartOf(now, config.rateWindowMs)
-      const retryAfterSeconds = Math.max(1, Math.ceil((windowStart + config.rateWindowMs - now) / 1000))
-      const hit = rateLimits.hit(`rpm:${caller.key.id}`, windowStart, config.rateWindowMs)
-      const cached = purchased.get(caller.account.id)
-      // Usually the tier is cached: only the counter is a round trip, so nothing to run beside it.
-      if (cached !== undefined && now - cached.at < config.tierCacheMs) {
-        const rpm = rpmFor(cached.value)
-        return Effect.map(hit, (count) => ({ rpm, count, retryAfterSeconds }))
+    // -- per key, in process: when admission last recorded its use (last_used_at at most once per
+    // TOUCH_INTERVAL_MS) and when it last admitted a call (speculative dispatch) --
+    const keyState = new Map<string, { touchedAt: number; admittedAt: number }>()
+    const stateOf = (caller: Caller) => {
+      let state = keyState.get(caller.key.id)
+      if (state === undefined) {
+        if (keyState.size >= 10_000) keyState.clear() // bounded: forgetting costs an early touch, a sequential call
+        const lastUsed = caller.key.last_used_at === null ? 0 : Date.parse(caller.key.last_used_at)
+        state = { touchedAt: lastUsed, admittedAt: 0 }
+        keyState.set(caller.key.id, state)
       }
-      return Effect.map(
-        Effect.all([rpmOf(caller.account.id, now), hit], { concurrency: 2 }),
-        ([rpm, count]) => ({ rpm, count, retryAfterSeconds })
-      )
+      return state
     }
+    const touchAt = (caller: Caller, now: number) => {
+      const state = stateOf(caller)
+      if (now - state.touchedAt < TOUCH_INTERVAL_MS) return undefined
+      state.touchedAt = now
+      return Time.toTimestamp(now)
+    }
+    /** A key whose last admission here succeeded lately is expected to be admitted again. */
+    const likelyAdmitted = (caller: Caller, now: number) =>
+      config.speculativeDispatch && now - stateOf(caller).admittedAt < config.speculationWindowMs
 
     // -- machines for a call --
     const noCapacity = (message: string) => inferenceError(503, "no_capacity", message)
@@ -316,26 +337,23 @@ const make = (config: GatewayConfig) =>
         return orderRoutes(candidates).map((c) => c.machine)
       })
 
-    // -- metering --
+    // -- metering: settlement and usage record, written in batches (group commit) --
+    const metering = makeBatcher((calls: ReadonlyArray<Metered>) => store.commit(calls), config.meterBatch)
     const meter = (
       caller: Caller,
       call: ValidCall,
       machineId: string,
       held: Held | undefined,
-      charging: boolean,
       usage: Quantities
     ) =>
       Effect.gen(function*() {
         const price = prices.get(call.model.id)!
         const list = costOf(price, usage)
-        let credits = 0n
-        if (held !== undefined) {
-          const settled = yield* ledger.settle(held.ref, list, { account_id: caller.account.id, allocations: held.allocations })
-          if (settled._tag === "Settled") credits = settled.charged
-          else yield* Effect.logWarning(`gateway: reservation ${held.ref} was ${settled._tag === "Unknown" ? "unknown" : settled.status} at settlement; nothing charged`)
-        }
+        const settlement = held === undefined
+          ? undefined
+          : yield* settlementOf(held.ref, list, { account_id: caller.account.id, allocations: held.allocations })
         const { unit, quantity } = unitOf(call, price, usage)
-        yield* usageStore.record({
+        const record: UsageRecord = {
           ref: held?.ref ?? (yield* generateId("usage")),
           account_id: caller.account.id,
           at: yield* Time.now,
@@ -349,10 +367,15 @@ const make = (config: GatewayConfig) =>
           input_tokens: usage.input_tokens,
           output_tokens: usage.output_tokens,
           list_credits: list,
-          credits: charging ? credits : 0n,
+          // Only a priced call holds a reservation; the store writes 0 when it is no longer pending.
+          credits: settlement === undefined ? 0n : list,
           from_allowance: 0n,
           from_trial: 0n
-        })
+        }
+        const result = yield* metering.submit({ settlement, record })
+        if (result.settlement === "not_pending") {
+          yield* Effect.logWarning(`gateway: reservation ${record.ref} was no longer pending at settlement; nothing charged`)
+        }
       }).pipe(Effect.catchCause((cause) => Effect.logError("gateway: metering failed", cause)), Effect.uninterruptible)
 
     const release = (held: Held | undefined) =>
@@ -373,7 +396,8 @@ const make = (config: GatewayConfig) =>
     // -- one call --
     const call = (endpoint: Endpoint, authorization: string | undefined, text: string) =>
       Effect.gen(function*() {
-        const caller = yield* apiKeys.authenticate(bearerSecret(authorization)).pipe(
+        const secret = bearerSecret(authorization)
+        const caller = yield* apiKeys.identify(secret).pipe(
           Effect.mapError((e) => inferenceError(401, e.error.code, e.error.message))
         )
         if (!caller.key.permissions.includes("inference")) {
@@ -400,37 +424,84 @@ const make = (config: GatewayConfig) =>
             (r) => (r._tag === "Reserved" ? { ref: r.ref, machineId, allocations: r.allocations } satisfies Held : r)
           )
 
-        // Admission: rpm and the first reservation at once.
-        const first = candidates[0]!
-        const [rate, firstHold] = yield* Effect.all([
-          countCall(caller, now),
-          priced ? reserve(first.id) : Effect.succeed(undefined)
-        ], { concurrency: 2 })
-        if (rate.count > rate.rpm) {
-          if (firstHold !== undefined && !("_tag" in firstHold)) yield* forkAfter(release(firstHold))
-          return yield* new RateLimited({
-            error: {
-              message: `Rate limit reached: this key may make ${rate.rpm} requests per minute at the account's tier; retry in ${rate.retryAfterSeconds} s.`,
-              type: "rate_limit_error",
-              code: "rate_limited"
-            },
-            retry_after_seconds: rate.retryAfterSeconds
-          })
-        }
-        if (firstHold !== undefined && "_tag" in firstHold) {
-          return yield* inferenceError(
-            402,
-            "insufficient_credit",
-            `Insufficient credit: this call may cost up to ${microToCredits(bound)} credits and the balance usable on this machine is ${microToCredits(firstHold.available)} credits. Add credits${endpoint === "/v1/chat/completions" ? ", or lower max_tokens" : ""}.`
-          )
-        }
-
-        // From here on `held` is the call's reservation until it is handed to metering.
-        let held: Held | undefined = firstHold
         const body = vc.stream
           ? { ...vc.body, stream_options: { ...(typeof vc.body.stream_options === "object" ? vc.body.stream_options : {}), include_usage: true } }
           : vc.body
         const path = machinePath(endpoint)
+        const post = (machine: MachineConfig) =>
+          Effect.result(machines.post(machine, path, body, { firstByteTimeoutMs: config.firstByteTimeoutMs }))
+
+        // Speculative dispatch: for a key admitted lately, the first machine is called while
+        // admission runs; nothing of its answer reaches the client unless the call is admitted,
+        // and a refused call's request is aborted (docs/gateway.md "Speculative dispatch").
+        const first = candidates[0]!
+        const early = likelyAdmitted(caller, now)
+          ? yield* Effect.forkChild(post(first), { startImmediately: true })
+          : undefined
+        const abandon = early === undefined ? Effect.void : Effect.gen(function*() {
+          yield* Fiber.interrupt(early)
+          const exit = yield* Fiber.await(early)
+          if (exit._tag === "Success" && exit.value._tag === "Success") yield* forkAfter(Effect.asVoid(discard(exit.value.success)))
+        })
+
+        // Admission, one store step: the key still live, its use, the rpm count, the first reservation.
+        const admit = Effect.gen(function*() {
+          const rpm = yield* rpmOf(caller.account.id, now)
+          const windowStart = windowStartOf(now, config.rateWindowMs)
+          const ref = priced ? yield* generateId("usage") : undefined
+          const admission: AdmissionResult = yield* store.admit({
+            account_id: caller.account.id,
+            key_id: caller.key.id,
+            touch_at: touchAt(caller, now),
+            rate: { bucket: `rpm:${caller.key.id}`, window_start: windowStart, window_ms: config.rateWindowMs, limit: rpm },
+            reservation: ref === undefined ? undefined : {
+              ref,
+              account_id: caller.account.id,
+              machine_id: first.id,
+              scopes: spendingOrder(first.id),
+              amount: bound,
+              created_at: Time.toTimestamp(now),
+              expires_at: expiresAt
+            }
+          })
+          if (admission._tag === "KeyRevoked") {
+            yield* apiKeys.forget(caller.key.id)
+            return yield* inferenceError(401, "invalid_api_key", "The API key was revoked.")
+          }
+          if (admission._tag === "RateLimited") {
+            const retryAfterSeconds = Math.max(1, Math.ceil((windowStart + config.rateWindowMs - now) / 1000))
+            return yield* new RateLimited({
+              error: {
+                message: `Rate limit reached: this key may make ${rpm} requests per minute at the account's tier; retry in ${retryAfterSeconds} s.`,
+                type: "rate_limit_error",
+                code: "rate_limited"
+              },
+              retry_after_seconds: retryAfterSeconds
+            })
+          }
+          const reserved = admission.reserved
+          if (reserved?._tag === "insufficient") {
+            return yield* inferenceError(
+              402,
+              "insufficient_credit",
+              `Insufficient credit: this call may cost up to ${microToCredits(bound)} credits and the balance usable on this machine is ${microToCredits(reserved.available)} credits. Add credits${endpoint === "/v1/chat/completions" ? ", or lower max_tokens" : ""}.`
+            )
+          }
+          if (reserved?._tag === "duplicate") {
+            return yield* Effect.die(new Error(`Gateway: generated reservation ref ${ref} already exists`))
+          }
+          stateOf(caller).admittedAt = now
+          return reserved === undefined || ref === undefined
+            ? undefined
+            : { ref, machineId: first.id, allocations: reserved.allocations } satisfies Held
+        })
+        const firstHold = yield* admit.pipe(Effect.onError(() => {
+          stateOf(caller).admittedAt = 0
+          return abandon
+        }))
+
+        // From here on `held` is the call's reservation until it is handed to metering.
+        let held: Held | undefined = firstHold
 
         const attempts = Effect.gen(function*() {
           // Built when needed: an error object is costly (its stack), and most calls succeed.
@@ -447,9 +518,9 @@ const make = (config: GatewayConfig) =>
               held = r
             }
             attempt += 1
-            const result = yield* Effect.result(
-              machines.post(machine, path, body, { firstByteTimeoutMs: config.firstByteTimeoutMs })
-            )
+            const result = attempt === 1 && machine === first && early !== undefined
+              ? yield* Fiber.join(early)
+              : yield* post(machine)
             const at = yield* Clock.currentTimeMillis
             if (result._tag === "Failure") {
               yield* noteFailure(machine.id, at)
@@ -522,7 +593,7 @@ const make = (config: GatewayConfig) =>
                     if (outcome._tag === "Estimated") {
                       yield* Effect.logWarning(`gateway: billing an estimate for a stream from ${machine.id}: ${outcome.reason}`)
                     }
-                    yield* meter(caller, vc, machine.id, mine, charging, usage)
+                    yield* meter(caller, vc, machine.id, mine, usage)
                   }).pipe(Effect.uninterruptible)
               })
               return { _tag: "Events", stream } satisfies GatewayResponse as GatewayResponse
@@ -547,7 +618,7 @@ const make = (config: GatewayConfig) =>
           yield* Effect.uninterruptible(Effect.suspend(() => {
             const mine = held
             held = undefined
-            const metering = meter(caller, vc, machine.id, mine, charging, usage)
+            const metering = meter(caller, vc, machine.id, mine, usage)
             return config.settleInline ? metering : forkAfter(metering)
           }))
           return { _tag: "Body", status: response.status, contentType: "application/json", body: bytes } satisfies GatewayResponse as GatewayResponse

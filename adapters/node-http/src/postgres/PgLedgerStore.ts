@@ -111,7 +111,7 @@ const toReservation = (row: ReservationRow): Reservation => ({
  * against a reservation of the entries' own account and pinned machine, so what is left for
  * `ledger_finish` to check (it raises) is that they are the reservation's.
  */
-const settlementShapeProblem = (settlement: Settlement): string | undefined => {
+export const settlementShapeProblem = (settlement: Settlement): string | undefined => {
   const first = settlement.entries[0]
   const pinned = settlement.entries.find((e) => e.machine_id !== null)?.machine_id ?? null
   return settlementProblem({
@@ -127,6 +127,17 @@ const settlementShapeProblem = (settlement: Settlement): string | undefined => {
     excess: null
   }, settlement)
 }
+
+/** Why `ledger_reserve_in_order` must not be called with this request (a defect), or undefined. */
+export const orderedReservationProblem = (request: OrderedReservation): string | undefined =>
+  request.amount < 0n
+    ? `negative amount ${request.amount}`
+    : reservationProblem({ ...request, allocations: [] }) ??
+      (request.scopes.some((s) => s !== null && s !== request.machine_id)
+        ? `credits pinned to another machine than ${request.machine_id ?? "no machine"} in the spending order`
+        : new Set(request.scopes.map(scopeKey)).size !== request.scopes.length
+        ? "a scope twice in the spending order"
+        : undefined)
 
 export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient> = Layer.effect(
   LedgerStore,
@@ -199,14 +210,7 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
     }
 
     const reserveInOrder = (request: OrderedReservation) => {
-      const problem = request.amount < 0n
-        ? `negative amount ${request.amount}`
-        : reservationProblem({ ...request, allocations: [] }) ??
-          (request.scopes.some((s) => s !== null && s !== request.machine_id)
-            ? `credits pinned to another machine than ${request.machine_id ?? "no machine"} in the spending order`
-            : new Set(request.scopes.map(scopeKey)).size !== request.scopes.length
-            ? "a scope twice in the spending order"
-            : undefined)
+      const problem = orderedReservationProblem(request)
       if (problem !== undefined) return die("reserveInOrder", problem)
       return sql<{
         readonly result: "reserved" | "insufficient" | "duplicate"

@@ -2,6 +2,7 @@
 import type { PlatformStores } from "@model-platform/core/api/Http"
 import { Layer } from "effect"
 import type { SqlClient } from "effect/sql"
+import { GatewayStorePg } from "./PgGatewayStore.ts"
 import { LedgerStorePg } from "./PgLedgerStore.ts"
 import { OrderStorePg } from "./PgOrderStore.ts"
 import { RateLimitStorePg } from "./PgRateLimitStore.ts"
@@ -13,5 +14,6 @@ export const PgPlatformStores: Layer.Layer<PlatformStores, never, SqlClient.SqlC
   LedgerStorePg,
   OrderStorePg,
   UsageStorePg,
-  RateLimitStorePg
+  RateLimitStorePg,
+  GatewayStorePg
 )

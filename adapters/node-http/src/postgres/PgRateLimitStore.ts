@@ -17,14 +17,25 @@ export const RETAIN_MS = 5 * 60_000
 /** Hits of one process between two prunes. */
 export const PRUNE_EVERY = 500
 
+/**
+ * Counts this process's hits and, every PRUNE_EVERY of them, deletes the windows that ended more
+ * than RETAIN_MS before the window being hit (shared with PgGatewayStore's admissions).
+ */
+export const makePruner = (sql: SqlClient.SqlClient) => {
+  let hits = 0
+  return (windowStart: number): Effect.Effect<void> => {
+    hits++
+    return hits % PRUNE_EVERY === 0
+      ? sql`DELETE FROM rate_limit_windows WHERE window_end < ${windowStart - RETAIN_MS}`.pipe(Effect.orDie, Effect.asVoid)
+      : Effect.void
+  }
+}
+
 export const RateLimitStorePg: Layer.Layer<RateLimitStore, never, SqlClient.SqlClient> = Layer.effect(
   RateLimitStore,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    let hits = 0
-
-    const prune = (now: number) =>
-      sql`DELETE FROM rate_limit_windows WHERE window_end < ${now - RETAIN_MS}`.pipe(Effect.orDie, Effect.asVoid)
+    const pruneAfterHit = makePruner(sql)
 
     const hit = (bucket: string, windowStart: number, windowMs: number) => {
       const problem = hitProblem(bucket, windowStart, windowMs)
@@ -35,8 +46,7 @@ export const RateLimitStorePg: Layer.Layer<RateLimitStore, never, SqlClient.SqlC
           VALUES (${bucket}, ${windowStart}, ${windowStart + windowMs}, 1)
           ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_limit_windows.count + 1
           RETURNING count`.pipe(Effect.orDie)
-        hits++
-        if (hits % PRUNE_EVERY === 0) yield* prune(windowStart)
+        yield* pruneAfterHit(windowStart)
         return Number(rows[0]!.count)
       }).pipe(Effect.withSpan("RateLimitStore.hit"))
     }

@@ -411,13 +411,118 @@ const ledgerReserveInOrder = Effect.gen(function*() {
     $$`)
 })
 
+/**
+ * The gateway's writes per call as two functions (PgGatewayStore.ts), one statement each:
+ * - `gateway_admit`: the key still live (else 'key_revoked', nothing written), its last_used_at
+ *   moved forward when asked, the call counted in its rpm window (the same upsert as
+ *   PgRateLimitStore; past `p_limit`: 'rate_limited', nothing reserved), then, when a ref is
+ *   given, `ledger_reserve_in_order`. Answers (result, hits, scopes, amounts, available).
+ * - `gateway_commit`: per item of a JSON array, in the order given (the store sorts them by
+ *   account), `ledger_finish` of its settlement (when it has one), then its usage record
+ *   (`ON CONFLICT (ref) DO NOTHING`), with credits 0 when the reservation was no longer pending.
+ *   Answers (n, settlement, recorded). A batch holds several reservations, so before any of that
+ *   it takes its locks in the one order every other writer keeps: the batch's reservation rows
+ *   (by ref, "C"), then every balance row of their accounts (by account, then scope, "C").
+ *   Finishing call by call instead would take one account's scopes in the order of its calls
+ *   (a call charging only m, then one charging only ''), which deadlocks with a concurrent
+ *   batch or reservation taking '' then m.
+ */
+const gatewayFunctions = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql.unsafe(`
+    CREATE FUNCTION gateway_admit(
+      p_account_id text, p_key_id text, p_touch_at timestamptz,
+      p_bucket text, p_window_start bigint, p_window_end bigint, p_limit integer,
+      p_ref text, p_machine_id text, p_order text[], p_amount bigint,
+      p_created_at timestamptz, p_expires_at timestamptz,
+      OUT result text, OUT hits integer, OUT scopes text[], OUT amounts bigint[], OUT available bigint
+    ) LANGUAGE plpgsql AS $$
+    DECLARE
+      revoked timestamptz;
+    BEGIN
+      SELECT k.revoked_at INTO revoked FROM api_keys k WHERE k.id = p_key_id AND k.account_id = p_account_id;
+      IF NOT FOUND OR revoked IS NOT NULL THEN
+        result := 'key_revoked';
+        RETURN;
+      END IF;
+      IF p_touch_at IS NOT NULL THEN
+        UPDATE api_keys k SET last_used_at = p_touch_at
+          WHERE k.id = p_key_id AND (k.last_used_at IS NULL OR k.last_used_at < p_touch_at);
+      END IF;
+      INSERT INTO rate_limit_windows AS w (bucket, window_start, window_end, count)
+        VALUES (p_bucket, p_window_start, p_window_end, 1)
+        ON CONFLICT (bucket, window_start) DO UPDATE SET count = w.count + 1
+        RETURNING w.count INTO hits;
+      IF hits > p_limit THEN
+        result := 'rate_limited';
+        RETURN;
+      END IF;
+      IF p_ref IS NULL THEN
+        result := 'admitted';
+        RETURN;
+      END IF;
+      SELECT r.result, r.scopes, r.amounts, r.available INTO result, scopes, amounts, available
+        FROM ledger_reserve_in_order(p_ref, p_account_id, p_machine_id, p_order, p_amount,
+                                     p_created_at, p_expires_at) AS r;
+    END
+    $$`)
+  yield* sql.unsafe(`
+    CREATE FUNCTION gateway_commit(p_items jsonb)
+    RETURNS TABLE (n integer, settlement text, recorded boolean) LANGUAGE plpgsql AS $$
+    DECLARE
+      item record;
+      s jsonb;
+      rec usage_records;
+      batch_refs text[];
+    BEGIN
+      batch_refs := ARRAY(SELECT e.value->'settlement'->>'ref' FROM jsonb_array_elements(p_items) AS e
+                          WHERE jsonb_typeof(e.value->'settlement') = 'object');
+      PERFORM 1 FROM ledger_reservations lr WHERE lr.ref = ANY (batch_refs)
+        ORDER BY lr.ref COLLATE "C"
+        FOR UPDATE;
+      PERFORM 1 FROM ledger_balances lb
+        WHERE lb.account_id IN (SELECT lr.account_id FROM ledger_reservations lr
+                                WHERE lr.ref = ANY (batch_refs) AND lr.status = 'pending')
+        ORDER BY lb.account_id COLLATE "C", lb.scope COLLATE "C"
+        FOR UPDATE OF lb;
+      FOR item IN SELECT e.value, e.ordinality::integer AS i FROM jsonb_array_elements(p_items) WITH ORDINALITY AS e LOOP
+        n := item.i;
+        s := item.value->'settlement';
+        IF s IS NULL OR jsonb_typeof(s) = 'null' THEN
+          settlement := 'none';
+        ELSIF ledger_finish(
+          s->>'ref', 'settled', (s->>'at')::timestamptz, (s->>'charged')::bigint, (s->>'excess')::bigint,
+          ARRAY(SELECT jsonb_array_elements_text(s->'ids')),
+          ARRAY(SELECT jsonb_array_elements_text(s->'account_ids')),
+          ARRAY(SELECT jsonb_array_elements_text(s->'scopes')),
+          ARRAY(SELECT x::bigint FROM jsonb_array_elements_text(s->'amounts') AS x),
+          ARRAY(SELECT jsonb_array_elements_text(s->'refs')),
+          ARRAY(SELECT x::timestamptz FROM jsonb_array_elements_text(s->'created_at') AS x)
+        ) THEN
+          settlement := 'settled';
+        ELSE
+          settlement := 'not_pending';
+        END IF;
+        rec := jsonb_populate_record(NULL::usage_records, item.value->'record');
+        IF settlement = 'not_pending' THEN
+          rec.credits := 0;
+        END IF;
+        INSERT INTO usage_records SELECT rec.* ON CONFLICT (ref) DO NOTHING;
+        recorded := FOUND;
+        RETURN NEXT;
+      END LOOP;
+    END
+    $$`)
+})
+
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_idempotency": accountsKeysIdempotency,
   "0002_ledger": ledger,
   "0003_orders": orders,
   "0004_usage_rate_limits": usageRateLimits,
   "0005_ledger_functions": ledgerFunctions,
-  "0006_ledger_reserve_in_order": ledgerReserveInOrder
+  "0006_ledger_reserve_in_order": ledgerReserveInOrder,
+  "0007_gateway_functions": gatewayFunctions
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */

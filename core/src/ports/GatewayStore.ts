@@ -1,0 +1,135 @@
+/**
+ * Port: the inference gateway's writes per call, in as few store round trips as the store allows
+ * (docs/performance.md "One statement to admit, one to meter").
+ *
+ * - `admit`, before the call: confirm the key is still live, record its use (last_used_at), count
+ *   the call in its rpm window and, when it is within the limit, reserve the cost bound.
+ * - `commit`, after it: settle each call's reservation and write its usage record.
+ *
+ * A store that can do either in one statement implements it (Postgres: `gateway_admit`,
+ * `gateway_commit`); the others provide `GatewayStoreComposed`, the same steps through KeyStore,
+ * RateLimitStore, LedgerStore and UsageStore. The shared contract (adapters/test-harness
+ * GatewayStoreContract) holds both to the same answers.
+ */
+import { Context, Effect, Layer } from "effect"
+import { reserveOrdered } from "../Ledger.ts"
+import type { Timestamp } from "../Time.ts"
+import { KeyStore } from "./KeyStore.ts"
+import { LedgerStore, type OrderedReservation, type ReserveInOrderResult, type Settlement } from "./LedgerStore.ts"
+import { RateLimitStore } from "./RateLimitStore.ts"
+import { type UsageRecord, usageRecordProblem, UsageStore } from "./UsageStore.ts"
+
+export interface Admission {
+  readonly account_id: string
+  readonly key_id: string
+  /** Set the key's last_used_at to this (never backwards); undefined: leave it. */
+  readonly touch_at: Timestamp | undefined
+  /** The rpm counter: `RateLimitStore.hit(bucket, window_start, window_ms)`; over `limit` refuses. */
+  readonly rate: {
+    readonly bucket: string
+    readonly window_start: number
+    readonly window_ms: number
+    readonly limit: number
+  }
+  /** The cost bound to reserve (`LedgerStore.reserveInOrder`'s request); undefined: none. */
+  readonly reservation: OrderedReservation | undefined
+}
+
+export type AdmissionResult =
+  /** The key was revoked (or is gone) since it was read: nothing counted, touched or reserved. */
+  | { readonly _tag: "KeyRevoked" }
+  /** Counted past the limit: nothing reserved. */
+  | { readonly _tag: "RateLimited"; readonly count: number }
+  /** Counted within the limit; `reserved` is the reservation's outcome when one was asked. */
+  | { readonly _tag: "Admitted"; readonly count: number; readonly reserved: ReserveInOrderResult | undefined }
+
+/** One completed call to meter. */
+export interface Metered {
+  /** The settlement of the call's reservation; undefined when it held none (unpriced). */
+  readonly settlement: Settlement | undefined
+  /**
+   * The call's usage record, `credits` as charged when the settlement applies. When the
+   * reservation is no longer pending (expired or voided meanwhile: nothing is charged) the
+   * record is written with credits 0.
+   */
+  readonly record: UsageRecord
+}
+
+export interface MeteredResult {
+  /** "settled"; "not_pending" (charged nothing); "none" (no settlement asked). */
+  readonly settlement: "settled" | "not_pending" | "none"
+  /** "Duplicate" when a record of the ref existed (nothing changed). */
+  readonly record: "Recorded" | "Duplicate"
+}
+
+export interface GatewayStoreShape {
+  readonly admit: (admission: Admission) => Effect.Effect<AdmissionResult>
+  /**
+   * Meters calls, each atomically where the store can (its settlement and record together);
+   * answers in the order given.
+   */
+  readonly commit: (calls: ReadonlyArray<Metered>) => Effect.Effect<ReadonlyArray<MeteredResult>>
+}
+
+export class GatewayStore extends Context.Service<GatewayStore, GatewayStoreShape>()(
+  "@model-platform/core/ports/GatewayStore"
+) {}
+
+/**
+ * The same steps through the individual stores (memory, DynamoDB): a key read, the counter, the
+ * reservation (`reserveOrdered`: the store's `reserveInOrder` or the read-allocate-write loop),
+ * then per call the settlement and the record.
+ */
+const composeGatewayStore = (stores: {
+  readonly keys: KeyStore["Service"]
+  readonly rateLimits: RateLimitStore["Service"]
+  readonly ledger: LedgerStore["Service"]
+  readonly usage: UsageStore["Service"]
+  readonly reserveOrdered: (request: OrderedReservation) => Effect.Effect<ReserveInOrderResult>
+}): GatewayStoreShape => ({
+  admit: (admission) =>
+    Effect.gen(function*() {
+      const key = yield* stores.keys.get(admission.account_id, admission.key_id)
+      if (key === undefined || key.revoked_at !== null) return { _tag: "KeyRevoked" } as const
+      if (admission.touch_at !== undefined) yield* stores.keys.touch(admission.key_id, admission.touch_at)
+      const { bucket, window_start, window_ms, limit } = admission.rate
+      const count = yield* stores.rateLimits.hit(bucket, window_start, window_ms)
+      if (count > limit) return { _tag: "RateLimited", count } as const
+      const reserved = admission.reservation === undefined
+        ? undefined
+        : yield* stores.reserveOrdered(admission.reservation)
+      return { _tag: "Admitted", count, reserved } as const
+    }),
+  commit: (calls) => {
+    // Every record is checked before anything is written: a record the usage store would refuse
+    // must not leave its call (or an earlier one of the batch) settled without its record.
+    for (const { record } of calls) {
+      const problem = usageRecordProblem(record)
+      if (problem !== undefined) return Effect.die(new Error(`GatewayStore.commit: record ${record.ref}: ${problem}`))
+    }
+    return Effect.forEach(calls, ({ record, settlement }) =>
+      Effect.gen(function*() {
+        const settled = settlement === undefined ? "none" as const : yield* stores.ledger.settle(settlement)
+        const written = yield* stores.usage.record(settled === "not_pending" ? { ...record, credits: 0n } : record)
+        return { settlement: settled, record: written } satisfies MeteredResult
+      }))
+  }
+})
+
+export const GatewayStoreComposed: Layer.Layer<
+  GatewayStore,
+  never,
+  KeyStore | RateLimitStore | LedgerStore | UsageStore
+> = Layer.effect(
+  GatewayStore,
+  Effect.gen(function*() {
+    const ledger = yield* LedgerStore
+    return GatewayStore.of(composeGatewayStore({
+      keys: yield* KeyStore,
+      rateLimits: yield* RateLimitStore,
+      ledger,
+      usage: yield* UsageStore,
+      reserveOrdered: reserveOrdered(ledger)
+    }))
+  })
+)
