@@ -1,0 +1,5 @@
+/** The gateway store contract on the in-memory stores (`GatewayStoreComposed` over them). */
+import { gatewayStoreContract } from "../src/GatewayStoreContract.ts"
+import { MemoryPlatformStores } from "../src/MemoryPlatformStores.ts"
+
+gatewayStoreContract("GatewayStoreComposed on the memory stores", MemoryPlatformStores)
