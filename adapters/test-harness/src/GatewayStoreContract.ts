@@ -160,9 +160,16 @@ const admissionOf = (
   reservation: fields.reservation
 })
 
+/** One admission as a batch of one. */
+const admitOne = (gateway: GatewayStore["Service"], admission: Admission) =>
+  Effect.map(gateway.admit([admission]), (results) => {
+    assert.strictEqual(results.length, 1)
+    return results[0]!
+  })
+
 /** Admits a call with a reservation and checks it was admitted and reserved; answers its hint. */
 const admitReserved = Effect.fnUntraced(function*(key: KeyRecord, reservation: OrderedReservation) {
-  const result = yield* (yield* GatewayStore).admit(admissionOf(key, { reservation }))
+  const result = yield* admitOne(yield* GatewayStore, admissionOf(key, { reservation }))
   assert.strictEqual(result._tag, "Admitted", `admit ${reservation.ref}: ${JSON.stringify(result, jsonBigint)}`)
   const reserved = result._tag === "Admitted" ? result.reserved : undefined
   assert.strictEqual(reserved?._tag, "reserved", `reserve ${reservation.ref}: ${JSON.stringify(reserved, jsonBigint)}`)
@@ -266,6 +273,68 @@ const byId = (a: LedgerEntry, b: LedgerEntry) => (a.id < b.id ? -1 : a.id > b.id
 // tests
 
 const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
+  describe("admit: batches", () => {
+    it.effect("a batch across accounts and keys answers in the order given, each as if admitted alone", () =>
+      Effect.gen(function*() {
+        const gateway = yield* GatewayStore
+        const ledger = yield* LedgerStore
+        const first = yield* accountWithKey()
+        const second = yield* accountWithKey()
+        const revoked = yield* accountWithKey({ revoked_at: at(0) })
+        yield* fund(first.account.id, null, 500n)
+        yield* fund(second.account.id, null, 50n)
+        const window = thisMinute()
+        const fits = yield* ordered(first.account.id, null, 300n)
+        const tooMuch = yield* ordered(second.account.id, null, 60n)
+        const batch = [
+          admissionOf(second.key, { reservation: tooMuch, window_start: window }),
+          admissionOf(first.key, { reservation: fits, window_start: window }),
+          admissionOf(revoked.key, { window_start: window }),
+          admissionOf(first.key, { window_start: window, limit: 1 }),
+          admissionOf(second.key, { window_start: window })
+        ]
+        const results = yield* gateway.admit(batch)
+        assert.deepStrictEqual(results, [
+          { _tag: "Admitted", count: 1, reserved: { _tag: "insufficient", available: 50n } },
+          { _tag: "Admitted", count: 1, reserved: { _tag: "reserved", allocations: [{ machine_id: null, amount: 300n }] } },
+          { _tag: "KeyRevoked" },
+          { _tag: "RateLimited", count: 2 },
+          { _tag: "Admitted", count: 2, reserved: undefined }
+        ])
+        assert.strictEqual((yield* ledger.reservation(fits.ref))?.status, "pending")
+        assert.isUndefined(yield* ledger.reservation(tooMuch.ref))
+        assert.deepStrictEqual(yield* gateway.admit([]), [])
+      }))
+
+    it.effect("admissions of one key in one batch reserve one after the other: no overspend inside a batch", () =>
+      Effect.gen(function*() {
+        const gateway = yield* GatewayStore
+        const { account, key } = yield* accountWithKey()
+        yield* fund(account.id, null, 250n)
+        const window = thisMinute()
+        const requests = yield* Effect.all(Array.from({ length: 4 }, () => ordered(account.id, null, 100n)))
+        const results = yield* gateway.admit(requests.map((reservation) => admissionOf(key, { reservation, window_start: window })))
+        assert.deepStrictEqual(results.map((r) => r._tag === "Admitted" ? [r.count, r.reserved?._tag] : [r._tag]), [
+          [1, "reserved"],
+          [2, "reserved"],
+          [3, "insufficient"],
+          [4, "insufficient"]
+        ])
+        yield* assertConsistent(account.id)
+      }))
+
+    it.effect("a batch holding a broken admission is a defect and admits none of it", () =>
+      Effect.gen(function*() {
+        const gateway = yield* GatewayStore
+        const rateLimits = yield* RateLimitStore
+        const { key } = yield* accountWithKey()
+        const window = thisMinute()
+        const good = admissionOf(key, { window_start: window })
+        yield* assertDies(gateway.admit([good, { ...good, rate: { ...good.rate, bucket: "" } }]), "empty bucket in a batch")
+        assert.strictEqual(yield* rateLimits.hit(`rpm:${key.id}`, window, MINUTE), 1)
+      }))
+  })
+
   describe("admit: the key, its use and the rpm count", () => {
     it.effect("a live key is admitted, counted 1, 2, 3 in its window, sharing the count with RateLimitStore.hit", () =>
       Effect.gen(function*() {
@@ -273,7 +342,7 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
         const rateLimits = yield* RateLimitStore
         const { key } = yield* accountWithKey()
         const window = thisMinute()
-        const admit = () => gateway.admit(admissionOf(key, { window_start: window }))
+        const admit = () => admitOne(gateway, admissionOf(key, { window_start: window }))
         const expected = (count: number): AdmissionResult => ({ _tag: "Admitted", count, reserved: undefined })
         assert.deepStrictEqual(yield* admit(), expected(1))
         assert.deepStrictEqual(yield* admit(), expected(2))
@@ -282,7 +351,7 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
         assert.deepStrictEqual(yield* admit(), expected(5))
         // Another window of the same bucket counts on its own.
         assert.deepStrictEqual(
-          yield* gateway.admit(admissionOf(key, { window_start: window + MINUTE })),
+          yield* admitOne(gateway, admissionOf(key, { window_start: window + MINUTE })),
           expected(1)
         )
         assert.strictEqual(yield* rateLimits.hit(`rpm:${key.id}`, window, MINUTE), 6)
@@ -294,15 +363,15 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
         const keys = yield* KeyStore
         const { key } = yield* accountWithKey()
         const stored = keys.get(key.account_id, key.id)
-        yield* gateway.admit(admissionOf(key))
+        yield* admitOne(gateway, admissionOf(key))
         assert.deepStrictEqual(yield* stored, key, "touch_at undefined on a never used key")
-        yield* gateway.admit(admissionOf(key, { touch_at: at(2_000) }))
+        yield* admitOne(gateway, admissionOf(key, { touch_at: at(2_000) }))
         assert.deepStrictEqual(yield* stored, { ...key, last_used_at: at(2_000) })
-        yield* gateway.admit(admissionOf(key, { touch_at: at(1_000) }))
+        yield* admitOne(gateway, admissionOf(key, { touch_at: at(1_000) }))
         assert.deepStrictEqual(yield* stored, { ...key, last_used_at: at(2_000) }, "backwards")
-        yield* gateway.admit(admissionOf(key))
+        yield* admitOne(gateway, admissionOf(key))
         assert.deepStrictEqual(yield* stored, { ...key, last_used_at: at(2_000) }, "undefined")
-        yield* gateway.admit(admissionOf(key, { touch_at: at(2_001) }))
+        yield* admitOne(gateway, admissionOf(key, { touch_at: at(2_001) }))
         assert.deepStrictEqual(yield* stored, { ...key, last_used_at: at(2_001) })
       }))
 
@@ -312,7 +381,7 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
         const keys = yield* KeyStore
         const { key } = yield* accountWithKey()
         const times = Array.from({ length: 15 }, (_, i) => at(((i * 7) % 15) * 1_000))
-        yield* Effect.all(times.map((t) => gateway.admit(admissionOf(key, { touch_at: t }))), unbounded)
+        yield* Effect.all(times.map((t) => admitOne(gateway, admissionOf(key, { touch_at: t }))), unbounded)
         assert.strictEqual((yield* keys.get(key.account_id, key.id))?.last_used_at, at(14_000))
       }))
 
@@ -344,7 +413,7 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
           const window = thisMinute()
           const bucket = `rpm:${yield* generateId("key")}`
           const reservation = yield* ordered(accountId, null, credits(1))
-          const result = yield* gateway.admit(
+          const result = yield* admitOne(gateway, 
             admissionOf(bucketKey, { ...ids, reservation, touch_at: at(5_000), bucket, window_start: window })
           )
           assert.deepStrictEqual(result, { _tag: "KeyRevoked" }, what)
@@ -366,7 +435,7 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
         const window = thisMinute()
         const first = yield* ordered(account.id, null, credits(2))
         const admit = (reservation: OrderedReservation | undefined, limit: number) =>
-          gateway.admit(admissionOf(key, { reservation, limit, window_start: window }))
+          admitOne(gateway, admissionOf(key, { reservation, limit, window_start: window }))
         assert.deepStrictEqual(yield* admit(first, 2), {
           _tag: "Admitted",
           count: 1,
@@ -394,7 +463,7 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
           const [count, limit] of [[1, 2 ** 31 - 1], [2, 2 ** 31], [3, 10_000_000_000], [4, Number.MAX_SAFE_INTEGER]] as const
         ) {
           assert.deepStrictEqual(
-            yield* gateway.admit(admissionOf(key, { limit, window_start: window })),
+            yield* admitOne(gateway, admissionOf(key, { limit, window_start: window })),
             { _tag: "Admitted", count, reserved: undefined },
             `limit ${limit}`
           )
@@ -410,7 +479,7 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
         const window = thisMinute()
         const requests = yield* Effect.all(Array.from({ length: 30 }, () => ordered(account.id, null, credits(1))))
         const results = yield* Effect.all(
-          requests.map((reservation) => gateway.admit(admissionOf(key, { reservation, limit: 10, window_start: window }))),
+          requests.map((reservation) => admitOne(gateway, admissionOf(key, { reservation, limit: 10, window_start: window }))),
           unbounded
         )
         const counts = results.map((r) => (r._tag === "KeyRevoked" ? 0 : r.count))
@@ -453,7 +522,7 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
           const before = yield* ledger.balances(account.id)
           const expected = allocate(spendingSources(before, request.machine_id), request.amount)
           assert.deepStrictEqual(expected, { _tag: "Allocated", allocations: literal })
-          const result = yield* gateway.admit(admissionOf(key, { reservation: request }))
+          const result = yield* admitOne(gateway, admissionOf(key, { reservation: request }))
           assert.strictEqual(result._tag, "Admitted")
           assert.deepStrictEqual(result._tag === "Admitted" ? result.reserved : undefined, {
             _tag: "reserved",
@@ -524,7 +593,7 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
             available
           })
           count++
-          assert.deepStrictEqual(yield* gateway.admit(admissionOf(key, { reservation: request, bucket, window_start: window })), {
+          assert.deepStrictEqual(yield* admitOne(gateway, admissionOf(key, { reservation: request, bucket, window_start: window })), {
             _tag: "Admitted",
             count,
             reserved: { _tag: "insufficient", available }
@@ -535,7 +604,7 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
         // An account with no credits at all.
         const { account: empty, key: emptyKey } = yield* accountWithKey()
         const request = yield* ordered(empty.id, yield* freshMachine, credits(1))
-        assert.deepStrictEqual(yield* gateway.admit(admissionOf(emptyKey, { reservation: request })), {
+        assert.deepStrictEqual(yield* admitOne(gateway, admissionOf(emptyKey, { reservation: request })), {
           _tag: "Admitted",
           count: 1,
           reserved: { _tag: "insufficient", available: 0n }
@@ -556,7 +625,7 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
         yield* admitReserved(key, first)
         const before = yield* snapshot(account.id, [first.ref])
         for (const replay of [first, { ...first, amount: credits(1) }, { ...first, amount: 0n }]) {
-          const result = yield* gateway.admit(admissionOf(key, { reservation: replay, window_start: window }))
+          const result = yield* admitOne(gateway, admissionOf(key, { reservation: replay, window_start: window }))
           assert.strictEqual(result._tag, "Admitted")
           assert.deepStrictEqual(result._tag === "Admitted" ? result.reserved : undefined, { _tag: "duplicate" })
         }
@@ -575,7 +644,7 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
         const window = thisMinute()
         const requests = yield* Effect.all(Array.from({ length: 30 }, () => ordered(account.id, m, credits(1))))
         const results = yield* Effect.all(
-          requests.map((reservation) => gateway.admit(admissionOf(key, { reservation, window_start: window }))),
+          requests.map((reservation) => admitOne(gateway, admissionOf(key, { reservation, window_start: window }))),
           unbounded
         )
         assert.deepStrictEqual(sorted(results.map((r) => (r._tag === "KeyRevoked" ? 0 : r.count))), oneTo(30))
@@ -609,17 +678,17 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
         yield* fund(account.id, m, credits(5))
         yield* fund(account.id, null, credits(5))
         const good = admissionOf(key)
-        yield* assertDies(gateway.admit({ ...good, rate: { ...good.rate, bucket: "" } }), "empty bucket")
+        yield* assertDies(admitOne(gateway, { ...good, rate: { ...good.rate, bucket: "" } }), "empty bucket")
         yield* assertDies(
-          gateway.admit({ ...good, rate: { ...good.rate, window_start: good.rate.window_start + 1 } }),
+          admitOne(gateway, { ...good, rate: { ...good.rate, window_start: good.rate.window_start + 1 } }),
           "window not aligned"
         )
         yield* assertDies(
-          gateway.admit(admissionOf(key, { reservation: yield* ordered(account.id, null, -1n) })),
+          admitOne(gateway, admissionOf(key, { reservation: yield* ordered(account.id, null, -1n) })),
           "negative amount"
         )
         const otherMachine = { ...(yield* ordered(account.id, yield* freshMachine, credits(1))), scopes: [m, null] }
-        yield* assertDies(gateway.admit(admissionOf(key, { reservation: otherMachine })), "another machine's credits")
+        yield* assertDies(admitOne(gateway, admissionOf(key, { reservation: otherMachine })), "another machine's credits")
         yield* assertConsistent(account.id)
         assert.deepStrictEqual(yield* (yield* LedgerStore).pending(account.id), [])
       }))
@@ -870,7 +939,7 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
             Effect.all(batches.map((batch) => gateway.commit(batch)), unbounded),
             Effect.all(admits.map((reservation) => {
               const { key } = owners.find((o) => o.account.id === reservation.account_id)!
-              return gateway.admit(admissionOf(key, { reservation }))
+              return admitOne(gateway, admissionOf(key, { reservation }))
             }), unbounded)
           ], unbounded)
           for (const r of committed.flat()) assert.deepStrictEqual(r, { settlement: "settled", record: "Recorded" })

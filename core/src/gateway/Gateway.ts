@@ -12,7 +12,7 @@
  *     only (403 key_not_scoped_to_machine when they disagree, 503 no_capacity when it is not
  *     serving the model); otherwise the route order (Routing.orderRoutes) of the machines serving
  *     the model now, without those cooling down after repeated failures;
- *  4. admit, one store step (GatewayStore.admit): the key still live (else 401, and forgotten),
+ *  4. admit, one store step (GatewayStore.admit, shared with the calls admitted meanwhile): the key still live (else 401, and forgotten),
  *     its use recorded, the call counted against the key's rpm (tier from purchased credits; 429
  *     rate_limited with Retry-After), the upper bound of its cost reserved (402
  *     insufficient_credit) — no reservation for a model priced at zero or while charging is
@@ -27,7 +27,7 @@
  *     (GatewayStore.commit, calls metered meanwhile by other requests going in the same batch).
  *
  * Store round trips per call (non-streaming, PostgreSQL): one before the answer (admission), one
- * after it shared with the calls of its batch (metering). Purchased credits (for the tier) are
+ * after it (metering), each shared with the other calls of its batch. Purchased credits (for the tier) are
  * cached in process for tierCacheMs.
  */
 import { Clock, Context, Effect, Fiber, FiberSet, Layer, Option, Schema, Semaphore, Stream } from "effect"
@@ -40,7 +40,7 @@ import { type InferenceError, inferenceError } from "../Errors.ts"
 import { generateId } from "../Keys.ts"
 import { Ledger, settlementOf, spendingOrder } from "../Ledger.ts"
 import { creditsToMicro, microToCredits } from "../Money.ts"
-import { type AdmissionResult, GatewayStore, type Metered } from "../ports/GatewayStore.ts"
+import { type Admission, type AdmissionResult, GatewayStore, type Metered } from "../ports/GatewayStore.ts"
 import type { Allocation } from "../ports/LedgerStore.ts"
 import { MachineClient, type MachineFailure, type MachineResponse } from "../ports/MachineClient.ts"
 import { MachineStatus } from "../ports/MachineStatus.ts"
@@ -99,8 +99,8 @@ export interface GatewayConfig {
    */
   readonly speculativeDispatch: boolean
   readonly speculationWindowMs: number
-  /** At most this many calls' settlements and usage records are written in one store step. */
-  readonly meterBatch: number
+  /** At most this many admissions, or calls' settlements and usage records, go in one store step. */
+  readonly storeBatch: number
 }
 
 export const defaultGatewayConfig: GatewayConfig = {
@@ -117,7 +117,7 @@ export const defaultGatewayConfig: GatewayConfig = {
   settleInline: false,
   speculativeDispatch: true,
   speculationWindowMs: 10_000,
-  meterBatch: 64
+  storeBatch: 64
 }
 
 /** A reservation outlives the longest call and its drain by this margin before it expires. */
@@ -337,8 +337,9 @@ const make = (config: GatewayConfig) =>
         return orderRoutes(candidates).map((c) => c.machine)
       })
 
-    // -- metering: settlement and usage record, written in batches (group commit) --
-    const metering = makeBatcher((calls: ReadonlyArray<Metered>) => store.commit(calls), config.meterBatch)
+    // -- admission and metering, each written in batches (group commit) --
+    const admissions = makeBatcher((batch: ReadonlyArray<Admission>) => store.admit(batch), config.storeBatch)
+    const metering = makeBatcher((calls: ReadonlyArray<Metered>) => store.commit(calls), config.storeBatch)
     const meter = (
       caller: Caller,
       call: ValidCall,
@@ -449,7 +450,7 @@ const make = (config: GatewayConfig) =>
           const rpm = yield* rpmOf(caller.account.id, now)
           const windowStart = windowStartOf(now, config.rateWindowMs)
           const ref = priced ? yield* generateId("usage") : undefined
-          const admission: AdmissionResult = yield* store.admit({
+          const admission: AdmissionResult = yield* admissions.submit({
             account_id: caller.account.id,
             key_id: caller.key.id,
             touch_at: touchAt(caller, now),

@@ -5,9 +5,11 @@
  * - `admit`, before the call: confirm the key is still live, record its use (last_used_at), count
  *   the call in its rpm window and, when it is within the limit, reserve the cost bound.
  * - `commit`, after it: settle each call's reservation and write its usage record.
+ * Both take batches: the gateway groups the calls that arrive while a batch is being written
+ * (core/src/Batcher.ts), so under load many calls share one store round trip.
  *
- * A store that can do either in one statement implements it (Postgres: `gateway_admit`,
- * `gateway_commit`); the others provide `GatewayStoreComposed`, the same steps through KeyStore,
+ * A store that can do a batch in one statement implements it (Postgres: `gateway_admit` per
+ * admission in one statement, `gateway_commit`); the others provide `GatewayStoreComposed`, the same steps through KeyStore,
  * RateLimitStore, LedgerStore and UsageStore. The shared contract (adapters/test-harness
  * GatewayStoreContract) holds both to the same answers.
  */
@@ -16,7 +18,7 @@ import { reserveOrdered } from "../Ledger.ts"
 import type { Timestamp } from "../Time.ts"
 import { KeyStore } from "./KeyStore.ts"
 import { LedgerStore, type OrderedReservation, type ReserveInOrderResult, type Settlement } from "./LedgerStore.ts"
-import { RateLimitStore } from "./RateLimitStore.ts"
+import { hitProblem, RateLimitStore } from "./RateLimitStore.ts"
 import { type UsageRecord, usageRecordProblem, UsageStore } from "./UsageStore.ts"
 
 export interface Admission {
@@ -63,7 +65,11 @@ export interface MeteredResult {
 }
 
 export interface GatewayStoreShape {
-  readonly admit: (admission: Admission) => Effect.Effect<AdmissionResult>
+  /**
+   * Admits calls, each as one atomic step, in the order given (several admissions of one key count
+   * one after the other); answers in that order. A broken admission is a defect.
+   */
+  readonly admit: (admissions: ReadonlyArray<Admission>) => Effect.Effect<ReadonlyArray<AdmissionResult>>
   /**
    * Meters calls, each atomically where the store can (its settlement and record together);
    * answers in the order given.
@@ -87,8 +93,13 @@ const composeGatewayStore = (stores: {
   readonly usage: UsageStore["Service"]
   readonly reserveOrdered: (request: OrderedReservation) => Effect.Effect<ReserveInOrderResult>
 }): GatewayStoreShape => ({
-  admit: (admission) =>
-    Effect.gen(function*() {
+  admit: (admissions) => {
+    // Every counter is checked before anything is written, as a one-statement store does.
+    for (const { rate } of admissions) {
+      const problem = hitProblem(rate.bucket, rate.window_start, rate.window_ms)
+      if (problem !== undefined) return Effect.die(new Error(`GatewayStore.admit: ${problem}`))
+    }
+    return Effect.forEach(admissions, (admission) => Effect.gen(function*() {
       const key = yield* stores.keys.get(admission.account_id, admission.key_id)
       if (key === undefined || key.revoked_at !== null) return { _tag: "KeyRevoked" } as const
       if (admission.touch_at !== undefined) yield* stores.keys.touch(admission.key_id, admission.touch_at)
@@ -99,7 +110,8 @@ const composeGatewayStore = (stores: {
         ? undefined
         : yield* stores.reserveOrdered(admission.reservation)
       return { _tag: "Admitted", count, reserved } as const
-    }),
+    }))
+  },
   commit: (calls) => {
     // Every record is checked before anything is written: a record the usage store would refuse
     // must not leave its call (or an earlier one of the batch) settled without its record.

@@ -1,6 +1,7 @@
 /**
- * The gateway store port on Postgres: an admission is one call of `gateway_admit`, a batch of
- * metered calls one call of `gateway_commit` (migration 0007, ./migrations.ts). The inputs are
+ * The gateway store port on Postgres: a batch of admissions is one statement calling
+ * `gateway_admit` once per admission, a batch of metered calls one call of `gateway_commit`
+ * (migration 0007, ./migrations.ts). The inputs are
  * checked here as the individual stores check them (a broken one is a defect), so what the
  * functions raise is only what needs the rows (an entry of another account or machine).
  */
@@ -96,22 +97,57 @@ export const GatewayStorePg: Layer.Layer<GatewayStore, never, SqlClient.SqlClien
     const sql = yield* SqlClient.SqlClient
     const pruneAfterHit = makePruner(sql)
 
-    const admit = (a: Admission) => {
-      const r = a.reservation
-      const problem = hitProblem(a.rate.bucket, a.rate.window_start, a.rate.window_ms) ??
-        (r === undefined ? undefined : orderedReservationProblem(r))
-      if (problem !== undefined) return Effect.die(new Error(`GatewayStore.admit: ${problem}`))
+    const admit = (admissions: ReadonlyArray<Admission>) => {
+      if (admissions.length === 0) return Effect.succeed([])
+      for (const a of admissions) {
+        const r = a.reservation
+        const problem = hitProblem(a.rate.bucket, a.rate.window_start, a.rate.window_ms) ??
+          (r === undefined ? undefined : orderedReservationProblem(r))
+        if (problem !== undefined) return Effect.die(new Error(`GatewayStore.admit: ${problem}`))
+      }
+      // One lock order for every batch (key rows, rpm rows, balance rows): by account, then key;
+      // a key's own admissions keep the order given.
+      const order = admissions.map((_, i) => i).sort((i, j) => {
+        const a = admissions[i]!, b = admissions[j]!
+        return a.account_id < b.account_id ? -1 : a.account_id > b.account_id ? 1
+          : a.key_id < b.key_id ? -1 : a.key_id > b.key_id ? 1 : i - j
+      })
+      const items = JSON.stringify(order.map((i) => {
+        const a = admissions[i]!
+        const r = a.reservation
+        return {
+          account_id: a.account_id,
+          key_id: a.key_id,
+          touch_at: a.touch_at ?? null,
+          bucket: a.rate.bucket,
+          window_start: a.rate.window_start,
+          window_end: a.rate.window_start + a.rate.window_ms,
+          // The counter is an int4: a larger limit is never reached anyway.
+          limit: Math.min(a.rate.limit, MAX_INT4),
+          ref: r?.ref ?? null,
+          machine_id: r?.machine_id ?? null,
+          order: r === undefined ? [] : r.scopes.map(scopeKey),
+          amount: r === undefined ? null : String(r.amount),
+          created_at: r?.created_at ?? null,
+          expires_at: r?.expires_at ?? null
+        }
+      }))
+      // The function runs once per element, in the array's order, within one statement.
       return Effect.gen(function*() {
-        const rows = yield* sql<AdmitRow>`
-          SELECT result, hits, scopes, amounts, available FROM gateway_admit(
-            ${a.account_id}, ${a.key_id}, ${a.touch_at ?? null}::timestamptz,
-            ${a.rate.bucket}, ${a.rate.window_start}::bigint, ${a.rate.window_start + a.rate.window_ms}::bigint,
-            ${Math.min(a.rate.limit, MAX_INT4)}::integer, ${r?.ref ?? null}, ${r?.machine_id ?? null},
-            ${r === undefined ? null : r.scopes.map(scopeKey)}::text[], ${r?.amount ?? null}::bigint,
-            ${r?.created_at ?? null}::timestamptz, ${r?.expires_at ?? null}::timestamptz)`.pipe(Effect.orDie)
-        const result = toAdmission(rows[0]!)
-        if (result._tag !== "KeyRevoked") yield* pruneAfterHit(a.rate.window_start)
-        return result
+        const rows = yield* sql<AdmitRow & { readonly n: number }>`
+          SELECT e.n::integer AS n, a.result, a.hits, a.scopes, a.amounts, a.available
+          FROM jsonb_array_elements(${items}::jsonb) WITH ORDINALITY AS e(v, n)
+          CROSS JOIN LATERAL gateway_admit(
+            e.v->>'account_id', e.v->>'key_id', (e.v->>'touch_at')::timestamptz,
+            e.v->>'bucket', (e.v->>'window_start')::bigint, (e.v->>'window_end')::bigint,
+            (e.v->>'limit')::integer, e.v->>'ref', e.v->>'machine_id',
+            ARRAY(SELECT jsonb_array_elements_text(e.v->'order')), (e.v->>'amount')::bigint,
+            (e.v->>'created_at')::timestamptz, (e.v->>'expires_at')::timestamptz) AS a
+          ORDER BY e.n`.pipe(Effect.orDie)
+        const results = new Array<AdmissionResult>(admissions.length)
+        for (const row of rows) results[order[row.n - 1]!] = toAdmission(row)
+        for (const a of admissions) yield* pruneAfterHit(a.rate.window_start)
+        return results
       }).pipe(Effect.withSpan("GatewayStore.admit"))
     }
 
