@@ -1,7 +1,7 @@
 /**
  * Group commit: writes submitted while a batch is being written wait, and go together in the next
  * batch. Alone, a write goes at once; under load, many share one store round trip (the gateway's
- * metering: docs/performance.md "One statement to admit, one to meter").
+ * admission and metering: docs/gateway.md "Admission in one store step").
  *
  * The fiber that finds no batch being written writes batches until none is waiting; the others
  * wait for their result. When a batch fails, its items are written one by one, so one bad item

@@ -1,6 +1,6 @@
 /**
  * Port: the inference gateway's writes per call, in as few store round trips as the store allows
- * (docs/performance.md "One statement to admit, one to meter").
+ * (docs/gateway.md "Admission in one store step", docs/performance.md "Where it stands").
  *
  * - `admit`, before the call: confirm the key is still live, record its use (last_used_at), count
  *   the call in its rpm window and, when it is within the limit, reserve the cost bound.
