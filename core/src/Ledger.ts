@@ -65,7 +65,6 @@ export interface Source {
 /**
  * The sources a call on `machineId` may spend, in spending order: credits pinned to that machine,
  * then account-wide credits. A call on no machine (null) spends account-wide credits only.
- * This is the seam for the plan allowance and the trial: they will be prepended here.
  */
 export const spendingSources = (
   balances: ReadonlyArray<ScopeBalance>,
@@ -238,7 +237,10 @@ export const toCreditBalance = (balances: ReadonlyArray<ScopeBalance>): CreditBa
   }
 }
 
-/** The scopes a call on `machineId` spends, in spending order (`spendingSources` without balances). */
+/**
+ * The scopes a call on `machineId` spends, in spending order (`spendingSources` without balances).
+ * This is the seam for the plan allowance and the trial: they will be prepended here.
+ */
 export const spendingOrder = (machineId: string | null): ReadonlyArray<string | null> =>
   machineId === null ? [null] : [machineId, null]
 

@@ -12,8 +12,8 @@
  *     only (403 key_not_scoped_to_machine when they disagree, 503 no_capacity when it is not
  *     serving the model); otherwise the route order (Routing.orderRoutes) of the machines serving
  *     the model now, without those cooling down after repeated failures;
- *  4. admit, one store step (GatewayStore.admit, shared with the calls admitted meanwhile): the key still live (else 401, and forgotten),
- *     its use recorded, the call counted against the key's rpm (tier from purchased credits; 429
+ *  4. admit, one store step (GatewayStore.admit, shared with the calls admitted meanwhile): the
+ *     key still live (else 401, and forgotten), its use recorded, the call counted against the key's rpm (tier from purchased credits; 429
  *     rate_limited with Retry-After), the upper bound of its cost reserved (402
  *     insufficient_credit) — no reservation for a model priced at zero or while charging is
  *     closed. For a key admitted lately the first machine is already being called meanwhile
@@ -27,8 +27,8 @@
  *     (GatewayStore.commit, calls metered meanwhile by other requests going in the same batch).
  *
  * Store round trips per call (non-streaming, PostgreSQL): one before the answer (admission), one
- * after it (metering), each shared with the other calls of its batch. Purchased credits (for the tier) are
- * cached in process for tierCacheMs.
+ * after it (metering), each shared with the other calls of its batch. Purchased credits (for the
+ * tier) are cached in process for tierCacheMs.
  */
 import { Clock, Context, Effect, Fiber, FiberSet, Layer, Option, Schema, Semaphore, Stream } from "effect"
 import { ApiKeys, type Caller, TOUCH_INTERVAL_MS } from "../ApiKeys.ts"
@@ -95,7 +95,7 @@ export interface GatewayConfig {
   readonly settleInline: boolean
   /**
    * Call the first machine while admission runs, for keys admitted within speculationWindowMs
-   * (docs/gateway.md "Speculative dispatch"). Off: the machine is called after admission.
+   * (docs/gateway.md "Admission in one store step"). Off: the machine is called after admission.
    */
   readonly speculativeDispatch: boolean
   readonly speculationWindowMs: number
@@ -397,8 +397,7 @@ const make = (config: GatewayConfig) =>
     // -- one call --
     const call = (endpoint: Endpoint, authorization: string | undefined, text: string) =>
       Effect.gen(function*() {
-        const secret = bearerSecret(authorization)
-        const caller = yield* apiKeys.identify(secret).pipe(
+        const caller = yield* apiKeys.identify(bearerSecret(authorization)).pipe(
           Effect.mapError((e) => inferenceError(401, e.error.code, e.error.message))
         )
         if (!caller.key.permissions.includes("inference")) {
@@ -434,7 +433,7 @@ const make = (config: GatewayConfig) =>
 
         // Speculative dispatch: for a key admitted lately, the first machine is called while
         // admission runs; nothing of its answer reaches the client unless the call is admitted,
-        // and a refused call's request is aborted (docs/gateway.md "Speculative dispatch").
+        // and a refused call's request is aborted (docs/gateway.md "Admission in one store step").
         const first = candidates[0]!
         const early = likelyAdmitted(caller, now)
           ? yield* Effect.forkChild(post(first), { startImmediately: true })
