@@ -12,6 +12,12 @@
  * reservations that must stay pending expire in 2100; the one that must expire does so in 1990,
  * before every other suite's era, so `expire` here never touches another test's reservations.
  * Rate windows are the current minute's (a store may drop the counters of windows long past).
+ *
+ * Not asserted, because the composed steps (memory, DynamoDB) have no transaction around a call:
+ * two concurrent commits of the same call may record credits 0 for a call one of them charged; a
+ * settlement that dies mid-batch leaves the earlier calls of the batch applied (PostgreSQL rolls
+ * the batch back). The gateway never commits a call twice, and the Batcher retries a failed batch
+ * call by call.
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Cause, Effect, Exit, type Layer } from "effect"
