@@ -2,11 +2,20 @@
  * Calling DynamoDB and reading its failures, shared by the DynamoDB stores (DynamoStores.ts,
  * DynamoLedgerStore.ts, DynamoOrderStore.ts): the one way an SDK call becomes an Effect, how a
  * failed condition, a cancelled transaction (its CancellationReasons) and a conflict are
- * recognised, and the backoff with which a conflicting write is tried again.
+ * recognised, the backoff with which a conflicting write is tried again, and the item reads and
+ * transactions of the stores that write items by hand (`makeItemTable`).
  */
-import { type AttributeValue, QueryCommand, type QueryCommandInput } from "@aws-sdk/client-dynamodb"
+import {
+  type AttributeValue,
+  GetItemCommand,
+  QueryCommand,
+  type QueryCommandInput,
+  TransactWriteItemsCommand,
+  type TransactWriteItem
+} from "@aws-sdk/client-dynamodb"
 import { Duration, Effect, Predicate, Random, Schedule } from "effect"
-import type { DynamoSettings } from "./DynamoTable.ts"
+import { keyOf } from "./DynamoAttributes.ts"
+import type { DynamoSettings, ItemKey } from "./DynamoTable.ts"
 
 /** One SDK call; its rejection stays in the error channel so that callers can look at it. */
 export const call = <A>(f: (signal: AbortSignal) => Promise<A>): Effect.Effect<A, unknown> =>
@@ -113,3 +122,53 @@ export const makeQueryItems = (client: DynamoSettings["client"], tableName: stri
     } while (startKey !== undefined && (limit === undefined || items.length < limit))
     return items
   })
+
+/** At most 100 items per TransactWriteItems. */
+const MAX_TRANSACTION_ITEMS = 100
+
+export type TransactResult =
+  | { readonly committed: true }
+  | { readonly committed: false; readonly failed: ReadonlyArray<number> }
+
+const COMMITTED: TransactResult = { committed: true }
+
+/**
+ * The item reads and transactional writes of the stores that write items by hand (ledger,
+ * orders) on one table; `store` names the store in defects ("LedgerStore").
+ */
+export const makeItemTable = (client: DynamoSettings["client"], tableName: string, store: string) => ({
+  /** A Put in a transaction that only creates the item. */
+  createItem: (key: ItemKey, attributes: Item): TransactWriteItem => ({
+    Put: { TableName: tableName, Item: { ...attributes, ...keyOf(key) }, ConditionExpression: "attribute_not_exists(pk)" }
+  }),
+  deleteItem: (key: ItemKey): TransactWriteItem => ({ Delete: { TableName: tableName, Key: keyOf(key) } }),
+  /** One item, strongly consistent. */
+  getItem: (key: ItemKey) =>
+    call((signal) =>
+      client.send(new GetItemCommand({ TableName: tableName, Key: keyOf(key), ConsistentRead: true }), {
+        abortSignal: signal
+      })
+    ).pipe(Effect.map((output) => output.Item), Effect.orDie),
+  queryItems: makeQueryItems(client, tableName),
+  /**
+   * One all-or-nothing write, tried again while it conflicts with other transactions. A fresh
+   * command (and so a fresh ClientRequestToken) per attempt: a cancelled attempt wrote nothing.
+   * Answers which conditions failed when it was cancelled by them; any other failure is a defect.
+   */
+  transact: (operation: string, items: ReadonlyArray<TransactWriteItem>): Effect.Effect<TransactResult> => {
+    if (items.length > MAX_TRANSACTION_ITEMS) {
+      return Effect.die(new Error(`${store}.${operation}: ${items.length} items exceed one transaction`))
+    }
+    return call((signal) =>
+      client.send(new TransactWriteItemsCommand({ TransactItems: [...items] }), { abortSignal: signal })
+    ).pipe(
+      retryConflicts,
+      Effect.as(COMMITTED),
+      Effect.catchIf(
+        (error) => failedConditions(error) !== undefined,
+        (error): Effect.Effect<TransactResult> => Effect.succeed({ committed: false, failed: failedConditions(error) ?? [] })
+      ),
+      Effect.orDie
+    )
+  }
+})

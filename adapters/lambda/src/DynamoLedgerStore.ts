@@ -23,11 +23,7 @@
  * options live on the client's config, shared with the other stores, whose items hold plain
  * numbers; the low-level API changes nothing for them.
  */
-import {
-  GetItemCommand,
-  TransactWriteItemsCommand,
-  type TransactWriteItem
-} from "@aws-sdk/client-dynamodb"
+import type { TransactWriteItem } from "@aws-sdk/client-dynamodb"
 import {
   type Allocation,
   byScope,
@@ -57,8 +53,8 @@ import {
   StringAttr,
   TimestampAttr
 } from "./DynamoAttributes.ts"
-import { call, makeQueryItems, failedConditions, retryConflicts } from "./DynamoErrors.ts"
-import { DynamoConfig, type DynamoSettings, type ItemKey } from "./DynamoTable.ts"
+import { makeItemTable } from "./DynamoErrors.ts"
+import { DynamoConfig, type ItemKey } from "./DynamoTable.ts"
 
 // ---------------------------------------------------------------------------------------------
 // keys
@@ -214,49 +210,13 @@ const pendingAttributes = (reservation: NewReservation, pendingSk: string): Item
 })
 
 // ---------------------------------------------------------------------------------------------
-// calling DynamoDB
-
-type Client = DynamoSettings["client"]
-
-/** At most 100 items per TransactWriteItems. */
-const MAX_TRANSACTION_ITEMS = 100
-
-type TransactResult =
-  | { readonly committed: true }
-  | { readonly committed: false; readonly failed: ReadonlyArray<number> }
-
-const COMMITTED: TransactResult = { committed: true }
-
-/**
- * One all-or-nothing write, tried again while it conflicts with other transactions. A fresh
- * command (and so a fresh ClientRequestToken) per attempt: a cancelled attempt wrote nothing.
- * Answers which conditions failed when it was cancelled by them; any other failure is a defect.
- */
-const transact = (client: Client, operation: string, items: ReadonlyArray<TransactWriteItem>) => {
-  if (items.length > MAX_TRANSACTION_ITEMS) {
-    return Effect.die(new Error(`LedgerStore.${operation}: ${items.length} items exceed one transaction`))
-  }
-  return call((signal) =>
-    client.send(new TransactWriteItemsCommand({ TransactItems: [...items] }), { abortSignal: signal })
-  ).pipe(
-    retryConflicts,
-    Effect.as(COMMITTED),
-    Effect.catchIf(
-      (error) => failedConditions(error) !== undefined,
-      (error): Effect.Effect<TransactResult> =>
-        Effect.succeed({ committed: false, failed: failedConditions(error) ?? [] })
-    ),
-    Effect.orDie
-  )
-}
-
-// ---------------------------------------------------------------------------------------------
 // the store
 
 export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = Layer.effect(
   LedgerStore,
   Effect.gen(function*() {
     const { client, tableName } = yield* DynamoConfig
+    const { createItem, deleteItem, getItem, queryItems, transact } = makeItemTable(client, tableName, "LedgerStore")
     const decodeBalance = decode(BalanceItem)
     const decodeEntry = decode(EntryItem)
     const decodeReservation = decode(ReservationItem)
@@ -268,15 +228,6 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
 
     // --- items of a transaction
 
-    const createItem = (key: ItemKey, attributes: Item): TransactWriteItem => ({
-      Put: {
-        TableName: tableName,
-        Item: { ...attributes, ...keyOf(key) },
-        ConditionExpression: "attribute_not_exists(pk)"
-      }
-    })
-
-    const deleteItem = (key: ItemKey): TransactWriteItem => ({ Delete: { TableName: tableName, Key: keyOf(key) } })
 
     /** Adds deltas to a scope's posted and held (available follows), creating the scope at zero. */
     const addToBalance = (
@@ -382,14 +333,6 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
 
     // --- reads (all strongly consistent)
 
-    const getItem = (key: ItemKey) =>
-      call((signal) =>
-        client.send(new GetItemCommand({ TableName: tableName, Key: keyOf(key), ConsistentRead: true }), {
-          abortSignal: signal
-        })
-      ).pipe(Effect.map((output) => output.Item), Effect.orDie)
-
-    const queryItems = makeQueryItems(client, tableName)
 
     const accountItems = (
       accountId: string,
@@ -414,7 +357,7 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
       const problem = creditProblem(entry)
       if (problem !== undefined) return yield* die("post", problem)
       const stamp = yield* writeStamp
-      const result = yield* transact(client, "post", [
+      const result = yield* transact("post", [
         ...entryItems(entry, stamp, 0),
         addToBalance(entry.account_id, entry.machine_id, { posted: entry.amount, held: 0n })
       ])
@@ -455,7 +398,7 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
       const stamp = yield* writeStamp
       const pendingKey = LedgerKeys.pending(reservation.account_id, reservation.created_at, stamp, reservation.ref)
       const attributes = pendingAttributes(reservation, pendingKey.sk)
-      const result = yield* transact(client, "reserve", [
+      const result = yield* transact("reserve", [
         createItem(LedgerKeys.reservation(reservation.ref), attributes),
         createItem(pendingKey, attributes),
         createItem(LedgerKeys.expiry(reservation.ref, reservation.expires_at), attributes),
@@ -486,7 +429,7 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
       const problem = settlementProblem(stored.reservation, settlement)
       if (problem !== undefined) return yield* die("settle", problem)
       const stamp = yield* writeStamp
-      const result = yield* transact(client, "settle", [
+      const result = yield* transact("settle", [
         ...finishItems(stored, {
           status: "settled",
           at: settlement.at,
@@ -504,7 +447,7 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
     /** Voids or expires one pending reservation (as read); false when it is no longer pending. */
     const release = (stored: StoredReservation, status: "voided" | "expired", at: Timestamp) => {
       const operation = status === "voided" ? "void" : "expire"
-      return Effect.flatMap(transact(client, operation, finishItems(stored, { status, at })), (result) =>
+      return Effect.flatMap(transact(operation, finishItems(stored, { status, at })), (result) =>
         result.committed
           ? Effect.succeed(true)
           : result.failed.includes(0)

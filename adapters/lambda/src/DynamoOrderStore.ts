@@ -24,8 +24,6 @@
 import {
   type AttributeValue,
   BatchGetItemCommand,
-  GetItemCommand,
-  TransactWriteItemsCommand,
   type TransactWriteItem,
   UpdateItemCommand
 } from "@aws-sdk/client-dynamodb"
@@ -57,8 +55,8 @@ import {
   StringAttr,
   TimestampAttr
 } from "./DynamoAttributes.ts"
-import { call, makeQueryItems, failedConditions, isConditionFailed, retryConflicts } from "./DynamoErrors.ts"
-import { DynamoConfig, type DynamoSettings, type ItemKey } from "./DynamoTable.ts"
+import { call, isConditionFailed, makeItemTable, retryConflicts } from "./DynamoErrors.ts"
+import { DynamoConfig, type ItemKey } from "./DynamoTable.ts"
 
 // ---------------------------------------------------------------------------------------------
 // keys
@@ -343,33 +341,6 @@ const OrderPointer = Schema.Struct({ order_id: StringAttr })
 const CodePointer = Schema.Struct({ code: StringAttr })
 const PurchasedItem = Schema.Struct({ credits: BigIntAttr })
 
-// ---------------------------------------------------------------------------------------------
-// calling DynamoDB
-
-type Client = DynamoSettings["client"]
-
-type TransactResult =
-  | { readonly committed: true }
-  | { readonly committed: false; readonly failed: ReadonlyArray<number> }
-
-const COMMITTED: TransactResult = { committed: true }
-
-/**
- * One all-or-nothing write, tried again while it conflicts with other transactions. Answers which
- * conditions failed when it was cancelled by them; any other failure is a defect.
- */
-const transact = (client: Client, items: ReadonlyArray<TransactWriteItem>) =>
-  call((signal) => client.send(new TransactWriteItemsCommand({ TransactItems: [...items] }), { abortSignal: signal }))
-    .pipe(
-      retryConflicts,
-      Effect.as(COMMITTED),
-      Effect.catchIf(
-        (error) => failedConditions(error) !== undefined,
-        (error): Effect.Effect<TransactResult> => Effect.succeed({ committed: false, failed: failedConditions(error) ?? [] })
-      ),
-      Effect.orDie
-    )
-
 /** A lost optimistic race reads again; this many rounds without progress is a defect. */
 const MAX_ATTEMPTS = 50
 
@@ -380,6 +351,7 @@ export const OrderStoreDynamo: Layer.Layer<OrderStore, never, DynamoConfig> = La
   OrderStore,
   Effect.gen(function*() {
     const { client, tableName } = yield* DynamoConfig
+    const { createItem, deleteItem, getItem, queryItems, transact } = makeItemTable(client, tableName, "OrderStore")
     const decodeOrder = decode(OrderItem)
     const decodeTicket = decode(TicketItem)
     const decodeReceipt = decode(ReceiptItem)
@@ -395,19 +367,9 @@ export const OrderStoreDynamo: Layer.Layer<OrderStore, never, DynamoConfig> = La
 
     // --- items of a transaction
 
-    const createItem = (key: ItemKey, attributes: Item): TransactWriteItem => ({
-      Put: { TableName: tableName, Item: { ...attributes, ...keyOf(key) }, ConditionExpression: "attribute_not_exists(pk)" }
-    })
-    const deleteItem = (key: ItemKey): TransactWriteItem => ({ Delete: { TableName: tableName, Key: keyOf(key) } })
 
     // --- reads (all strongly consistent)
 
-    const getItem = (key: ItemKey) =>
-      call((signal) =>
-        client.send(new GetItemCommand({ TableName: tableName, Key: keyOf(key), ConsistentRead: true }), {
-          abortSignal: signal
-        })
-      ).pipe(Effect.map((output) => output.Item), Effect.orDie)
 
     /** Items by key in the keys' order (missing ones left out), 100 keys a request, retrying unprocessed keys. */
     const getItems = Effect.fnUntraced(function*(keys: ReadonlyArray<ItemKey>) {
@@ -435,7 +397,6 @@ export const OrderStoreDynamo: Layer.Layer<OrderStore, never, DynamoConfig> = La
       })
     })
 
-    const queryItems = makeQueryItems(client, tableName)
 
     /** An account's list items of one kind, newest first. */
     const accountList = (accountId: string, prefix: string, limit?: number) =>
@@ -471,7 +432,7 @@ export const OrderStoreDynamo: Layer.Layer<OrderStore, never, DynamoConfig> = La
     const insertOrder = Effect.fn("OrderStore.insertOrder")(function*(order: OrderRecord) {
       const stamp = yield* writeStamp
       const pointer = { order_id: str(order.id) }
-      const result = yield* transact(client, [
+      const result = yield* transact("insertOrder", [
         createItem(OrderKeys.order(order.id), orderAttributes(order)),
         createItem(OrderKeys.accountOrder(order.account_id, order.created_at, stamp, order.id), pointer),
         ...(order.card_session_id === null ? [] : [createItem(OrderKeys.cardSession(order.card_session_id), pointer)]),
@@ -565,7 +526,7 @@ export const OrderStoreDynamo: Layer.Layer<OrderStore, never, DynamoConfig> = La
               }
             }
           }
-          const result = yield* transact(client, unique === undefined ? [update] : [update, unique])
+          const result = yield* transact("startPayment", unique === undefined ? [update] : [update, unique])
           if (result.committed) return next
           if (!result.failed.includes(0)) {
             return yield* die(
@@ -612,7 +573,7 @@ export const OrderStoreDynamo: Layer.Layer<OrderStore, never, DynamoConfig> = La
           }
         }
       })
-      const result = yield* transact(client, [
+      const result = yield* transact("markPaid", [
         update(true),
         createItem(unfulfilledKey, { order_id: str(orderId) }),
         {
@@ -627,7 +588,7 @@ export const OrderStoreDynamo: Layer.Layer<OrderStore, never, DynamoConfig> = La
       if (result.failed.includes(0)) return false
       if (result.failed.includes(1)) return yield* die("markPaid", `unfulfilled item of ${orderId} exists`)
       // Its receipt exists: paid, but nothing is left to fulfil.
-      const again = yield* transact(client, [update(false)])
+      const again = yield* transact("markPaid", [update(false)])
       return again.committed
     })
 
@@ -659,7 +620,7 @@ export const OrderStoreDynamo: Layer.Layer<OrderStore, never, DynamoConfig> = La
     const issueTicket = Effect.fn("OrderStore.issueTicket")(function*(ticket: TicketRecord) {
       const stamp = yield* writeStamp
       const pointer = { code: str(ticket.code) }
-      const result = yield* transact(client, [
+      const result = yield* transact("issueTicket", [
         createItem(OrderKeys.ticketOrder(ticket.order_id), pointer),
         createItem(OrderKeys.ticket(ticket.code), ticketAttributes(ticket)),
         createItem(OrderKeys.accountTicket(ticket.account_id, ticket.created_at, stamp, ticket.code), pointer)
@@ -725,7 +686,7 @@ export const OrderStoreDynamo: Layer.Layer<OrderStore, never, DynamoConfig> = La
         const stamp = yield* writeStamp
         const counts = receipt.kind === "credits" || receipt.kind === "package"
         const attributes = receiptAttributes(receipt)
-        const result = yield* transact(client, [
+        const result = yield* transact("insertReceipt", [
           createItem(OrderKeys.receiptOrder(receipt.order_id), { receipt_id: str(receipt.id) }),
           createItem(OrderKeys.receipt(receipt.id), attributes),
           createItem(OrderKeys.accountReceipt(receipt.account_id, receipt.paid_at, stamp, receipt.id), attributes),
@@ -787,7 +748,7 @@ export const OrderStoreDynamo: Layer.Layer<OrderStore, never, DynamoConfig> = La
       if (deposit.amount <= 0n) return yield* die("recordDeposit", "amount must be positive")
       const stamp = yield* writeStamp
       const attributes = depositAttributes(deposit)
-      const result = yield* transact(client, [
+      const result = yield* transact("recordDeposit", [
         createItem(OrderKeys.deposit(deposit.chain, deposit.tx), attributes),
         createItem(OrderKeys.addressDeposit(deposit.address, stamp, deposit.chain, deposit.tx), attributes)
       ])
