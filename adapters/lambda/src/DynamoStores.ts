@@ -49,6 +49,20 @@ const create = (tableName: string, key: ItemKey, attributes: Record<string, unkn
 const transact = (client: Client, items: NonNullable<TransactWriteCommandInput["TransactItems"]>) =>
   call((signal) => client.send(new TransactWriteCommand({ TransactItems: items }), { abortSignal: signal }))
 
+/**
+ * An all-or-nothing insert, tried again briefly while it conflicts; a failed uniqueness
+ * condition is a defect, named from the indexes of the conditions that failed.
+ */
+const insertUnique = <A>(write: Effect.Effect<A, unknown>, duplicate: (failed: ReadonlyArray<number>) => string) =>
+  write.pipe(
+    retryConflictsBriefly,
+    Effect.catchIf(
+      (error) => failedConditionsAllowingNone(error) !== undefined,
+      (error) => Effect.die(new Error(duplicate(failedConditionsAllowingNone(error) ?? [])))
+    ),
+    Effect.orDie
+  )
+
 const getItem = (client: Client, tableName: string, key: ItemKey) =>
   call((signal) =>
     client.send(new GetCommand({ TableName: tableName, Key: { ...key }, ConsistentRead: true }), { abortSignal: signal })
@@ -120,21 +134,12 @@ export const AccountStoreDynamo: Layer.Layer<AccountStore, never, DynamoConfig> 
         const failed = failedConditionsAllowingNone(error)
         return failed !== undefined && failed.length === 1 && failed[0] === 2
       }
-      yield* transact(client, items(earliest)).pipe(
-        Effect.catchIf(onlyPointerFailed, () => transact(client, items(false))),
-        retryConflictsBriefly,
-        Effect.catchIf(
-          (error) => failedConditionsAllowingNone(error) !== undefined,
-          (error) =>
-            Effect.die(
-              new Error(
-                failedConditionsAllowingNone(error)?.includes(0)
-                  ? `AccountStore.insert: duplicate account id ${account.id}`
-                  : `AccountStore.insert: duplicate email ${account.email}`
-              )
-            )
-        ),
-        Effect.orDie
+      yield* insertUnique(
+        transact(client, items(earliest)).pipe(Effect.catchIf(onlyPointerFailed, () => transact(client, items(false)))),
+        (failed) =>
+          failed.includes(0)
+            ? `AccountStore.insert: duplicate account id ${account.id}`
+            : `AccountStore.insert: duplicate email ${account.email}`
       )
     })
 
@@ -214,24 +219,13 @@ export const KeyStoreDynamo: Layer.Layer<KeyStore, never, DynamoConfig> = Layer.
     const insert = Effect.fn("KeyStore.insert")(function*(key: KeyRecord) {
       const stamp = yield* writeStamp
       const fields = withoutNulls({ ...key, permissions: [...key.permissions] })
-      yield* transact(client, [
-        create(tableName, ItemKeys.key(key.id), fields),
-        create(tableName, ItemKeys.keyHash(key.secret_hash), { key_id: key.id, account_id: key.account_id }),
-        create(tableName, ItemKeys.accountKey(key.account_id, key.created_at, stamp, key.id), { key_id: key.id })
-      ]).pipe(
-        retryConflictsBriefly,
-        Effect.catchIf(
-          (error) => failedConditionsAllowingNone(error) !== undefined,
-          (error) =>
-            Effect.die(
-              new Error(
-                failedConditionsAllowingNone(error)?.includes(0)
-                  ? `KeyStore.insert: duplicate key id ${key.id}`
-                  : "KeyStore.insert: duplicate secret hash"
-              )
-            )
-        ),
-        Effect.orDie
+      yield* insertUnique(
+        transact(client, [
+          create(tableName, ItemKeys.key(key.id), fields),
+          create(tableName, ItemKeys.keyHash(key.secret_hash), { key_id: key.id, account_id: key.account_id }),
+          create(tableName, ItemKeys.accountKey(key.account_id, key.created_at, stamp, key.id), { key_id: key.id })
+        ]),
+        (failed) => failed.includes(0) ? `KeyStore.insert: duplicate key id ${key.id}` : "KeyStore.insert: duplicate secret hash"
       )
     })
 
