@@ -57,30 +57,25 @@ const toAdmission = (row: AdmitRow): AdmissionResult => {
   }
 }
 
-/** A metered call as `gateway_commit` reads it: bigints as strings, entries as parallel arrays. */
-const toJson = ({ record, settlement }: Metered) => ({
+/** JSON for the functions' jsonb arguments: bigints as decimal strings (exact; SQL casts them). */
+const toJsonb = (value: unknown): string =>
+  JSON.stringify(value, (_, v: unknown) => (typeof v === "bigint" ? v.toString() : v))
+
+/** A metered call as `gateway_commit` reads it: the settlement's entries as parallel arrays. */
+const commitItem = ({ record, settlement }: Metered) => ({
   settlement: settlement === undefined ? null : {
     ref: settlement.ref,
     at: settlement.at,
-    charged: String(settlement.charged),
-    excess: String(settlement.excess),
+    charged: settlement.charged,
+    excess: settlement.excess,
     ids: settlement.entries.map((e) => e.id),
     account_ids: settlement.entries.map((e) => e.account_id),
     scopes: settlement.entries.map((e) => scopeKey(e.machine_id)),
-    amounts: settlement.entries.map((e) => String(e.amount)),
+    amounts: settlement.entries.map((e) => e.amount),
     refs: settlement.entries.map((e) => e.ref),
     created_at: settlement.entries.map((e) => e.created_at)
   },
-  record: {
-    ...record,
-    quantity: String(record.quantity),
-    input_tokens: String(record.input_tokens),
-    output_tokens: String(record.output_tokens),
-    list_credits: String(record.list_credits),
-    credits: String(record.credits),
-    from_allowance: String(record.from_allowance),
-    from_trial: String(record.from_trial)
-  }
+  record
 })
 
 const problemOf = ({ record, settlement }: Metered): string | undefined => {
@@ -112,7 +107,7 @@ export const GatewayStorePg: Layer.Layer<GatewayStore, never, SqlClient.SqlClien
         return a.account_id < b.account_id ? -1 : a.account_id > b.account_id ? 1
           : a.key_id < b.key_id ? -1 : a.key_id > b.key_id ? 1 : i - j
       })
-      const items = JSON.stringify(order.map((i) => {
+      const items = toJsonb(order.map((i) => {
         const a = admissions[i]!
         const r = a.reservation
         return {
@@ -127,7 +122,7 @@ export const GatewayStorePg: Layer.Layer<GatewayStore, never, SqlClient.SqlClien
           ref: r?.ref ?? null,
           machine_id: r?.machine_id ?? null,
           order: r === undefined ? [] : r.scopes.map(scopeKey),
-          amount: r === undefined ? null : String(r.amount),
+          amount: r?.amount ?? null,
           created_at: r?.created_at ?? null,
           expires_at: r?.expires_at ?? null
         }
@@ -162,7 +157,7 @@ export const GatewayStorePg: Layer.Layer<GatewayStore, never, SqlClient.SqlClien
         const a = calls[i]!.record, b = calls[j]!.record
         return a.account_id < b.account_id ? -1 : a.account_id > b.account_id ? 1 : a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0
       })
-      const items = JSON.stringify(order.map((i) => toJson(calls[i]!)))
+      const items = toJsonb(order.map((i) => commitItem(calls[i]!)))
       return sql<{ readonly n: number; readonly settlement: MeteredResult["settlement"]; readonly recorded: boolean }>`
         SELECT n, settlement, recorded FROM gateway_commit(${items}::jsonb)`.pipe(
         Effect.map((rows) => {
