@@ -8,7 +8,8 @@
  *   ./platform node scripts/send-deposit.ts --order ord_123 --amount 4     # a short deposit
  *   ./platform node scripts/send-deposit.ts --to 0xabc... --amount 25 [--chain base --token USDC]
  *
- * Options: --url (default $PLATFORM_URL or http://127.0.0.1:8080), --key (default $PLATFORM_KEY),
+ * Options: --url (default $PLATFORM_URL, else http://127.0.0.1:$PORT with the port the server was
+ * started with, 8080 when PORT is unset), --key (default $PLATFORM_KEY),
  * --at (chain time, ISO 8601 with milliseconds), --tx (a transaction id; the same one again is a
  * replay and changes nothing), --json (print the whole answer).
  */
@@ -32,7 +33,8 @@ const { values } = parseArgs({
 
 const usage = `usage: ./platform node scripts/send-deposit.ts (--order <order id> | --to <address>) [--amount <decimal>]
        [--chain <chain> --token <token>] [--at <ISO time>] [--tx <tx id>] [--url <base url>] [--key <owner key>] [--json]
-The key defaults to $PLATFORM_KEY, the url to $PLATFORM_URL or http://127.0.0.1:8080.`
+The key defaults to $PLATFORM_KEY; the url to $PLATFORM_URL, else http://127.0.0.1:$PORT (PORT as the server
+was started with, default 8080).`
 
 const fail = (message: string): never => {
   console.error(message)
@@ -44,7 +46,10 @@ if (values.help) {
   process.exit(0)
 }
 const key = values.key ?? process.env["PLATFORM_KEY"] ?? fail(`No key: pass --key or set PLATFORM_KEY (the owner's key).\n${usage}`)
-const base = (values.url ?? process.env["PLATFORM_URL"] ?? "http://127.0.0.1:8080").replace(/\/+$/, "")
+// The same PORT the server reads (adapters/node-http/src/Config.ts), so a server started with
+// PORT=18080 is found without --url.
+const localUrl = `http://127.0.0.1:${process.env["PORT"] || "8080"}`
+const base = (values.url ?? process.env["PLATFORM_URL"] ?? localUrl).replace(/\/+$/, "")
 if ((values.order === undefined) === (values.to === undefined)) fail(`Give --order or --to.\n${usage}`)
 
 const body: Record<string, string> = {}
