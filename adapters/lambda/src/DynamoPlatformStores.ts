@@ -1,4 +1,7 @@
-/** Every store the platform needs (core's `PlatformStores`) on the one DynamoDB table. */
+/**
+ * Every store the platform needs (core's `PlatformStores`) on the one DynamoDB table, its
+ * unreachability marked StoreUnavailable (DynamoUnavailable.ts).
+ */
 import type { PlatformStores } from "@model-platform/core/api/Http"
 import { GatewayStoreComposed } from "@model-platform/core/ports/GatewayStore"
 import { Layer } from "effect"
@@ -7,9 +10,12 @@ import { OrderStoreDynamo } from "./DynamoOrderStore.ts"
 import { RateLimitStoreDynamo } from "./DynamoRateLimitStore.ts"
 import { DynamoStores } from "./DynamoStores.ts"
 import type { DynamoConfig } from "./DynamoTable.ts"
+import { markedDynamoStores } from "./DynamoUnavailable.ts"
 import { UsageStoreDynamo } from "./DynamoUsageStore.ts"
 
 export const DynamoPlatformStores: Layer.Layer<PlatformStores, never, DynamoConfig> = Layer.provideMerge(
   GatewayStoreComposed,
-  Layer.mergeAll(DynamoStores, LedgerStoreDynamo, OrderStoreDynamo, UsageStoreDynamo, RateLimitStoreDynamo)
+  markedDynamoStores.pipe(
+    Layer.provide(Layer.mergeAll(DynamoStores, LedgerStoreDynamo, OrderStoreDynamo, UsageStoreDynamo, RateLimitStoreDynamo))
+  )
 )

@@ -3,7 +3,8 @@
  * - request decoding errors (bad JSON, schema violations) become 400 with a message naming the field;
  * - unknown routes become 404, a known path with another method 405;
  * - whatever else leaves the router without a JSON body (415 for a wrong content type, a defect's
- *   500) is rewritten by a global middleware, which also keeps internals out of 500s.
+ *   500) is rewritten by a global middleware, which also keeps internals out of 500s; a defect that
+ *   says the store cannot be reached (ports/StoreUnavailable.ts) is 503 `store_unavailable`.
  * Paths under /v1 (and /forecasts) use the inference shape, everything else the platform shape.
  */
 import { Cause, Effect, SchemaIssue } from "effect"
@@ -11,6 +12,7 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { HttpApiError } from "effect/http-api"
 import { HttpApiMiddleware } from "effect/http-api"
 import * as Errors from "../Errors.ts"
+import { isStoreUnavailableCause, STORE_RETRY_AFTER_SECONDS } from "../ports/StoreUnavailable.ts"
 
 /** The JSON error body of a status on the surface of `path`. */
 export const errorBody = (path: string, status: number, message: string, code?: string) =>
@@ -63,6 +65,14 @@ const isJson = (response: HttpServerResponse.HttpServerResponse) =>
 const isHtml = (response: HttpServerResponse.HttpServerResponse) =>
   (response.headers["content-type"] ?? ("contentType" in response.body ? response.body.contentType : undefined) ?? "").startsWith("text/html")
 
+/** 503 store_unavailable in the surface's shape, with Retry-After: the store cannot be reached now. */
+export const storeUnavailableResponse = (path: string) =>
+  HttpServerResponse.setHeader(
+    errorResponse(path, 503, "The platform's database cannot be reached right now; retry shortly.", "store_unavailable"),
+    "retry-after",
+    String(STORE_RETRY_AFTER_SECONDS)
+  )
+
 /** Global router middleware: no error leaves without a JSON body in its surface's shape. */
 export const ErrorShapeMiddleware = HttpRouter.middleware((httpEffect) =>
   Effect.gen(function*() {
@@ -72,6 +82,12 @@ export const ErrorShapeMiddleware = HttpRouter.middleware((httpEffect) =>
       Effect.catchCause((cause) =>
         Cause.hasInterruptsOnly(cause)
           ? Effect.failCause(cause)
+          : isStoreUnavailableCause(cause)
+          // An outage of the store, not a bug: say so, and when to retry (docs/gateway.md).
+          ? Effect.as(
+            Effect.logWarning(`request answered 503: ${String(Cause.squash(cause))}`),
+            storeUnavailableResponse(path)
+          )
           : Effect.as(
             Effect.logError("request failed", cause),
             errorResponse(path, 500, "The platform failed to answer this request; it has been logged.")

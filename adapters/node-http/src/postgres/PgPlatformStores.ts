@@ -1,4 +1,7 @@
-/** Every store the platform needs (core's `PlatformStores`) on one Postgres database. */
+/**
+ * Every store the platform needs (core's `PlatformStores`) on one Postgres database, with the
+ * failures that mean the database is unreachable marked StoreUnavailable (PgUnavailable.ts).
+ */
 import type { PlatformStores } from "@model-platform/core/api/Http"
 import { Layer } from "effect"
 import type { SqlClient } from "effect/sql"
@@ -7,13 +10,14 @@ import { LedgerStorePg } from "./PgLedgerStore.ts"
 import { OrderStorePg } from "./PgOrderStore.ts"
 import { RateLimitStorePg } from "./PgRateLimitStore.ts"
 import { PgStores } from "./PgStores.ts"
+import { markedPlatformStores } from "./PgUnavailable.ts"
 import { UsageStorePg } from "./PgUsageStore.ts"
 
-export const PgPlatformStores: Layer.Layer<PlatformStores, never, SqlClient.SqlClient> = Layer.mergeAll(
+export const PgPlatformStores: Layer.Layer<PlatformStores, never, SqlClient.SqlClient> = markedPlatformStores.pipe(Layer.provide(Layer.mergeAll(
   PgStores,
   LedgerStorePg,
   OrderStorePg,
   UsageStorePg,
   RateLimitStorePg,
   GatewayStorePg
-)
+)))
