@@ -11,7 +11,8 @@ import type { AutoReload, BillingSummary, UsageTier } from "./Billing.ts"
 import { Catalogue } from "./Catalogue.ts"
 import type { CatalogueConfig } from "./CatalogueConfig.ts"
 import { Ledger } from "./Ledger.ts"
-import { creditsToMicro, MICRO_PER_CREDIT, microToCredits } from "./Money.ts"
+import { DEFAULT_RPM, tierAt, tierTable } from "./billing/Tiers.ts"
+import { creditsToMicro, microToCredits } from "./Money.ts"
 import { Orders } from "./OrderService.ts"
 import { UsageStore } from "./ports/UsageStore.ts"
 import { toTimestamp } from "./Time.ts"
@@ -30,22 +31,15 @@ const step = (tier: TierConfig) => ({
 })
 
 /**
- * The tier an account is in after buying `purchased` micro-credits in total: the highest tier whose
- * purchased_credits it has reached (tiers are listed by rising purchased_credits, the first at 0),
- * with the next one to reach (null at the top).
+ * The tier an account is in after buying `purchased` micro-credits in total, with the next one to
+ * reach (null at the top): the rule of billing/Tiers.ts, the one the gateway enforces.
  */
 export const usageTierFor = (tiers: ReadonlyArray<TierConfig>, purchased: bigint): UsageTier => {
-  let index = 0
-  tiers.forEach((tier, i) => {
-    const threshold = creditsToMicro(tier.purchased_credits) ?? BigInt(Math.ceil(tier.purchased_credits)) * MICRO_PER_CREDIT
-    if (purchased >= threshold) index = i
-  })
-  const current = tiers[index]
-  const next = tiers[index + 1]
+  const { current, next } = tierAt(tierTable(tiers), purchased)
   return {
     tier: current?.tier ?? 0,
     name: current?.name ?? "",
-    rpm: current?.rpm ?? 0,
+    rpm: current?.rpm ?? DEFAULT_RPM,
     monthly_limit_credits: current?.monthly_limit_credits ?? 0,
     purchased_credits: microToCredits(purchased),
     next: next === undefined ? null : step(next)

@@ -469,6 +469,7 @@ describe.each(MACHINE_CLIENTS)("machine client $name", ({ layer: machineClient }
       a.faults.set({ fail_next: 1, fail_status: 500 })
       const reply = await sdk(secret).chat.completions.create(hi)
       expectValid("CreateChatCompletionResponse", reply)
+      await idle() // the canary the failure started has run (it must not take the next fault)
       a.faults.set({ fail_next: 1, fail_kind: "reset" })
       await sdk(secret).chat.completions.create({ ...hi, stream: true }).then(async (s) => {
         for await (const _ of s) void _
@@ -488,6 +489,7 @@ describe.each(MACHINE_CLIENTS)("machine client $name", ({ layer: machineClient }
       expect(error).toBeInstanceOf(OpenAI.InternalServerError)
       expect(error.status).toBe(502)
       expect(error.code).toBe("machine_error")
+      await idle() // the canaries the failures started have run (they must not take the next faults)
       a.faults.set({ fail_next: 1, fail_status: 503 })
       b.faults.set({ fail_next: 1, fail_status: 503 })
       const busy = await sdk(secret).chat.completions.create(hi).catch((e) => e)
@@ -542,8 +544,8 @@ describe.each(MACHINE_CLIENTS)("machine client $name", ({ layer: machineClient }
         const reply = await sdk(secret).chat.completions.create(i % 2 === 0 ? hi : { ...hi, model: "free-chat" })
         expect(reply.choices[0]!.message.content).toBe("You said: hi")
       }
+      await idle() // the canaries the failures started have run, and failed
       expect(await gateway((g) => g.coolingDown)).toEqual(["m-a"])
-      await idle()
       const records = await server.run(usageOf(accountId))
       expect(records.map((r) => r.machine_id)).toEqual(["m-a", "m-b", "m-b", "m-b", "m-b"])
       const charged = records.reduce((n, r) => n + r.credits, 0n)

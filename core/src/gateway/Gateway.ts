@@ -30,24 +30,23 @@
  * after it (metering), each shared with the other calls of its batch. Purchased credits (for the
  * tier) are cached in process for tierCacheMs.
  */
-import { Clock, Context, Effect, Fiber, FiberSet, Layer, Option, Schema, Semaphore, Stream } from "effect"
+import { Clock, Context, Effect, Fiber, FiberSet, Layer, Schema, Semaphore, Stream } from "effect"
 import { ApiKeys, type Caller, TOUCH_INTERVAL_MS } from "../ApiKeys.ts"
 import { makeBatcher } from "../Batcher.ts"
 import { Catalogue } from "../Catalogue.ts"
 import type { MachineConfig } from "../CatalogueConfig.ts"
+import { rpmAt, tierTable } from "../billing/Tiers.ts"
 import { chargingGate } from "../Charging.ts"
 import { type InferenceError, inferenceError } from "../Errors.ts"
 import { generateId } from "../Keys.ts"
 import { Ledger, settlementOf, spendingOrder } from "../Ledger.ts"
-import { creditsToMicro, microToCredits } from "../Money.ts"
+import { microToCredits } from "../Money.ts"
 import { type Admission, type AdmissionResult, GatewayStore, type Metered } from "../ports/GatewayStore.ts"
 import type { Allocation } from "../ports/LedgerStore.ts"
 import { MachineClient, type MachineFailure, type MachineResponse } from "../ports/MachineClient.ts"
-import { MachineStatus } from "../ports/MachineStatus.ts"
 import { OrderStore } from "../ports/OrderStore.ts"
 import { windowStartOf } from "../ports/RateLimitStore.ts"
 import type { UsageRecord } from "../ports/UsageStore.ts"
-import { orderRoutes, type RouteCandidate } from "../Routing.ts"
 import * as Time from "../Time.ts"
 import {
   boundOf,
@@ -61,7 +60,7 @@ import {
   reportedUsage,
   unitOf
 } from "./Metering.ts"
-import { HealthChecker } from "./HealthChecker.ts"
+import { machinePath, makeDispatch } from "./Dispatch.ts"
 import { startStream, type StreamOutcome } from "./Streaming.ts"
 import { type Endpoint, validateCall, type ValidCall } from "./Validation.ts"
 
@@ -80,9 +79,18 @@ export interface GatewayConfig {
   readonly maxDrains: number
   /** Machines tried per call at most. */
   readonly maxAttempts: number
-  /** Consecutive failures after which a machine is skipped for cooldownMs. */
+  /**
+   * Canaries failing in a row after which a machine is skipped for cooldownMs (a client's failed
+   * call only starts a canary: docs/gateway.md "Cooldown", Cooldown.ts).
+   */
   readonly cooldownFailures: number
   readonly cooldownMs: number
+  /** Time a canary has for its whole answer. */
+  readonly canaryTimeoutMs: number
+  /** Pause between two canaries of one chain. */
+  readonly canaryRetryMs: number
+  /** After a canary passed, the same kind of failure starts no new canary for this long. */
+  readonly canaryQuietMs: number
   /** How long an account's purchased credits (its tier, so its rpm) are cached in process. */
   readonly tierCacheMs: number
   /** The rpm window. */
@@ -112,6 +120,9 @@ export const defaultGatewayConfig: GatewayConfig = {
   maxAttempts: 3,
   cooldownFailures: 3,
   cooldownMs: 30_000,
+  canaryTimeoutMs: 30_000,
+  canaryRetryMs: 200,
+  canaryQuietMs: 1_000,
   tierCacheMs: 10_000,
   rateWindowMs: 60_000,
   settleInline: false,
@@ -166,12 +177,7 @@ export const bearerSecret = (header: string | undefined): string => {
   return (match === null ? header : match[1]!).trim()
 }
 
-/** The path under a machine's base_url for an endpoint ("/v1/embeddings" -> "/embeddings"). */
-export const machinePath = (endpoint: Endpoint): string => endpoint.slice(3)
-
-const RETRYABLE_STATUS = new Set([404, 408, 409, 425, 429])
-/** A machine's answer that means "try another machine": it is not the client's fault. */
-export const isRetryableStatus = (status: number): boolean => status >= 500 || RETRYABLE_STATUS.has(status)
+export { isRetryableStatus, machinePath } from "./Dispatch.ts"
 
 const concat = (chunks: ReadonlyArray<Uint8Array>): Uint8Array => {
   if (chunks.length === 1) return chunks[0]!
@@ -207,20 +213,13 @@ const make = (config: GatewayConfig) =>
     const ledger = yield* Ledger
     const store = yield* GatewayStore
     const machines = yield* MachineClient
-    const status = yield* MachineStatus
     const orders = yield* OrderStore
-    // Optional: when a health checker runs beside the gateway, a failed call makes it probe at once.
-    const checker = Option.getOrUndefined(yield* Effect.serviceOption(HealthChecker))
 
     const cfg = catalogue.config
-    const machinesById = new Map(cfg.machines.map((m) => [m.id, m]))
-    const machinesOfModel = new Map<string, ReadonlyArray<MachineConfig>>(
-      cfg.models.map((model) => [model.id, cfg.machines.filter((m) => m.serverless_models.includes(model.id))])
-    )
+    // Dispatch: candidates, attempts, failure accounting (canaries, cooldown).
+    const dispatch = yield* makeDispatch(config, cfg, machines)
     const prices = new Map<string, Prices>(cfg.models.map((m) => [m.id, pricesOf(m)]))
-    const tiers = [...cfg.tiers]
-      .map((t) => ({ rpm: t.rpm, purchased: creditsToMicro(t.purchased_credits) ?? 0n }))
-      .sort((a, b) => (a.purchased < b.purchased ? -1 : a.purchased > b.purchased ? 1 : 0))
+    const tiers = tierTable(cfg.tiers)
     const reservationTtlMs = Math.max(config.firstByteTimeoutMs, config.maxStreamMs) + config.drainTimeoutMs +
       RESERVATION_MARGIN_MS
 
@@ -235,31 +234,8 @@ const make = (config: GatewayConfig) =>
     const forkAfter = (effect: Effect.Effect<void>) =>
       Effect.asVoid(FiberSet.run(background, effect, { startImmediately: false }))
 
-    // -- cooldown (in process) --
-    const failures = new Map<string, { count: number; until: number }>()
-    const noteFailure = (machineId: string, now: number): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        const entry = failures.get(machineId) ?? { count: 0, until: 0 }
-        entry.count += 1
-        if (entry.count >= config.cooldownFailures) {
-          entry.until = now + config.cooldownMs
-          entry.count = 0
-        }
-        failures.set(machineId, entry)
-        return checker === undefined ? Effect.void : checker.reportFailure(machineId)
-      })
-    const noteSuccess = (machineId: string) => {
-      if (failures.has(machineId)) failures.delete(machineId)
-    }
-    const coolingDown = (machineId: string, now: number) => (failures.get(machineId)?.until ?? 0) > now
-
     // -- tiers (purchased credits cached per account) --
     const purchased = new Map<string, { value: bigint; at: number }>()
-    const rpmFor = (value: bigint) => {
-      let rpm = tiers[0]?.rpm ?? 60
-      for (const tier of tiers) if (tier.purchased <= value) rpm = tier.rpm
-      return rpm
-    }
     const rpmOf = (accountId: string, now: number) =>
       Effect.gen(function*() {
         const cached = purchased.get(accountId)
@@ -270,7 +246,7 @@ const make = (config: GatewayConfig) =>
           value = yield* orders.purchasedCredits(accountId)
           purchased.set(accountId, { value, at: now })
         }
-        return rpmFor(value)
+        return rpmAt(tiers, value)
       })
 
     // -- per key, in process: when admission last recorded its use (last_used_at at most once per
@@ -295,47 +271,6 @@ const make = (config: GatewayConfig) =>
     /** A key whose last admission here succeeded lately is expected to be admitted again. */
     const likelyAdmitted = (caller: Caller, now: number) =>
       config.speculativeDispatch && now - stateOf(caller).admittedAt < config.speculationWindowMs
-
-    // -- machines for a call --
-    const noCapacity = (message: string) => inferenceError(503, "no_capacity", message)
-
-    const candidatesFor = (call: ValidCall, caller: Caller, now: number) =>
-      Effect.gen(function*() {
-        const model = call.model
-        const keyMachine = caller.key.machine_id
-        if (call.machine !== undefined && keyMachine !== null && call.machine !== keyMachine) {
-          return yield* inferenceError(
-            403,
-            "key_not_scoped_to_machine",
-            `This key is pinned to machine "${keyMachine}"; it cannot call machine "${call.machine}".`
-          )
-        }
-        const target = call.machine ?? keyMachine ?? undefined
-        if (target !== undefined) {
-          const machine = machinesById.get(target)
-          if (machine === undefined) {
-            return yield* inferenceError(404, "machine_not_found", `No machine "${target}".`)
-          }
-          const state = yield* status.get(target)
-          if (
-            !machine.serverless_models.includes(model.id) || state.health === "offline" ||
-            !state.serving_now.includes(model.id)
-          ) {
-            return yield* noCapacity(`${model.id} is not serving on machine ${target} now; retry later or pick another machine.`)
-          }
-          return [machine] as ReadonlyArray<MachineConfig>
-        }
-        const configs = machinesOfModel.get(model.id) ?? []
-        const candidates: Array<RouteCandidate & { readonly machine: MachineConfig }> = []
-        for (const machine of configs) {
-          const state = yield* status.get(machine.id)
-          const serving = state.serving_now.includes(model.id)
-          if (!serving || state.health === "offline" || coolingDown(machine.id, now)) continue
-          candidates.push({ machine_id: machine.id, region: machine.region, health: state.health, serving, score: machine.score, machine })
-        }
-        if (candidates.length === 0) return yield* noCapacity(`No machine is serving ${model.id} now; retry later.`)
-        return orderRoutes(candidates).map((c) => c.machine)
-      })
 
     // -- admission and metering, each written in batches (group commit) --
     const admissions = makeBatcher((batch: ReadonlyArray<Admission>) => store.admit(batch), config.storeBatch)
@@ -411,7 +346,7 @@ const make = (config: GatewayConfig) =>
         }
         const vc = yield* validateCall(endpoint, raw, cfg)
         const now = yield* Clock.currentTimeMillis
-        const candidates = yield* candidatesFor(vc, caller, now)
+        const candidates = yield* dispatch.candidatesFor(vc, caller, now)
         const price = prices.get(vc.model.id)!
         const charging = chargingGate(cfg.payments, now).open
         const priced = charging && !isFree(price)
@@ -503,52 +438,23 @@ const make = (config: GatewayConfig) =>
         // From here on `held` is the call's reservation until it is handed to metering.
         let held: Held | undefined = firstHold
 
-        const attempts = Effect.gen(function*() {
-          // Built when needed: an error object is costly (its stack), and most calls succeed.
-          let last: (() => InferenceError) | undefined
-          let attempt = 0
-          for (const machine of candidates) {
-            if (attempt >= config.maxAttempts) break
-            if (priced && (held === undefined || !usableOn(held, machine.id))) {
+        const attempts = dispatch.attempts({
+          call: vc,
+          candidates,
+          // A reservation holding credits pinned to another machine is made again for this one.
+          prepare: (machine) =>
+            Effect.gen(function*() {
+              if (!priced || (held !== undefined && usableOn(held, machine.id))) return true
               const previous = held
               held = undefined
               yield* release(previous)
               const r = yield* reserve(machine.id)
-              if ("_tag" in r) continue
+              if ("_tag" in r) return false
               held = r
-            }
-            attempt += 1
-            const result = attempt === 1 && machine === first && early !== undefined
-              ? yield* Fiber.join(early)
-              : yield* post(machine)
-            const at = yield* Clock.currentTimeMillis
-            if (result._tag === "Failure") {
-              yield* noteFailure(machine.id, at)
-              const reason = result.failure.reason
-              last = () =>
-                inferenceError(
-                  502,
-                  "machine_unreachable",
-                  `Machine ${machine.id} ${reason === "timeout" ? "did not answer in time" : "could not be reached"}; retry with backoff.`
-                )
-              continue
-            }
-            const response = result.success
-            if (isRetryableStatus(response.status)) {
-              yield* noteFailure(machine.id, at)
-              const detail = yield* discard(response)
-              yield* Effect.logDebug(`gateway: machine ${machine.id} answered ${response.status}: ${detail}`)
-              const status = response.status
-              last = () =>
-                status === 503
-                  ? noCapacity(`${vc.model.id} is not serving on machine ${machine.id} now; retry later.`)
-                  : inferenceError(502, "machine_error", `Machine ${machine.id} failed (status ${status}); retry with backoff.`)
-              continue
-            }
-            noteSuccess(machine.id)
-            return { machine, response }
-          }
-          return yield* (last === undefined ? noCapacity(`No machine is serving ${vc.model.id} now; retry later.`) : last())
+              return true
+            }),
+          send: (machine, attempt) => attempt === 1 && machine === first && early !== undefined ? Fiber.join(early) : post(machine),
+          discard
         })
 
         const run = Effect.gen(function*() {
@@ -585,7 +491,7 @@ const make = (config: GatewayConfig) =>
                 finish: (outcome: StreamOutcome) =>
                   Effect.gen(function*() {
                     if (outcome._tag === "Failed") {
-                      yield* noteFailure(machine.id, yield* Clock.currentTimeMillis)
+                      yield* dispatch.suspect(machine, vc)
                       yield* Effect.logWarning(`gateway: stream from ${machine.id} failed: ${outcome.reason}`)
                       return yield* release(mine)
                     }
@@ -601,7 +507,7 @@ const make = (config: GatewayConfig) =>
           }
           const read = yield* Effect.result(readAll(response.body))
           if (read._tag === "Failure") {
-            yield* noteFailure(machine.id, yield* Clock.currentTimeMillis)
+            yield* dispatch.suspect(machine, vc)
             return yield* inferenceError(502, "machine_error", `Machine ${machine.id} broke off its answer; retry with backoff.`)
           }
           const bytes = read.success
@@ -609,7 +515,7 @@ const make = (config: GatewayConfig) =>
           try {
             json = JSON.parse(decoder.decode(bytes))
           } catch {
-            yield* noteFailure(machine.id, yield* Clock.currentTimeMillis)
+            yield* dispatch.suspect(machine, vc)
             return yield* inferenceError(502, "machine_error", `Machine ${machine.id} answered with a body that is not JSON.`)
           }
           const reported = reportedUsage(vc, json)
@@ -634,8 +540,7 @@ const make = (config: GatewayConfig) =>
 
     return Gateway.of({
       call,
-      idle: FiberSet.awaitEmpty(background),
-      coolingDown: Effect.map(Clock.currentTimeMillis, (now) =>
-        [...failures.entries()].filter(([, f]) => f.until > now).map(([id]) => id))
+      idle: Effect.andThen(FiberSet.awaitEmpty(background), dispatch.idle),
+      coolingDown: dispatch.coolingDown
     })
   })

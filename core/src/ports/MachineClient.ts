@@ -16,8 +16,11 @@ export interface MachineTarget {
 
 export class MachineFailure extends Schema.TaggedError<MachineFailure>()("MachineFailure", {
   machine_id: Schema.String,
-  /** unreachable: no connection; timeout: no first byte in time; dropped: the body stream broke. */
-  reason: Schema.Literals(["unreachable", "timeout", "dropped"]),
+  /**
+   * unreachable: no connection; timeout: no first byte in time; dropped: the body stream broke;
+   * unsendable: the body could not be encoded as JSON, so nothing was sent (the caller's fault).
+   */
+  reason: Schema.Literals(["unreachable", "timeout", "dropped", "unsendable"]),
   message: Schema.String
 }) {}
 

@@ -1,0 +1,57 @@
+/**
+ * Usage tiers (spec "Billing records", "Limits"): the credits an account bought in total decide
+ * its tier, and the tier its rpm per key and its monthly limit. One rule, read by the gateway
+ * (rpm at admission) and by GET /billing (the tier shown), so the two can never disagree.
+ *
+ * The rule, for any table: tiers are ordered by their purchased_credits threshold (ties keep the
+ * listed order); the account is in the highest tier whose threshold it has reached, or in the
+ * lowest tier when it has reached none. A threshold is the exact micro-credit amount, rounded up
+ * when the number has more than 6 decimals; a threshold that is not finite is never reached.
+ * An empty table (the catalogue refuses one) gives DEFAULT_RPM and no tier.
+ */
+import type { CatalogueConfig } from "../CatalogueConfig.ts"
+import { creditsToMicro, MICRO_PER_CREDIT } from "../Money.ts"
+
+export type TierConfig = CatalogueConfig["tiers"][number]
+
+/** rpm when no tier applies (an empty table). */
+export const DEFAULT_RPM = 60
+
+/** The micro-credits a threshold asks for (rounded up), or undefined when it can never be reached. */
+export const thresholdOf = (credits: number): bigint | undefined => {
+  if (!Number.isFinite(credits)) return undefined
+  const exact = creditsToMicro(credits)
+  if (exact !== undefined) return exact
+  // Beyond 2^53 a double is an integer: scale in bigint, so nothing overflows to Infinity.
+  return Math.abs(credits) >= 2 ** 53 ? BigInt(credits) * MICRO_PER_CREDIT : BigInt(Math.ceil(credits * 1e6))
+}
+
+/** A tier table ordered once, for many lookups. */
+export interface TierTable {
+  readonly tiers: ReadonlyArray<TierConfig>
+  readonly thresholds: ReadonlyArray<bigint | undefined>
+}
+
+export const tierTable = (tiers: ReadonlyArray<TierConfig>): TierTable => {
+  const ordered = tiers
+    .map((tier) => ({ tier, threshold: thresholdOf(tier.purchased_credits) }))
+    .sort((a, b) =>
+      a.threshold === b.threshold ? 0 : a.threshold === undefined ? 1 : b.threshold === undefined ? -1 : a.threshold < b.threshold ? -1 : 1
+    )
+  return { tiers: ordered.map((o) => o.tier), thresholds: ordered.map((o) => o.threshold) }
+}
+
+/** The tier reached with `purchased` micro-credits bought in total, and the next one (if any). */
+export const tierAt = (
+  table: TierTable,
+  purchased: bigint
+): { readonly current: TierConfig | undefined; readonly next: TierConfig | undefined } => {
+  let index = 0
+  table.thresholds.forEach((threshold, i) => {
+    if (threshold !== undefined && threshold <= purchased) index = i
+  })
+  return { current: table.tiers[index], next: table.tiers[index + 1] }
+}
+
+/** The rpm per key of an account that bought `purchased` micro-credits in total. */
+export const rpmAt = (table: TierTable, purchased: bigint): number => tierAt(table, purchased).current?.rpm ?? DEFAULT_RPM
