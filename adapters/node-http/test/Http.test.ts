@@ -1,6 +1,7 @@
 /** The shared HTTP suite through the real Node server, on every store the Node shell has. */
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { platformHttpSuite } from "@model-platform/test-harness/HttpSuite"
+import { permissionMatrixSuite } from "@model-platform/test-harness/PermissionMatrix"
 import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
 import { Layer } from "effect"
 import { describe } from "vitest"
@@ -11,6 +12,9 @@ import { freshDatabaseUrl, startNodeServer } from "./support.ts"
 platformHttpSuite("node-http, memory stores", () => startNodeServer(fixtureCatalogue, MemoryPlatformStores))
 
 platformHttpSuite("node-http, embedded Postgres", () =>
+  startNodeServer(fixtureCatalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY })))))
+
+permissionMatrixSuite("node-http, embedded Postgres", () =>
   startNodeServer(fixtureCatalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY })))))
 
 const serverUrl = process.env.TEST_DATABASE_URL

@@ -1,6 +1,9 @@
 /** The shared HTTP suite through the in-process web handler on the memory stores. */
 import { fixtureCatalogue } from "../src/Fixtures.ts"
 import { platformHttpSuite } from "../src/HttpSuite.ts"
+import { permissionMatrixSuite } from "../src/PermissionMatrix.ts"
 import { startInProcess } from "../src/InProcess.ts"
 
 platformHttpSuite("in-process, memory stores", () => startInProcess(fixtureCatalogue))
+
+permissionMatrixSuite("in-process, memory stores", () => startInProcess(fixtureCatalogue))
