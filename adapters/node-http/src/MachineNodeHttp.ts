@@ -18,14 +18,14 @@
  * - `models` is GET {base_url}/models within `timeoutMs` (head and body), for the health checker.
  */
 import { NodeStream } from "@effect/platform-node"
-import { machineUrl } from "@model-platform/core/gateway/MachineHttp"
+import { encodeBody, machineUrl } from "@model-platform/core/gateway/MachineHttp"
 import {
   MachineClient,
   MachineFailure,
   type MachineResponse,
   type MachineTarget
 } from "@model-platform/core/ports/MachineClient"
-import { Effect, Layer, Stream } from "effect"
+import { Effect, Layer, Result, Stream } from "effect"
 import * as Http from "node:http"
 import * as Https from "node:https"
 
@@ -170,12 +170,15 @@ export const makeMachineNodeHttp = (options: MachineNodeHttpOptions = {}): Machi
     })
 
   const post: MachineClient["Service"]["post"] = (machine, path, body, options) =>
-    Effect.suspend(() =>
-      Effect.map(
-        send(machine, path, "POST", Buffer.from(JSON.stringify(body)), options.firstByteTimeoutMs),
+    Effect.suspend(() => {
+      // A body JSON cannot encode fails as "unsendable", never as a defect.
+      const text = encodeBody(machine, body)
+      if (Result.isFailure(text)) return Effect.fail(text.failure)
+      return Effect.map(
+        send(machine, path, "POST", Buffer.from(text.success), options.firstByteTimeoutMs),
         (res): MachineResponse => ({ status: res.statusCode ?? 0, headers: headersOf(res.headers), body: bodyOf(machine, res) })
       )
-    )
+    })
 
   /** The whole body as text, or a failure ("dropped") when it breaks off. */
   const readText = (machine: MachineTarget, res: Http.IncomingMessage): Effect.Effect<string, MachineFailure> =>

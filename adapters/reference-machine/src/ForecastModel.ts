@@ -182,6 +182,7 @@ export const runForecast = (req: ForecastRequest): Record<string, unknown> => {
     method: { name: "holt_damped_trend", alpha: f.alpha, beta: f.alpha * f.beta, phi: f.phi, sigma: f.sigma }
   }
   if (req.frequencySeconds !== undefined) body.frequency_seconds = req.frequencySeconds
-  body.generation_time_ms = Math.round((performance.now() - started) * 1000) / 1000
+  // Whole milliseconds: the platform's spec says integer or null.
+  body.generation_time_ms = Math.round(performance.now() - started)
   return body
 }

@@ -65,6 +65,11 @@ export interface ReferenceMachineOptions {
   readonly tokenDelayMs?: number
   /** An id reported by /health. Default "reference-machine". */
   readonly id?: string
+  /**
+   * Bodies above this many bytes are refused by resetting the connection, unanswered (as a
+   * proxy in front of a real machine may do). Default 16 MiB.
+   */
+  readonly maxBodyBytes?: number
 }
 
 export interface FaultControls {
@@ -111,14 +116,14 @@ const resolveModels = (models: ReadonlyArray<string | ModelEntry> | undefined): 
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
-const readBody = (req: Http.IncomingMessage): Promise<string> =>
+const readBody = (req: Http.IncomingMessage, maxBytes: number = MAX_BODY_BYTES): Promise<string> =>
   new Promise((resolve, reject) => {
     const chunks: Array<Buffer> = []
     let size = 0
     req.on("data", (c: Buffer) => {
       size += c.length
-      if (size > MAX_BODY_BYTES) {
-        reject(new ApiError(413, "request_too_large", `request bodies are limited to ${MAX_BODY_BYTES} bytes`))
+      if (size > maxBytes) {
+        reject(new ApiError(413, "request_too_large", `request bodies are limited to ${maxBytes} bytes`))
         req.destroy()
         return
       }
@@ -346,7 +351,7 @@ export const startReferenceMachine = async (options: ReferenceMachineOptions = {
     res: Http.ServerResponse,
     rid: string
   ): Promise<void> => {
-    const text = await readBody(req)
+    const text = await readBody(req, options.maxBodyBytes)
     if (faults.latency_ms > 0) await sleep(faults.latency_ms)
     if (faults.fail_next > 0) {
       faults = { ...faults, fail_next: faults.fail_next - 1 }

@@ -60,6 +60,7 @@ import {
   reportedUsage,
   unitOf
 } from "./Metering.ts"
+import { shapeAnswer } from "./Answers.ts"
 import { machinePath, makeDispatch } from "./Dispatch.ts"
 import { startStream, type StreamOutcome } from "./Streaming.ts"
 import { type Endpoint, validateCall, type ValidCall } from "./Validation.ts"
@@ -193,6 +194,7 @@ const concat = (chunks: ReadonlyArray<Uint8Array>): Uint8Array => {
 }
 
 const decoder = new TextDecoder()
+const encoder = new TextEncoder()
 
 interface Held {
   readonly ref: string
@@ -518,6 +520,13 @@ const make = (config: GatewayConfig) =>
             yield* dispatch.suspect(machine, vc)
             return yield* inferenceError(502, "machine_error", `Machine ${machine.id} answered with a body that is not JSON.`)
           }
+          // Forecasts and embeddings are held to the spec's shape (Answers.ts); the rest goes on as it came.
+          const answer = shapeAnswer(vc, json)
+          if (answer._tag === "Broken") {
+            yield* dispatch.suspect(machine, vc)
+            return yield* inferenceError(502, "machine_error", `Machine ${machine.id} answered with ${answer.reason}; nothing is charged, retry with backoff.`)
+          }
+          const answered = answer._tag === "Rewritten" ? encoder.encode(JSON.stringify(answer.json)) : bytes
           const reported = reportedUsage(vc, json)
           const usage = reported ?? estimatedUsage(vc, completionChars(json))
           if (reported === undefined) yield* Effect.logWarning(`gateway: machine ${machine.id} reported no usage; billing an estimate`)
@@ -527,7 +536,7 @@ const make = (config: GatewayConfig) =>
             const metering = meter(caller, vc, machine.id, mine, usage)
             return config.settleInline ? metering : forkAfter(metering)
           }))
-          return { _tag: "Body", status: response.status, contentType: "application/json", body: bytes } satisfies GatewayResponse as GatewayResponse
+          return { _tag: "Body", status: response.status, contentType: "application/json", body: answered } satisfies GatewayResponse as GatewayResponse
         })
 
         // Whatever ends the call before metering took the reservation over releases it.

@@ -8,7 +8,7 @@
  * - The body is a Stream of the bytes as they arrive; a break while it streams ends it with
  *   MachineFailure "dropped"; interrupting its consumption cancels the read and so the request.
  */
-import { Effect, Layer, Stream } from "effect"
+import { Effect, Layer, Result, Stream } from "effect"
 import { MachineClient, MachineFailure, type MachineResponse, type MachineTarget } from "../ports/MachineClient.ts"
 
 const JSON_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" }
@@ -41,6 +41,24 @@ const bodyOf = (machine: MachineTarget, response: Response): Stream.Stream<Uint8
         message: `The answer of machine ${machine.id} broke off: ${describe(error)}`
       })
   })
+}
+
+/**
+ * The JSON text of a call's body, or MachineFailure "unsendable" when it has none (nested too deep
+ * for JSON.stringify, a BigInt, a cycle): a body never kills the client, and nothing is sent.
+ */
+export const encodeBody = (machine: MachineTarget, body: unknown): Result.Result<string, MachineFailure> => {
+  try {
+    return Result.succeed(JSON.stringify(body))
+  } catch (error) {
+    return Result.fail(
+      new MachineFailure({
+        machine_id: machine.id,
+        reason: "unsendable",
+        message: `The body of a call to machine ${machine.id} cannot be encoded as JSON: ${describe(error)}`
+      })
+    )
+  }
 }
 
 /** Joins a base URL (with or without a trailing slash) and a path starting with "/". */
@@ -78,14 +96,15 @@ export const makeMachineHttp = (fetchImpl: typeof fetch = globalThis.fetch): Mac
 
   return MachineClient.of({
     post: (machine, path, body, options) =>
-      Effect.map(
-        request(machine, path, { method: "POST", headers: JSON_HEADERS, body: JSON.stringify(body) }, options.firstByteTimeoutMs),
-        (response): MachineResponse => ({
-          status: response.status,
-          headers: headersOf(response.headers),
-          body: bodyOf(machine, response)
-        })
-      ),
+      Effect.flatMap(Effect.fromResult(encodeBody(machine, body)), (text) =>
+        Effect.map(
+          request(machine, path, { method: "POST", headers: JSON_HEADERS, body: text }, options.firstByteTimeoutMs),
+          (response): MachineResponse => ({
+            status: response.status,
+            headers: headersOf(response.headers),
+            body: bodyOf(machine, response)
+          })
+        )),
     models: (machine, timeoutMs) =>
       Effect.gen(function*() {
         const response = yield* request(machine, "/models", { method: "GET" }, timeoutMs)

@@ -8,6 +8,7 @@
  * Never throws and never dies: every bad input is an InferenceError of status 400 or 404.
  */
 import { Effect, Result, Schema, SchemaIssue } from "effect"
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from "../Limits.ts"
 import type { CatalogueConfig, ModelConfig } from "../CatalogueConfig.ts"
 import { type InferenceError, inferenceError } from "../Errors.ts"
 import { ChatRequest, EmbeddingRequest, ForecastRequest, ImageRequest, MAX_EMBEDDING_TEXTS } from "../Inference.ts"
@@ -25,10 +26,13 @@ export interface ValidCall {
   /**
    * What to send to the machine: the client's body minus `machine`; for chat with max_tokens set
    * to the effective cap (see `maxOutputTokens`) and enable_thinking kept only for reasoning
-   * models; for embeddings without encoding_format (the platform always answers float arrays);
-   * for forecasts with the history cut to the model's history limit.
+   * models; for embeddings without encoding_format (the machine is always asked for float
+   * arrays; the gateway encodes them as the client asked, see `encodingFormat`); for forecasts
+   * with the history cut to the model's history limit.
    */
   readonly body: Record<string, unknown>
+  /** Embeddings only: how the client wants its vectors (OpenAI's encoding_format; default float). */
+  readonly encodingFormat?: "float" | "base64" | undefined
   /** Upper bound on output tokens (chat): the max_tokens the machine is sent. 0 elsewhere. */
   readonly maxOutputTokens: number
   /**
@@ -269,6 +273,7 @@ const embeddings = Effect.fnUntraced(function*({ raw, model, machine }: Located)
     machine,
     stream: false,
     body: without(raw, "machine", "encoding_format"),
+    encodingFormat: req.encoding_format ?? "float",
     maxOutputTokens: 0,
     inputBytes: texts.reduce((n, t) => n + utf8Bytes(t), 0),
     requests: 1
@@ -280,8 +285,23 @@ const forecastCode = (path: string) => {
   return top === "history" ? "invalid_history" : top === "horizon" ? "invalid_horizon" : "invalid_input"
 }
 
+/**
+ * The largest history magnitude accepted. Beyond it a model's arithmetic breaks down: squares and
+ * sums of squares of 512 values stay finite even in float32 (the precision of GPU forecasting
+ * models) only below about 1e17, and 1e308 overflows float64 at once (the answer would be null
+ * points). Beyond 2^53 integers are not even exact. A series this large can be rescaled.
+ */
+export const MAX_HISTORY_MAGNITUDE = 1e15
+
 const forecasts = Effect.fnUntraced(function*({ raw, model, machine }: Located) {
   const req = yield* decode(ForecastRequest, raw, forecastCode)
+  const huge = req.history.findIndex((x) => Math.abs(x) > MAX_HISTORY_MAGNITUDE)
+  if (huge >= 0) {
+    return yield* bad(
+      "invalid_history",
+      `history[${huge}]: ${req.history[huge]} is beyond the largest magnitude a forecasting model takes (${MAX_HISTORY_MAGNITUDE}); rescale the series.`
+    )
+  }
   const maxHorizon = model.limits?.max_horizon
   if (maxHorizon !== undefined && req.horizon > maxHorizon) {
     return yield* bad("invalid_horizon", `horizon: ${model.id} forecasts at most ${maxHorizon} steps (got ${req.horizon}).`)
@@ -321,8 +341,13 @@ export const validateCall = (
   endpoint: Endpoint,
   raw: unknown,
   config: CatalogueConfig
-): Effect.Effect<ValidCall, InferenceError> =>
-  Effect.flatMap(locate(endpoint, raw, config), (located): Effect.Effect<ValidCall, InferenceError> => {
+): Effect.Effect<ValidCall, InferenceError> => {
+  // Depth first, before any decoding: schema decoding, JSON.stringify and every recursive walk of
+  // a body nested thousands of levels would overflow the stack.
+  if (exceedsJsonDepth(raw)) {
+    return Effect.fail(invalid(`The request body nests deeper than ${MAX_JSON_DEPTH} levels of objects and arrays.`))
+  }
+  return Effect.flatMap(locate(endpoint, raw, config), (located): Effect.Effect<ValidCall, InferenceError> => {
     switch (endpoint) {
       case "/v1/chat/completions":
         return chat(located)
@@ -334,6 +359,13 @@ export const validateCall = (
         return images(located)
     }
   }).pipe(
-    // Last line of defence: a defect in validation answers 400, never a 500.
-    Effect.catchDefect((defect) => Effect.fail(invalid(`The request body could not be validated: ${String(defect)}`)))
+    // Last line of defence: a defect in validation answers 400, never a 500, and its text (a
+    // stack overflow, an engine message) stays in the log.
+    Effect.catchDefect((defect) =>
+      Effect.andThen(
+        Effect.logError("gateway: validation died on a request body", defect),
+        Effect.fail(invalid("The request body could not be validated."))
+      )
+    )
   )
+}
