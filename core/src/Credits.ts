@@ -3,7 +3,9 @@
  * tickets and their redemption. JSON shapes only; the ledger behind them lives elsewhere.
  */
 import { Schema } from "effect"
+import { MAX_SHORT_TEXT_LENGTH } from "./Limits.ts"
 import { CreditAmount } from "./Money.ts"
+import { isText } from "./Text.ts"
 import { Timestamp } from "./Time.ts"
 
 /** Credits usable anywhere (machine_id null) or pinned to one machine. */
@@ -56,7 +58,11 @@ export type TicketList = typeof TicketList.Type
 
 /** POST /credits/redeem body. */
 export const RedeemTicket = Schema.Struct({
-  code: Schema.String.check(Schema.isNonEmpty({ message: "code must not be empty" }))
+  code: Schema.String.check(
+    isText,
+    Schema.isNonEmpty({ message: "code must not be empty" }),
+    Schema.isMaxLength(MAX_SHORT_TEXT_LENGTH)
+  )
 })
 export type RedeemTicket = typeof RedeemTicket.Type
 

@@ -56,7 +56,8 @@ export const platformCodeForStatus = (status: number): string =>
     409: "conflict",
     413: "payload_too_large",
     415: "unsupported_media_type",
-    429: "rate_limited"
+    429: "rate_limited",
+    431: "headers_too_large"
   })[status] ?? (status >= 500 ? "internal_error" : "invalid_request")
 
 // ---- Inference surface --------------------------------------------------------------------
@@ -77,7 +78,9 @@ export const inferenceTypeForStatus = (status: number): string =>
     404: "not_found_error",
     405: "invalid_request_error",
     409: "conflict_error",
+    413: "invalid_request_error",
     415: "invalid_request_error",
+    431: "invalid_request_error",
     429: "rate_limit_error"
   })[status] ?? (status >= 500 ? "server_error" : "invalid_request_error")
 

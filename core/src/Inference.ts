@@ -5,6 +5,7 @@
  * are OpenAI's and come from the machine. Every body may name a `machine`.
  */
 import { Schema } from "effect"
+import { MAX_EMBEDDING_TEXTS } from "./Limits.ts"
 
 const Rest = [Schema.Record(Schema.String, Schema.Unknown)] as const
 const ModelId = Schema.String.check(Schema.isNonEmpty({ expected: "a model id" }))
@@ -90,7 +91,8 @@ export type ChatRequest = typeof ChatRequest.Type
 
 // ---- Embeddings (POST /v1/embeddings) -----------------------------------------------------
 
-export const MAX_EMBEDDING_TEXTS = 256
+/** Texts of one embeddings request (core/src/Limits.ts). */
+export { MAX_EMBEDDING_TEXTS }
 
 export const EmbeddingRequest = Schema.Struct({
   model: ModelId,

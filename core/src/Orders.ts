@@ -5,7 +5,9 @@
  */
 import { Schema } from "effect"
 import { Ticket } from "./Credits.ts"
+import { MAX_ID_LENGTH } from "./Limits.ts"
 import { CreditAmount } from "./Money.ts"
+import { Text } from "./Text.ts"
 import { Timestamp } from "./Time.ts"
 
 export const OrderTypeValues = ["credits", "package", "rental", "subscription"] as const
@@ -64,7 +66,7 @@ export type OrderList = typeof OrderList.Type
 
 // ---- Order body (POST /quotes and POST /orders) -------------------------------------------
 
-const Id = Schema.String.check(Schema.isNonEmpty({ expected: "a non-empty id" }))
+const Id = Text(1, MAX_ID_LENGTH)
 const IntAtLeast = (minimum: number) =>
   Schema.Int.check(Schema.isGreaterThanOrEqualTo(minimum, { expected: `an integer of at least ${minimum}` }))
 

@@ -11,7 +11,7 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context as LambdaContext } from "aws-lambda"
 import { FirstStart, type Owner } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
-import { AppRoutes, type PlatformOptions, PlatformServices, type PlatformStores } from "@model-platform/core/api/Http"
+import { AppRoutes, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/api/Http"
 import { errorBody } from "@model-platform/core/api/ErrorShape"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
@@ -102,7 +102,7 @@ const buildApp = async (
     const context = await runtime.context()
     const web = HttpRouter.toWebHandler(
       AppRoutes.pipe(Layer.provide(Layer.succeedContext(context)), Layer.provide(HttpServer.layerServices)),
-      { disableLogger: true }
+      { disableLogger: true, routerConfig: ROUTER_CONFIG }
     )
     return {
       owner,

@@ -5,10 +5,13 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { FirstStart } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
-import { AppRoutes, type PlatformOptions, PlatformServices, type PlatformStores } from "@model-platform/core/api/Http"
+import { errorBody } from "@model-platform/core/api/ErrorShape"
+import { AppRoutes, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/api/Http"
+import { MAX_HEADER_BYTES } from "@model-platform/core/Limits"
 import { Layer } from "effect"
 import { HttpRouter } from "effect/http"
-import { createServer } from "node:http"
+import { createServer, STATUS_CODES } from "node:http"
+import type { Duplex } from "node:stream"
 import { MachineNodeHttpLayer } from "./MachineNodeHttp.ts"
 
 export type Stores = PlatformStores
@@ -36,8 +39,33 @@ export const serverLayer = <E, R>(options: ServerOptions, stores: Layer.Layer<St
     machineClient: options.platform?.machineClient ?? MachineNodeHttpLayer,
     publicUrl: options.publicUrl
   }).pipe(Layer.provideMerge(stores))
-  const http = HttpRouter.serve(AppRoutes, { disableListenLog: true, disableLogger: true }).pipe(
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host }))
+  const http = HttpRouter.serve(AppRoutes, { disableListenLog: true, disableLogger: true, routerConfig: ROUTER_CONFIG }).pipe(
+    Layer.provideMerge(NodeHttpServer.layer(makeNodeServer, { port: options.port, host: options.host }))
   )
   return Layer.mergeAll(http, FirstStart.layer(options.ownerEmail)).pipe(Layer.provideMerge(services))
+}
+
+/**
+ * The node:http server: its parser refuses a request line and headers over MAX_HEADER_BYTES (431)
+ * before the platform sees the request, so those refusals, and a request that is not HTTP at all,
+ * are answered here in the platform's JSON error shape instead of Node's empty ones.
+ */
+const makeNodeServer = () =>
+  createServer({ maxHeaderSize: MAX_HEADER_BYTES }).on("clientError", answerClientError)
+
+const answerClientError = (error: Error & { readonly code?: string; readonly rawPacket?: Buffer }, socket: Duplex) => {
+  // As Node's own handler: nothing to answer on a connection the client already closed.
+  if (error.code === "ECONNRESET" || !socket.writable) return socket.destroy()
+  const [status, message] = error.code === "HPE_HEADER_OVERFLOW"
+    ? [431, `The request line and headers are larger than ${MAX_HEADER_BYTES} bytes.`] as const
+    : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+    ? [408, "The request did not arrive in time."] as const
+    : [400, "The request is not valid HTTP."] as const
+  // The path picks the surface's shape (/v1: inference); the request line is what arrived first.
+  const target = /^[A-Z]+ (\S+)/.exec(error.rawPacket?.toString("latin1") ?? "")?.[1] ?? "/"
+  const body = JSON.stringify(errorBody(target.split("?")[0] ?? "/", status, message))
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
+  )
 }

@@ -5,7 +5,7 @@
  */
 import { FirstStart } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
-import { AppRoutes, type PlatformOptions, PlatformServices, type PlatformStores } from "@model-platform/core/api/Http"
+import { AppRoutes, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/api/Http"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createAccount } from "./Accounts.ts"
@@ -27,7 +27,7 @@ export const startInProcess = async <S extends PlatformStores, E>(
   const context = await runtime.context()
   const { handler, dispose } = HttpRouter.toWebHandler(
     AppRoutes.pipe(Layer.provide(Layer.succeedContext(context)), Layer.provide(HttpServer.layerServices)),
-    { disableLogger: true }
+    { disableLogger: true, routerConfig: ROUTER_CONFIG }
   )
   return {
     ownerSecret: owner?.key.secret ?? "",

@@ -9,9 +9,11 @@ import { BillingSummary, Receipt, ReceiptList } from "../Billing.ts"
 import * as Catalogue from "../Catalogue.ts"
 import { ActivityList, CreditBalance, RedeemResponse, RedeemTicket, TicketList } from "../Credits.ts"
 import * as Errors from "../Errors.ts"
+import { MAX_ID_LENGTH, MAX_NAME_LENGTH, MAX_PERMISSIONS, MAX_SHORT_TEXT_LENGTH } from "../Limits.ts"
 import { CreatedKey, Key } from "../Keys.ts"
 import { CreateOrder, Order, OrderList, PayOrder, Quote } from "../Orders.ts"
 import { Permission } from "../Permissions.ts"
+import { Text } from "../Text.ts"
 import { SchemaErrors } from "./ErrorShape.ts"
 import { Idempotency } from "./Idempotency.ts"
 import { Authentication, RequiredPermission } from "./Security.ts"
@@ -19,7 +21,9 @@ import { Authentication, RequiredPermission } from "./Security.ts"
 const list = <S extends Schema.Top>(item: S) => Schema.Struct({ data: Schema.Array(item) })
 
 const BooleanFromString = Schema.Literals(["true", "false"])
-const Id = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(128))
+const Id = Text(1, MAX_ID_LENGTH)
+/** A free-form query filter (region, operator...): compared, never stored, but still client text. */
+const Filter = Text(0, MAX_SHORT_TEXT_LENGTH)
 /** A `limit` query: a number here; the use-case checks its range and says what it accepts. */
 const Limit = Schema.optionalKey(Schema.FiniteFromString)
 
@@ -34,10 +38,10 @@ export class CatalogueGroup extends HttpApiGroup.make("catalogue")
     HttpApiEndpoint.get("machines", "/machines", {
       query: {
         service: Schema.optionalKey(Schema.Literals(["serverless", "rent", "subscribe"])),
-        region: Schema.optionalKey(Schema.String),
+        region: Schema.optionalKey(Filter),
         gpu: Schema.optionalKey(BooleanFromString),
-        operator: Schema.optionalKey(Schema.String),
-        model: Schema.optionalKey(Schema.String)
+        operator: Schema.optionalKey(Filter),
+        model: Schema.optionalKey(Filter)
       },
       success: list(Catalogue.Machine)
     }),
@@ -53,7 +57,7 @@ export class CatalogueGroup extends HttpApiGroup.make("catalogue")
       error: Errors.NotFound
     }),
     HttpApiEndpoint.get("route", "/route", {
-      query: { model: Id, region: Schema.optionalKey(Schema.String) },
+      query: { model: Id, region: Schema.optionalKey(Filter) },
       success: Catalogue.RoutePreview,
       error: Errors.NotFound
     }),
@@ -71,8 +75,8 @@ export class CatalogueGroup extends HttpApiGroup.make("catalogue")
 {}
 
 export const CreateKeyBody = Schema.Struct({
-  name: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(128)),
-  permissions: Schema.optionalKey(Schema.Array(Permission)),
+  name: Text(1, MAX_NAME_LENGTH),
+  permissions: Schema.optionalKey(Schema.Array(Permission).check(Schema.isMaxLength(MAX_PERMISSIONS))),
   machine_id: Schema.optional(Schema.NullOr(Id)),
   subscription_id: Schema.optional(Schema.NullOr(Id)),
   rental_id: Schema.optional(Schema.NullOr(Id))

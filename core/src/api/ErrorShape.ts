@@ -105,7 +105,7 @@ export const ErrorShapeMiddleware = HttpRouter.middleware((httpEffect) =>
   }), { global: true })
 
 /**
- * The last route: answers 405 when the path exists for another method, else 404.
+ * The last route: answers 405 when the path exists only for other methods, else 404.
  * Built from the API definitions so it knows every path they serve.
  */
 interface RouteTable {
@@ -127,6 +127,11 @@ export const fallbackRoute = (apis: ReadonlyArray<RouteTable>, extraPaths: Reado
   return HttpRouter.add("*", "*", (request) => {
     const path = new URL(request.url, "http://x").pathname
     const allowed = [...new Set(patterns.filter((p) => p.regex.test(path)).map((p) => p.method))]
+    // The path has a route for this very method, yet the router took none: an id in it that no
+    // route can take (longer than any id). Nothing is there; a 405 would name the method sent.
+    if (allowed.includes(request.method) || (request.method === "HEAD" && allowed.includes("GET"))) {
+      return Effect.succeed(errorResponse(path, 404, `Nothing is found at ${path}.`))
+    }
     if (allowed.length > 0) {
       return Effect.succeed(
         HttpServerResponse.setHeader(

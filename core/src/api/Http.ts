@@ -16,6 +16,7 @@ import { HealthChecker, type HealthCheckerOptions } from "../gateway/HealthCheck
 import { ReservationSweeper, type ReservationSweeperOptions } from "../ReservationSweeper.ts"
 import { MachineHttpLayer } from "../gateway/MachineHttp.ts"
 import { Ledger } from "../Ledger.ts"
+import { MAX_ID_LENGTH } from "../Limits.ts"
 import { Orders, Tickets } from "../OrderService.ts"
 import type { AccountStore } from "../ports/AccountStore.ts"
 import { CardProcessor } from "../ports/CardProcessor.ts"
@@ -37,11 +38,18 @@ import { InferenceRoutes } from "./InferenceRoutes.ts"
 import { PlatformHandlers } from "./Handlers.ts"
 import { Idempotency } from "./Idempotency.ts"
 import { RequestBaseUrl } from "./PublicUrl.ts"
+import { RequestLimitsMiddleware } from "./RequestLimits.ts"
 import { Authentication } from "./Security.ts"
 import { SimulatedApi, SimulatedHandlers } from "./Simulated.ts"
 
 export const OPENAPI_PATH = "/openapi.json"
 export const DOCS_PATH = "/docs"
+
+/**
+ * The router's settings, for every shell's `HttpRouter.serve` / `toWebHandler`: a path parameter
+ * as long as the longest id (Limits.ts), where the router's default would stop at 100 characters.
+ */
+export const ROUTER_CONFIG = { maxParamLength: MAX_ID_LENGTH }
 
 /**
  * Every store the platform needs, in one place: each shell provides all of them (memory, Postgres
@@ -189,5 +197,6 @@ export const AppRoutes = Layer.mergeAll(
   RootRoute,
   InferenceRoutes,
   fallbackRoute([PlatformApi, SimulatedApi, InferenceApi], [OPENAPI_PATH, DOCS_PATH, INFERENCE_OPENAPI_PATH]),
-  ErrorShapeMiddleware
+  ErrorShapeMiddleware,
+  RequestLimitsMiddleware
 )

@@ -10,13 +10,14 @@ import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
 import * as Errors from "../Errors.ts"
 import { hashSecret } from "../Keys.ts"
+import { MAX_IDEMPOTENCY_KEY_LENGTH } from "../Limits.ts"
 import { IdempotencyStore } from "../ports/IdempotencyStore.ts"
+import { textProblem } from "../Text.ts"
 import * as Time from "../Time.ts"
 import { CurrentCaller } from "./Security.ts"
 
 export const IDEMPOTENCY_HEADER = "idempotency-key"
 export const REPLAYED_HEADER = "idempotent-replayed"
-const MAX_KEY_LENGTH = 255
 /**
  * A claim with no response after this long belongs to a process that died mid-request (no code
  * ran to release it); a new request under the key may take it over.
@@ -35,11 +36,16 @@ export class Idempotency extends HttpApiMiddleware.Service<Idempotency, { requir
         const request = yield* HttpServerRequest.HttpServerRequest
         const key = request.headers[IDEMPOTENCY_HEADER]
         if (key === undefined) return yield* httpEffect
-        if (key.length === 0 || key.length > MAX_KEY_LENGTH) {
+        if (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
           return yield* Errors.badRequest(
             "invalid_request",
-            `The Idempotency-Key header must be 1 to ${MAX_KEY_LENGTH} characters.`
+            `The Idempotency-Key header must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`
           )
+        }
+        // The key is stored: the same text rule as every other string a client sends.
+        const problem = textProblem(key)
+        if (problem !== undefined) {
+          return yield* Errors.badRequest("invalid_request", `header "Idempotency-Key": ${problem}.`)
         }
         const caller = yield* CurrentCaller
         const body = yield* Effect.orElseSucceed(request.text, () => "")

@@ -17,30 +17,32 @@ import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/h
 import { Catalogue } from "../Catalogue.ts"
 import * as Errors from "../Errors.ts"
 import { randomBytes } from "../Keys.ts"
+import { MAX_SHORT_TEXT_LENGTH } from "../Limits.ts"
 import { Orders } from "../OrderService.ts"
 import { AccountStore } from "../ports/AccountStore.ts"
 import type { Transfer } from "../ports/StablecoinRail.ts"
+import { Text } from "../Text.ts"
 import * as Time from "../Time.ts"
 import { SchemaErrors } from "./ErrorShape.ts"
 import { Authentication, CurrentCaller, RequiredPermission } from "./Security.ts"
 
 export const SIMULATED_DEPOSITS_PATH = "/_simulated/deposits"
 
-const Text = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200))
+const Field = Text(1, MAX_SHORT_TEXT_LENGTH)
 
 export const SimulatedDepositBody = Schema.Struct({
   /** Send to this order's deposit address, in its chain and token (the default amount: what remains). */
-  order_id: Schema.optionalKey(Text),
+  order_id: Schema.optionalKey(Field),
   /** Or send to this address (amount required; chain and token too unless one option exists). */
-  to: Schema.optionalKey(Text),
+  to: Schema.optionalKey(Field),
   /** Exact decimal in token units, e.g. "25" or "25.000000". */
-  amount: Schema.optionalKey(Text),
-  chain: Schema.optionalKey(Text),
-  token: Schema.optionalKey(Text),
+  amount: Schema.optionalKey(Field),
+  chain: Schema.optionalKey(Field),
+  token: Schema.optionalKey(Field),
   /** Chain time of the transfer; now when absent (an earlier or later time simulates timing). */
   at: Schema.optionalKey(Time.Timestamp),
   /** Transaction id; a fresh one when absent. The same tx again is a replay and changes nothing. */
-  tx: Schema.optionalKey(Text)
+  tx: Schema.optionalKey(Field)
 })
 export type SimulatedDepositBody = typeof SimulatedDepositBody.Type
 
