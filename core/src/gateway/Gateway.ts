@@ -22,15 +22,16 @@
  *     the first byte, or a 404/408/429/5xx answer moves on to the next (502 machine_unreachable /
  *     machine_error, or 503 no_capacity, when all fail); another 4xx is the client's and is passed
  *     on (not charged);
- *  6. answer: the machine's JSON as it is, or its server-sent events through Streaming.ts; then,
- *     in the background, settle the reservation to the real cost and write one usage record
- *     (GatewayStore.commit, calls metered meanwhile by other requests going in the same batch).
+ *  6. answer: the machine's JSON as it is, or its server-sent events through Streaming.ts; then
+ *     settle (Settlement.ts): journal the completed call, settle the reservation to the real cost
+ *     and write one usage record (GatewayStore.commit, calls metered meanwhile by other requests
+ *     going in the same batch), in the background, retried while the store is unavailable.
  *
  * Store round trips per call (non-streaming, PostgreSQL): one before the answer (admission), one
  * after it (metering), each shared with the other calls of its batch. Purchased credits (for the
  * tier) are cached in process for tierCacheMs.
  */
-import { Clock, Context, Effect, Fiber, FiberSet, Layer, Schema, Semaphore, Stream } from "effect"
+import { Clock, Context, Effect, Fiber, Layer, Schema, Semaphore, Stream } from "effect"
 import { ApiKeys, type Caller, TOUCH_INTERVAL_MS } from "../ApiKeys.ts"
 import { makeBatcher } from "../Batcher.ts"
 import { Catalogue } from "../Catalogue.ts"
@@ -39,29 +40,17 @@ import { rpmAt, tierTable } from "../billing/Tiers.ts"
 import { chargingGate } from "../Charging.ts"
 import { type InferenceError, inferenceError } from "../Errors.ts"
 import { generateId } from "../Keys.ts"
-import { Ledger, settlementOf, spendingOrder } from "../Ledger.ts"
+import { Ledger, spendingOrder } from "../Ledger.ts"
 import { microToCredits } from "../Money.ts"
-import { type Admission, type AdmissionResult, GatewayStore, type Metered } from "../ports/GatewayStore.ts"
-import type { Allocation } from "../ports/LedgerStore.ts"
+import { type Admission, type AdmissionResult, GatewayStore } from "../ports/GatewayStore.ts"
 import { MachineClient, type MachineFailure, type MachineResponse } from "../ports/MachineClient.ts"
 import { OrderStore } from "../ports/OrderStore.ts"
 import { windowStartOf } from "../ports/RateLimitStore.ts"
-import type { UsageRecord } from "../ports/UsageStore.ts"
 import * as Time from "../Time.ts"
-import {
-  boundOf,
-  completionChars,
-  costOf,
-  estimatedUsage,
-  isFree,
-  type Prices,
-  pricesOf,
-  type Quantities,
-  reportedUsage,
-  unitOf
-} from "./Metering.ts"
+import { boundOf, completionChars, costOf, estimatedUsage, isFree, type Prices, pricesOf, reportedUsage } from "./Metering.ts"
 import { shapeAnswer } from "./Answers.ts"
 import { machinePath, makeDispatch } from "./Dispatch.ts"
+import { type Held, makeSettlement } from "./Settlement.ts"
 import { startStream, type StreamOutcome } from "./Streaming.ts"
 import { type Endpoint, validateCall, type ValidCall } from "./Validation.ts"
 
@@ -110,6 +99,11 @@ export interface GatewayConfig {
   readonly speculationWindowMs: number
   /** At most this many admissions, or calls' settlements and usage records, go in one store step. */
   readonly storeBatch: number
+  /**
+   * settleInline: how long metering is retried while the store is unavailable before the call
+   * answers 503 store_unavailable instead of its answer (Settlement.ts).
+   */
+  readonly inlineRetryMs: number
 }
 
 export const defaultGatewayConfig: GatewayConfig = {
@@ -129,7 +123,8 @@ export const defaultGatewayConfig: GatewayConfig = {
   settleInline: false,
   speculativeDispatch: true,
   speculationWindowMs: 10_000,
-  storeBatch: 64
+  storeBatch: 64,
+  inlineRetryMs: 5_000
 }
 
 /** A reservation outlives the longest call and its drain by this margin before it expires. */
@@ -196,12 +191,6 @@ const concat = (chunks: ReadonlyArray<Uint8Array>): Uint8Array => {
 const decoder = new TextDecoder()
 const encoder = new TextEncoder()
 
-interface Held {
-  readonly ref: string
-  readonly machineId: string
-  readonly allocations: ReadonlyArray<Allocation>
-}
-
 /** Whether a reservation made for one machine may pay a call on another (no pinned credits in it). */
 const usableOn = (held: Held, machineId: string) =>
   held.machineId === machineId || held.allocations.every((a) => a.machine_id === null)
@@ -225,16 +214,15 @@ const make = (config: GatewayConfig) =>
     const reservationTtlMs = Math.max(config.firstByteTimeoutMs, config.maxStreamMs) + config.drainTimeoutMs +
       RESERVATION_MARGIN_MS
 
-    const background = yield* FiberSet.make<void, never>()
-    yield* Effect.addFinalizer(() => FiberSet.awaitEmpty(background).pipe(Effect.timeoutOption(10_000), Effect.asVoid))
+    // Settlement, and the background work that outlives requests (Settlement.ts).
+    const settlement = yield* makeSettlement({
+      storeBatch: config.storeBatch,
+      settleInline: config.settleInline,
+      inlineRetryMs: config.inlineRetryMs,
+      reservationTtlMs
+    })
+    const { fork, forkAfter, release } = settlement
     const drains = yield* Semaphore.make(config.maxDrains)
-    const fork = (effect: Effect.Effect<void>) => Effect.asVoid(FiberSet.run(background, effect))
-    /**
-     * Background work that starts after the current fiber yields, so the answer in hand is sent
-     * first (started at once, metering would build and send its first store statement before it).
-     */
-    const forkAfter = (effect: Effect.Effect<void>) =>
-      Effect.asVoid(FiberSet.run(background, effect, { startImmediately: false }))
 
     // -- tiers (purchased credits cached per account) --
     const purchased = new Map<string, { value: bigint; at: number }>()
@@ -274,51 +262,8 @@ const make = (config: GatewayConfig) =>
     const likelyAdmitted = (caller: Caller, now: number) =>
       config.speculativeDispatch && now - stateOf(caller).admittedAt < config.speculationWindowMs
 
-    // -- admission and metering, each written in batches (group commit) --
+    // -- admission, written in batches (group commit) --
     const admissions = makeBatcher((batch: ReadonlyArray<Admission>) => store.admit(batch), config.storeBatch)
-    const metering = makeBatcher((calls: ReadonlyArray<Metered>) => store.commit(calls), config.storeBatch)
-    const meter = (
-      caller: Caller,
-      call: ValidCall,
-      machineId: string,
-      held: Held | undefined,
-      usage: Quantities
-    ) =>
-      Effect.gen(function*() {
-        const price = prices.get(call.model.id)!
-        const list = costOf(price, usage)
-        const settlement = held === undefined
-          ? undefined
-          : yield* settlementOf(held.ref, list, { account_id: caller.account.id, allocations: held.allocations })
-        const { unit, quantity } = unitOf(call, price, usage)
-        const record: UsageRecord = {
-          ref: held?.ref ?? (yield* generateId("usage")),
-          account_id: caller.account.id,
-          at: yield* Time.now,
-          key_id: caller.key.id,
-          agent_id: caller.key.agent_id,
-          machine_id: machineId,
-          service: call.model.service,
-          model: call.model.id,
-          unit,
-          quantity,
-          input_tokens: usage.input_tokens,
-          output_tokens: usage.output_tokens,
-          list_credits: list,
-          // Only a priced call holds a reservation; the store writes 0 when it is no longer pending.
-          credits: settlement === undefined ? 0n : list,
-          from_allowance: 0n,
-          from_trial: 0n
-        }
-        const result = yield* metering.submit({ settlement, record })
-        if (result.settlement === "not_pending") {
-          yield* Effect.logWarning(`gateway: reservation ${record.ref} was no longer pending at settlement; nothing charged`)
-        }
-      }).pipe(Effect.catchCause((cause) => Effect.logError("gateway: metering failed", cause)), Effect.uninterruptible)
-
-    const release = (held: Held | undefined) =>
-      held === undefined ? Effect.void : Effect.asVoid(ledger.void(held.ref))
-
     const readAll = (body: Stream.Stream<Uint8Array, MachineFailure>) =>
       Effect.map(Stream.runCollect(body), (chunks) => concat(Array.from(chunks)))
 
@@ -358,8 +303,11 @@ const make = (config: GatewayConfig) =>
         const reserve = (machineId: string) =>
           Effect.map(
             ledger.reserve(caller.account.id, machineId, bound, expiresAt),
-            (r) => (r._tag === "Reserved" ? { ref: r.ref, machineId, allocations: r.allocations } satisfies Held : r)
-          )
+            (r) =>
+              r._tag === "Reserved"
+                ? { ref: r.ref, machineId, allocations: r.allocations, expiresAt: now + reservationTtlMs } satisfies Held
+                : r
+          ).pipe(Effect.tap((r) => ("_tag" in r ? Effect.void : settlement.opened(r.ref))))
 
         const body = vc.stream
           ? { ...vc.body, stream_options: { ...(typeof vc.body.stream_options === "object" ? vc.body.stream_options : {}), include_usage: true } }
@@ -382,10 +330,12 @@ const make = (config: GatewayConfig) =>
         })
 
         // Admission, one store step: the key still live, its use, the rpm count, the first reservation.
+        const ref = priced ? yield* generateId("usage") : undefined
         const admit = Effect.gen(function*() {
           const rpm = yield* rpmOf(caller.account.id, now)
           const windowStart = windowStartOf(now, config.rateWindowMs)
-          const ref = priced ? yield* generateId("usage") : undefined
+          // Journaled first: a process killed from here on has the reservation released at restart.
+          if (ref !== undefined) yield* settlement.opened(ref)
           const admission: AdmissionResult = yield* admissions.submit({
             account_id: caller.account.id,
             key_id: caller.key.id,
@@ -430,12 +380,17 @@ const make = (config: GatewayConfig) =>
           stateOf(caller).admittedAt = now
           return reserved === undefined || ref === undefined
             ? undefined
-            : { ref, machineId: first.id, allocations: reserved.allocations } satisfies Held
+            : { ref, machineId: first.id, allocations: reserved.allocations, expiresAt: now + reservationTtlMs } satisfies Held
         })
-        const firstHold = yield* admit.pipe(Effect.onError(() => {
-          stateOf(caller).admittedAt = 0
-          return abandon
-        }))
+        const firstHold = yield* admit.pipe(
+          Effect.onExit((exit) =>
+            ref === undefined || (exit._tag === "Success" && exit.value !== undefined) ? Effect.void : settlement.abandon(ref, exit)
+          ),
+          Effect.onError(() => {
+            stateOf(caller).admittedAt = 0
+            return abandon
+          })
+        )
 
         // From here on `held` is the call's reservation until it is handed to metering.
         let held: Held | undefined = firstHold
@@ -501,7 +456,10 @@ const make = (config: GatewayConfig) =>
                     if (outcome._tag === "Estimated") {
                       yield* Effect.logWarning(`gateway: billing an estimate for a stream from ${machine.id}: ${outcome.reason}`)
                     }
-                    yield* meter(caller, vc, machine.id, mine, usage)
+                    // The stream has ended for the client: metering can no longer refuse it.
+                    yield* settlement.complete({ caller, call: vc, machineId: machine.id, price, held: mine, usage }).pipe(
+                      Effect.catchDefect((defect) => Effect.logError("gateway: a streamed call could not be metered", defect))
+                    )
                   }).pipe(Effect.uninterruptible)
               })
               return { _tag: "Events", stream } satisfies GatewayResponse as GatewayResponse
@@ -530,11 +488,11 @@ const make = (config: GatewayConfig) =>
           const reported = reportedUsage(vc, json)
           const usage = reported ?? estimatedUsage(vc, completionChars(json))
           if (reported === undefined) yield* Effect.logWarning(`gateway: machine ${machine.id} reported no usage; billing an estimate`)
+          // Journaled before the answer is handed over, then settled: in the background, or inline.
           yield* Effect.uninterruptible(Effect.suspend(() => {
             const mine = held
             held = undefined
-            const metering = meter(caller, vc, machine.id, mine, usage)
-            return config.settleInline ? metering : forkAfter(metering)
+            return settlement.complete({ caller, call: vc, machineId: machine.id, price, held: mine, usage })
           }))
           return { _tag: "Body", status: response.status, contentType: "application/json", body: answered } satisfies GatewayResponse as GatewayResponse
         })
@@ -549,7 +507,7 @@ const make = (config: GatewayConfig) =>
 
     return Gateway.of({
       call,
-      idle: Effect.andThen(FiberSet.awaitEmpty(background), dispatch.idle),
+      idle: Effect.andThen(settlement.idle, dispatch.idle),
       coolingDown: dispatch.coolingDown
     })
   })

@@ -1,0 +1,251 @@
+/**
+ * Settlement, the gateway's last stage (docs/gateway.md "Metering", "Metering that survives
+ * faults"): a call the machine answered is charged exactly once, whatever happens after the answer.
+ *
+ * - `complete` builds the call's settlement and usage record (GatewayStore `Metered`), writes it to
+ *   the metering journal before the answer is handed over (when a journal is configured), then
+ *   writes it to the store: in the background after the answer, or before it (`settleInline`, for
+ *   hosts that freeze after a response: Lambda).
+ * - Writes are retried with backoff while the store is unavailable (StoreUnavailable), until the
+ *   reservation expires; a failure of another kind is tried a few times. Replays are harmless: the
+ *   store's commit is idempotent by ref ("Duplicate" record, "not_pending" settlement).
+ * - Inline, metering that cannot be written within `inlineRetryMs` fails the call with
+ *   StoreUnavailable (answered 503 store_unavailable): the answer is not handed over, so it is not
+ *   charged either (its reservation is released, or expires).
+ * - `release` voids a reservation whose call will not be charged; while the store is unavailable,
+ *   in the background, retried until the reservation would expire anyway.
+ * - At start (`recover`), the journals of processes that are gone are replayed: each completed call
+ *   metered (again), each reservation whose call never completed voided at once, not at its expiry.
+ *
+ * Every write goes through group commit (core/src/Batcher.ts) with the other calls of its batch.
+ * `idle` waits for the background work (tests; the gateway's scope waits up to 10 s at shutdown).
+ */
+import { Cause, Clock, Effect, Exit, FiberSet, Option, Random } from "effect"
+import type { Caller } from "../ApiKeys.ts"
+import { makeBatcher } from "../Batcher.ts"
+import { generateId } from "../Keys.ts"
+import { Ledger, settlementOf } from "../Ledger.ts"
+import { GatewayStore, type Metered } from "../ports/GatewayStore.ts"
+import type { Allocation } from "../ports/LedgerStore.ts"
+import { MeteringJournal } from "../ports/MeteringJournal.ts"
+import { isStoreUnavailableCause, StoreUnavailable } from "../ports/StoreUnavailable.ts"
+import type { UsageRecord } from "../ports/UsageStore.ts"
+import * as Time from "../Time.ts"
+import { costOf, type Prices, type Quantities, unitOf } from "./Metering.ts"
+import type { ValidCall } from "./Validation.ts"
+
+export interface SettlementConfig {
+  /** At most this many calls' settlements and usage records go in one store step. */
+  readonly storeBatch: number
+  /** Meter before the answer is handed over (Lambda), instead of in the background after it. */
+  readonly settleInline: boolean
+  /** Inline: how long metering is retried while the store is unavailable before the call answers 503. */
+  readonly inlineRetryMs: number
+  /** How long a call without a reservation (unpriced) may be retried; a reservation's own life otherwise. */
+  readonly reservationTtlMs: number
+}
+
+/** Backoff between attempts while the store is unavailable: from 50 ms, doubling, at most 2 s, jittered. */
+const RETRY_FIRST_MS = 50
+const RETRY_MAX_MS = 2_000
+/** A failure that is not the store being unavailable (a bug, a refused write) is tried this often more. */
+const OTHER_RETRIES = 2
+
+/** A call's reservation while the gateway holds it. */
+export interface Held {
+  readonly ref: string
+  readonly machineId: string
+  readonly allocations: ReadonlyArray<Allocation>
+  /** When the reservation expires (epoch ms): metering is retried until then. */
+  readonly expiresAt: number
+}
+
+/** What a completed call is charged for. */
+export interface Completion {
+  readonly caller: Caller
+  readonly call: ValidCall
+  readonly machineId: string
+  readonly price: Prices
+  /** Its reservation, taken over by metering; undefined for a call that held none (unpriced). */
+  readonly held: Held | undefined
+  readonly usage: Quantities
+}
+
+export const makeSettlement = (config: SettlementConfig) =>
+  Effect.gen(function*() {
+    const store = yield* GatewayStore
+    const ledger = yield* Ledger
+    const journal = Option.getOrUndefined(yield* Effect.serviceOption(MeteringJournal))
+
+    const background = yield* FiberSet.make<void, never>()
+    yield* Effect.addFinalizer(() => FiberSet.awaitEmpty(background).pipe(Effect.timeoutOption(10_000), Effect.asVoid))
+    /** Work that outlives the request (a stream's pump, metering). */
+    const fork = (effect: Effect.Effect<void>) => Effect.asVoid(FiberSet.run(background, effect))
+    /** Retrying writes: interruptible between attempts (shutdown) even when forked from an uninterruptible region. */
+    const forkRetries = (effect: Effect.Effect<void>) => fork(Effect.interruptible(effect))
+    /**
+     * Background work that starts after the current fiber yields, so the answer in hand is sent
+     * first (started at once, metering would build and send its first store statement before it).
+     */
+    const forkAfter = (effect: Effect.Effect<void>) =>
+      Effect.asVoid(FiberSet.run(background, effect, { startImmediately: false }))
+
+    const metering = makeBatcher((calls: ReadonlyArray<Metered>) => store.commit(calls), config.storeBatch)
+
+    /**
+     * Runs a store write until it succeeds: again with backoff while the store is unavailable, as
+     * long as `deadline` (epoch ms) allows; a few times for any other failure. Each attempt is
+     * uninterruptible (a batch write is), the waits between them are not (shutdown).
+     */
+    const persist = <A>(write: Effect.Effect<A>, deadline: number): Effect.Effect<Exit.Exit<A>> =>
+      Effect.gen(function*() {
+        let delay = RETRY_FIRST_MS
+        let others = 0
+        for (;;) {
+          const exit = yield* Effect.exit(Effect.uninterruptible(write))
+          if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)) return exit
+          if (!isStoreUnavailableCause(exit.cause) && ++others > OTHER_RETRIES) return exit
+          const wait = Math.round(delay * (0.5 + (yield* Random.next) / 2))
+          if ((yield* Clock.currentTimeMillis) + wait > deadline) return exit
+          yield* Effect.sleep(wait)
+          delay = Math.min(delay * 2, RETRY_MAX_MS)
+        }
+      })
+
+    const closed = (ref: string) => journal === undefined ? Effect.void : journal.closed(ref)
+
+    /** Before a reservation is asked for: journaled, so that a restart releases it if the call never completes. */
+    const opened = (ref: string) => journal === undefined ? Effect.void : journal.opened(ref)
+
+    const meteredOf = (c: Completion) =>
+      Effect.gen(function*() {
+        const list = costOf(c.price, c.usage)
+        const settlement = c.held === undefined
+          ? undefined
+          : yield* settlementOf(c.held.ref, list, { account_id: c.caller.account.id, allocations: c.held.allocations })
+        const { unit, quantity } = unitOf(c.call, c.price, c.usage)
+        const record: UsageRecord = {
+          ref: c.held?.ref ?? (yield* generateId("usage")),
+          account_id: c.caller.account.id,
+          at: yield* Time.now,
+          key_id: c.caller.key.id,
+          agent_id: c.caller.key.agent_id,
+          machine_id: c.machineId,
+          service: c.call.model.service,
+          model: c.call.model.id,
+          unit,
+          quantity,
+          input_tokens: c.usage.input_tokens,
+          output_tokens: c.usage.output_tokens,
+          list_credits: list,
+          // Only a priced call holds a reservation; the store writes 0 when it is no longer pending.
+          credits: settlement === undefined ? 0n : list,
+          from_allowance: 0n,
+          from_trial: 0n
+        }
+        return { settlement, record } satisfies Metered
+      })
+
+    /** Writes one call's metering; whether it is in the store. Logs what it could not do. */
+    const commit = (metered: Metered, deadline: number): Effect.Effect<boolean> =>
+      Effect.flatMap(persist(metering.submit(metered), deadline), (exit) => {
+        const ref = metered.record.ref
+        if (Exit.isFailure(exit)) {
+          return Effect.as(
+            Effect.logError(
+              `gateway: metering of ${ref} failed${journal === undefined ? "" : "; the journal keeps it for the next start"}`,
+              exit.cause
+            ),
+            false
+          )
+        }
+        const warn = exit.value.settlement === "not_pending"
+          ? Effect.logWarning(`gateway: reservation ${ref} was no longer pending at settlement; nothing charged`)
+          : Effect.void
+        return Effect.as(Effect.andThen(warn, closed(ref)), true)
+      })
+
+    /**
+     * Voids a reservation whose call will not be charged. Tried at once; while the store is
+     * unavailable, again in the background until the reservation would expire anyway.
+     */
+    const release = (held: Held | undefined): Effect.Effect<void> => {
+      if (held === undefined) return Effect.void
+      const done = Effect.andThen(Effect.asVoid(ledger.void(held.ref)), closed(held.ref))
+      return Effect.catchCause(Effect.uninterruptible(done), (cause) =>
+        isStoreUnavailableCause(cause)
+          ? forkRetries(Effect.flatMap(persist(done, held.expiresAt), (exit) =>
+            Exit.isSuccess(exit)
+              ? Effect.void
+              : Effect.logWarning(`gateway: could not release reservation ${held.ref}; it expires on its own`, exit.cause)))
+          : Effect.logError(`gateway: could not release reservation ${held.ref}; it expires on its own`, cause))
+    }
+
+    /**
+     * A journaled reservation ref that did not become the call's reservation (admission refused it,
+     * or failed): closed; when admission failed unseen (the store may have made it), voided first.
+     */
+    const abandon = (ref: string, exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> =>
+      Exit.isFailure(exit) && Cause.hasDies(exit.cause)
+        ? release({ ref, machineId: "", allocations: [], expiresAt: Number.POSITIVE_INFINITY })
+        : closed(ref)
+
+    /**
+     * A completed call: charged exactly once. In the background (after the answer), or inline
+     * (settleInline), where a store that stays unavailable fails the call with StoreUnavailable.
+     */
+    const complete = (c: Completion): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const metered = yield* meteredOf(c)
+        const now = yield* Clock.currentTimeMillis
+        const deadline = c.held?.expiresAt ?? now + config.reservationTtlMs
+        if (!config.settleInline) {
+          // Durable before the answer is handed over: a process killed from here on is replayed.
+          if (journal !== undefined) yield* journal.completed(metered)
+          return yield* forkAfter(Effect.interruptible(Effect.asVoid(commit(metered, deadline))))
+        }
+        if (yield* commit(metered, Math.min(deadline, now + config.inlineRetryMs))) return
+        // Not written: the answer is not handed over, so the call is not charged.
+        yield* release(c.held)
+        return yield* Effect.die(new StoreUnavailable("GatewayStore.commit", "metering could not be written"))
+      }).pipe(Effect.uninterruptible)
+
+    /**
+     * At start: replays the journals of processes that are gone. Retried until the store takes it
+     * (nothing can be served without the store anyway); in the background.
+     */
+    const recover = Effect.gen(function*() {
+      if (journal === undefined) return
+      for (const orphan of yield* journal.orphans) {
+        const { completed, opened: uncompleted } = orphan.entries
+        let written = 0
+        for (const metered of completed) if (yield* commit(metered, Number.POSITIVE_INFINITY)) written += 1
+        let voided = 0
+        for (const ref of uncompleted) {
+          const exit = yield* persist(ledger.void(ref), Number.POSITIVE_INFINITY)
+          if (Exit.isSuccess(exit) && exit.value._tag === "Voided") voided += 1
+        }
+        if (completed.length + uncompleted.length > 0) {
+          yield* Effect.logInfo(
+            `gateway: replayed the metering journal ${orphan.name}: ${written} of ${completed.length} completed call(s) metered, ` +
+              `${voided} of ${uncompleted.length} uncompleted reservation(s) released`
+          )
+        }
+        if (written === completed.length) yield* orphan.release
+      }
+    }).pipe(Effect.catchCause((cause) => Effect.logError("gateway: replaying the metering journal failed", cause)))
+
+    yield* forkRetries(recover)
+
+    return {
+      opened,
+      abandon,
+      complete,
+      release,
+      fork,
+      forkAfter,
+      idle: FiberSet.awaitEmpty(background)
+    } as const
+  })
+
+export type Settlement = Effect.Success<ReturnType<typeof makeSettlement>>
