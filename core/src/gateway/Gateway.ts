@@ -116,7 +116,7 @@ export const defaultGatewayConfig: GatewayConfig = {
   cooldownFailures: 3,
   cooldownMs: 30_000,
   canaryTimeoutMs: 30_000,
-  canaryRetryMs: 200,
+  canaryRetryMs: 50,
   canaryQuietMs: 1_000,
   tierCacheMs: 10_000,
   rateWindowMs: 60_000,
