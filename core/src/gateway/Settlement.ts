@@ -159,7 +159,8 @@ export const makeSettlement = (config: SettlementConfig) =>
             false
           )
         }
-        const warn = exit.value.settlement === "not_pending"
+        // A replay finds its record written ("Duplicate"): only a first write charging nothing is news.
+        const warn = exit.value.settlement === "not_pending" && exit.value.record === "Recorded"
           ? Effect.logWarning(`gateway: reservation ${ref} was no longer pending at settlement; nothing charged`)
           : Effect.void
         return Effect.as(Effect.andThen(warn, closed(ref)), true)

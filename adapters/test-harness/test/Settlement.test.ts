@@ -1,0 +1,257 @@
+/**
+ * Issue 10, finding 11: a call the machine answered is charged exactly once, whatever happens after
+ * the answer (core/src/gateway/Settlement.ts, docs/gateway.md "Metering that survives faults").
+ *
+ * - The store unavailable for a while after the answer: metering is retried until it is back.
+ * - settleInline (Lambda): retried within the call; a store that stays down answers 503
+ *   (StoreUnavailable) instead of the answer, and nothing is charged.
+ * - A process killed between answer and metering: its journal, replayed at the next start, meters
+ *   each completed call once (twice replayed: still once) and releases at once the reservations of
+ *   calls that never completed.
+ */
+import { ApiKeys } from "@model-platform/core/ApiKeys"
+import { Catalogue } from "@model-platform/core/Catalogue"
+import type { CatalogueConfig, ModelConfig } from "@model-platform/core/CatalogueConfig"
+import { Gateway, type GatewayConfig } from "@model-platform/core/gateway/Gateway"
+import { Ledger } from "@model-platform/core/Ledger"
+import { AccountStore } from "@model-platform/core/ports/AccountStore"
+import { GatewayStore } from "@model-platform/core/ports/GatewayStore"
+import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
+import { MachineClient, type MachineResponse } from "@model-platform/core/ports/MachineClient"
+import { isStoreUnavailableCause, StoreUnavailable } from "@model-platform/core/ports/StoreUnavailable"
+import { UsageStore } from "@model-platform/core/ports/UsageStore"
+import { type Context, Deferred, Effect, Exit, Layer, ManagedRuntime, Stream } from "effect"
+import { describe, expect, it } from "vitest"
+import { makeMemoryJournal, type MemoryJournal, openOf } from "../src/MemoryMeteringJournal.ts"
+import { MemoryPlatformStores } from "../src/MemoryPlatformStores.ts"
+
+const encoder = new TextEncoder()
+const bytes = (text: string) => Stream.make(encoder.encode(text))
+/** Every answer reports this usage: 10 input and 5 output tokens, at 2 and 6 credits per Mtok. */
+const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 }
+const COST = (10n * 2_000_000n + 5n * 6_000_000n + 999_999n) / 1_000_000n
+
+const answer = (stream: boolean): MachineResponse =>
+  stream
+    ? {
+      status: 200,
+      headers: { "content-type": "text/event-stream" },
+      body: bytes(
+        `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "chat", choices: [{ index: 0, delta: { content: "ok" }, finish_reason: null }] })}\n\n` +
+          `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "chat", choices: [], usage })}\n\ndata: [DONE]\n\n`
+      )
+    }
+    : {
+      status: 200,
+      headers: { "content-type": "application/json" },
+      body: bytes(JSON.stringify({ id: "c1", object: "chat.completion", created: 1, model: "chat", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage }))
+    }
+
+/** A machine that answers at once, or (for a body with `hang`) never. */
+const machine = Layer.succeed(MachineClient)(MachineClient.of({
+  models: () => Effect.succeed(["chat"]),
+  post: (_machine, _path, raw) =>
+    (raw as { hang?: boolean }).hang === true ? Effect.never : Effect.succeed(answer((raw as { stream?: boolean }).stream === true))
+}))
+
+const chat: ModelConfig = {
+  id: "chat", name: "chat", family: "f", description: "chat", modality: "text", service: "chat", owned_by: "x",
+  endpoint: "/v1/chat/completions", context_length: 8192, max_output_tokens: 64, features: [],
+  pricing: { input_credits_per_mtok: 2, output_credits_per_mtok: 6, credits_per_request: 0 }
+}
+
+const catalogue: CatalogueConfig = {
+  operators: [{ id: "op", name: "Op", website: "https://op.example", description: "", featured: false, certifications: [] }],
+  machines: [{
+    id: "m", name: "m", operator: "op", region: "eu", base_url: "http://m.invalid/v1",
+    hardware: { gpus: [], cpu_cores: 1, memory_gb: 1, storage_gb: 1 }, serverless_models: ["chat"],
+    rent: null, subscribe: null, network: { status: "registered", reachability: "public" }, score: 1, initial_health: "online"
+  }],
+  models: [chat],
+  packages: [],
+  payments: { card: { processor: "test" }, stablecoin: null, charging_starts_at: null },
+  prices: { credits_per_usd: 1000, services: [{ service: "chat", group: "g", name: "chat", unit: "mtok", unit_label: "u", credits_per_unit: 1, allowances: { free: 0, builder: 0, scale: 0, trial: 0 } }] },
+  tiers: [{ tier: 0, name: "t", purchased_credits: 0, rpm: 100_000, monthly_limit_credits: 0 }]
+}
+
+type Stores = Layer.Success<typeof MemoryPlatformStores>
+
+/** The memory stores, built once, so that a "restarted" gateway finds what the killed one left. */
+const buildStores = () => ManagedRuntime.make(MemoryPlatformStores).context()
+
+/** Commit fails (store unavailable) `failures.n` times, then works; or hangs while `hang` is set. */
+interface CommitFaults {
+  n: number
+  hang: boolean
+  attempts: number
+}
+
+const gatewayOn = (
+  stores: Context.Context<Stores>,
+  faults: CommitFaults,
+  config: Partial<GatewayConfig>,
+  journal?: MemoryJournal
+) => {
+  const flaky = Layer.effect(GatewayStore, Effect.map(GatewayStore, (store) => GatewayStore.of({
+    admit: store.admit,
+    commit: (calls) =>
+      Effect.suspend(() => {
+        faults.attempts += 1
+        if (faults.hang) return Effect.never
+        if (faults.n > 0) {
+          faults.n -= 1
+          return Effect.die(new StoreUnavailable("GatewayStore.commit", new Error("connect ECONNREFUSED")))
+        }
+        return store.commit(calls)
+      })
+  })))
+  return ManagedRuntime.make(
+    Gateway.layer({ keepAliveMs: 10, speculativeDispatch: false, ...config }).pipe(
+      Layer.provideMerge(journal === undefined ? Layer.empty : journal.layer),
+      Layer.provideMerge(Layer.mergeAll(Ledger.layer, ApiKeys.layer, machine)),
+      Layer.provideMerge(Catalogue.layer(catalogue)),
+      Layer.provideMerge(Layer.merge(Layer.succeedContext(stores), flaky.pipe(Layer.provide(Layer.succeedContext(stores)))))
+    )
+  )
+}
+
+const CREDIT = 1_000_000_000n
+
+const newKey = Effect.gen(function*() {
+  const id = `acct_${Math.random().toString(36).slice(2)}`
+  yield* (yield* AccountStore).insert({ id, email: `${id}@test.local`, created_at: new Date().toISOString() })
+  const key = yield* (yield* ApiKeys).issue(id, { name: "k", permissions: ["inference"], machine_id: null })
+  yield* (yield* Ledger).credit(id, { ref: `grant_${id}`, machine_id: null, amount: CREDIT, type: "credit_added" })
+  return { accountId: id, auth: `Bearer ${key.secret}` }
+})
+
+const body = (extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ model: "chat", messages: [{ role: "user", content: "hi" }], ...extra })
+
+/** One call to its end (a stream read whole); its exit. */
+const callOnce = (auth: string, extra: Record<string, unknown> = {}) =>
+  Effect.exit(Effect.gen(function*() {
+    const response = yield* (yield* Gateway).call("/v1/chat/completions", auth, body(extra))
+    if (response._tag === "Events") yield* Stream.runDrain(response.stream)
+    return response
+  }))
+
+/** What the ledger and the usage store say about an account. */
+const ledgerOf = (accountId: string) =>
+  Effect.gen(function*() {
+    const scopes = yield* (yield* LedgerStore).balances(accountId)
+    const records = yield* (yield* UsageStore).list({ account_id: accountId, from: "2000-01-01T00:00:00.000Z", to: "2100-01-01T00:00:00.000Z" })
+    return {
+      available: scopes.reduce((n, s) => n + s.posted - s.held, 0n),
+      held: scopes.reduce((n, s) => n + s.held, 0n),
+      records: records.length,
+      charged: records.reduce((n, r) => n + r.credits, 0n)
+    }
+  })
+
+describe("metering through a store outage", () => {
+  it("retries until the store is back: each answered call recorded and charged once", async () => {
+    const stores = await buildStores()
+    const faults: CommitFaults = { n: 6, hang: false, attempts: 0 }
+    const runtime = gatewayOn(stores, faults, {})
+    try {
+      const { accountId, auth } = await runtime.runPromise(newKey)
+      const exits = await runtime.runPromise(Effect.all([callOnce(auth), callOnce(auth, { stream: true }), callOnce(auth)], { concurrency: "unbounded" }))
+      expect(exits.every(Exit.isSuccess)).toBe(true)
+      await runtime.runPromise(Effect.flatMap(Gateway, (g) => g.idle))
+      expect(faults.n).toBe(0)
+      expect(faults.attempts).toBeGreaterThan(6)
+      expect(await runtime.runPromise(ledgerOf(accountId))).toEqual({
+        available: CREDIT - 3n * COST,
+        held: 0n,
+        records: 3,
+        charged: 3n * COST
+      })
+    } finally {
+      await runtime.dispose()
+    }
+  })
+
+  it("settleInline: retried within the call; a store that stays down answers StoreUnavailable and charges nothing", async () => {
+    const stores = await buildStores()
+    const faults: CommitFaults = { n: 2, hang: false, attempts: 0 }
+    const runtime = gatewayOn(stores, faults, { settleInline: true, inlineRetryMs: 300 })
+    try {
+      const { accountId, auth } = await runtime.runPromise(newKey)
+      // Two failures fit in the budget: answered, charged once.
+      expect(Exit.isSuccess(await runtime.runPromise(callOnce(auth)))).toBe(true)
+      expect(await runtime.runPromise(ledgerOf(accountId))).toMatchObject({ held: 0n, records: 1, charged: COST })
+      // Down for longer than the budget: no answer, 503 (StoreUnavailable), not charged.
+      faults.n = 1_000
+      const exit = await runtime.runPromise(callOnce(auth))
+      expect(Exit.isFailure(exit) && isStoreUnavailableCause(exit.cause)).toBe(true)
+      faults.n = 0
+      await runtime.runPromise(Effect.flatMap(Gateway, (g) => g.idle))
+      expect(await runtime.runPromise(ledgerOf(accountId))).toEqual({ available: CREDIT - COST, held: 0n, records: 1, charged: COST })
+    } finally {
+      await runtime.dispose()
+    }
+  })
+})
+
+describe("the metering journal, replayed at start", () => {
+  it("meters each completed call once and releases uncompleted reservations at once", async () => {
+    const stores = await buildStores()
+    // The first process answers 3 calls, but its metering never reaches the store (it is killed
+    // before); a fourth call is admitted and still waiting for its machine when it dies.
+    const killed = makeMemoryJournal()
+    const first = gatewayOn(stores, { n: 0, hang: true, attempts: 0 }, {}, killed)
+    const { accountId, auth } = await first.runPromise(newKey)
+    for (const extra of [{}, { stream: true }, {}]) expect(Exit.isSuccess(await first.runPromise(callOnce(auth, extra)))).toBe(true)
+    const admitted = await first.runPromise(Deferred.make<void>())
+    first.runFork(Effect.andThen(Deferred.succeed(admitted, undefined), callOnce(auth, { hang: true })))
+    await first.runPromise(Deferred.await(admitted))
+    await first.runPromise(Effect.sleep(20))
+    const left = openOf(killed)
+    expect(left.completed.length).toBe(3)
+    expect(left.opened.length).toBe(1)
+    const before = await first.runPromise(ledgerOf(accountId))
+    expect(before.records).toBe(0)
+    expect(before.held).toBeGreaterThan(0n)
+
+    // The next start: the journal of the killed process is replayed.
+    const restarted = makeMemoryJournal([{ name: "killed", entries: killed.entries }])
+    const second = gatewayOn(stores, { n: 0, hang: false, attempts: 0 }, {}, restarted)
+    try {
+      await second.runPromise(Effect.flatMap(Gateway, (g) => g.idle))
+      expect(restarted.released).toEqual(["killed"])
+      expect(await second.runPromise(ledgerOf(accountId))).toEqual({ available: CREDIT - 3n * COST, held: 0n, records: 3, charged: 3n * COST })
+    } finally {
+      await second.dispose()
+    }
+
+    // Replayed again (a crash during the replay): nothing changes.
+    const again = gatewayOn(stores, { n: 0, hang: false, attempts: 0 }, {}, makeMemoryJournal([{ name: "killed", entries: killed.entries }]))
+    try {
+      await again.runPromise(Effect.flatMap(Gateway, (g) => g.idle))
+      expect(await again.runPromise(ledgerOf(accountId))).toEqual({ available: CREDIT - 3n * COST, held: 0n, records: 3, charged: 3n * COST })
+    } finally {
+      await again.dispose()
+    }
+  })
+
+  it("closes what it opened: a process that meters everything leaves nothing open", async () => {
+    const stores = await buildStores()
+    const journal = makeMemoryJournal()
+    const runtime = gatewayOn(stores, { n: 2, hang: false, attempts: 0 }, {}, journal)
+    try {
+      const { auth } = await runtime.runPromise(newKey)
+      for (const extra of [{}, { stream: true }]) await runtime.runPromise(callOnce(auth, extra))
+      // Refused at admission (no credit): its journaled ref is closed too.
+      const broke = await runtime.runPromise(newKey)
+      await runtime.runPromise(Effect.flatMap(Ledger, (l) => l.reserve(broke.accountId, null, CREDIT, "2100-01-01T00:00:00.000Z")))
+      const refused = await runtime.runPromise(callOnce(broke.auth))
+      expect(Exit.isFailure(refused) && JSON.stringify(refused.cause)).toContain("insufficient_credit")
+      await runtime.runPromise(Effect.flatMap(Gateway, (g) => g.idle))
+      expect(openOf(journal)).toEqual({ opened: [], completed: [] })
+      expect(journal.entries.filter((e) => e._tag === "completed").length).toBe(2)
+    } finally {
+      await runtime.dispose()
+    }
+  })
+})
