@@ -138,7 +138,9 @@ export const invoke = async (handler: LambdaHandler, request: Request): Promise<
 // the shell under test
 
 /** The Lambda handler over a fresh table on its own DynamoDB Local, for the shared HTTP suite. */
-export const startLambda = async (catalogue: CatalogueConfig): Promise<ShellUnderTest & { readonly startupMs: number }> => {
+export const startLambda = async (
+  catalogue: CatalogueConfig
+): Promise<ShellUnderTest & { readonly startupMs: number; readonly handler: LambdaHandler }> => {
   const local = await startDynamoLocal()
   try {
     const dynamo = await tableOn(local)
@@ -152,6 +154,7 @@ export const startLambda = async (catalogue: CatalogueConfig): Promise<ShellUnde
       const owner = await handler.firstStart()
       return {
         startupMs: local.startupMs,
+        handler,
         ownerSecret: owner?.key.secret ?? "",
         // Made on the same table, as a sign-up through the handler would.
         newAccount: () =>

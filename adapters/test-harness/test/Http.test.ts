@@ -1,5 +1,6 @@
 /** The shared HTTP suite through the in-process web handler on the memory stores. */
 import { fixtureCatalogue } from "../src/Fixtures.ts"
+import { boundarySuite } from "../src/BoundarySuite.ts"
 import { platformHttpSuite } from "../src/HttpSuite.ts"
 import { permissionMatrixSuite } from "../src/PermissionMatrix.ts"
 import { startInProcess } from "../src/InProcess.ts"
@@ -7,3 +8,5 @@ import { startInProcess } from "../src/InProcess.ts"
 platformHttpSuite("in-process, memory stores", () => startInProcess(fixtureCatalogue))
 
 permissionMatrixSuite("in-process, memory stores", () => startInProcess(fixtureCatalogue))
+
+boundarySuite("in-process, memory stores", () => startInProcess(fixtureCatalogue))
