@@ -15,6 +15,11 @@ export const ServerConfig = Config.all({
    * hands out (a card checkout's pay_url). Unset: the address each request was sent to.
    */
   publicUrl: Config.String("PUBLIC_URL").pipe(Config.option),
+  /**
+   * Where each process journals the calls it answered until they are metered (docs/gateway.md
+   * "Metering that survives faults"); several processes may share it. Default DATA_DIR/metering.
+   */
+  meteringJournalDir: Config.String("METERING_JOURNAL_DIR").pipe(Config.option),
   /** Email of the owner account created at first start. */
   ownerEmail: Config.String("OWNER_EMAIL").pipe(Config.withDefault("owner@localhost"))
 })

@@ -6,8 +6,10 @@ import { NodeRuntime } from "@effect/platform-node"
 import { FirstStart } from "@model-platform/core/Bootstrap"
 import { Console, Effect, Layer, Option } from "effect"
 import { HttpServer } from "effect/http"
+import * as Path from "node:path"
 import { loadCatalogue } from "./CatalogueFile.ts"
 import { ServerConfig } from "./Config.ts"
+import { FileMeteringJournal } from "./FileMeteringJournal.ts"
 import { Database } from "./postgres/Database.ts"
 import { PgPlatformStores } from "./postgres/PgPlatformStores.ts"
 import { serverLayer } from "./Server.ts"
@@ -46,7 +48,16 @@ const main = Effect.gen(function*() {
       host: config.host,
       ownerEmail: config.ownerEmail,
       publicUrl: Option.getOrUndefined(config.publicUrl),
-      platform: { healthCheck: {}, sweepReservations: {} }
+      platform: {
+        healthCheck: {},
+        sweepReservations: {},
+        // An in-memory database (tests) keeps no journal unless one is named.
+        meteringJournal: Option.isNone(config.meteringJournalDir) && config.dataDir === Database.MEMORY
+          ? undefined
+          : FileMeteringJournal.layer({
+            directory: Option.getOrElse(config.meteringJournalDir, () => Path.join(config.dataDir, "metering"))
+          })
+      }
     },
     PgPlatformStores.pipe(Layer.provide(database))
   )

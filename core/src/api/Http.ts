@@ -24,6 +24,7 @@ import type { GatewayStore } from "../ports/GatewayStore.ts"
 import type { IdempotencyStore } from "../ports/IdempotencyStore.ts"
 import type { KeyStore } from "../ports/KeyStore.ts"
 import type { LedgerStore } from "../ports/LedgerStore.ts"
+import type { MeteringJournal } from "../ports/MeteringJournal.ts"
 import type { MachineClient } from "../ports/MachineClient.ts"
 import type { OrderStore } from "../ports/OrderStore.ts"
 import type { RateLimitStore } from "../ports/RateLimitStore.ts"
@@ -86,6 +87,12 @@ export interface PlatformOptions {
    * any runtime; Lambda keeps it); the Node shell gives its node:http client (MachineNodeHttp.ts).
    */
   readonly machineClient?: Layer.Layer<MachineClient> | undefined
+  /**
+   * Where the gateway journals the calls it answered until they are metered, so that a process
+   * killed in between is billed at its next start (docs/gateway.md "Metering that survives
+   * faults"). None: a kill between answer and metering loses that metering.
+   */
+  readonly meteringJournal?: Layer.Layer<MeteringJournal> | undefined
 }
 
 /** The catalogue names a payment processor this platform does not have: startup stops. */
@@ -160,6 +167,7 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
   const gateway = Gateway.layer(options.gateway).pipe(
     Layer.provideMerge(health),
     Layer.provideMerge(options.machineClient ?? MachineHttpLayer),
+    Layer.provide(options.meteringJournal ?? Layer.empty),
     Layer.provide(Layer.mergeAll(ApiKeys.layer, money))
   )
   const sweeper = options.sweepReservations === undefined

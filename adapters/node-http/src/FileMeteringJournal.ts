@@ -1,0 +1,133 @@
+/**
+ * The metering journal on local disk (core/src/ports/MeteringJournal.ts; docs/gateway.md "Metering
+ * that survives faults").
+ *
+ * Under one directory (METERING_JOURNAL_DIR, default DATA_DIR/metering) each process keeps its own
+ * journal: a subdirectory `<pid>-<random>` holding a lock (DataDirLock.ts: pid + token) and an
+ * append-only file `journal` of JSON lines. Several processes may share the directory.
+ *
+ * - An append is one write(2) of a whole line, done before it returns: in the kernel, so it
+ *   survives the process being killed (kill -9, a crash, OOM). Without `fsync` it does not survive
+ *   the machine losing power or its kernel crashing; with it, every append waits for the disk.
+ * - A torn last line (the process died inside a write) is skipped when read.
+ * - The file is compacted when it grows past `compactBytes`: rewritten with only the open entries
+ *   (written aside, then renamed over), so it stays small however long the process runs.
+ * - At start, every subdirectory whose lock is free or stale (its process is gone) is taken over:
+ *   its open entries are the orphans the gateway replays; `release` removes the subdirectory.
+ */
+import {
+  decodeEntry,
+  encodeEntry,
+  type JournalEntry,
+  MeteringJournal,
+  openEntries,
+  type Orphan
+} from "@model-platform/core/ports/MeteringJournal"
+import { Effect, Layer } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { DataDirLocked, lock, LOCK_FILE } from "./postgres/DataDirLock.ts"
+
+export interface FileJournalOptions {
+  /** The directory shared by the processes' journals. */
+  readonly directory: string
+  /** fsync after every append (survives power loss; costs a disk flush per append). Default false. */
+  readonly fsync?: boolean
+  /** Compact the file past this size. Default 8 MiB. */
+  readonly compactBytes?: number
+}
+
+const JOURNAL = "journal"
+
+const refOf = (entry: JournalEntry) => entry._tag === "completed" ? entry.metered.record.ref : entry.ref
+
+const readEntries = (file: string): ReadonlyArray<JournalEntry> => {
+  if (!Fs.existsSync(file)) return []
+  const entries: Array<JournalEntry> = []
+  for (const line of Fs.readFileSync(file, "utf8").split("\n")) {
+    const entry = line === "" ? undefined : decodeEntry(line)
+    if (entry !== undefined) entries.push(entry)
+  }
+  return entries
+}
+
+/** Takes over the journals of processes that are gone; each stays locked by this process until released. */
+const takeOver = (directory: string) =>
+  Effect.gen(function*() {
+    const orphans: Array<Orphan> = []
+    for (const name of Fs.readdirSync(directory)) {
+      const dir = Path.join(directory, name)
+      const stat = Fs.statSync(dir)
+      if (!stat.isDirectory()) continue
+      // Neither lock nor journal yet, and just made: another process is starting in it right now.
+      const starting = !Fs.existsSync(Path.join(dir, LOCK_FILE)) && !Fs.existsSync(Path.join(dir, JOURNAL))
+      if (starting && Date.now() - stat.mtimeMs < 60_000) continue
+      const taken = yield* lock(dir).pipe(
+        Effect.as(true),
+        Effect.catchIf((e) => e instanceof DataDirLocked, () => Effect.succeed(false))
+      )
+      if (!taken) continue
+      orphans.push({
+        name: dir,
+        entries: openEntries(readEntries(Path.join(dir, JOURNAL))),
+        release: Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
+      })
+    }
+    return orphans
+  })
+
+export const layer = (options: FileJournalOptions): Layer.Layer<MeteringJournal> =>
+  Layer.effect(
+    MeteringJournal,
+    Effect.gen(function*() {
+      const { directory } = options
+      const compactBytes = options.compactBytes ?? 8 * 1024 * 1024
+      Fs.mkdirSync(directory, { recursive: true, mode: 0o700 })
+      const orphans = yield* takeOver(directory)
+
+      const own = Path.join(directory, `${process.pid}-${crypto.randomUUID().slice(0, 8)}`)
+      yield* lock(own)
+      const file = Path.join(own, JOURNAL)
+      let fd = Fs.openSync(file, "a")
+      let size = 0
+      yield* Effect.addFinalizer(() => Effect.sync(() => Fs.closeSync(fd)))
+      // The open entries' lines, by ref: what a compaction keeps.
+      const open = new Map<string, string>()
+
+      const compact = () => {
+        const aside = `${file}.compacting`
+        const text = [...open.values()].join("")
+        Fs.writeFileSync(aside, text)
+        if (options.fsync === true) {
+          const f = Fs.openSync(aside, "r")
+          Fs.fsyncSync(f)
+          Fs.closeSync(f)
+        }
+        Fs.renameSync(aside, file)
+        Fs.closeSync(fd)
+        fd = Fs.openSync(file, "a")
+        size = Buffer.byteLength(text)
+      }
+
+      const append = (entry: JournalEntry) =>
+        Effect.sync(() => {
+          const line = encodeEntry(entry)
+          Fs.writeSync(fd, line)
+          if (options.fsync === true) Fs.fdatasyncSync(fd)
+          size += line.length
+          const ref = refOf(entry)
+          if (entry._tag === "closed") open.delete(ref)
+          else open.set(ref, line)
+          if (size > compactBytes) compact()
+        })
+
+      return MeteringJournal.of({
+        opened: (ref) => append({ _tag: "opened", ref }),
+        completed: (metered) => append({ _tag: "completed", metered }),
+        closed: (ref) => append({ _tag: "closed", ref }),
+        orphans: Effect.succeed(orphans)
+      })
+    })
+  ).pipe(Layer.orDie)
+
+export const FileMeteringJournal = { layer } as const
