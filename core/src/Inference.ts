@@ -106,8 +106,8 @@ export const EmbeddingRequest = Schema.Struct({
   dimensions: Schema.optionalKey(IntAtLeast(1)),
   input_type: Schema.optionalKey(Schema.Literals(["document", "query"])),
   /**
-   * OpenAI's SDKs send base64 by default; the answer is always float arrays, which those SDKs
-   * accept as they are (docs/resources.md).
+   * How each vector is answered: float (default) an array of numbers, base64 the base64 of its
+   * little-endian float32 values; OpenAI's SDKs ask for base64 by default (docs/gateway.md "Answers").
    */
   encoding_format: Schema.optionalKey(Schema.Literals(["float", "base64"])),
   user: Schema.optionalKey(Schema.String),
@@ -118,7 +118,8 @@ export type EmbeddingRequest = typeof EmbeddingRequest.Type
 export const Embedding = Schema.Struct({
   object: Schema.Literal("embedding"),
   index: Schema.Int,
-  embedding: Schema.Array(Schema.Number)
+  /** Numbers, or with encoding_format "base64" the base64 of the little-endian float32 values. */
+  embedding: Schema.Union([Schema.Array(Schema.Number), Schema.String])
 })
 
 export const EmbeddingResponse = Schema.Struct({
