@@ -8,21 +8,23 @@
  *     memory for a key seen lately), check the inference permission (403
  *     key_lacks_inference_permission);
  *  2. parse (400 invalid_json) and validate the body (Validation.ts);
- *  3. pick the machines: `machine` in the body or a key pinned to a machine sends the call there
- *     only (403 key_not_scoped_to_machine when they disagree, 503 no_capacity when it is not
- *     serving the model); otherwise the route order (Routing.orderRoutes) of the machines serving
- *     the model now, without those cooling down after repeated failures;
+ *  3. pick the machines (Dispatch.ts): `machine` in the body or a key pinned to a machine sends the
+ *     call there only (403 key_not_scoped_to_machine when they disagree, 503 no_capacity when it is
+ *     not serving the model); otherwise the route order (Routing.orderRoutes) of the machines
+ *     serving the model now, without those cooling down after failed canaries (Cooldown.ts);
  *  4. admit, one store step (GatewayStore.admit, shared with the calls admitted meanwhile): the
  *     key still live (else 401, and forgotten), its use recorded, the call counted against the key's rpm (tier from purchased credits; 429
  *     rate_limited with Retry-After), the upper bound of its cost reserved (402
  *     insufficient_credit) — no reservation for a model priced at zero or while charging is
  *     closed. For a key admitted lately the first machine is already being called meanwhile
  *     (speculative dispatch); a refused call's request is aborted and nothing of it is sent;
- *  5. call the machines in route order until one answers: a connection failure, a timeout before
- *     the first byte, or a 404/408/429/5xx answer moves on to the next (502 machine_unreachable /
- *     machine_error, or 503 no_capacity, when all fail); another 4xx is the client's and is passed
- *     on (not charged);
- *  6. answer: the machine's JSON as it is, or its server-sent events through Streaming.ts; then
+ *  5. call the machines in route order until one answers (Dispatch.ts): a connection failure, a
+ *     timeout before the first byte, or a 404/408/429/5xx answer moves on to the next (502
+ *     machine_unreachable / machine_error, or 503 no_capacity, when all fail); another 4xx is the
+ *     client's and is passed on (not charged). A failure only makes the machine suspect: a canary
+ *     of the gateway's own decides whether it cools down;
+ *  6. answer: the machine's JSON (forecasts and embeddings held to the spec's shape, Answers.ts),
+ *     or its server-sent events through Streaming.ts; then
  *     settle (Settlement.ts): journal the completed call, settle the reservation to the real cost
  *     and write one usage record (GatewayStore.commit, calls metered meanwhile by other requests
  *     going in the same batch), in the background, retried while the store is unavailable.
@@ -158,7 +160,7 @@ export class Gateway extends Context.Service<Gateway, {
   ) => Effect.Effect<GatewayResponse, GatewayError>
   /** Waits until every background settlement and stream drain has finished (tests, shutdown). */
   readonly idle: Effect.Effect<void>
-  /** Machines currently skipped after repeated failures (for operators and tests). */
+  /** Machines currently skipped after failed canaries (for operators and tests). */
   readonly coolingDown: Effect.Effect<ReadonlyArray<string>>
 }>()("@model-platform/core/gateway/Gateway") {
   static readonly layer = (config: Partial<GatewayConfig> = {}) => Layer.effect(Gateway, make({ ...defaultGatewayConfig, ...config }))
