@@ -3,9 +3,9 @@
  * (docs/gateway.md "Answers"). Chat and image answers go on as the machine sent them. Two kinds
  * are held to the spec's shape, because a client cannot tell a broken one from a real one:
  *
- * - forecasts: `point` and every row of `quantiles` must be numbers (JSON has no NaN or Infinity,
- *   a machine that overflowed writes null): otherwise the answer is broken (502 machine_error,
- *   not charged). `generation_time_ms` is an integer or null, as the spec says: rounded when the
+ * - forecasts: `point`, every row of `quantiles` and `quantile_levels` must be numbers (JSON has
+ *   no NaN or Infinity, a machine that overflowed writes null), `history_used` an integer:
+ *   otherwise the answer is broken (502 machine_error, not charged). `generation_time_ms` is an integer or null, as the spec says: rounded when the
  *   machine sent a fraction, null when it sent none.
  * - embeddings: `encoding_format` is honoured as OpenAI does, whatever the machine supports (it is
  *   always asked for floats): "base64" answers each vector as base64 of its little-endian float32
@@ -53,6 +53,12 @@ const forecast = (json: unknown): Answer => {
   const quantiles = json.quantiles
   if (quantiles !== undefined && !(Array.isArray(quantiles) && quantiles.every(isNumbers))) {
     return { _tag: "Broken", reason: "a forecast whose quantiles are not lists of numbers" }
+  }
+  if (json.quantile_levels !== undefined && !isNumbers(json.quantile_levels)) {
+    return { _tag: "Broken", reason: "a forecast whose quantile_levels are not numbers" }
+  }
+  if (json.history_used !== undefined && !Number.isInteger(json.history_used)) {
+    return { _tag: "Broken", reason: "a forecast whose history_used is not an integer" }
   }
   const ms = json.generation_time_ms
   if (ms === null || (typeof ms === "number" && Number.isInteger(ms))) return PASS
