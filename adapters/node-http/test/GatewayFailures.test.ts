@@ -5,11 +5,39 @@
  * sequential callers too (a success is a complete answer, not a head).
  */
 import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
+import { canaryBody, machinePath } from "@model-platform/core/gateway/Cooldown"
 import { Gateway } from "@model-platform/core/gateway/Gateway"
+import { validateCall } from "@model-platform/core/gateway/Validation"
 import { Effect } from "effect"
 import OpenAI from "openai"
 import { afterEach, describe, expect, it } from "vitest"
 import { gatewayCatalogue, type GatewayServer, MACHINE_CLIENTS, MACHINE_MODELS, newAccount, startGatewayServer } from "./gatewaySupport.ts"
+
+describe("canaries", () => {
+  it("every canary is a well-formed call: valid for the platform, answered 200 whole by the reference machine", async () => {
+    const m = await startReferenceMachine({ port: 0, models: MACHINE_MODELS })
+    try {
+      const catalogue = gatewayCatalogue([{ id: "m-a", url: m.url, score: 1 }])
+      for (const model of catalogue.models) {
+        for (const stream of model.endpoint === "/v1/chat/completions" ? [false, true] : [false]) {
+          const body = canaryBody({ endpoint: model.endpoint, model, stream })
+          await Effect.runPromise(validateCall(model.endpoint, body, catalogue))
+          const res = await fetch(`${m.url}${machinePath(model.endpoint)}`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify(body)
+          })
+          expect(res.status).toBe(200)
+          const text = await res.text()
+          if (stream) expect(text.endsWith("data: [DONE]\n\n")).toBe(true)
+          else expect(() => JSON.parse(text)).not.toThrow()
+        }
+      }
+    } finally {
+      await m.close()
+    }
+  })
+})
 
 describe.each(MACHINE_CLIENTS)("machine client $name", ({ layer: machineClient }) => {
   const machines: Array<ReferenceMachine> = []
