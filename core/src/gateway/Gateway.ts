@@ -338,7 +338,9 @@ const make = (config: GatewayConfig) =>
           const windowStart = windowStartOf(now, config.rateWindowMs)
           // Journaled first: a process killed from here on has the reservation released at restart.
           if (ref !== undefined) yield* settlement.opened(ref)
-          const admission: AdmissionResult = yield* admissions.submit({
+          // Uninterruptible: a client leaving meanwhile waits for the store's answer, so that a
+          // reservation made for it is seen (and released), never left to expire.
+          const admission: AdmissionResult = yield* Effect.uninterruptible(admissions.submit({
             account_id: caller.account.id,
             key_id: caller.key.id,
             touch_at: touchAt(caller, now),
@@ -352,7 +354,7 @@ const make = (config: GatewayConfig) =>
               created_at: Time.toTimestamp(now),
               expires_at: expiresAt
             }
-          })
+          }))
           if (admission._tag === "KeyRevoked") {
             yield* apiKeys.forget(caller.key.id)
             return yield* inferenceError(401, "invalid_api_key", "The API key was revoked.")
@@ -401,8 +403,9 @@ const make = (config: GatewayConfig) =>
           call: vc,
           candidates,
           // A reservation holding credits pinned to another machine is made again for this one.
+          // Uninterruptible, so that a reservation made is always in `held`, where it is released.
           prepare: (machine) =>
-            Effect.gen(function*() {
+            Effect.uninterruptible(Effect.gen(function*() {
               if (!priced || (held !== undefined && usableOn(held, machine.id))) return true
               const previous = held
               held = undefined
@@ -411,7 +414,7 @@ const make = (config: GatewayConfig) =>
               if ("_tag" in r) return false
               held = r
               return true
-            }),
+            })),
           send: (machine, attempt) => attempt === 1 && machine === first && early !== undefined ? Fiber.join(early) : post(machine),
           discard
         })

@@ -183,12 +183,15 @@ export const makeSettlement = (config: SettlementConfig) =>
     }
 
     /**
-     * A journaled reservation ref that did not become the call's reservation (admission refused it,
-     * or failed): closed; when admission failed unseen (the store may have made it), voided first.
+     * A journaled reservation ref that did not become the call's reservation. Admission refused it
+     * (a typed error: the store answered, nothing was reserved): closed. Admission failed or was
+     * interrupted (the client left) before its answer was seen: the store may have made it, so it
+     * is voided (harmless when it was not).
      */
     const abandon = (ref: string, exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> =>
-      Exit.isFailure(exit) && Cause.hasDies(exit.cause)
-        ? release({ ref, machineId: "", allocations: [], expiresAt: Number.POSITIVE_INFINITY })
+      Exit.isFailure(exit) && (Cause.hasDies(exit.cause) || Cause.hasInterrupts(exit.cause))
+        ? Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          release({ ref, machineId: "", allocations: [], expiresAt: now + config.reservationTtlMs }))
         : closed(ref)
 
     /**

@@ -1,0 +1,262 @@
+/**
+ * Support for the fault-injection suite (FaultInjection.test.ts): a throwaway PostgreSQL cluster of
+ * its own (scripts/ci-postgres.sh, on its own port and state file) that can be stopped and started,
+ * the real server process (src/main.ts) that can be killed, a mock machine whose calls are
+ * identified one by one, and the per-call accounts whose ledgers the invariants are read from.
+ */
+import { ApiKeys } from "@model-platform/core/ApiKeys"
+import { Catalogue } from "@model-platform/core/Catalogue"
+import { Ledger } from "@model-platform/core/Ledger"
+import { AccountStore } from "@model-platform/core/ports/AccountStore"
+import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
+import { UsageStore } from "@model-platform/core/ports/UsageStore"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { Database } from "../src/postgres/Database.ts"
+import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
+import { gatewayCatalogue } from "./gatewaySupport.ts"
+
+const ROOT = Path.join(import.meta.dirname, "..", "..", "..")
+const MAIN = Path.join(import.meta.dirname, "..", "src", "main.ts")
+
+/** The newest installed PostgreSQL's bin directory (Debian's layout), or undefined. */
+export const postgresBin = (): string | undefined => {
+  const base = "/usr/lib/postgresql"
+  if (!Fs.existsSync(base)) return undefined
+  const found = Fs.readdirSync(base)
+    .map((v) => Path.join(base, v, "bin"))
+    .filter((bin) => Fs.existsSync(Path.join(bin, "initdb")))
+    .sort((a, b) => a.localeCompare(b, undefined, { numeric: true }))
+  return found.at(-1)
+}
+
+// ---- A cluster of our own ------------------------------------------------------------------
+
+export interface Cluster {
+  readonly url: string
+  readonly stop: () => void
+  readonly start: () => void
+  /** Runs SQL with psql; its output (unaligned, tuples only). */
+  readonly psql: (sql: string) => string
+  /** A psql session held open (to keep a lock); `end` commits and closes it. */
+  readonly session: (sql: string) => { readonly end: () => Promise<void> }
+  readonly destroy: () => void
+}
+
+export const startCluster = (): Cluster => {
+  const state = Path.join(Fs.mkdtempSync(Path.join(Os.tmpdir(), "fault-pg-")), "state")
+  const env = { ...process.env, CI_POSTGRES_STATE: state, CI_POSTGRES_PORT: "57300" }
+  const url = execFileSync(Path.join(ROOT, "scripts", "ci-postgres.sh"), ["start"], { env, encoding: "utf8" }).trim()
+  const vars = Object.fromEntries(
+    Fs.readFileSync(state, "utf8").trim().split("\n").map((line) => line.split("=", 2) as [string, string])
+  )
+  const { DIR: dir, PORT: port, BIN: bin } = vars as { DIR: string; PORT: string; BIN: string }
+  const asPg = (command: string, args: ReadonlyArray<string>) =>
+    process.getuid?.() === 0
+      ? execFileSync("runuser", ["-u", "postgres", "--", command, ...args], { encoding: "utf8" })
+      : execFileSync(command, [...args], { encoding: "utf8" })
+  const psqlArgs = ["-h", "127.0.0.1", "-p", port, "-U", "postgres", "-d", "postgres", "-At", "-v", "ON_ERROR_STOP=1"]
+  return {
+    url,
+    stop: () => void asPg(Path.join(bin, "pg_ctl"), ["-D", Path.join(dir, "data"), "-m", "fast", "-w", "stop"]),
+    start: () => void asPg(Path.join(bin, "pg_ctl"), ["-D", Path.join(dir, "data"), "-l", Path.join(dir, "server.log"), "-w", "start"]),
+    psql: (sql) => execFileSync(Path.join(bin, "psql"), [...psqlArgs, "-c", sql], { encoding: "utf8" }).trim(),
+    session: (sql) => {
+      const child = spawn(Path.join(bin, "psql"), psqlArgs, { stdio: ["pipe", "ignore", "inherit"] })
+      child.stdin.write(`${sql}\n`)
+      return {
+        end: () =>
+          new Promise<void>((resolve) => {
+            child.once("exit", () => resolve())
+            child.stdin.end("COMMIT;\n")
+          })
+      }
+    },
+    destroy: () => void execFileSync(Path.join(ROOT, "scripts", "ci-postgres.sh"), ["stop"], { env, stdio: "ignore" })
+  }
+}
+
+// ---- The mock machine ----------------------------------------------------------------------
+
+/** What every answer reports: 20 input and 10 output tokens (ref-chat: 2 and 6 credits per Mtok). */
+export const USAGE = { prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 }
+export const COST = (20n * 2_000_000n + 10n * 6_000_000n + 999_999n) / 1_000_000n
+
+/**
+ * Calls name themselves and what the machine does with them in the body's `user` field
+ * ("<id>|<mode>"): ok (at once), slow (answers after 60 ms, or streams its chunks 30 ms apart), drop (breaks the stream
+ * after its first chunk, before usage), hang (never answers). Calls without a name (the gateway's
+ * canaries, health probes) are answered at once.
+ */
+export interface Mock {
+  readonly url: string
+  /** Call ids the machine was asked. */
+  readonly received: Set<string>
+  /** Call ids whose answer the machine completed (usage sent, response ended). */
+  readonly completed: Set<string>
+  readonly dropped: Set<string>
+  readonly close: () => Promise<void>
+}
+
+export const startMock = (): Promise<Mock> => {
+  const received = new Set<string>()
+  const completed = new Set<string>()
+  const dropped = new Set<string>()
+  const chunk = (extra: Record<string, unknown>) =>
+    `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "ref-chat", ...extra })}\n\n`
+  const server = Http.createServer((req, res) => {
+    if (req.method === "GET") {
+      res.writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ object: "list", data: ["ref-chat", "free-chat", "ref-embed", "ref-forecast", "ref-image"].map((id) => ({ id, object: "model" })) }))
+      return
+    }
+    const parts: Array<Buffer> = []
+    req.on("data", (c: Buffer) => parts.push(c))
+    req.on("end", () => {
+      const body = JSON.parse(Buffer.concat(parts).toString("utf8")) as { stream?: boolean; user?: string }
+      const [id, mode] = (body.user ?? "|ok").split("|") as [string, string]
+      if (id !== "") received.add(id)
+      if (mode === "hang") return
+      if (body.stream !== true) {
+        const answer = () =>
+          res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({
+            id: "c1", object: "chat.completion", created: 1, model: "ref-chat",
+            choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: USAGE
+          }), () => id !== "" && completed.add(id))
+        if (mode === "slow") setTimeout(answer, 60)
+        else answer()
+        return
+      }
+      res.writeHead(200, { "content-type": "text/event-stream" })
+      const events = [
+        ...["a", "b", "c", "d"].map((c) => chunk({ choices: [{ index: 0, delta: { content: c }, finish_reason: null }] })),
+        chunk({ choices: [], usage: USAGE }),
+        "data: [DONE]\n\n"
+      ]
+      let i = 0
+      const next = () => {
+        if (mode === "drop" && i === 1) {
+          if (id !== "") dropped.add(id)
+          res.destroy()
+          return
+        }
+        if (i === events.length) {
+          res.end(() => id !== "" && completed.add(id))
+          return
+        }
+        res.write(events[i++]!)
+        if (mode === "slow") setTimeout(next, 30)
+        else next()
+      }
+      next()
+    })
+  })
+  return new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () =>
+      resolve({
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        received,
+        completed,
+        dropped,
+        close: () => new Promise((r) => server.close(() => r()))
+      }))
+  )
+}
+
+// ---- The server process ----------------------------------------------------------------------
+
+export interface Server {
+  readonly url: string
+  readonly child: ChildProcess
+  readonly output: () => string
+}
+
+export const writeCatalogue = (dir: string, mockUrl: string): string => {
+  const file = Path.join(dir, "catalogue.json")
+  Fs.writeFileSync(file, JSON.stringify(gatewayCatalogue([{ id: "m-a", url: `${mockUrl}/v1`, score: 1 }], { rpm: 100_000 })))
+  return file
+}
+
+export const startServer = (env: Record<string, string>): Promise<Server> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [MAIN], { env: { ...process.env, PORT: "0", ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    let output = ""
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000)
+    child.stdout!.on("data", (chunk: Buffer) => {
+      output += chunk.toString()
+      const match = /listening on (http:\/\/\S+)/.exec(output)
+      if (match !== null) {
+        clearTimeout(timer)
+        resolve({ url: match[1]!.replace(/\/$/, ""), child, output: () => output })
+      }
+    })
+    child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
+    child.once("exit", (code) => reject(new Error(`server exited with ${code}:\n${output}`)))
+  })
+
+export const kill = (server: Server, signal: NodeJS.Signals) =>
+  new Promise<void>((resolve) => {
+    server.child.removeAllListeners("exit")
+    if (server.child.exitCode !== null) return resolve()
+    server.child.once("exit", () => resolve())
+    server.child.kill(signal)
+  })
+
+// ---- Accounts, one per call, and what their ledgers say -----------------------------------
+
+export const CREDIT = 1_000_000_000n
+
+export const ledgerRuntime = (url: string) =>
+  ManagedRuntime.make(
+    Layer.mergeAll(Ledger.layer, ApiKeys.layer).pipe(
+      Layer.provideMerge(PgPlatformStores),
+      Layer.provide(Catalogue.layer(gatewayCatalogue([], {}))),
+      Layer.provide(Database.layer({ databaseUrl: url, dataDir: Database.MEMORY })),
+      Layer.orDie
+    )
+  )
+
+export interface CallAccount {
+  readonly accountId: string
+  readonly auth: string
+}
+
+export const newAccounts = (n: number) =>
+  Effect.forEach(Array.from({ length: n }, (_, i) => i), () =>
+    Effect.gen(function*() {
+      const id = `acct_${crypto.randomUUID().replaceAll("-", "")}`
+      yield* (yield* AccountStore).insert({ id, email: `${id}@fault.test`, created_at: new Date().toISOString() })
+      yield* (yield* Ledger).credit(id, { ref: `grant_${id}`, machine_id: null, amount: CREDIT, type: "credit_added" })
+      const key = yield* (yield* ApiKeys).issue(id, { name: "fault", permissions: ["inference"], machine_id: null })
+      return { accountId: id, auth: `Bearer ${key.secret}` } satisfies CallAccount
+    }), { concurrency: 8 })
+
+export interface AccountState {
+  readonly available: bigint
+  readonly held: bigint
+  /** Usage records, and the credits they say were charged. */
+  readonly records: number
+  readonly recorded: bigint
+  /** What the ledger's usage entries charged. */
+  readonly charged: bigint
+}
+
+export const stateOf = (accountId: string) =>
+  Effect.gen(function*() {
+    const ledger = yield* LedgerStore
+    const scopes = yield* ledger.balances(accountId)
+    const entries = yield* ledger.entries(accountId)
+    const records = yield* (yield* UsageStore).list({ account_id: accountId, from: "2000-01-01T00:00:00.000Z", to: "2100-01-01T00:00:00.000Z" })
+    return {
+      available: scopes.reduce((n, s) => n + s.posted - s.held, 0n),
+      held: scopes.reduce((n, s) => n + s.held, 0n),
+      records: records.length,
+      recorded: records.reduce((n, r) => n + r.credits, 0n),
+      charged: -entries.filter((e) => e.type === "usage").reduce((n, e) => n + e.amount, 0n)
+    } satisfies AccountState
+  })
