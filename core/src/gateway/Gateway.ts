@@ -168,11 +168,14 @@ export class Gateway extends Context.Service<Gateway, {
 
 // ---- Pure helpers -------------------------------------------------------------------------
 
-/** The secret in an Authorization header: "Bearer <secret>"; "" when there is none. */
+/**
+ * The secret in an Authorization header: "Bearer <secret>"; "" when there is none, or when another
+ * scheme is used (401 missing_api_key, as the management API answers: docs/api-decisions.md "Keys").
+ */
 export const bearerSecret = (header: string | undefined): string => {
   if (header === undefined) return ""
   const match = /^\s*Bearer\s+(.*)$/i.exec(header)
-  return (match === null ? header : match[1]!).trim()
+  return match === null ? "" : match[1]!.trim()
 }
 
 export { isRetryableStatus, machinePath } from "./Dispatch.ts"

@@ -101,6 +101,8 @@ describe("helpers", () => {
     expect(bearerSecret(undefined)).toBe("")
     expect(bearerSecret("Bearer  mpk_abc ")).toBe("mpk_abc")
     expect(bearerSecret("bearer mpk_abc")).toBe("mpk_abc")
+    expect(bearerSecret("Basic bXBrX2FiYw==")).toBe("")
+    expect(bearerSecret("mpk_abc")).toBe("")
     expect(machinePath("/v1/embeddings")).toBe("/embeddings")
     expect([400, 401, 413, 422].map(isRetryableStatus)).toEqual([false, false, false, false])
     expect([404, 408, 429, 500, 502, 503].map(isRetryableStatus)).toEqual([true, true, true, true, true, true])
