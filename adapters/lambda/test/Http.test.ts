@@ -27,4 +27,4 @@ const rawSender = (handler: LambdaHandler): RawSender => async (method, target, 
 boundarySuite("lambda (API Gateway v2)", async () => {
   const shell = await startLambda(fixtureCatalogue)
   return { ...shell, raw: rawSender(shell.handler) }
-}, { hugeBodyBytes: 8 * 1000 * 1000 })
+}, { hugeBodyBytes: 8 * 1000 * 1000, buffersBody: true })

@@ -1,11 +1,13 @@
 /** The shared HTTP suite through the real Node server, on every store the Node shell has. */
+import { MAX_HEADER_BYTES } from "@model-platform/core/Limits"
 import { boundarySuite, nodeRawSender } from "@model-platform/test-harness/BoundarySuite"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { platformHttpSuite } from "@model-platform/test-harness/HttpSuite"
 import { permissionMatrixSuite } from "@model-platform/test-harness/PermissionMatrix"
 import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
 import { Layer } from "effect"
-import { describe } from "vitest"
+import { connect } from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Database } from "../src/postgres/Database.ts"
 import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
 import { freshDatabaseUrl, startNodeServer } from "./support.ts"
@@ -26,6 +28,38 @@ const withRawSender = async (started: ReturnType<typeof startNodeServer>) => {
 
 boundarySuite("node-http, embedded Postgres", () =>
   withRawSender(startNodeServer(fixtureCatalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY }))))))
+
+/** Bytes on a socket, and what came back before the server closed it. */
+const overSocket = (url: string, bytes: string) =>
+  new Promise<string>((resolve, reject) => {
+    const { hostname, port } = new URL(url)
+    const socket = connect(Number(port), hostname, () => socket.write(bytes, "latin1"))
+    let answer = ""
+    socket.on("data", (chunk) => (answer += chunk.toString("utf8")))
+    socket.on("close", () => resolve(answer))
+    socket.on("error", reject)
+  })
+
+describe("node-http: requests Node's parser refuses are answered in the surface's shape", () => {
+  let shell: Awaited<ReturnType<typeof startNodeServer>>
+  beforeAll(async () => {
+    shell = await startNodeServer(fixtureCatalogue, MemoryPlatformStores)
+  })
+  afterAll(async () => {
+    await shell?.close()
+  })
+  const bodyOf = (answer: string) => JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4))
+  it("a NUL byte in the request line -> 400 invalid_request in the platform shape", async () => {
+    const answer = await overSocket(shell.url, "GET /orders/\u0000x HTTP/1.1\r\nHost: a\r\n\r\n")
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /)
+    expect(bodyOf(answer)).toEqual({ error: { code: "invalid_request", message: expect.any(String) } })
+  })
+  it("headers over the limit under /v1 -> 431 in the inference shape", async () => {
+    const answer = await overSocket(shell.url, `GET /v1/models HTTP/1.1\r\nHost: a\r\nX-Padding: ${"a".repeat(MAX_HEADER_BYTES)}\r\n\r\n`)
+    expect(answer).toMatch(/^HTTP\/1\.1 431 /)
+    expect(bodyOf(answer)).toEqual({ error: { message: expect.any(String), type: "invalid_request_error", code: "headers_too_large" } })
+  })
+})
 
 const serverUrl = process.env.TEST_DATABASE_URL
 describe.skipIf(serverUrl === undefined)("on a PostgreSQL server (TEST_DATABASE_URL)", () => {
