@@ -6,7 +6,9 @@
  *   a path or query that is not percent-encoded UTF-8 text, or decodes to NUL, is 400;
  * - the request head (request line and headers) over MAX_HEADER_BYTES is 431;
  * - the body over its surface's size is 413: from Content-Length before a byte is read, else while
- *   reading. It is read here once, bounded, and handlers get it from the request's cache;
+ *   reading. It is read here once, bounded, and handlers get it from the request's cache (`text`,
+ *   `arrayBuffer`, `urlParamsBody`); a route that must stream its body instead of holding it
+ *   would be skipped here and bound its own stream;
  * - a management JSON body must be UTF-8 and nest at most MAX_JSON_DEPTH deep (400).
  * Refusals answer in the surface's error shape (ErrorShape.ts).
  */
