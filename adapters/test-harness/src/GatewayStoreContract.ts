@@ -16,8 +16,9 @@
  * Not asserted, because the composed steps (memory, DynamoDB) have no transaction around a call:
  * two concurrent commits of the same call may record credits 0 for a call one of them charged; a
  * settlement that dies mid-batch leaves the earlier calls of the batch applied (PostgreSQL rolls
- * the batch back). The gateway never commits a call twice, and the Batcher retries a failed batch
- * call by call.
+ * the batch back). The Batcher retries a failed batch call by call, and a replayed commit (the
+ * gateway retries metering and replays its journal) whose settlement went through records what the
+ * reservation was charged.
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Cause, Effect, Exit, type Layer } from "effect"

@@ -255,3 +255,24 @@ describe("the metering journal, replayed at start", () => {
     }
   })
 })
+
+describe("a replayed commit on the composed stores (memory, DynamoDB)", () => {
+  it("whose settlement went through before a crash records what was charged, once", async () => {
+    const stores = await buildStores()
+    const runtime = gatewayOn(stores, { n: 0, hang: false, attempts: 0 }, {})
+    try {
+      const { accountId, auth } = await runtime.runPromise(newKey)
+      const journal = makeMemoryJournal()
+      const killed = gatewayOn(stores, { n: 0, hang: true, attempts: 0 }, {}, journal)
+      expect(Exit.isSuccess(await killed.runPromise(callOnce(auth)))).toBe(true)
+      const [metered] = openOf(journal).completed
+      // The crash came between the two writes: settled, not recorded.
+      await runtime.runPromise(Effect.flatMap(LedgerStore, (l) => l.settle(metered!.settlement!)))
+      const results = await runtime.runPromise(Effect.flatMap(GatewayStore, (g) => g.commit([metered!, metered!])))
+      expect(results.map((r) => [r.settlement, r.record])).toEqual([["not_pending", "Recorded"], ["not_pending", "Duplicate"]])
+      expect(await runtime.runPromise(ledgerOf(accountId))).toEqual({ available: CREDIT - COST, held: 0n, records: 1, charged: COST })
+    } finally {
+      await runtime.dispose()
+    }
+  })
+})

@@ -122,7 +122,14 @@ const composeGatewayStore = (stores: {
     return Effect.forEach(calls, ({ record, settlement }) =>
       Effect.gen(function*() {
         const settled = settlement === undefined ? "none" as const : yield* stores.ledger.settle(settlement)
-        const written = yield* stores.usage.record(settled === "not_pending" ? { ...record, credits: 0n } : record)
+        let credits = record.credits
+        if (settlement !== undefined && settled === "not_pending") {
+          // Settled already: a replay (the gateway's journal, a retry) of a commit that died between
+          // its two writes; the record says what was charged then. Expired or voided: nothing.
+          const reservation = yield* stores.ledger.reservation(settlement.ref)
+          credits = reservation?.status === "settled" ? reservation.charged ?? 0n : 0n
+        }
+        const written = yield* stores.usage.record(credits === record.credits ? record : { ...record, credits })
         return { settlement: settled, record: written } satisfies MeteredResult
       }))
   }
