@@ -1,0 +1,40 @@
+/**
+ * A DynamoDB endpoint that cannot be reached is StoreUnavailable (src/DynamoUnavailable.ts), so the
+ * platform answers 503 store_unavailable and the gateway retries its metering (docs/gateway.md
+ * "Metering that survives faults"); other failures stay defects of their own.
+ */
+import { AccountStore } from "@model-platform/core/ports/AccountStore"
+import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
+import { isStoreUnavailableCause } from "@model-platform/core/ports/StoreUnavailable"
+import { Effect, Exit, Layer } from "effect"
+import { describe, expect, it } from "vitest"
+import { DynamoPlatformStores } from "../src/DynamoPlatformStores.ts"
+import { DynamoConfig, makeDocumentClient } from "../src/DynamoTable.ts"
+import { isDynamoUnavailable } from "../src/DynamoUnavailable.ts"
+import { localClientConfig } from "./dynamoLocal.ts"
+
+describe("DynamoDB unreachable", () => {
+  it("every store operation dies with StoreUnavailable", async () => {
+    // Nothing listens on port 1; one attempt, so the test does not wait for the SDK's backoff.
+    const client = makeDocumentClient({ ...localClientConfig("http://127.0.0.1:1"), maxAttempts: 1 })
+    const stores = DynamoPlatformStores.pipe(Layer.provide(DynamoConfig.layer({ tableName: "unreachable", client })))
+    try {
+      const exits = await Effect.runPromise(Effect.all([
+        Effect.exit(Effect.flatMap(AccountStore, (s) => s.get("acct_1"))),
+        Effect.exit(Effect.flatMap(LedgerStore, (s) => s.balances("acct_1")))
+      ]).pipe(Effect.provide(stores)))
+      for (const exit of exits) expect(Exit.isFailure(exit) && isStoreUnavailableCause(exit.cause)).toBe(true)
+    } finally {
+      client.destroy()
+    }
+  })
+
+  it("recognises throttling and unavailability, not a failed condition", () => {
+    const named = (name: string) => Object.assign(new Error(name), { name })
+    expect(isDynamoUnavailable(named("ProvisionedThroughputExceededException"))).toBe(true)
+    expect(isDynamoUnavailable(named("ServiceUnavailable"))).toBe(true)
+    expect(isDynamoUnavailable(Object.assign(new Error("connect"), { code: "ECONNREFUSED" }))).toBe(true)
+    expect(isDynamoUnavailable(named("ConditionalCheckFailedException"))).toBe(false)
+    expect(isDynamoUnavailable(named("ValidationException"))).toBe(false)
+  })
+})
