@@ -16,7 +16,10 @@
  *   - a refused request (4xx) changes nothing: the account's credits, keys, orders, tickets,
  *     receipts, credit activity and billing summary are the same after it (compared after every
  *     case for other methods than GET, after each batch of GET cases, which change nothing either);
- *   - a 2xx of the endpoint itself decodes with the endpoint's success schema.
+ *   - a 2xx of the endpoint itself decodes with the endpoint's success schema, and a record it
+ *     answers (an id) is listed afterwards with the same fields (what the client was told was saved
+ *     is what was saved);
+ *   - a 405 has an Allow header, which does not name the method sent.
  * Failures are collected (not stopped at the first) and reported per endpoint, grouped by cause.
  *
  * Replay: FUZZ_SEED (printed; random by default), FUZZ_RUNS (cases per endpoint, default 200),
@@ -225,6 +228,12 @@ export const judge = (endpoint: ApiEndpoint, c: FuzzCase, target: string, answer
       }
     }
   }
+  if (answer.status === 405) {
+    // 405 says the method sent is not one the path takes; Allow lists the ones it does (RFC 9110).
+    const allow = (answer.headers["allow"] ?? "").split(",").map((m) => m.trim().toUpperCase()).filter((m) => m !== "")
+    if (allow.length === 0) problems.push({ category: "405 without an Allow header" })
+    else if (allow.includes(c.method.toUpperCase())) problems.push({ category: "405 whose Allow header names the method sent" })
+  }
   if (
     answer.status >= 200 && answer.status < 300 && c.method === endpoint.method && templateRegex(endpoint.path).test(paths[0]!) &&
     (answer.headers["content-type"] ?? "").includes("json") && !decodesAsSuccess(endpoint, json)
@@ -247,6 +256,26 @@ const normalize = (path: string, json: any): unknown => {
 }
 
 type Snapshot = ReadonlyMap<string, string>
+
+/**
+ * Fields of a 2xx answer that differ from the same record (same id) as the account's lists then
+ * show it: what a client is told was saved must be what was saved.
+ */
+const echoDifferences = (answer: unknown, after: Snapshot): ReadonlyArray<string> => {
+  if (!isRecord(answer) || typeof answer.id !== "string") return []
+  const out: Array<string> = []
+  for (const text of after.values()) {
+    const listed = (parseJson(text) as any)?.data
+    if (!Array.isArray(listed)) continue
+    const same = listed.find((item: unknown) => isRecord(item) && item.id === answer.id)
+    if (!isRecord(same)) continue
+    for (const [key, value] of Object.entries(answer)) {
+      if (key === "last_used_at" || !(key in same)) continue
+      if (JSON.stringify(value) !== JSON.stringify(same[key])) out.push(`${key}: answered ${JSON.stringify(value)?.slice(0, 80)}, listed ${JSON.stringify(same[key])?.slice(0, 80)}`)
+    }
+  }
+  return out
+}
 
 const diffOf = (before: Snapshot, after: Snapshot): string =>
   SNAPSHOT_PATHS.filter((p) => before.get(p) !== after.get(p))
@@ -489,6 +518,10 @@ export const fuzzSuite = (shell: string, start: () => Promise<FuzzShell>) =>
             unchecked += pending.length
             pending = []
             baseline = await takeSnapshot()
+            if (answer !== undefined && answer.status < 300) {
+              const differences = echoDifferences(parseJson(answer.body), baseline)
+              if (differences.length > 0) fail(index, c, "2xx answer differs from what is then listed", answer.status, differences.join("; "))
+            }
           }
         }
         await verify()
