@@ -19,7 +19,7 @@ describe("DynamoDB unreachable", () => {
     const client = makeDocumentClient({ ...localClientConfig("http://127.0.0.1:1"), maxAttempts: 1 })
     const stores = DynamoPlatformStores.pipe(Layer.provide(DynamoConfig.layer({ tableName: "unreachable", client })))
     try {
-      const exits = await Effect.runPromise(Effect.all([
+      const exits: ReadonlyArray<Exit.Exit<unknown>> = await Effect.runPromise(Effect.all([
         Effect.exit(Effect.flatMap(AccountStore, (s) => s.get("acct_1"))),
         Effect.exit(Effect.flatMap(LedgerStore, (s) => s.balances("acct_1")))
       ]).pipe(Effect.provide(stores)))
