@@ -124,9 +124,10 @@ const payloadV2Request = (event: PayloadV2Event, init: { readonly signal?: Abort
 
 /**
  * Set-Cookie goes to `cookies`; the length and framing of the body are API Gateway's to set, since
- * the body it sends is not the one in the result (base64 is decoded).
+ * the body it sends is not the one in the result (base64 is decoded), and so is the connection
+ * (a 413's `Connection: close` is for a socket the Node server holds, not for API Gateway's).
  */
-const RESULT_OMITS = new Set(["set-cookie", "content-length", "transfer-encoding"])
+const RESULT_OMITS = new Set(["set-cookie", "content-length", "transfer-encoding", "connection"])
 
 const payloadV2Result = async (response: Response): Promise<PayloadV2Result> => {
   const headers: Record<string, string> = {}

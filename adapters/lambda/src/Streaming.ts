@@ -86,9 +86,10 @@ export const streamifyResponse = <H extends StreamingHandler>(handler: H): H => 
 
 /**
  * Headers the stream's own framing decides (the Function URL answers in chunks): the length of a
- * streamed body is not known in advance, and Set-Cookie travels in `cookies`.
+ * streamed body is not known in advance, Set-Cookie travels in `cookies`, and the connection is
+ * the Function URL's (a 413's `Connection: close` is for the Node server's socket).
  */
-const METADATA_OMITS = new Set(["set-cookie", "content-length", "transfer-encoding"])
+const METADATA_OMITS = new Set(["set-cookie", "content-length", "transfer-encoding", "connection"])
 
 /** Status, headers (repeated ones joined with ", ") and every Set-Cookie of a web Response. */
 export const responseMetadata = (response: Response): StreamMetadata => {
