@@ -6,7 +6,7 @@
 import * as fc from "fast-check"
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { resolveDotSegments, targetProblem } from "../src/api/RequestLimits.ts"
+import { jsonBodyProblem, resolveDotSegments, targetProblem } from "../src/api/RequestLimits.ts"
 import { BYTES_PER_TOKEN, inferenceBodyLimit, MIN_INFERENCE_BODY_BYTES } from "../src/Limits.ts"
 import { isText, textProblem } from "../src/Text.ts"
 
@@ -62,6 +62,19 @@ describe("request target", () => {
     expect(resolveDotSegments("//orders/./x")).toBe("//orders/x")
     expect(resolveDotSegments("/orders/ord.1")).toBeUndefined()
     expect(resolveDotSegments("/orders/...")).toBeUndefined()
+  })
+})
+
+describe("management JSON bodies", () => {
+  const bytes = (text: string) => new TextEncoder().encode(text)
+  it("must be UTF-8", () => {
+    expect(jsonBodyProblem(new Uint8Array([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]))?.code).toBe("invalid_json")
+  })
+  it("must nest at most 64 deep; unparsable JSON is left to the handler's own 400", () => {
+    expect(jsonBodyProblem(bytes(`{"a":${"[".repeat(64)}${"]".repeat(64)}}`))?.code).toBe("invalid_request")
+    expect(jsonBodyProblem(bytes(`{"a":${"[".repeat(63)}${"]".repeat(63)}}`))).toBeUndefined()
+    expect(jsonBodyProblem(bytes(`${"[".repeat(100_000)}${"]".repeat(100_000)}`))?.code).toBe("invalid_request")
+    expect(jsonBodyProblem(bytes(`{"a":`))).toBeUndefined()
   })
 })
 
