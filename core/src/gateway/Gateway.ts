@@ -12,7 +12,7 @@
  *     call there only (403 key_not_scoped_to_machine when they disagree, 503 no_capacity when it is
  *     not serving the model); otherwise the route order (Routing.orderRoutes) of the machines
  *     serving the model now, without those cooling down after failed canaries (Cooldown.ts);
- *  4. admit, one store step (GatewayStore.admit, shared with the calls admitted meanwhile): the
+ *  4. admit (Admission.ts), one store step (GatewayStore.admit, shared with the calls admitted meanwhile): the
  *     key still live (else 401, and forgotten), its use recorded, the call counted against the key's rpm (tier from purchased credits; 429
  *     rate_limited with Retry-After), the upper bound of its cost reserved (402
  *     insufficient_credit) — no reservation for a model priced at zero or while charging is
@@ -33,28 +33,22 @@
  * after it (metering), each shared with the other calls of its batch. Purchased credits (for the
  * tier) are cached in process for tierCacheMs.
  */
-import { Clock, Context, Effect, Fiber, Layer, Schema, Semaphore, Stream } from "effect"
-import { ApiKeys, type Caller, TOUCH_INTERVAL_MS } from "../ApiKeys.ts"
-import { makeBatcher } from "../Batcher.ts"
+import { Clock, Context, Effect, Fiber, Layer, Semaphore, Stream } from "effect"
+import { ApiKeys } from "../ApiKeys.ts"
 import { Catalogue } from "../Catalogue.ts"
 import type { MachineConfig } from "../CatalogueConfig.ts"
-import { rpmAt, tierTable } from "../billing/Tiers.ts"
 import { chargingGate } from "../Charging.ts"
 import { type InferenceError, inferenceError } from "../Errors.ts"
-import { generateId } from "../Keys.ts"
-import { Ledger, spendingOrder } from "../Ledger.ts"
-import { microToCredits } from "../Money.ts"
-import { type Admission, type AdmissionResult, GatewayStore } from "../ports/GatewayStore.ts"
+import { Ledger } from "../Ledger.ts"
 import { MachineClient, type MachineFailure, type MachineResponse } from "../ports/MachineClient.ts"
-import { OrderStore } from "../ports/OrderStore.ts"
-import { windowStartOf } from "../ports/RateLimitStore.ts"
 import * as Time from "../Time.ts"
 import { boundOf, completionChars, costOf, estimatedUsage, isFree, type Prices, pricesOf, reportedUsage } from "./Metering.ts"
 import { shapeAnswer } from "./Answers.ts"
 import { machinePath, makeDispatch } from "./Dispatch.ts"
+import { makeAdmission, RateLimited } from "./Admission.ts"
 import { type Held, makeSettlement } from "./Settlement.ts"
 import { startStream, type StreamOutcome } from "./Streaming.ts"
-import { type Endpoint, validateCall, type ValidCall } from "./Validation.ts"
+import { type Endpoint, validateCall } from "./Validation.ts"
 
 // ---- Configuration ------------------------------------------------------------------------
 
@@ -140,11 +134,7 @@ export type GatewayResponse =
   /** Server-sent events. */
   | { readonly _tag: "Events"; readonly stream: Stream.Stream<Uint8Array> }
 
-/** 429: the key's requests per minute are used up; retry after the window ends. */
-export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
-  error: Schema.Struct({ message: Schema.String, type: Schema.String, code: Schema.String }),
-  retry_after_seconds: Schema.Number
-}) {}
+export { RateLimited }
 
 export type GatewayError = InferenceError | RateLimited
 
@@ -207,15 +197,12 @@ const make = (config: GatewayConfig) =>
     const apiKeys = yield* ApiKeys
     const catalogue = yield* Catalogue
     const ledger = yield* Ledger
-    const store = yield* GatewayStore
     const machines = yield* MachineClient
-    const orders = yield* OrderStore
 
     const cfg = catalogue.config
     // Dispatch: candidates, attempts, failure accounting (canaries, cooldown).
     const dispatch = yield* makeDispatch(config, cfg, machines)
     const prices = new Map<string, Prices>(cfg.models.map((m) => [m.id, pricesOf(m)]))
-    const tiers = tierTable(cfg.tiers)
     const reservationTtlMs = Math.max(config.firstByteTimeoutMs, config.maxStreamMs) + config.drainTimeoutMs +
       RESERVATION_MARGIN_MS
 
@@ -229,46 +216,16 @@ const make = (config: GatewayConfig) =>
     const { fork, forkAfter, release } = settlement
     const drains = yield* Semaphore.make(config.maxDrains)
 
-    // -- tiers (purchased credits cached per account) --
-    const purchased = new Map<string, { value: bigint; at: number }>()
-    const rpmOf = (accountId: string, now: number) =>
-      Effect.gen(function*() {
-        const cached = purchased.get(accountId)
-        let value: bigint
-        if (cached !== undefined && now - cached.at < config.tierCacheMs) {
-          value = cached.value
-        } else {
-          value = yield* orders.purchasedCredits(accountId)
-          purchased.set(accountId, { value, at: now })
-        }
-        return rpmAt(tiers, value)
-      })
+    // Admission (Admission.ts): the key still live, its use, the rpm count, the first reservation.
+    const admission = yield* makeAdmission({
+      tierCacheMs: config.tierCacheMs,
+      rateWindowMs: config.rateWindowMs,
+      speculativeDispatch: config.speculativeDispatch,
+      speculationWindowMs: config.speculationWindowMs,
+      storeBatch: config.storeBatch,
+      reservationTtlMs
+    }, cfg, settlement)
 
-    // -- per key, in process: when admission last recorded its use (last_used_at at most once per
-    // TOUCH_INTERVAL_MS) and when it last admitted a call (speculative dispatch) --
-    const keyState = new Map<string, { touchedAt: number; admittedAt: number }>()
-    const stateOf = (caller: Caller) => {
-      let state = keyState.get(caller.key.id)
-      if (state === undefined) {
-        if (keyState.size >= 10_000) keyState.clear() // bounded: forgetting costs an early touch, a sequential call
-        const lastUsed = caller.key.last_used_at === null ? 0 : Date.parse(caller.key.last_used_at)
-        state = { touchedAt: lastUsed, admittedAt: 0 }
-        keyState.set(caller.key.id, state)
-      }
-      return state
-    }
-    const touchAt = (caller: Caller, now: number) => {
-      const state = stateOf(caller)
-      if (now - state.touchedAt < TOUCH_INTERVAL_MS) return undefined
-      state.touchedAt = now
-      return Time.toTimestamp(now)
-    }
-    /** A key whose last admission here succeeded lately is expected to be admitted again. */
-    const likelyAdmitted = (caller: Caller, now: number) =>
-      config.speculativeDispatch && now - stateOf(caller).admittedAt < config.speculationWindowMs
-
-    // -- admission, written in batches (group commit) --
-    const admissions = makeBatcher((batch: ReadonlyArray<Admission>) => store.admit(batch), config.storeBatch)
     const readAll = (body: Stream.Stream<Uint8Array, MachineFailure>) =>
       Effect.map(Stream.runCollect(body), (chunks) => concat(Array.from(chunks)))
 
@@ -302,12 +259,12 @@ const make = (config: GatewayConfig) =>
         const price = prices.get(vc.model.id)!
         const charging = chargingGate(cfg.payments, now).open
         const priced = charging && !isFree(price)
-        const bound = priced ? costOf(price, boundOf(vc)) : 0n
+        const bound = priced ? costOf(price, boundOf(vc)) : undefined
         const expiresAt = Time.toTimestamp(now + reservationTtlMs)
 
         const reserve = (machineId: string) =>
           Effect.map(
-            ledger.reserve(caller.account.id, machineId, bound, expiresAt),
+            ledger.reserve(caller.account.id, machineId, bound ?? 0n, expiresAt),
             (r) =>
               r._tag === "Reserved"
                 ? { ref: r.ref, machineId, allocations: r.allocations, expiresAt: now + reservationTtlMs } satisfies Held
@@ -325,7 +282,7 @@ const make = (config: GatewayConfig) =>
         // admission runs; nothing of its answer reaches the client unless the call is admitted,
         // and a refused call's request is aborted (docs/gateway.md "Admission in one store step").
         const first = candidates[0]!
-        const early = likelyAdmitted(caller, now)
+        const early = admission.likelyAdmitted(caller, now)
           ? yield* Effect.forkChild(post(first), { startImmediately: true })
           : undefined
         const abandon = early === undefined ? Effect.void : Effect.gen(function*() {
@@ -334,70 +291,7 @@ const make = (config: GatewayConfig) =>
           if (exit._tag === "Success" && exit.value._tag === "Success") yield* forkAfter(Effect.asVoid(discard(exit.value.success)))
         })
 
-        // Admission, one store step: the key still live, its use, the rpm count, the first reservation.
-        const ref = priced ? yield* generateId("usage") : undefined
-        const admit = Effect.gen(function*() {
-          const rpm = yield* rpmOf(caller.account.id, now)
-          const windowStart = windowStartOf(now, config.rateWindowMs)
-          // Journaled first: a process killed from here on has the reservation released at restart.
-          if (ref !== undefined) yield* settlement.opened(ref)
-          // Uninterruptible: a client leaving meanwhile waits for the store's answer, so that a
-          // reservation made for it is seen (and released), never left to expire.
-          const admission: AdmissionResult = yield* Effect.uninterruptible(admissions.submit({
-            account_id: caller.account.id,
-            key_id: caller.key.id,
-            touch_at: touchAt(caller, now),
-            rate: { bucket: `rpm:${caller.key.id}`, window_start: windowStart, window_ms: config.rateWindowMs, limit: rpm },
-            reservation: ref === undefined ? undefined : {
-              ref,
-              account_id: caller.account.id,
-              machine_id: first.id,
-              scopes: spendingOrder(first.id),
-              amount: bound,
-              created_at: Time.toTimestamp(now),
-              expires_at: expiresAt
-            }
-          }))
-          if (admission._tag === "KeyRevoked") {
-            yield* apiKeys.forget(caller.key.id)
-            return yield* inferenceError(401, "invalid_api_key", "The API key was revoked.")
-          }
-          if (admission._tag === "RateLimited") {
-            const retryAfterSeconds = Math.max(1, Math.ceil((windowStart + config.rateWindowMs - now) / 1000))
-            return yield* new RateLimited({
-              error: {
-                message: `Rate limit reached: this key may make ${rpm} requests per minute at the account's tier; retry in ${retryAfterSeconds} s.`,
-                type: "rate_limit_error",
-                code: "rate_limited"
-              },
-              retry_after_seconds: retryAfterSeconds
-            })
-          }
-          const reserved = admission.reserved
-          if (reserved?._tag === "insufficient") {
-            return yield* inferenceError(
-              402,
-              "insufficient_credit",
-              `Insufficient credit: this call may cost up to ${microToCredits(bound)} credits and the balance usable on this machine is ${microToCredits(reserved.available)} credits. Add credits${endpoint === "/v1/chat/completions" ? ", or lower max_tokens" : ""}.`
-            )
-          }
-          if (reserved?._tag === "duplicate") {
-            return yield* Effect.die(new Error(`Gateway: generated reservation ref ${ref} already exists`))
-          }
-          stateOf(caller).admittedAt = now
-          return reserved === undefined || ref === undefined
-            ? undefined
-            : { ref, machineId: first.id, allocations: reserved.allocations, expiresAt: now + reservationTtlMs } satisfies Held
-        })
-        const firstHold = yield* admit.pipe(
-          Effect.onExit((exit) =>
-            ref === undefined || (exit._tag === "Success" && exit.value !== undefined) ? Effect.void : settlement.abandon(ref, exit)
-          ),
-          Effect.onError(() => {
-            stateOf(caller).admittedAt = 0
-            return abandon
-          })
-        )
+        const firstHold = yield* admission.admit({ caller, endpoint, now, first, bound }).pipe(Effect.onError(() => abandon))
 
         // From here on `held` is the call's reservation until it is handed to metering.
         let held: Held | undefined = firstHold

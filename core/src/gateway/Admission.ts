@@ -1,0 +1,174 @@
+/**
+ * Admission, the gateway's first stage (docs/gateway.md "Admission in one store step"): before a
+ * call reaches a machine, in one store step shared with the admissions of its batch
+ * (GatewayStore.admit, group commit), the key is confirmed live (else 401, and forgotten), its use
+ * recorded (`last_used_at`, at most once per TOUCH_INTERVAL_MS), the call counted against the key's
+ * rpm (the tier from purchased credits, cached per account for tierCacheMs; past it 429
+ * rate_limited with Retry-After) and, for a priced call, the upper bound of its cost reserved for
+ * the first machine (402 insufficient_credit).
+ *
+ * The reservation's ref is journaled before it is asked for (Settlement.opened), so a process
+ * killed from then on has it released at restart; an admission that fails or is interrupted before
+ * its answer is seen voids it (Settlement.abandon).
+ *
+ * It also remembers, per key and in process, when a call of it was last admitted here: a key
+ * admitted lately is "likely admitted", and its first machine is called while admission runs
+ * (speculative dispatch, Gateway.ts).
+ */
+import { Effect, Schema } from "effect"
+import { ApiKeys, type Caller, TOUCH_INTERVAL_MS } from "../ApiKeys.ts"
+import { makeBatcher } from "../Batcher.ts"
+import type { CatalogueConfig, MachineConfig } from "../CatalogueConfig.ts"
+import { rpmAt, tierTable } from "../billing/Tiers.ts"
+import { inferenceError } from "../Errors.ts"
+import { generateId } from "../Keys.ts"
+import { spendingOrder } from "../Ledger.ts"
+import { microToCredits } from "../Money.ts"
+import { type Admission, type AdmissionResult, GatewayStore } from "../ports/GatewayStore.ts"
+import { OrderStore } from "../ports/OrderStore.ts"
+import { windowStartOf } from "../ports/RateLimitStore.ts"
+import * as Time from "../Time.ts"
+import type { Held, Settlement } from "./Settlement.ts"
+import type { Endpoint } from "./Validation.ts"
+
+/** 429: the key's requests per minute are used up; retry after the window ends. */
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+  error: Schema.Struct({ message: Schema.String, type: Schema.String, code: Schema.String }),
+  retry_after_seconds: Schema.Number
+}) {}
+
+export interface AdmissionConfig {
+  readonly tierCacheMs: number
+  readonly rateWindowMs: number
+  readonly speculativeDispatch: boolean
+  readonly speculationWindowMs: number
+  readonly storeBatch: number
+  readonly reservationTtlMs: number
+}
+
+/** One call to admit. */
+export interface Candidate {
+  readonly caller: Caller
+  readonly endpoint: Endpoint
+  readonly now: number
+  /** The first machine: the reservation is made for it (credits pinned to it may pay). */
+  readonly first: MachineConfig
+  /** The cost bound to reserve; undefined for a call that reserves nothing (unpriced). */
+  readonly bound: bigint | undefined
+}
+
+export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfig, settlement: Settlement) =>
+  Effect.gen(function*() {
+    const apiKeys = yield* ApiKeys
+    const store = yield* GatewayStore
+    const orders = yield* OrderStore
+    const tiers = tierTable(catalogue.tiers)
+
+    // -- tiers (purchased credits cached per account) --
+    const purchased = new Map<string, { value: bigint; at: number }>()
+    const rpmOf = (accountId: string, now: number) =>
+      Effect.gen(function*() {
+        const cached = purchased.get(accountId)
+        let value: bigint
+        if (cached !== undefined && now - cached.at < config.tierCacheMs) {
+          value = cached.value
+        } else {
+          value = yield* orders.purchasedCredits(accountId)
+          purchased.set(accountId, { value, at: now })
+        }
+        return rpmAt(tiers, value)
+      })
+
+    // -- per key, in process: when admission last recorded its use (last_used_at at most once per
+    // TOUCH_INTERVAL_MS) and when it last admitted a call (speculative dispatch) --
+    const keyState = new Map<string, { touchedAt: number; admittedAt: number }>()
+    const stateOf = (caller: Caller) => {
+      let state = keyState.get(caller.key.id)
+      if (state === undefined) {
+        if (keyState.size >= 10_000) keyState.clear() // bounded: forgetting costs an early touch, a sequential call
+        const lastUsed = caller.key.last_used_at === null ? 0 : Date.parse(caller.key.last_used_at)
+        state = { touchedAt: lastUsed, admittedAt: 0 }
+        keyState.set(caller.key.id, state)
+      }
+      return state
+    }
+    const touchAt = (caller: Caller, now: number) => {
+      const state = stateOf(caller)
+      if (now - state.touchedAt < TOUCH_INTERVAL_MS) return undefined
+      state.touchedAt = now
+      return Time.toTimestamp(now)
+    }
+    /** A key whose last admission here succeeded lately is expected to be admitted again. */
+    const likelyAdmitted = (caller: Caller, now: number) =>
+      config.speculativeDispatch && now - stateOf(caller).admittedAt < config.speculationWindowMs
+
+    const admissions = makeBatcher((batch: ReadonlyArray<Admission>) => store.admit(batch), config.storeBatch)
+
+    /** Admits a call: its first reservation (undefined when it reserves nothing), or why not. */
+    const admit = ({ bound, caller, endpoint, first, now }: Candidate) =>
+      Effect.gen(function*() {
+        const ref = bound === undefined ? undefined : yield* generateId("usage")
+        const expiresAt = now + config.reservationTtlMs
+        const step = Effect.gen(function*() {
+          const rpm = yield* rpmOf(caller.account.id, now)
+          const windowStart = windowStartOf(now, config.rateWindowMs)
+          // Journaled first: a process killed from here on has the reservation released at restart.
+          if (ref !== undefined) yield* settlement.opened(ref)
+          // Uninterruptible: a client leaving meanwhile waits for the store's answer, so that a
+          // reservation made for it is seen (and released), never left to expire.
+          const admission: AdmissionResult = yield* Effect.uninterruptible(admissions.submit({
+            account_id: caller.account.id,
+            key_id: caller.key.id,
+            touch_at: touchAt(caller, now),
+            rate: { bucket: `rpm:${caller.key.id}`, window_start: windowStart, window_ms: config.rateWindowMs, limit: rpm },
+            reservation: ref === undefined || bound === undefined ? undefined : {
+              ref,
+              account_id: caller.account.id,
+              machine_id: first.id,
+              scopes: spendingOrder(first.id),
+              amount: bound,
+              created_at: Time.toTimestamp(now),
+              expires_at: Time.toTimestamp(expiresAt)
+            }
+          }))
+          if (admission._tag === "KeyRevoked") {
+            yield* apiKeys.forget(caller.key.id)
+            return yield* inferenceError(401, "invalid_api_key", "The API key was revoked.")
+          }
+          if (admission._tag === "RateLimited") {
+            const retryAfterSeconds = Math.max(1, Math.ceil((windowStart + config.rateWindowMs - now) / 1000))
+            return yield* new RateLimited({
+              error: {
+                message: `Rate limit reached: this key may make ${rpm} requests per minute at the account's tier; retry in ${retryAfterSeconds} s.`,
+                type: "rate_limit_error",
+                code: "rate_limited"
+              },
+              retry_after_seconds: retryAfterSeconds
+            })
+          }
+          const reserved = admission.reserved
+          if (reserved?._tag === "insufficient") {
+            return yield* inferenceError(
+              402,
+              "insufficient_credit",
+              `Insufficient credit: this call may cost up to ${microToCredits(bound ?? 0n)} credits and the balance usable on this machine is ${microToCredits(reserved.available)} credits. Add credits${endpoint === "/v1/chat/completions" ? ", or lower max_tokens" : ""}.`
+            )
+          }
+          if (reserved?._tag === "duplicate") {
+            return yield* Effect.die(new Error(`Gateway: generated reservation ref ${ref} already exists`))
+          }
+          stateOf(caller).admittedAt = now
+          return reserved === undefined || ref === undefined
+            ? undefined
+            : { ref, machineId: first.id, allocations: reserved.allocations, expiresAt } satisfies Held
+        })
+        return yield* step.pipe(
+          Effect.onExit((exit) =>
+            ref === undefined || (exit._tag === "Success" && exit.value !== undefined) ? Effect.void : settlement.abandon(ref, exit)
+          ),
+          Effect.onError(() => Effect.sync(() => void (stateOf(caller).admittedAt = 0)))
+        )
+      })
+
+    return { admit, likelyAdmitted } as const
+  })
