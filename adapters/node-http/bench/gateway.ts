@@ -46,6 +46,7 @@
  *                      what Lambda uses) instead of the Node shell's node:http one (MachineNodeHttp.ts)
  *   --no-tracing       the server runs with Effect's tracer disabled (References.TracerEnabled):
  *                      what the spans of Effect.fn / withSpan / the SQL client cost
+ *   --no-journal       the server keeps no metering journal (main.ts keeps one: FileMeteringJournal)
  *   --keep-db          do not drop the benchmark's database at the end
  *   --spans            record the server's Effect spans (each SQL statement by its text, each store
  *                      and use-case span) and print their mean wall time per platform call, per run;
@@ -72,6 +73,7 @@ import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as Os from "node:os"
 import { fileURLToPath } from "node:url"
+import { FileMeteringJournal } from "../src/FileMeteringJournal.ts"
 import { MachineNodeHttpLayer } from "../src/MachineNodeHttp.ts"
 import { Database } from "../src/postgres/Database.ts"
 import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
@@ -301,7 +303,15 @@ const runServer = async () => {
       port: 0,
       host: "127.0.0.1",
       ownerEmail: "owner@bench.local",
-      platform: { healthCheck: {}, sweepReservations: {}, machineClient }
+      platform: {
+        healthCheck: {},
+        sweepReservations: {},
+        machineClient,
+        // As main.ts: the metering journal on local disk, unless --no-journal.
+        meteringJournal: has("no-journal")
+          ? undefined
+          : FileMeteringJournal.layer({ directory: Fs.mkdtempSync(`${Os.tmpdir()}/bench-journal-`) })
+      }
     }, stores)
   }
   const runtime = ManagedRuntime.make(
