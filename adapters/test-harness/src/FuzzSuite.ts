@@ -352,8 +352,12 @@ export const fuzzSuite = (shell: string, start: () => Promise<FuzzShell>) =>
     }
     const same = (a: Snapshot, b: Snapshot) => SNAPSHOT_PATHS.every((p) => a.get(p) === b.get(p))
 
+    /** Models by the inference path that serves them (GET /v1/models), so calls mostly name a fitting model. */
+    const modelsByPath = new Map<string, Array<string>>()
+    let current: ApiEndpoint | undefined
     const resolve = (k: Known): string => {
-      const list = known.get(k.kind) ?? []
+      const fitting = k.kind === "model" && current !== undefined ? modelsByPath.get(current.path.replace(/^\/forecasts$/, "/v1/forecasts")) : undefined
+      const list = fitting !== undefined && k.pick % 4 !== 0 ? fitting : known.get(k.kind) ?? []
       return list.length === 0 ? `unknown_${k.kind}` : list[k.pick % list.length]!
     }
     const piecesText = (pieces: ReadonlyArray<Piece>) => pieces.map((p) => (typeof p === "string" ? p : percentEncode(resolve(p)))).join("")
@@ -404,6 +408,7 @@ export const fuzzSuite = (shell: string, start: () => Promise<FuzzShell>) =>
       remember("ticket", ...(await ok("GET", "/tickets")).data.map((t: any) => t.code))
       remember("address", stablecoin.payment?.deposit?.address)
       remember("plan", "basic")
+      for (const m of (await ok("GET", "/v1/models")).data) modelsByPath.set(m.endpoint, [...(modelsByPath.get(m.endpoint) ?? []), m.id])
       const credits = await ok("GET", "/credits")
       expect(credits.total_credits, "the account was funded").toBeGreaterThan(0)
       console.log(
@@ -435,6 +440,7 @@ export const fuzzSuite = (shell: string, start: () => Promise<FuzzShell>) =>
       const label = labelOf(endpoint)
       it(`${label}: never a 5xx, errors in the ${endpoint.surface} shape, refusals change nothing`, async () => {
         const t0 = Date.now()
+        current = endpoint
         const seed = seedOf(settings.seed, endpoint.id)
         const samples = samplesOf(endpoint, seed)
         const cases = fc.sample(caseArbitrary(endpoint, samples), { seed, numRuns: settings.numRuns })
