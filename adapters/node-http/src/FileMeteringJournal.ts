@@ -12,8 +12,9 @@
  * - A torn last line (the process died inside a write) is skipped when read.
  * - The file is compacted when it grows past `compactBytes`: rewritten with only the open entries
  *   (written aside, then renamed over), so it stays small however long the process runs.
- * - At start, every subdirectory whose lock is free or stale (its process is gone) is taken over:
- *   its open entries are the orphans the gateway replays; `release` removes the subdirectory.
+ * - `orphans` (the gateway asks at start and every 30 s) takes over every subdirectory whose lock is
+ *   free or stale (its process is gone), so a sibling process replays a dead one's journal without
+ *   waiting for it to be restarted; `release` removes the subdirectory.
  */
 import {
   decodeEntry,
@@ -23,7 +24,7 @@ import {
   openEntries,
   type Orphan
 } from "@model-platform/core/ports/MeteringJournal"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { DataDirLocked, lock, LOCK_FILE } from "./postgres/DataDirLock.ts"
@@ -83,7 +84,8 @@ export const layer = (options: FileJournalOptions): Layer.Layer<MeteringJournal>
       const { directory } = options
       const compactBytes = options.compactBytes ?? 8 * 1024 * 1024
       Fs.mkdirSync(directory, { recursive: true, mode: 0o700 })
-      const orphans = yield* takeOver(directory)
+      // Orphans' locks are held for the life of the journal (or until released).
+      const scope = yield* Effect.scope
 
       const own = Path.join(directory, `${process.pid}-${crypto.randomUUID().slice(0, 8)}`)
       yield* lock(own)
@@ -125,7 +127,7 @@ export const layer = (options: FileJournalOptions): Layer.Layer<MeteringJournal>
         opened: (ref) => append({ _tag: "opened", ref }),
         completed: (metered) => append({ _tag: "completed", metered }),
         closed: (ref) => append({ _tag: "closed", ref }),
-        orphans: Effect.succeed(orphans)
+        orphans: Scope.provide(scope)(takeOver(directory)).pipe(Effect.orDie)
       })
     })
   ).pipe(Layer.orDie)

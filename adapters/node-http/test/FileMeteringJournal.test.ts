@@ -75,6 +75,22 @@ describe("FileMeteringJournal", () => {
     await live.dispose()
   })
 
+  it("a running process takes over the journal of a sibling that died, on its next look", async () => {
+    const dir = Path.join(root, "d")
+    const survivor = open(dir)
+    const sibling = open(dir)
+    const j = await journalOf(sibling)
+    await sibling.runPromise(j.completed(metered("usage_sibling")))
+    const look = () => survivor.runPromise(Effect.flatMap(MeteringJournal, (x) => x.orphans))
+    expect(await look()).toEqual([])
+    await sibling.dispose() // it is gone
+    const [orphan] = await look()
+    expect(orphan!.entries.completed).toEqual([metered("usage_sibling")])
+    expect(await look()).toEqual([]) // held by the survivor while it replays
+    await survivor.runPromise(orphan!.release)
+    await survivor.dispose()
+  })
+
   it("compaction keeps only the open entries", async () => {
     const dir = Path.join(root, "c")
     const runtime = open(dir, 4096)

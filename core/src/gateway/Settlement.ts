@@ -14,7 +14,7 @@
  *   charged either (its reservation is released, or expires).
  * - `release` voids a reservation whose call will not be charged; while the store is unavailable,
  *   in the background, retried until the reservation would expire anyway.
- * - At start (`recover`), the journals of processes that are gone are replayed: each completed call
+ * - At start (`recover`), and every 30 s, the journals of processes that are gone are replayed: each completed call
  *   metered (again), each reservation whose call never completed voided at once, not at its expiry.
  *
  * Every write goes through group commit (core/src/Batcher.ts) with the other calls of its batch.
@@ -48,6 +48,8 @@ export interface SettlementConfig {
 /** Backoff between attempts while the store is unavailable: from 50 ms, doubling, at most 2 s, jittered. */
 const RETRY_FIRST_MS = 50
 const RETRY_MAX_MS = 2_000
+/** How often the journals of processes that died are looked for, after the first time at start. */
+const RECOVER_EVERY_MS = 30_000
 /** A failure that is not the store being unavailable (a bug, a refused write) is tried this often more. */
 const OTHER_RETRIES = 2
 
@@ -240,6 +242,8 @@ export const makeSettlement = (config: SettlementConfig) =>
     }).pipe(Effect.catchCause((cause) => Effect.logError("gateway: replaying the metering journal failed", cause)))
 
     yield* forkRetries(recover)
+    // Again now and then: a sibling process on the same journal directory may have died.
+    yield* Effect.forkScoped(Effect.interruptible(Effect.forever(Effect.andThen(Effect.sleep(RECOVER_EVERY_MS), recover))))
 
     return {
       opened,

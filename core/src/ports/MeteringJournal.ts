@@ -9,7 +9,7 @@
  *  - `closed(ref)` once the store has the call's settlement and record, or its reservation voided.
  * An entry is open from `opened`/`completed` until `closed`. At start the gateway takes over the
  * journals of processes that are gone (`orphans`): it meters each completed call again and voids
- * each reservation whose call never completed, both idempotent by ref (GatewayStore.commit
+ * each reservation whose call never completed (and again periodically, for siblings that died), both idempotent by ref (GatewayStore.commit
  * answers "Duplicate" / "not_pending" on replay), then lets the orphan go.
  *
  * Implementations: an append-only file per process (adapters/node-http FileMeteringJournal), in
@@ -40,7 +40,10 @@ export interface MeteringJournalShape {
   readonly opened: (ref: string) => Effect.Effect<void>
   readonly completed: (metered: Metered) => Effect.Effect<void>
   readonly closed: (ref: string) => Effect.Effect<void>
-  /** The journals left by processes that are gone, taken over by this one (read at start). */
+  /**
+   * The journals left by processes that are gone, taken over by this one (asked at start and then
+   * periodically); one being replayed is not answered again until released.
+   */
   readonly orphans: Effect.Effect<ReadonlyArray<Orphan>>
 }
 
