@@ -194,6 +194,36 @@ describe("metering through a store outage", () => {
   })
 })
 
+describe("settleInline streams", () => {
+  /** The text a client receives of a streamed call. */
+  const streamed = (auth: string) =>
+    Effect.gen(function*() {
+      const response = yield* (yield* Gateway).call("/v1/chat/completions", auth, body({ stream: true }))
+      if (response._tag !== "Events") return ""
+      const chunks = yield* Stream.runCollect(response.stream)
+      return Array.from(chunks, (c) => new TextDecoder().decode(c)).join("")
+    })
+
+  it("end with [DONE] once metered; with a store_unavailable error event, not charged, when metering cannot be written", async () => {
+    const stores = await buildStores()
+    const faults: CommitFaults = { n: 0, hang: false, attempts: 0 }
+    const runtime = gatewayOn(stores, faults, { settleInline: true, inlineRetryMs: 200 })
+    try {
+      const { accountId, auth } = await runtime.runPromise(newKey)
+      expect(await runtime.runPromise(streamed(auth))).toMatch(/data: \[DONE\]\n\n$/)
+      faults.n = 1_000
+      const refused = await runtime.runPromise(streamed(auth))
+      expect(refused).not.toContain("[DONE]")
+      expect(refused).toMatch(/"code":"store_unavailable"\}\}\n\n$/)
+      faults.n = 0
+      await runtime.runPromise(Effect.flatMap(Gateway, (g) => g.idle))
+      expect(await runtime.runPromise(ledgerOf(accountId))).toEqual({ available: CREDIT - COST, held: 0n, records: 1, charged: COST })
+    } finally {
+      await runtime.dispose()
+    }
+  })
+})
+
 describe("the metering journal, replayed at start", () => {
   it("meters each completed call once and releases uncompleted reservations at once", async () => {
     const stores = await buildStores()

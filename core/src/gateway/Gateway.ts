@@ -352,15 +352,18 @@ const make = (config: GatewayConfig) =>
                     if (outcome._tag === "Failed") {
                       yield* dispatch.suspect(machine, vc)
                       yield* Effect.logWarning(`gateway: stream from ${machine.id} failed: ${outcome.reason}`)
-                      return yield* release(mine)
+                      yield* release(mine)
+                      return true
                     }
                     const usage = outcome._tag === "Reported" ? outcome.usage : estimatedUsage(vc, outcome.outputChars)
                     if (outcome._tag === "Estimated") {
                       yield* Effect.logWarning(`gateway: billing an estimate for a stream from ${machine.id}: ${outcome.reason}`)
                     }
-                    // The stream has ended for the client: metering can no longer refuse it.
-                    yield* settlement.complete({ caller, call: vc, machineId: machine.id, price, held: mine, usage }).pipe(
-                      Effect.catchDefect((defect) => Effect.logError("gateway: a streamed call could not be metered", defect))
+                    // Inline (Lambda), metering that cannot be written ends the stream with an error, not [DONE].
+                    return yield* settlement.complete({ caller, call: vc, machineId: machine.id, price, held: mine, usage }).pipe(
+                      Effect.as(true),
+                      Effect.catchDefect((defect) =>
+                        Effect.as(Effect.logError("gateway: a streamed call could not be metered; not charged", defect), false))
                     )
                   }).pipe(Effect.uninterruptible)
               })

@@ -17,6 +17,8 @@
  * - The usage chunk is passed on (every client gets it, as the spec says: the last chunk carries
  *   usage); when the machine sent none, one with the estimate is added before `data: [DONE]`.
  * - An error after the first byte is sent as an event `data: {"error": {...}}`, then the stream ends.
+ * - finishBeforeEnd (Lambda): `finish` runs before `[DONE]`; a call it could not meter ends with a
+ *   `store_unavailable` error event instead.
  */
 import { type Cause, Deferred, Effect, Exit, Fiber, Queue, Semaphore, Stream } from "effect"
 import type { MachineFailure } from "../ports/MachineClient.ts"
@@ -114,8 +116,11 @@ export interface PumpInput {
   readonly settings: StreamSettings
   /** Concurrent drains after a client left. */
   readonly drains: Semaphore.Semaphore
-  /** Called exactly once, uninterruptibly, when the pump is done. */
-  readonly finish: (outcome: StreamOutcome) => Effect.Effect<void>
+  /**
+   * Called exactly once, uninterruptibly, when the pump is done. False: the call could not be
+   * metered (finishBeforeEnd only: the stream then ends with an error event, not `[DONE]`).
+   */
+  readonly finish: (outcome: StreamOutcome) => Effect.Effect<boolean>
   /** Forks the pump where it outlives the request (the gateway's fiber set). */
   readonly fork: (pump: Effect.Effect<void>) => Effect.Effect<void>
 }
@@ -142,6 +147,8 @@ export const startStream = (input: PumpInput): Effect.Effect<Stream.Stream<Uint8
     let usage: Quantities | undefined
     let outputChars = 0
     let sawDone = false
+    // finishBeforeEnd: `[DONE]` waits for `finish` to say the call is metered.
+    let doneDue = false
     let lastChunk: { id?: unknown; created?: unknown; model?: unknown } = {}
 
     const send = (bytes: Uint8Array): Effect.Effect<void> =>
@@ -252,7 +259,10 @@ export const startStream = (input: PumpInput): Effect.Effect<Stream.Stream<Uint8
         } else {
           outcome = { _tag: "Reported", usage }
         }
-        if (end._tag === "Ended" || sawDone) yield* send(DONE)
+        if (end._tag === "Ended" || sawDone) {
+          if (settings.finishBeforeEnd) doneDue = true
+          else yield* send(DONE)
+        }
         return outcome
       })
 
@@ -266,8 +276,13 @@ export const startStream = (input: PumpInput): Effect.Effect<Stream.Stream<Uint8
             : usage !== undefined
             ? { _tag: "Reported", usage }
             : { _tag: "Estimated", outputChars, reason: "the gateway stopped while the call streamed" }
-          yield* input.finish(outcome)
-          if (settings.finishBeforeEnd) yield* Queue.end(queue)
+          const metered = yield* input.finish(outcome)
+          if (settings.finishBeforeEnd) {
+            if (doneDue) {
+              yield* send(metered ? DONE : sseError("The platform could not record this call's usage, so it is not charged; retry shortly.", "store_unavailable"))
+            }
+            yield* Queue.end(queue)
+          }
         })
       ),
       Effect.asVoid
