@@ -17,8 +17,9 @@
  * - The usage chunk is passed on (every client gets it, as the spec says: the last chunk carries
  *   usage); when the machine sent none, one with the estimate is added before `data: [DONE]`.
  * - An error after the first byte is sent as an event `data: {"error": {...}}`, then the stream ends.
- * - finishBeforeEnd (Lambda): `finish` runs before `[DONE]`; a call it could not meter ends with a
- *   `store_unavailable` error event instead.
+ * - `[DONE]` is sent after `finish` (which journals the call, or inline meters it); a call it could
+ *   not meter ends with a `store_unavailable` error event instead. finishBeforeEnd (Lambda): every
+ *   stream ends after `finish`.
  */
 import { type Cause, Deferred, Effect, Exit, Fiber, Queue, Semaphore, Stream } from "effect"
 import type { MachineFailure } from "../ports/MachineClient.ts"
@@ -117,8 +118,8 @@ export interface PumpInput {
   /** Concurrent drains after a client left. */
   readonly drains: Semaphore.Semaphore
   /**
-   * Called exactly once, uninterruptibly, when the pump is done. False: the call could not be
-   * metered (finishBeforeEnd only: the stream then ends with an error event, not `[DONE]`).
+   * Called exactly once, uninterruptibly, when the pump is done, before `[DONE]` is sent. False:
+   * the call could not be metered: the stream ends with an error event instead of `[DONE]`.
    */
   readonly finish: (outcome: StreamOutcome) => Effect.Effect<boolean>
   /** Forks the pump where it outlives the request (the gateway's fiber set). */
@@ -147,7 +148,7 @@ export const startStream = (input: PumpInput): Effect.Effect<Stream.Stream<Uint8
     let usage: Quantities | undefined
     let outputChars = 0
     let sawDone = false
-    // finishBeforeEnd: `[DONE]` waits for `finish` to say the call is metered.
+    // `[DONE]` waits for `finish`: the call is journaled (or, inline, metered) before its answer is whole.
     let doneDue = false
     let lastChunk: { id?: unknown; created?: unknown; model?: unknown } = {}
 
@@ -259,10 +260,7 @@ export const startStream = (input: PumpInput): Effect.Effect<Stream.Stream<Uint8
         } else {
           outcome = { _tag: "Reported", usage }
         }
-        if (end._tag === "Ended" || sawDone) {
-          if (settings.finishBeforeEnd) doneDue = true
-          else yield* send(DONE)
-        }
+        if (end._tag === "Ended" || sawDone) doneDue = true
         return outcome
       })
 
@@ -270,19 +268,18 @@ export const startStream = (input: PumpInput): Effect.Effect<Stream.Stream<Uint8
       Effect.flatMap(conclude),
       Effect.onExit((exit) =>
         Effect.gen(function*() {
-          if (!settings.finishBeforeEnd) yield* Queue.end(queue)
           const outcome: StreamOutcome = Exit.isSuccess(exit)
             ? exit.value
             : usage !== undefined
             ? { _tag: "Reported", usage }
             : { _tag: "Estimated", outputChars, reason: "the gateway stopped while the call streamed" }
+          // A stream without its [DONE] to send (failed, cut, stopped) ends first, unless the host freezes after it.
+          if (!settings.finishBeforeEnd && !doneDue) yield* Queue.end(queue)
           const metered = yield* input.finish(outcome)
-          if (settings.finishBeforeEnd) {
-            if (doneDue) {
-              yield* send(metered ? DONE : sseError("The platform could not record this call's usage, so it is not charged; retry shortly.", "store_unavailable"))
-            }
-            yield* Queue.end(queue)
+          if (doneDue) {
+            yield* send(metered ? DONE : sseError("The platform could not record this call's usage, so it is not charged; retry shortly.", "store_unavailable"))
           }
+          if (settings.finishBeforeEnd || doneDue) yield* Queue.end(queue)
         })
       ),
       Effect.asVoid
