@@ -291,25 +291,22 @@ const make = (config: GatewayConfig) =>
           if (exit._tag === "Success" && exit.value._tag === "Success") yield* forkAfter(Effect.asVoid(discard(exit.value.success)))
         })
 
-        const firstHold = yield* admission.admit({ caller, endpoint, now, first, bound }).pipe(Effect.onError(() => abandon))
-
-        // From here on `held` is the call's reservation until it is handed to metering.
-        let held: Held | undefined = firstHold
+        // The call's reservation, a scoped resource: released when the call ends, unless metering took it.
+        const held = yield* settlement.hold(admission.admit({ caller, endpoint, now, first, bound }).pipe(Effect.onError(() => abandon)))
 
         const attempts = dispatch.attempts({
           call: vc,
           candidates,
           // A reservation holding credits pinned to another machine is made again for this one.
-          // Uninterruptible, so that a reservation made is always in `held`, where it is released.
+          // Uninterruptible, so that a reservation made is always in the hold, where it is released.
           prepare: (machine) =>
             Effect.uninterruptible(Effect.gen(function*() {
-              if (!priced || (held !== undefined && usableOn(held, machine.id))) return true
-              const previous = held
-              held = undefined
-              yield* release(previous)
+              const current = held.current()
+              if (!priced || (current !== undefined && usableOn(current, machine.id))) return true
+              yield* release(held.take())
               const r = yield* reserve(machine.id)
               if ("_tag" in r) return false
-              held = r
+              held.put(r)
               return true
             })),
           send: (machine, attempt) => attempt === 1 && machine === first && early !== undefined ? Fiber.join(early) : post(machine),
@@ -321,9 +318,7 @@ const make = (config: GatewayConfig) =>
           if (response.status >= 400) {
             // The client's own error (400, 413, ...): passed on, not charged.
             const bytes = yield* readAll(response.body).pipe(Effect.orElseSucceed(() => new Uint8Array()))
-            const previous = held
-            held = undefined
-            yield* release(previous)
+            yield* release(held.take())
             return {
               _tag: "Body",
               status: response.status,
@@ -333,8 +328,7 @@ const make = (config: GatewayConfig) =>
           }
           if (vc.stream) {
             return yield* Effect.uninterruptible(Effect.gen(function*() {
-              const mine = held
-              held = undefined
+              const mine = held.take()
               const stream = yield* startStream({
                 call: vc,
                 machineId: machine.id,
@@ -394,21 +388,14 @@ const make = (config: GatewayConfig) =>
           const usage = reported ?? estimatedUsage(vc, completionChars(json))
           if (reported === undefined) yield* Effect.logWarning(`gateway: machine ${machine.id} reported no usage; billing an estimate`)
           // Journaled before the answer is handed over, then settled: in the background, or inline.
-          yield* Effect.uninterruptible(Effect.suspend(() => {
-            const mine = held
-            held = undefined
-            return settlement.complete({ caller, call: vc, machineId: machine.id, price, held: mine, usage })
-          }))
+          yield* Effect.uninterruptible(Effect.suspend(() =>
+            settlement.complete({ caller, call: vc, machineId: machine.id, price, held: held.take(), usage })
+          ))
           return { _tag: "Body", status: response.status, contentType: "application/json", body: answered } satisfies GatewayResponse as GatewayResponse
         })
 
-        // Whatever ends the call before metering took the reservation over releases it.
-        return yield* run.pipe(Effect.onExit(() => Effect.suspend(() => {
-          const left = held
-          held = undefined
-          return release(left)
-        })))
-      })
+        return yield* run
+      }).pipe(Effect.scoped)
 
     return Gateway.of({
       call,

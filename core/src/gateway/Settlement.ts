@@ -20,7 +20,7 @@
  * Every write goes through group commit (core/src/Batcher.ts) with the other calls of its batch.
  * `idle` waits for the background work (tests; the gateway's scope waits up to 10 s at shutdown).
  */
-import { Cause, Clock, Effect, Exit, FiberSet, Option, Random } from "effect"
+import { Cause, Clock, Effect, Exit, FiberSet, Option, Random, type Scope } from "effect"
 import type { Caller } from "../ApiKeys.ts"
 import { makeBatcher } from "../Batcher.ts"
 import { generateId } from "../Keys.ts"
@@ -60,6 +60,19 @@ export interface Held {
   readonly allocations: ReadonlyArray<Allocation>
   /** When the reservation expires (epoch ms): metering is retried until then. */
   readonly expiresAt: number
+}
+
+/**
+ * A call's reservation as a scoped resource (`Settlement.hold`): whatever it still holds when the
+ * call's scope closes is released, unless it was taken (by metering, or to be released at once).
+ */
+export interface Hold {
+  /** The reservation held now. */
+  readonly current: () => Held | undefined
+  /** Hands the reservation over: the hold keeps nothing. */
+  readonly take: () => Held | undefined
+  /** Holds this reservation (the previous one having been taken). */
+  readonly put: (held: Held) => void
 }
 
 /** What a completed call is charged for. */
@@ -185,6 +198,29 @@ export const makeSettlement = (config: SettlementConfig) =>
     }
 
     /**
+     * The call's reservation, acquired by `admit` (undefined when it reserves nothing), held for
+     * the life of the scope: released when the scope closes unless metering took it over.
+     */
+    const hold = <E, R>(admit: Effect.Effect<Held | undefined, E, R>): Effect.Effect<Hold, E, R | Scope.Scope> =>
+      Effect.acquireRelease(
+        Effect.map(admit, (first): Hold => {
+          let held = first
+          return {
+            current: () => held,
+            take: () => {
+              const taken = held
+              held = undefined
+              return taken
+            },
+            put: (next) => {
+              held = next
+            }
+          }
+        }),
+        (h) => Effect.suspend(() => release(h.take()))
+      )
+
+    /**
      * A journaled reservation ref that did not become the call's reservation. Admission refused it
      * (a typed error: the store answered, nothing was reserved): closed. Admission failed or was
      * interrupted (the client left) before its answer was seen: the store may have made it, so it
@@ -247,6 +283,7 @@ export const makeSettlement = (config: SettlementConfig) =>
 
     return {
       opened,
+      hold,
       abandon,
       complete,
       release,
