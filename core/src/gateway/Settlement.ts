@@ -2,6 +2,8 @@
  * Settlement, the gateway's last stage (docs/gateway.md "Metering", "Metering that survives
  * faults"): a call the machine answered is charged exactly once, whatever happens after the answer.
  *
+ * - `hold` keeps a call's reservation as a scoped resource: acquired by admission, released when
+ *   the call's scope closes unless metering took it over (or it was released for a fallback).
  * - `complete` builds the call's settlement and usage record (GatewayStore `Metered`), writes it to
  *   the metering journal before the answer is handed over (when a journal is configured), then
  *   writes it to the store: in the background after the answer, or before it (`settleInline`, for
