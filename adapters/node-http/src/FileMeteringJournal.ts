@@ -24,7 +24,7 @@ import {
   openEntries,
   type Orphan
 } from "@model-platform/core/ports/MeteringJournal"
-import { Effect, Layer, Scope } from "effect"
+import { Clock, Effect, Layer, Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { DataDirLocked, lock, LOCK_FILE } from "./postgres/DataDirLock.ts"
@@ -56,13 +56,14 @@ const readEntries = (file: string): ReadonlyArray<JournalEntry> => {
 const takeOver = (directory: string) =>
   Effect.gen(function*() {
     const orphans: Array<Orphan> = []
+    const now = yield* Clock.currentTimeMillis
     for (const name of Fs.readdirSync(directory)) {
       const dir = Path.join(directory, name)
       const stat = Fs.statSync(dir)
       if (!stat.isDirectory()) continue
       // Neither lock nor journal yet, and just made: another process is starting in it right now.
       const starting = !Fs.existsSync(Path.join(dir, LOCK_FILE)) && !Fs.existsSync(Path.join(dir, JOURNAL))
-      if (starting && Date.now() - stat.mtimeMs < 60_000) continue
+      if (starting && now - stat.mtimeMs < 60_000) continue
       const taken = yield* lock(dir).pipe(
         Effect.as(true),
         Effect.catchIf((e) => e instanceof DataDirLocked, () => Effect.succeed(false))
