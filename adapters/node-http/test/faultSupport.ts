@@ -77,7 +77,10 @@ export const startCluster = (): Cluster => {
           })
       }
     },
-    destroy: () => void execFileSync(Path.join(ROOT, "scripts", "ci-postgres.sh"), ["stop"], { env, stdio: "ignore" })
+    destroy: () => {
+      execFileSync(Path.join(ROOT, "scripts", "ci-postgres.sh"), ["stop"], { env, stdio: "ignore" })
+      Fs.rmSync(Path.dirname(state), { recursive: true, force: true })
+    }
   }
 }
 
