@@ -7,11 +7,14 @@ import { AccountStore } from "@model-platform/core/ports/AccountStore"
 import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
 import { isStoreUnavailableCause } from "@model-platform/core/ports/StoreUnavailable"
 import { Effect, Exit, Layer } from "effect"
+import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { describe, expect, it } from "vitest"
 import { DynamoPlatformStores } from "../src/DynamoPlatformStores.ts"
-import { DynamoConfig, makeDocumentClient } from "../src/DynamoTable.ts"
+import { createTable, DynamoConfig, makeDocumentClient } from "../src/DynamoTable.ts"
 import { isDynamoUnavailable } from "../src/DynamoUnavailable.ts"
-import { localClientConfig } from "./dynamoLocal.ts"
+import { makeHandler } from "../src/Handler.ts"
+import { localClientConfig, startDynamoLocal } from "./dynamoLocal.ts"
+import { invoke } from "./support.ts"
 
 describe("DynamoDB unreachable", () => {
   it("every store operation dies with StoreUnavailable", async () => {
@@ -37,4 +40,36 @@ describe("DynamoDB unreachable", () => {
     expect(isDynamoUnavailable(named("ConditionalCheckFailedException"))).toBe(false)
     expect(isDynamoUnavailable(named("ValidationException"))).toBe(false)
   })
+})
+
+describe("the Lambda handler while DynamoDB is down", () => {
+  it("answers 503 store_unavailable on both surfaces, never 500", async () => {
+    const local = await startDynamoLocal()
+    const client = makeDocumentClient({ ...localClientConfig(local.endpoint), maxAttempts: 1 })
+    const dynamo = { tableName: `platform-test-${crypto.randomUUID()}`, client }
+    await Effect.runPromise(Effect.provideService(createTable, DynamoConfig, dynamo))
+    const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", dynamo })
+    try {
+      const owner = await handler.firstStart()
+      const auth = { authorization: `Bearer ${owner!.key.secret}` }
+      expect((await invoke(handler, new Request("https://api.platform.test/me", { headers: auth }))).status).toBe(200)
+      await local.stop()
+
+      const me = await invoke(handler, new Request("https://api.platform.test/me", { headers: auth }))
+      expect(me.status).toBe(503)
+      expect(await me.json()).toEqual({ error: { code: "store_unavailable", message: expect.any(String) } })
+      const model = fixtureCatalogue.models.find((m) => m.endpoint === "/v1/chat/completions")!.id
+      const chat = await invoke(handler, new Request("https://api.platform.test/v1/chat/completions", {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] })
+      }))
+      expect(chat.status).toBe(503)
+      expect(await chat.json()).toEqual({ error: { message: expect.any(String), type: "server_error", code: "store_unavailable" } })
+    } finally {
+      await handler.dispose()
+      client.destroy()
+      await local.stop()
+    }
+  }, 60_000)
 })
