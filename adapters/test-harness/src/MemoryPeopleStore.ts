@@ -1,0 +1,225 @@
+/**
+ * The people store port (core/src/ports/PeopleStore.ts) in memory, for tests and the in-process
+ * shell. State lives in one Ref and every operation is a single `Ref.modify` (or read), which is
+ * what makes "email and credential id unique", "never the last passkey" and "consume once" atomic
+ * between fibers. Records are copied in and out, so callers never share the stored objects.
+ */
+import type {
+  OneTimeTokenRecord,
+  PasskeyRecord,
+  PersonRecord,
+  SessionRecord,
+  TokenPurpose
+} from "@model-platform/core/accounts/Records"
+import {
+  type AddPasskeyResult,
+  consumeRefusal,
+  type ConsumeTokenResult,
+  type InsertPersonResult,
+  passkeyProblem,
+  PeopleStore,
+  type RemovePasskeyResult
+} from "@model-platform/core/ports/PeopleStore"
+import type { Timestamp } from "@model-platform/core/Time"
+import { Effect, Layer, Ref } from "effect"
+
+interface State {
+  readonly people: ReadonlyMap<string, PersonRecord>
+  readonly personByEmail: ReadonlyMap<string, string>
+  /** By credential id; `seq` keeps insertion order among equal created_at. */
+  readonly passkeys: ReadonlyMap<string, { readonly record: PasskeyRecord; readonly seq: number }>
+  readonly sessions: ReadonlyMap<string, SessionRecord>
+  readonly tokens: ReadonlyMap<string, OneTimeTokenRecord>
+  readonly seq: number
+}
+
+type Step<A> = readonly [A, State] | { readonly defect: string }
+
+const copyPasskey = (passkey: PasskeyRecord): PasskeyRecord => ({ ...passkey, transports: [...passkey.transports] })
+const later = (a: Timestamp | null, b: Timestamp): Timestamp => (a !== null && a > b ? a : b)
+
+export const PeopleStoreMemory: Layer.Layer<PeopleStore> = Layer.effect(
+  PeopleStore,
+  Effect.gen(function*() {
+    const state = yield* Ref.make<State>({
+      people: new Map(),
+      personByEmail: new Map(),
+      passkeys: new Map(),
+      sessions: new Map(),
+      tokens: new Map(),
+      seq: 0
+    })
+
+    const modify = <A>(operation: string, f: (s: State) => Step<A>): Effect.Effect<A> =>
+      Ref.modify(state, (s): readonly [Step<A>, State] => {
+        const step = f(s)
+        return "defect" in step ? [step, s] : [step, step[1]]
+      }).pipe(
+        Effect.flatMap((step) =>
+          "defect" in step ? Effect.die(new Error(`PeopleStore.${operation}: ${step.defect}`)) : Effect.succeed(step[0])
+        ),
+        Effect.withSpan(`PeopleStore.${operation}`)
+      )
+    const read = <A>(operation: string, f: (s: State) => A): Effect.Effect<A> =>
+      Effect.map(Ref.get(state), f).pipe(Effect.withSpan(`PeopleStore.${operation}`))
+
+    const withPasskey = (s: State, passkey: PasskeyRecord): State => ({
+      ...s,
+      passkeys: new Map(s.passkeys).set(passkey.credential_id, { record: copyPasskey(passkey), seq: s.seq }),
+      seq: s.seq + 1
+    })
+    const updatePerson = (s: State, person: PersonRecord): State => ({ ...s, people: new Map(s.people).set(person.id, person) })
+
+    const insertPerson = (person: PersonRecord, passkey: PasskeyRecord) =>
+      modify("insertPerson", (s): Step<InsertPersonResult> => {
+        const problem = passkeyProblem(passkey)
+        if (problem !== undefined) return { defect: problem }
+        if (passkey.person_id !== person.id) return { defect: "the passkey belongs to another person" }
+        if (s.people.has(person.id)) return { defect: `duplicate person id ${person.id}` }
+        if (s.personByEmail.has(person.email)) return [{ _tag: "EmailTaken" }, s]
+        if (s.passkeys.has(passkey.credential_id)) return [{ _tag: "CredentialTaken" }, s]
+        const next = withPasskey(updatePerson(s, { ...person }), passkey)
+        return [{ _tag: "Inserted" }, { ...next, personByEmail: new Map(s.personByEmail).set(person.email, person.id) }]
+      })
+
+    const getPerson = (personId: string) => read("getPerson", (s) => copy(s.people.get(personId)))
+    const copy = (person: PersonRecord | undefined) => (person === undefined ? undefined : { ...person })
+
+    const findPersonByEmail = (email: string) =>
+      read("findPersonByEmail", (s) => {
+        const id = s.personByEmail.get(email)
+        return id === undefined ? undefined : copy(s.people.get(id))
+      })
+
+    const setOnce = (operation: string, personId: string, f: (person: PersonRecord) => PersonRecord) =>
+      modify(operation, (s): Step<PersonRecord | undefined> => {
+        const person = s.people.get(personId)
+        if (person === undefined) return [undefined, s]
+        const next = f(person)
+        return [{ ...next }, next === person ? s : updatePerson(s, next)]
+      })
+
+    const confirmEmail = (personId: string, at: Timestamp) =>
+      setOnce("confirmEmail", personId, (p) => (p.email_confirmed_at === null ? { ...p, email_confirmed_at: at } : p))
+
+    const linkAccount = (personId: string, accountId: string) =>
+      setOnce("linkAccount", personId, (p) => (p.account_id === null ? { ...p, account_id: accountId } : p))
+
+    const addPasskey = (passkey: PasskeyRecord) =>
+      modify("addPasskey", (s): Step<AddPasskeyResult> => {
+        const problem = passkeyProblem(passkey)
+        if (problem !== undefined) return { defect: problem }
+        if (!s.people.has(passkey.person_id)) return [{ _tag: "UnknownPerson" }, s]
+        if (s.passkeys.has(passkey.credential_id)) return [{ _tag: "CredentialTaken" }, s]
+        return [{ _tag: "Added" }, withPasskey(s, passkey)]
+      })
+
+    const listPasskeys = (personId: string) =>
+      read("listPasskeys", (s) =>
+        [...s.passkeys.values()]
+          .filter((stored) => stored.record.person_id === personId)
+          .sort((a, b) =>
+            a.record.created_at < b.record.created_at ? -1 : a.record.created_at > b.record.created_at ? 1 : a.seq - b.seq
+          )
+          .map((stored) => copyPasskey(stored.record)))
+
+    const findPasskey = (credentialId: string) =>
+      read("findPasskey", (s) => {
+        const stored = s.passkeys.get(credentialId)
+        return stored === undefined ? undefined : copyPasskey(stored.record)
+      })
+
+    const recordPasskeyUse = (credentialId: string, counter: number, at: Timestamp) =>
+      modify("recordPasskeyUse", (s): Step<PasskeyRecord | undefined> => {
+        const stored = s.passkeys.get(credentialId)
+        if (stored === undefined) return [undefined, s]
+        const record: PasskeyRecord = {
+          ...stored.record,
+          counter: Math.max(stored.record.counter, counter),
+          last_used_at: later(stored.record.last_used_at, at)
+        }
+        const problem = passkeyProblem(record)
+        if (problem !== undefined) return { defect: problem }
+        return [copyPasskey(record), { ...s, passkeys: new Map(s.passkeys).set(credentialId, { ...stored, record }) }]
+      })
+
+    const removePasskey = (personId: string, credentialId: string) =>
+      modify("removePasskey", (s): Step<RemovePasskeyResult> => {
+        const stored = s.passkeys.get(credentialId)
+        if (stored === undefined || stored.record.person_id !== personId) return [{ _tag: "NotFound" }, s]
+        let count = 0
+        for (const other of s.passkeys.values()) if (other.record.person_id === personId) count++
+        if (count <= 1) return [{ _tag: "LastPasskey" }, s]
+        const passkeys = new Map(s.passkeys)
+        passkeys.delete(credentialId)
+        return [{ _tag: "Removed" }, { ...s, passkeys }]
+      })
+
+    const createSession = (session: SessionRecord) =>
+      modify("createSession", (s): Step<void> =>
+        s.sessions.has(session.token_hash)
+          ? { defect: "duplicate session token hash" }
+          : [undefined, { ...s, sessions: new Map(s.sessions).set(session.token_hash, { ...session }) }])
+
+    const getSession = (tokenHash: string, at: Timestamp) =>
+      read("getSession", (s) => {
+        const session = s.sessions.get(tokenHash)
+        return session === undefined || session.expires_at <= at ? undefined : { ...session }
+      })
+
+    const deleteSession = (tokenHash: string) =>
+      modify("deleteSession", (s): Step<void> => {
+        if (!s.sessions.has(tokenHash)) return [undefined, s]
+        const sessions = new Map(s.sessions)
+        sessions.delete(tokenHash)
+        return [undefined, { ...s, sessions }]
+      })
+
+    const deletePersonSessions = (personId: string) =>
+      modify("deletePersonSessions", (s): Step<number> => {
+        const sessions = new Map(s.sessions)
+        let deleted = 0
+        for (const [hash, session] of s.sessions) {
+          if (session.person_id === personId) {
+            sessions.delete(hash)
+            deleted++
+          }
+        }
+        return [deleted, deleted === 0 ? s : { ...s, sessions }]
+      })
+
+    const issueToken = (token: OneTimeTokenRecord) =>
+      modify("issueToken", (s): Step<void> =>
+        s.tokens.has(token.token_hash)
+          ? { defect: "duplicate token hash" }
+          : [undefined, { ...s, tokens: new Map(s.tokens).set(token.token_hash, { ...token, used_at: null }) }])
+
+    const consumeToken = (tokenHash: string, purpose: TokenPurpose, at: Timestamp) =>
+      modify("consumeToken", (s): Step<ConsumeTokenResult> => {
+        const token = s.tokens.get(tokenHash)
+        const refusal = consumeRefusal(token, purpose, at)
+        if (refusal !== undefined || token === undefined) return [refusal ?? { _tag: "Refused", reason: "unknown" }, s]
+        const used: OneTimeTokenRecord = { ...token, used_at: at }
+        return [{ _tag: "Consumed", token: { ...used } }, { ...s, tokens: new Map(s.tokens).set(tokenHash, used) }]
+      })
+
+    return PeopleStore.of({
+      insertPerson,
+      getPerson,
+      findPersonByEmail,
+      confirmEmail,
+      linkAccount,
+      addPasskey,
+      listPasskeys,
+      findPasskey,
+      recordPasskeyUse,
+      removePasskey,
+      createSession,
+      getSession,
+      deleteSession,
+      deletePersonSessions,
+      issueToken,
+      consumeToken
+    })
+  })
+)
