@@ -515,6 +515,59 @@ const gatewayFunctions = Effect.gen(function*() {
     $$`)
 })
 
+/**
+ * The account service's people (PgPeopleStore.ts, core/src/accounts/Records.ts): people with a
+ * unique email, their passkeys (credential id unique across people), sessions and one-time tokens
+ * kept by the SHA-256 of their secret. A person's passkeys and sessions are found by person_id;
+ * expired sessions and tokens are found by expires_at to be pruned.
+ */
+const people = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`
+    CREATE TABLE people (
+      id text PRIMARY KEY,
+      email text NOT NULL UNIQUE,
+      email_confirmed_at timestamptz,
+      account_id text,
+      created_at timestamptz NOT NULL
+    )`
+  yield* sql`
+    CREATE TABLE passkeys (
+      credential_id text PRIMARY KEY CHECK (credential_id <> ''),
+      person_id text NOT NULL,
+      public_key text NOT NULL,
+      counter bigint NOT NULL CHECK (counter >= 0 AND counter <= 4294967295),
+      transports text[] NOT NULL,
+      name text NOT NULL,
+      created_at timestamptz NOT NULL,
+      last_used_at timestamptz,
+      seq bigint GENERATED ALWAYS AS IDENTITY
+    )`
+  yield* sql`CREATE INDEX passkeys_person ON passkeys (person_id, created_at, seq)`
+  yield* sql`
+    CREATE TABLE sessions (
+      token_hash text PRIMARY KEY,
+      person_id text NOT NULL,
+      csrf_hash text NOT NULL,
+      created_at timestamptz NOT NULL,
+      expires_at timestamptz NOT NULL
+    )`
+  yield* sql`CREATE INDEX sessions_person ON sessions (person_id)`
+  yield* sql`CREATE INDEX sessions_expires_at ON sessions (expires_at)`
+  yield* sql`
+    CREATE TABLE one_time_tokens (
+      token_hash text PRIMARY KEY,
+      purpose text NOT NULL,
+      subject text NOT NULL,
+      data text NOT NULL,
+      created_at timestamptz NOT NULL,
+      not_before timestamptz NOT NULL,
+      expires_at timestamptz NOT NULL,
+      used_at timestamptz
+    )`
+  yield* sql`CREATE INDEX one_time_tokens_expires_at ON one_time_tokens (expires_at)`
+})
+
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_idempotency": accountsKeysIdempotency,
   "0002_ledger": ledger,
@@ -522,7 +575,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0004_usage_rate_limits": usageRateLimits,
   "0005_ledger_functions": ledgerFunctions,
   "0006_ledger_reserve_in_order": ledgerReserveInOrder,
-  "0007_gateway_functions": gatewayFunctions
+  "0007_gateway_functions": gatewayFunctions,
+  "0008_people": people
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */
