@@ -1,0 +1,48 @@
+/**
+ * The people store on DynamoDB Local: the shared contract suite (concurrent removals and
+ * consumptions race as transactions and conditional updates), then the items themselves: TTLs on
+ * sessions and tokens, and a session past its TTL (which DynamoDB Local never deletes) not answered.
+ */
+import { assert, layer } from "@effect/vitest"
+import { GetCommand } from "@aws-sdk/lib-dynamodb"
+import { PeopleStore } from "@model-platform/core/ports/PeopleStore"
+import { PeopleFixtures, peopleStoreContract } from "@model-platform/test-harness/PeopleContract"
+import { Effect, Layer } from "effect"
+import { PeopleKeys, PeopleStoreDynamo, ttlOf } from "../src/DynamoPeopleStore.ts"
+import { DynamoConfig, TTL_ATTRIBUTE } from "../src/DynamoTable.ts"
+import { useDynamoLocal } from "./dynamoLocal.ts"
+
+const { freshTable } = useDynamoLocal("people-test")
+const FreshTable = freshTable()
+
+peopleStoreContract("PeopleStoreDynamo on DynamoDB Local", PeopleStoreDynamo.pipe(Layer.provide(FreshTable)))
+
+layer(PeopleStoreDynamo.pipe(Layer.provideMerge(FreshTable)), { excludeTestServices: true, timeout: "60 seconds" })(
+  "PeopleStoreDynamo items",
+  (it) => {
+    it.effect("sessions and tokens carry a TTL at their expiry; an item past it is still refused", () =>
+      Effect.gen(function*() {
+        const store = yield* PeopleStore
+        const { client, tableName } = yield* DynamoConfig
+        const { at, freshSession, freshToken, insertedPerson } = PeopleFixtures
+        const { person } = yield* insertedPerson()
+        const session = yield* freshSession(person.id, { expires_at: at(-60_000) })
+        yield* store.createSession(session)
+        const token = yield* freshToken("confirm_email", { expires_at: at(-60_000) })
+        yield* store.issueToken(token)
+        const item = (key: { pk: string; sk: string }) =>
+          Effect.promise(() => client.send(new GetCommand({ TableName: tableName, Key: key, ConsistentRead: true })))
+        const sessionItem = yield* item(PeopleKeys.session(session.token_hash))
+        assert.strictEqual(sessionItem.Item?.[TTL_ATTRIBUTE], ttlOf(session.expires_at))
+        const pointer = yield* item(PeopleKeys.personSession(person.id, session.token_hash))
+        assert.strictEqual(pointer.Item?.[TTL_ATTRIBUTE], ttlOf(session.expires_at))
+        const tokenItem = yield* item(PeopleKeys.token(token.token_hash))
+        assert.strictEqual(tokenItem.Item?.[TTL_ATTRIBUTE], ttlOf(token.expires_at))
+        assert.isUndefined(yield* store.getSession(session.token_hash, at()))
+        assert.deepStrictEqual(
+          yield* store.consumeToken(token.token_hash, "confirm_email", at()),
+          { _tag: "Refused", reason: "expired" }
+        )
+      }))
+  }
+)
