@@ -192,6 +192,9 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
     const bOnly = new Map<string, string>()
     /** Strings only A's answers hold. */
     let aMaterial: Set<string>
+    /** A's state when A's world was built, and after B built its own (B's usage included). */
+    let aBuilt: Record<string, unknown>
+    let aAfterB: Record<string, unknown>
     let checks = 0
     let usageNote = ""
     const started = Date.now()
@@ -388,12 +391,14 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
       platform = await start()
       if (platform.newAccount === undefined) return
       A = await build("a", await platform.newAccount())
+      aBuilt = await snapshot(A)
       B = await build("b", await platform.newAccount())
       for (const p of new Set(endpoints.flatMap((e) => e.access._tag === "key" && e.access.permission !== undefined ? [e.access.permission] : []))) {
         const created = (await ok("POST", "/keys", { key: B.key, body: { name: `iso-b-only-${p}`, permissions: [p] } })).json
         bOnly.set(p, created.secret)
         B.secrets.push(created.secret)
       }
+      aAfterB = await snapshot(A)
       // What only A's answers hold: every string of A's state and writes, less B's and the catalogue's.
       const aStrings = stringsOf([await snapshot(A), A.writes.map((w) => w.answer.json), A.secrets, A.email, A.accountId])
       const common = stringsOf([
@@ -454,6 +459,12 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
       }
       expect(aMaterial.size).toBeGreaterThan(20)
       for (const id of [...A.ids.order, ...A.ids.key, ...A.ids.receipt, ...A.ids.ticket_code]) expect(aMaterial.has(id), id).toBe(true)
+    })
+
+    it("B building its world (keys, orders, payments, gift tickets, redemptions, usage through /v1) changes nothing of A's", () => {
+      needsTwo()
+      checks++
+      expect(aAfterB).toEqual(aBuilt)
     })
 
     it("a ticket redeemed by its buyer shows redeemed_by_you to the buyer", async () => {
