@@ -19,25 +19,6 @@ export interface ShellUnderTest {
 const SECRET_SHAPE = /^mpk_[A-Za-z0-9_-]{43}$/
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
-/** Every endpoint that needs a key, with the permission it needs (the spec's permission column). */
-const PROTECTED: ReadonlyArray<{ method: string; path: string; permission: string; body?: unknown }> = [
-  { method: "GET", path: "/me", permission: "read" },
-  { method: "GET", path: "/keys", permission: "read" },
-  { method: "POST", path: "/keys", permission: "manage", body: { name: "x", permissions: [] } },
-  { method: "DELETE", path: "/keys/key_doesnotexist", permission: "manage" },
-  { method: "GET", path: "/credits", permission: "read" },
-  { method: "GET", path: "/credits/activity", permission: "read" },
-  { method: "POST", path: "/credits/redeem", permission: "manage", body: { code: "AAAAA-AAAAA-AAAAA-AAAAA" } },
-  { method: "GET", path: "/tickets", permission: "read" },
-  { method: "POST", path: "/orders", permission: "manage", body: { type: "credits", amount_usd: 10 } },
-  { method: "GET", path: "/orders", permission: "read" },
-  { method: "GET", path: "/orders/ord_doesnotexist", permission: "read" },
-  { method: "POST", path: "/orders/ord_doesnotexist/pay", permission: "manage", body: { method: "card" } },
-  { method: "GET", path: "/billing", permission: "read" },
-  { method: "GET", path: "/billing/receipts", permission: "read" },
-  { method: "GET", path: "/billing/receipts/rcpt_doesnotexist", permission: "read" }
-]
-
 /** Stripe's test cards, as the test processor knows them (docs/payments.md). */
 const APPROVED_CARD = "4242 4242 4242 4242"
 const DECLINED_CARD = "4000 0000 0000 0002"
@@ -77,45 +58,7 @@ export const platformHttpSuite = (shell: string, start: () => Promise<ShellUnder
       expect(res.json.error.message.length).toBeGreaterThan(0)
     }
 
-    describe("security: every protected endpoint", () => {
-      for (const endpoint of PROTECTED) {
-        const label = `${endpoint.method} ${endpoint.path}`
-        it(`${label} without a key -> 401 missing_api_key`, async () => {
-          const res = await call(endpoint.method, endpoint.path, { body: endpoint.body })
-          expect(res.status).toBe(401)
-          expectPlatformError(res, "missing_api_key")
-        })
-        it(`${label} with a non-Bearer scheme -> 401 missing_api_key`, async () => {
-          const res = await call(endpoint.method, endpoint.path, { body: endpoint.body, headers: { authorization: `Basic ${btoa("a:b")}` } })
-          expect(res.status).toBe(401)
-          expectPlatformError(res, "missing_api_key")
-        })
-        it(`${label} with a malformed key -> 401 invalid_api_key`, async () => {
-          const res = await call(endpoint.method, endpoint.path, { key: "not-a-key", body: endpoint.body })
-          expect(res.status).toBe(401)
-          expectPlatformError(res, "invalid_api_key")
-        })
-        it(`${label} with a well-formed unknown key -> 401 invalid_api_key`, async () => {
-          const res = await call(endpoint.method, endpoint.path, { key: `mpk_${"A".repeat(43)}`, body: endpoint.body })
-          expect(res.status).toBe(401)
-          expectPlatformError(res, "invalid_api_key")
-        })
-        it(`${label} with a revoked key -> 401 invalid_api_key`, async () => {
-          const key = await createKey({ name: "to-revoke", permissions: ["read", "manage"] })
-          expect((await call("DELETE", `/keys/${key.id}`, { key: owner() })).status).toBe(200)
-          const res = await call(endpoint.method, endpoint.path, { key: key.secret, body: endpoint.body })
-          expect(res.status).toBe(401)
-          expectPlatformError(res, "invalid_api_key")
-        })
-        it(`${label} with a key lacking "${endpoint.permission}" -> 403 naming it in scope`, async () => {
-          const others = ["inference", "read", "manage"].filter((p) => p !== endpoint.permission)
-          const key = await createKey({ name: "lacking", permissions: others })
-          const res = await call(endpoint.method, endpoint.path, { key: key.secret, body: endpoint.body })
-          expect(res.status).toBe(403)
-          expect(res.json.error.scope).toBe(endpoint.permission)
-        })
-      }
-    })
+    // Authentication and permissions of every endpoint: PermissionMatrix.ts, run beside this suite.
 
     describe("catalogue (public)", () => {
       it("GET /models lists every model with pricing, availability and machines", async () => {
