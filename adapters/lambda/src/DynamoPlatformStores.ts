@@ -7,6 +7,7 @@ import { GatewayStoreComposed } from "@model-platform/core/ports/GatewayStore"
 import { Layer } from "effect"
 import { LedgerStoreDynamo } from "./DynamoLedgerStore.ts"
 import { OrderStoreDynamo } from "./DynamoOrderStore.ts"
+import { PeopleStoreDynamo } from "./DynamoPeopleStore.ts"
 import { RateLimitStoreDynamo } from "./DynamoRateLimitStore.ts"
 import { DynamoStores } from "./DynamoStores.ts"
 import type { DynamoConfig } from "./DynamoTable.ts"
@@ -16,6 +17,13 @@ import { UsageStoreDynamo } from "./DynamoUsageStore.ts"
 export const DynamoPlatformStores: Layer.Layer<PlatformStores, never, DynamoConfig> = Layer.provideMerge(
   GatewayStoreComposed,
   markedDynamoStores.pipe(
-    Layer.provide(Layer.mergeAll(DynamoStores, LedgerStoreDynamo, OrderStoreDynamo, UsageStoreDynamo, RateLimitStoreDynamo))
+    Layer.provide(Layer.mergeAll(
+      DynamoStores,
+      LedgerStoreDynamo,
+      OrderStoreDynamo,
+      UsageStoreDynamo,
+      RateLimitStoreDynamo,
+      PeopleStoreDynamo
+    ))
   )
 )

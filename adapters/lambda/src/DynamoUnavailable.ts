@@ -9,6 +9,7 @@ import { IdempotencyStore } from "@model-platform/core/ports/IdempotencyStore"
 import { KeyStore } from "@model-platform/core/ports/KeyStore"
 import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
 import { OrderStore } from "@model-platform/core/ports/OrderStore"
+import { PeopleStore } from "@model-platform/core/ports/PeopleStore"
 import { RateLimitStore } from "@model-platform/core/ports/RateLimitStore"
 import { markUnavailable } from "@model-platform/core/ports/StoreUnavailable"
 import { UsageStore } from "@model-platform/core/ports/UsageStore"
@@ -48,5 +49,6 @@ export const markedDynamoStores = Layer.mergeAll(
   marked(LedgerStore),
   marked(OrderStore),
   marked(UsageStore),
-  marked(RateLimitStore)
+  marked(RateLimitStore),
+  marked(PeopleStore)
 )

@@ -5,6 +5,7 @@
  */
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
 import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
+import { PeopleStore } from "@model-platform/core/ports/PeopleStore"
 import { isStoreUnavailableCause } from "@model-platform/core/ports/StoreUnavailable"
 import { Effect, Exit, Layer } from "effect"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
@@ -24,7 +25,8 @@ describe("DynamoDB unreachable", () => {
     try {
       const exits: ReadonlyArray<Exit.Exit<unknown>> = await Effect.runPromise(Effect.all([
         Effect.exit(Effect.flatMap(AccountStore, (s) => s.get("acct_1"))),
-        Effect.exit(Effect.flatMap(LedgerStore, (s) => s.balances("acct_1")))
+        Effect.exit(Effect.flatMap(LedgerStore, (s) => s.balances("acct_1"))),
+        Effect.exit(Effect.flatMap(PeopleStore, (s) => s.getPerson("per_1")))
       ]).pipe(Effect.provide(stores)))
       for (const exit of exits) expect(Exit.isFailure(exit) && isStoreUnavailableCause(exit.cause)).toBe(true)
     } finally {

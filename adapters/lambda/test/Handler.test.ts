@@ -8,6 +8,7 @@ import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { LedgerStoreMemory } from "@model-platform/test-harness/MemoryLedgerStore"
 import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
 import { RateLimitStoreMemory } from "@model-platform/test-harness/MemoryRateLimitStore"
+import { PeopleStoreMemory } from "@model-platform/test-harness/MemoryPeopleStore"
 import { MemoryPlatformStores as MemoryStores } from "@model-platform/test-harness/MemoryPlatformStores"
 import { AccountStoreMemory, IdempotencyStoreMemory, KeyStoreMemory } from "@model-platform/test-harness/MemoryStores"
 import { UsageStoreMemory } from "@model-platform/test-harness/MemoryUsageStore"
@@ -93,7 +94,8 @@ describe("Lambda handler", () => {
     const stores = Layer.provideMerge(
       GatewayStoreComposed,
       Layer.mergeAll(
-        AccountStoreMemory, SlowKeys, IdempotencyStoreMemory, LedgerStoreMemory, OrderStoreMemory, UsageStoreMemory, RateLimitStoreMemory
+        AccountStoreMemory, SlowKeys, IdempotencyStoreMemory, LedgerStoreMemory, OrderStoreMemory, UsageStoreMemory, RateLimitStoreMemory,
+        PeopleStoreMemory
       )
     )
     const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores, deadlineMarginMillis: 1_000 })

@@ -21,6 +21,7 @@ import {
 import { RateLimitStore } from "@model-platform/core/ports/RateLimitStore"
 import { matchesUsageQuery, type UsageRecord, UsageStore } from "@model-platform/core/ports/UsageStore"
 import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
+import { PeopleStoreMemory } from "@model-platform/test-harness/MemoryPeopleStore"
 import { MemoryStores } from "@model-platform/test-harness/MemoryStores"
 import { Effect, Layer } from "effect"
 
@@ -138,5 +139,5 @@ const RateLimitStoreFast = Layer.sync(RateLimitStore, () => {
 /** Every store the platform needs: accounts, keys, idempotency and orders from the harness. */
 export const FastMemoryStores: Layer.Layer<PlatformStores> = Layer.provideMerge(
   GatewayStoreComposed,
-  Layer.mergeAll(MemoryStores, OrderStoreMemory, LedgerStoreFast, UsageStoreFast, RateLimitStoreFast)
+  Layer.mergeAll(MemoryStores, OrderStoreMemory, LedgerStoreFast, UsageStoreFast, RateLimitStoreFast, PeopleStoreMemory)
 )

@@ -7,11 +7,19 @@ import { GatewayStoreComposed } from "@model-platform/core/ports/GatewayStore"
 import { Layer } from "effect"
 import { LedgerStoreMemory } from "./MemoryLedgerStore.ts"
 import { OrderStoreMemory } from "./MemoryOrderStore.ts"
+import { PeopleStoreMemory } from "./MemoryPeopleStore.ts"
 import { RateLimitStoreMemory } from "./MemoryRateLimitStore.ts"
 import { MemoryStores } from "./MemoryStores.ts"
 import { UsageStoreMemory } from "./MemoryUsageStore.ts"
 
 export const MemoryPlatformStores: Layer.Layer<PlatformStores> = Layer.provideMerge(
   GatewayStoreComposed,
-  Layer.mergeAll(MemoryStores, LedgerStoreMemory, OrderStoreMemory, UsageStoreMemory, RateLimitStoreMemory)
+  Layer.mergeAll(
+    MemoryStores,
+    LedgerStoreMemory,
+    OrderStoreMemory,
+    UsageStoreMemory,
+    RateLimitStoreMemory,
+    PeopleStoreMemory
+  )
 )

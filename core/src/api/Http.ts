@@ -27,6 +27,7 @@ import type { LedgerStore } from "../ports/LedgerStore.ts"
 import type { MeteringJournal } from "../ports/MeteringJournal.ts"
 import type { MachineClient } from "../ports/MachineClient.ts"
 import type { OrderStore } from "../ports/OrderStore.ts"
+import type { PeopleStore } from "../ports/PeopleStore.ts"
 import type { RateLimitStore } from "../ports/RateLimitStore.ts"
 import type { UsageStore } from "../ports/UsageStore.ts"
 import { StablecoinRail } from "../ports/StablecoinRail.ts"
@@ -65,6 +66,7 @@ export type PlatformStores =
   | UsageStore
   | RateLimitStore
   | GatewayStore
+  | PeopleStore
 
 export interface PlatformOptions {
   /**

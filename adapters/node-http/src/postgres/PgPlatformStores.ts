@@ -8,6 +8,7 @@ import type { SqlClient } from "effect/sql"
 import { GatewayStorePg } from "./PgGatewayStore.ts"
 import { LedgerStorePg } from "./PgLedgerStore.ts"
 import { OrderStorePg } from "./PgOrderStore.ts"
+import { PeopleStorePg } from "./PgPeopleStore.ts"
 import { RateLimitStorePg } from "./PgRateLimitStore.ts"
 import { PgStores } from "./PgStores.ts"
 import { markedPlatformStores } from "./PgUnavailable.ts"
@@ -19,5 +20,6 @@ export const PgPlatformStores: Layer.Layer<PlatformStores, never, SqlClient.SqlC
   OrderStorePg,
   UsageStorePg,
   RateLimitStorePg,
-  GatewayStorePg
+  GatewayStorePg,
+  PeopleStorePg
 )))
