@@ -27,12 +27,23 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 import { type ApiEndpoint, fillPath, type JsonSchema, labelOf, minimalBody, minimalQuery, platformEndpoints } from "./ApiEndpoints.ts"
 import type { ShellUnderTest } from "./HttpSuite.ts"
+import {
+  type Answer,
+  buildWorld,
+  type Client,
+  clientOf,
+  neverIssued,
+  type OwnedKind,
+  payWithApprovedCard,
+  type Snapshot,
+  snapshot as snapshotOf,
+  stringsOf,
+  usageNote,
+  type World
+} from "./IsolationWorld.ts"
 
 // ---------------------------------------------------------------------------------------------
 // the id tables: add a row when an endpoint with a new kind of id appears
-
-/** The kinds of ids an account owns. */
-type OwnedKind = "order" | "key" | "receipt" | "ticket_code" | "deposit_address" | "subscription" | "rental"
 
 type IdKind =
   | { readonly _tag: "owned"; readonly kind: OwnedKind }
@@ -112,58 +123,8 @@ export const withMachinesAt = (config: CatalogueConfig, machineUrl: string): Cat
 
 // ---------------------------------------------------------------------------------------------
 
-interface Answer {
-  readonly status: number
-  readonly headers: Headers
-  readonly text: string
-  readonly json: any
-}
-
-interface SentWrite {
-  readonly method: string
-  /** The path template (`/orders/:id/pay`) and the path sent. */
-  readonly template: string
-  readonly path: string
-  readonly body: unknown
-  readonly idempotencyKey: string | undefined
-  readonly answer: Answer
-}
-
-interface World {
-  readonly key: string
-  readonly email: string
-  readonly accountId: string
-  readonly ids: Record<OwnedKind, Array<string>>
-  /** Secrets that no GET shows again: key secrets, unredeemed ticket codes. */
-  readonly secrets: Array<string>
-  readonly writes: Array<SentWrite>
-  /** A read-only key for snapshots; its last_used_at is left out of them. */
-  snapshotKey: { id: string; secret: string }
-  /** Calls through /v1 that answered 2xx. */
-  usageCalls: number
-}
-
+/** A timestamp: shared by chance between accounts, so never counted as A's material. */
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/
-const APPROVED_CARD = "4242 4242 4242 4242"
-const EXPIRY = `12/${String((new Date().getUTCFullYear() + 5) % 100).padStart(2, "0")}`
-
-const stringsOf = (value: unknown, out: Set<string> = new Set()): Set<string> => {
-  if (typeof value === "string") out.add(value)
-  else if (Array.isArray(value)) for (const v of value) stringsOf(v, out)
-  else if (value !== null && typeof value === "object") for (const v of Object.values(value)) stringsOf(v, out)
-  return out
-}
-
-const randomToken = (n: number) => {
-  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-  return Array.from(crypto.getRandomValues(new Uint8Array(n)), (b) => alphabet[b % alphabet.length]).join("")
-}
-
-/** An id of the same shape as `id` that was never issued (`ord_abc` -> `ord_<random>`). */
-const neverIssued = (id: string) => {
-  const cut = id.lastIndexOf("_")
-  return cut < 0 ? randomToken(Math.max(8, id.length)) : `${id.slice(0, cut + 1)}${randomToken(Math.max(8, id.length - cut - 1))}`
-}
 
 export interface IsolationOptions {
   /** Wait until the shell's background work (metering) is done; else snapshots are polled until stable. */
@@ -193,167 +154,23 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
     /** Strings only A's answers hold. */
     let aMaterial: Set<string>
     /** A's state when A's world was built, and after B built its own (B's usage included). */
-    let aBuilt: Record<string, unknown>
-    let aAfterB: Record<string, unknown>
+    let aBuilt: Snapshot
+    let aAfterB: Snapshot
     let checks = 0
-    let usageNote = ""
     const started = Date.now()
 
-    const call = async (method: string, path: string, o: { key?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<Answer> => {
-      const headers: Record<string, string> = { ...o.headers }
-      if (o.key !== undefined) headers.authorization = `Bearer ${o.key}`
-      if (o.body !== undefined) headers["content-type"] = "application/json"
-      const response = await platform.fetch(path, {
-        method,
-        headers,
-        ...(o.body === undefined ? {} : { body: JSON.stringify(o.body) })
-      })
-      const text = await response.text()
-      let json: unknown
-      try {
-        json = JSON.parse(text)
-      } catch {
-        json = undefined
-      }
-      return { status: response.status, headers: response.headers, text, json }
-    }
-    const ok = async (method: string, path: string, o: { key: string; body?: unknown; headers?: Record<string, string> }) => {
-      const answer = await call(method, path, o)
-      expect(answer.status, `${method} ${path}: ${answer.text.slice(0, 300)}`).toBe(200)
-      return answer
-    }
+    let client: Client
+    const call: Client["call"] = (...args) => client.call(...args)
+    const ok: Client["ok"] = (...args) => client.ok(...args)
 
-    // ---- building an account's world ----
-
-    const build = async (name: "a" | "b", key: string): Promise<World> => {
-      const me = (await ok("GET", "/me", { key })).json
-      const world: World = {
-        key,
-        email: me.email,
-        accountId: me.id,
-        ids: { order: [], key: [], receipt: [], ticket_code: [], deposit_address: [], subscription: [], rental: [] },
-        secrets: [],
-        writes: [],
-        snapshotKey: { id: "", secret: "" },
-        usageCalls: 0
-      }
-      world.ids.key.push(me.key.id)
-      const write = async (method: string, template: string, path: string, body: unknown) => {
-        const idempotencyKey = `iso-${name}-${randomToken(12)}`
-        const answer = await ok(method, path, { key, body, headers: { "idempotency-key": idempotencyKey } })
-        world.writes.push({ method, template, path, body, idempotencyKey, answer })
-        return answer.json
-      }
-      const createKey = async (keyName: string, permissions: ReadonlyArray<string>) => {
-        const created = await write("POST", "/keys", "/keys", { name: `iso-${name}-${keyName}-${randomToken(6)}`, permissions })
-        world.ids.key.push(created.id)
-        world.secrets.push(created.secret)
-        return created as { id: string; secret: string }
-      }
-      world.snapshotKey = await createKey("snapshot", readPermissions)
-      await createKey("extra", ["inference", "read"])
-      const revoked = await createKey("revoked", ["read"])
-      await ok("DELETE", `/keys/${revoked.id}`, { key })
-
-      const order = async (body: Record<string, unknown>) => {
-        const created = await write("POST", "/orders", "/orders", body)
-        world.ids.order.push(created.id)
-        return created
-      }
-      const pay = (id: string, body: Record<string, unknown>) => write("POST", "/orders/:id/pay", `/orders/${id}/pay`, body)
-      const buy = async (body: Record<string, unknown>) => {
-        const created = await order(body)
-        const paying = await pay(created.id, { method: "card" })
-        world.secrets.push(paying.pay_url)
-        const form = await platform.fetch(new URL(paying.pay_url).pathname, {
-          method: "POST",
-          headers: { "content-type": "application/x-www-form-urlencoded" },
-          body: new URLSearchParams({ card_number: APPROVED_CARD, expiry: EXPIRY, cvc: "123" }).toString()
-        })
-        expect(form.status, await form.text()).toBe(200)
-        return created
-      }
-      await buy({ type: "credits", amount_usd: 25 })
-      const deposit = await order({ type: "credits", amount_usd: 7 })
-      const opened = await pay(deposit.id, { method: "stablecoin", chain: "base", token: "USDC" })
-      world.ids.deposit_address.push(opened.payment.deposit.address)
-      await order({ type: "package", package_id: "starter" })
-      // Gift tickets: one left unredeemed, one redeemed by its buyer.
-      for (const amount_usd of [5, 6]) {
-        const gift = await buy({ type: "credits", amount_usd, gift: true })
-        const code = (await ok("GET", `/orders/${gift.id}`, { key })).json.ticket.code as string
-        world.ids.ticket_code.push(code)
-        world.secrets.push(code)
-      }
-      await write("POST", "/credits/redeem", "/credits/redeem", { code: world.ids.ticket_code[1] })
-      world.ids.receipt.push(...((await ok("GET", "/billing/receipts", { key })).json.data as Array<any>).map((r) => r.id))
-
-      // Usage: a call of every kind the catalogue serves, with two of the account's keys.
-      const models = (await call("GET", "/v1/models")).json?.data as Array<any> | undefined
-      const chat = models?.find((m) => m.endpoint === "/v1/chat/completions")
-      const embed = models?.find((m) => m.endpoint === "/v1/embeddings")
-      const attempts: Array<[string, unknown]> = []
-      if (chat !== undefined) {
-        attempts.push(["/v1/chat/completions", { model: chat.id, messages: [{ role: "user", content: `hello from ${name}` }], max_tokens: 8 }])
-      }
-      if (embed !== undefined) attempts.push(["/v1/embeddings", { model: embed.id, input: `isolation ${name}` }])
-      const notes: Array<string> = []
-      for (const [path, body] of attempts) {
-        for (const secret of [key, world.secrets[1]!]) {
-          const answer = await call("POST", path, { key: secret, body })
-          if (answer.status === 200) world.usageCalls++
-          else notes.push(`${path} ${answer.status} ${answer.json?.error?.code ?? answer.text.slice(0, 80)}`)
-        }
-      }
-      if (name === "a") {
-        usageNote = attempts.length === 0
-          ? "no usage: the catalogue lists no chat or embedding model"
-          : world.usageCalls === 0
-          ? `no usage: no machine of this shell's catalogue answered (${[...new Set(notes)].join("; ")})`
-          : `usage: ${world.usageCalls} calls through /v1 per account${notes.length > 0 ? ` (refused: ${notes.join("; ")})` : ""}`
-      }
-      return world
-    }
-
-    // ---- A's state ----
-
-    const snapshotOnce = async (world: World) => {
-      const out: Record<string, unknown> = {}
-      const strip = (value: any) => {
-        const json = structuredClone(value)
-        for (const k of json?.data ?? []) if (k?.id === world.snapshotKey.id) delete k.last_used_at
-        if (json?.key?.id === world.snapshotKey.id) delete json.key.last_used_at
-        return json
-      }
-      for (const e of keyedReads) {
-        const path = e.path + minimalQuery(e)
-        const answer = await call("GET", path, { key: world.snapshotKey.secret })
-        out[path] = { status: answer.status, body: strip(answer.json ?? answer.text) }
-      }
-      for (const e of withPathIds.filter((x) => x.method === "GET" && x.access._tag === "key")) {
-        for (const { kind, ids } of ownedIdsFor(e, world)) {
-          for (const id of ids) {
-            const path = fillPath(e, () => id)
-            const answer = await call("GET", path, { key: world.snapshotKey.secret })
-            out[`${path} (${kind})`] = { status: answer.status, body: answer.json ?? answer.text }
-          }
-        }
-      }
-      return out
-    }
-
-    /** A's state once background work (metering) has settled: two equal snapshots in a row. */
-    const snapshot = async (world: World) => {
-      if (options.idle !== undefined) await options.idle()
-      let last = await snapshotOnce(world)
-      for (let i = 0; i < 20; i++) {
-        await new Promise((r) => setTimeout(r, i === 0 ? 50 : 250))
-        const next = await snapshotOnce(world)
-        if (JSON.stringify(next) === JSON.stringify(last)) return next
-        last = next
-      }
-      return last
-    }
+    /** Every keyed GET, and each of the account's ids read back: its state. */
+    const statePaths = (world: World) => [
+      ...keyedReads.map((e) => e.path + minimalQuery(e)),
+      ...withPathIds
+        .filter((e) => e.method === "GET" && e.access._tag === "key")
+        .flatMap((e) => ownedIdsFor(e, world).flatMap(({ ids }) => ids.map((id) => fillPath(e, () => id) + minimalQuery(e))))
+    ]
+    const snapshot = (world: World) => snapshotOf(client, world, statePaths(world), options.idle)
 
     const ownedIdsFor = (e: ApiEndpoint, world: World) =>
       pathResources(e).flatMap(({ resource }) => {
@@ -381,7 +198,7 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
       return out
     }
 
-    const expectAUnchanged = async (before: Record<string, unknown>, context: string) => {
+    const expectAUnchanged = async (before: Snapshot, context: string) => {
       const after = await snapshot(A)
       checks++
       expect(after, `${context}: A's state changed`).toEqual(before)
@@ -389,10 +206,11 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
 
     beforeAll(async () => {
       platform = await start()
+      client = clientOf(platform)
       if (platform.newAccount === undefined) return
-      A = await build("a", await platform.newAccount())
+      A = await buildWorld(client, "a", await platform.newAccount(), readPermissions)
       aBuilt = await snapshot(A)
-      B = await build("b", await platform.newAccount())
+      B = await buildWorld(client, "b", await platform.newAccount(), readPermissions)
       for (const p of new Set(endpoints.flatMap((e) => e.access._tag === "key" && e.access.permission !== undefined ? [e.access.permission] : []))) {
         const created = (await ok("POST", "/keys", { key: B.key, body: { name: `iso-b-only-${p}`, permissions: [p] } })).json
         bOnly.set(p, created.secret)
@@ -418,7 +236,7 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
     afterAll(async () => {
       console.log(
         `isolation matrix on ${shell}: ${withPathIds.length} endpoints with path ids, ${keyedReads.length} keyed reads, ` +
-          `${bodyIdWrites.length} writes naming ids in the body = ${checks} checks in ${Date.now() - started} ms; ${usageNote}`
+          `${bodyIdWrites.length} writes naming ids in the body = ${checks} checks in ${Date.now() - started} ms; ${A === undefined ? "no accounts" : usageNote(A)}`
       )
       await platform?.close()
     })
@@ -604,12 +422,7 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
       const buyGift = async (amount_usd: number) => {
         const created = (await ok("POST", "/orders", { key: A.key, body: { type: "credits", amount_usd, machine_id: machine, gift: true } })).json
         const paying = (await ok("POST", `/orders/${created.id}/pay`, { key: A.key, body: { method: "card" } })).json
-        const form = await platform.fetch(new URL(paying.pay_url).pathname, {
-          method: "POST",
-          headers: { "content-type": "application/x-www-form-urlencoded" },
-          body: new URLSearchParams({ card_number: APPROVED_CARD, expiry: EXPIRY, cvc: "123" }).toString()
-        })
-        expect(form.status).toBe(200)
+        await payWithApprovedCard(client, paying.pay_url)
         const ticket = (await ok("GET", `/orders/${created.id}`, { key: A.key })).json.ticket
         return { order: created.id as string, ticket }
       }
