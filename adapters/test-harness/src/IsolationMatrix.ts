@@ -13,7 +13,8 @@
  *     PATH_ID_KINDS, keyed by the path segment before the parameter), with the minimal body and
  *     with each body A sent there, under A's Idempotency-Key: 404 in the surface's shape, the same
  *     answer as for an id that never existed, nothing of A's in it;
- *   - every read without a path id (lists, balance, account...): nothing of A's in the answer;
+ *   - every read without a path id (lists, balance, account...), also with A's ids in its id query
+ *     parameters (QUERY_ID_KINDS): nothing of A's in the answer;
  *   - every write whose body names an id (BODY_ID_KINDS, by field name), with A's ids there:
  *     refused, nothing of A's in the answer;
  *   - every write A made with an Idempotency-Key, sent by B as A sent it: never A's replay.
@@ -79,6 +80,16 @@ export const BODY_ID_KINDS: Readonly<Record<string, IdKind>> = {
 }
 
 /**
+ * Query parameters naming an id (by name: `id`, `*_id`, `key`, `code`), for every keyed read. None
+ * yet; `key` is the spec's filter of GET /billing/usage.csv ("only this key").
+ */
+export const QUERY_ID_KINDS: Readonly<Record<string, IdKind>> = {
+  key: owned("key"),
+  key_id: owned("key"),
+  order_id: owned("order")
+}
+
+/**
  * Endpoints that are an operator's tool, not a customer's: the owner account may act on any
  * account's resources there (docs/payments.md: simulated deposits pay whichever order they name),
  * so only B is checked.
@@ -86,6 +97,7 @@ export const BODY_ID_KINDS: Readonly<Record<string, IdKind>> = {
 const OPERATOR_TOOLS = new Set(["POST /_simulated/deposits"])
 
 const isIdField = (name: string) => name === "id" || name.endsWith("_id") || name === "code" || name === "to"
+const isIdQuery = (name: string) => name === "id" || name.endsWith("_id") || name === "key" || name === "code"
 
 /** The segment before each path parameter. */
 const pathResources = (endpoint: ApiEndpoint): ReadonlyArray<{ param: string; resource: string }> => {
@@ -245,7 +257,7 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
       if (platform.newAccount === undefined) throw new Error(`${shell}: the shell cannot make a second account (newAccount)`)
     }
 
-    it("every path id and every id in a body has a kind in the tables", () => {
+    it("every path id, body id and query id has a kind in the tables", () => {
       const missing: Array<string> = []
       for (const e of withPathIds) {
         for (const { resource } of pathResources(e)) {
@@ -255,6 +267,11 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
       for (const { endpoint, fields } of bodyIdWrites) {
         for (const f of fields) {
           if (BODY_ID_KINDS[f] === undefined) missing.push(`add the id kind of body field "${f}" of ${labelOf(endpoint)} to IsolationMatrix BODY_ID_KINDS`)
+        }
+      }
+      for (const e of keyedReads) {
+        for (const q of e.queryJsonSchemas.filter((q) => isIdQuery(q.name))) {
+          if (QUERY_ID_KINDS[q.name] === undefined) missing.push(`add the id kind of query parameter "${q.name}" of ${labelOf(e)} to IsolationMatrix QUERY_ID_KINDS`)
         }
       }
       expect(missing).toEqual([])
@@ -384,6 +401,21 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
           if (answer.status !== 200) failures.push(`${who}: GET ${path} -> ${answer.status} ${answer.text.slice(0, 200)}`)
           const found = leaks(answer, path)
           if (found.length > 0) failures.push(`${who}: GET ${path} holds A's ${found.join(", ")}`)
+          // A's ids in the query's id parameters: still nothing of A's.
+          for (const q of e.queryJsonSchemas.filter((q) => isIdQuery(q.name))) {
+            const kind = QUERY_ID_KINDS[q.name]
+            if (kind === undefined) throw new Error(`add the id kind of query parameter "${q.name}" of ${labelOf(e)} to IsolationMatrix QUERY_ID_KINDS`)
+            if (kind._tag !== "owned") continue
+            for (const id of A.ids[kind.kind]) {
+              const query = new URLSearchParams(minimalQuery(e).slice(1))
+              query.set(q.name, id)
+              const withId = `${e.path}?${query.toString()}`
+              const byId = await call("GET", withId, { key })
+              checks++
+              const foundById = leaks(byId, withId)
+              if (foundById.length > 0) failures.push(`${who}: GET ${withId} holds A's ${foundById.join(", ")}`)
+            }
+          }
         }
         // And B sees its own: the check above is not passing on empty lists.
         const own = await call("GET", e.path + minimalQuery(e), { key: B.key })
