@@ -37,10 +37,12 @@ import {
 import {
   type AddPasskeyResult,
   consumeRefusal,
+  counterProblem,
   type ConsumeTokenResult,
   type InsertPersonResult,
   passkeyProblem,
   PeopleStore,
+  personProblem,
   type RemovePasskeyResult
 } from "@model-platform/core/ports/PeopleStore"
 import type { Timestamp } from "@model-platform/core/Time"
@@ -163,8 +165,7 @@ export const PeopleStoreDynamo: Layer.Layer<PeopleStore, never, DynamoConfig> = 
     // people
 
     const insertPerson = Effect.fn("PeopleStore.insertPerson")(function*(person: PersonRecord, passkey: PasskeyRecord) {
-      const problem = passkeyProblem(passkey) ??
-        (passkey.person_id === person.id ? undefined : "the passkey belongs to another person")
+      const problem = personProblem(person, passkey)
       if (problem !== undefined) return yield* Effect.die(new Error(`PeopleStore.insertPerson: ${problem}`))
       const failed = yield* transact("insertPerson", [
         create(PeopleKeys.person(person.id), { ...attributes(person), passkey_count: 1 }),
@@ -250,11 +251,8 @@ export const PeopleStoreDynamo: Layer.Layer<PeopleStore, never, DynamoConfig> = 
       counter: number,
       at: Timestamp
     ) {
-      if (!Number.isSafeInteger(counter) || counter < 0 || counter > 0xffff_ffff) {
-        return yield* Effect.die(
-          new Error(`PeopleStore.recordPasskeyUse: the counter must be an unsigned 32-bit integer, got ${counter}`)
-        )
-      }
+      const problem = counterProblem(counter)
+      if (problem !== undefined) return yield* Effect.die(new Error(`PeopleStore.recordPasskeyUse: ${problem}`))
       const key = yield* passkeyKeyOf(credentialId)
       if (key === undefined) return undefined
       const values = { ":counter": counter, ":at": at }

@@ -1,13 +1,16 @@
 /**
  * The people store contract on Postgres: embedded PGlite in memory, and a real PostgreSQL server
  * when TEST_DATABASE_URL is set (a fresh database of its own; there concurrent removals and
- * consumptions race across a pool of connections).
+ * consumptions race across a pool of connections). Then what only this store does: long expired
+ * sessions and tokens are pruned.
  */
-import { describe, it } from "@effect/vitest"
-import { peopleStoreContract } from "@model-platform/test-harness/PeopleContract"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { PeopleStore } from "@model-platform/core/ports/PeopleStore"
+import { PeopleFixtures, peopleStoreContract } from "@model-platform/test-harness/PeopleContract"
 import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Database from "../src/postgres/Database.ts"
-import { PeopleStorePg } from "../src/postgres/PgPeopleStore.ts"
+import { PeopleStorePg, PRUNE_EVERY, RETAIN_EXPIRED_MS } from "../src/postgres/PgPeopleStore.ts"
 import { freshDatabaseUrl } from "./support.ts"
 
 const store = (options: Database.Options) => PeopleStorePg.pipe(Layer.provide(Database.layer(options)))
@@ -24,4 +27,28 @@ describe.skipIf(databaseUrl === undefined)("PeopleStorePg on PostgreSQL (TEST_DA
       ))
     )
   } else it.skip("set TEST_DATABASE_URL=postgres://... to run the contract on a PostgreSQL server", () => {})
+})
+
+const WithSql = PeopleStorePg.pipe(Layer.provideMerge(Database.layer({ dataDir: Database.MEMORY })))
+
+layer(WithSql, { excludeTestServices: true, timeout: "60 seconds" })("PeopleStorePg pruning", (it) => {
+  it.effect("sessions and tokens expired more than a day ago are deleted now and then; others stay", () =>
+    Effect.gen(function*() {
+      const store = yield* PeopleStore
+      const sql = yield* SqlClient.SqlClient
+      const { at, freshSession, freshToken } = PeopleFixtures
+      const longAgo = at(-RETAIN_EXPIRED_MS - 60_000)
+      const oldSession = yield* freshSession("per_old", { created_at: longAgo, expires_at: longAgo })
+      const recentSession = yield* freshSession("per_old", { expires_at: at(-60_000) })
+      const oldToken = yield* freshToken("recover", { created_at: longAgo, not_before: longAgo, expires_at: longAgo })
+      yield* store.createSession(oldSession)
+      yield* store.createSession(recentSession)
+      yield* store.issueToken(oldToken)
+      for (let i = 0; i < PRUNE_EVERY; i++) yield* store.issueToken(yield* freshToken("confirm_email"))
+      const sessions = yield* sql<{ readonly token_hash: string }>`
+        SELECT token_hash FROM sessions WHERE token_hash IN (${oldSession.token_hash}, ${recentSession.token_hash})`
+      assert.deepStrictEqual(sessions.map((r) => r.token_hash), [recentSession.token_hash])
+      const tokens = yield* sql`SELECT token_hash FROM one_time_tokens WHERE token_hash = ${oldToken.token_hash}`
+      assert.strictEqual(tokens.length, 0)
+    }), 60_000)
 })

@@ -14,10 +14,12 @@ import type {
 import {
   type AddPasskeyResult,
   consumeRefusal,
+  counterProblem,
   type ConsumeTokenResult,
   type InsertPersonResult,
   passkeyProblem,
   PeopleStore,
+  personProblem,
   type RemovePasskeyResult
 } from "@model-platform/core/ports/PeopleStore"
 import type { Timestamp } from "@model-platform/core/Time"
@@ -31,9 +33,25 @@ interface State {
   readonly sessions: ReadonlyMap<string, SessionRecord>
   readonly tokens: ReadonlyMap<string, OneTimeTokenRecord>
   readonly seq: number
+  /** Writes of sessions and tokens, for pruning. */
+  readonly writes: number
 }
 
 type Step<A> = readonly [A, State] | { readonly defect: string }
+
+/** Writes of sessions and tokens between two prunes; expired ones are kept a day, then dropped. */
+const PRUNE_EVERY = 200
+const RETAIN_EXPIRED_MS = 24 * 60 * 60_000
+
+/** The sessions and tokens of `s` without those expired more than RETAIN_EXPIRED_MS before `now`. */
+const pruned = (s: State, now: Timestamp): State => {
+  const before = new Date(Date.parse(now) - RETAIN_EXPIRED_MS).toISOString()
+  return {
+    ...s,
+    sessions: new Map([...s.sessions].filter(([, session]) => session.expires_at >= before)),
+    tokens: new Map([...s.tokens].filter(([, token]) => token.expires_at >= before))
+  }
+}
 
 const copyPasskey = (passkey: PasskeyRecord): PasskeyRecord => ({ ...passkey, transports: [...passkey.transports] })
 const later = (a: Timestamp | null, b: Timestamp): Timestamp => (a !== null && a > b ? a : b)
@@ -47,8 +65,14 @@ export const PeopleStoreMemory: Layer.Layer<PeopleStore> = Layer.effect(
       passkeys: new Map(),
       sessions: new Map(),
       tokens: new Map(),
-      seq: 0
+      seq: 0,
+      writes: 0
     })
+    /** Counts a session or token write; every PRUNE_EVERY, drops the long expired. */
+    const written = (s: State, now: Timestamp): State => {
+      const next = { ...s, writes: s.writes + 1 }
+      return next.writes % PRUNE_EVERY === 0 ? pruned(next, now) : next
+    }
 
     const modify = <A>(operation: string, f: (s: State) => Step<A>): Effect.Effect<A> =>
       Ref.modify(state, (s): readonly [Step<A>, State] => {
@@ -72,9 +96,8 @@ export const PeopleStoreMemory: Layer.Layer<PeopleStore> = Layer.effect(
 
     const insertPerson = (person: PersonRecord, passkey: PasskeyRecord) =>
       modify("insertPerson", (s): Step<InsertPersonResult> => {
-        const problem = passkeyProblem(passkey)
+        const problem = personProblem(person, passkey)
         if (problem !== undefined) return { defect: problem }
-        if (passkey.person_id !== person.id) return { defect: "the passkey belongs to another person" }
         if (s.people.has(person.id)) return { defect: `duplicate person id ${person.id}` }
         if (s.personByEmail.has(person.email)) return [{ _tag: "EmailTaken" }, s]
         if (s.passkeys.has(passkey.credential_id)) return [{ _tag: "CredentialTaken" }, s]
@@ -131,6 +154,8 @@ export const PeopleStoreMemory: Layer.Layer<PeopleStore> = Layer.effect(
 
     const recordPasskeyUse = (credentialId: string, counter: number, at: Timestamp) =>
       modify("recordPasskeyUse", (s): Step<PasskeyRecord | undefined> => {
+        const problem = counterProblem(counter)
+        if (problem !== undefined) return { defect: problem }
         const stored = s.passkeys.get(credentialId)
         if (stored === undefined) return [undefined, s]
         const record: PasskeyRecord = {
@@ -138,8 +163,6 @@ export const PeopleStoreMemory: Layer.Layer<PeopleStore> = Layer.effect(
           counter: Math.max(stored.record.counter, counter),
           last_used_at: later(stored.record.last_used_at, at)
         }
-        const problem = passkeyProblem(record)
-        if (problem !== undefined) return { defect: problem }
         return [copyPasskey(record), { ...s, passkeys: new Map(s.passkeys).set(credentialId, { ...stored, record }) }]
       })
 
@@ -159,7 +182,7 @@ export const PeopleStoreMemory: Layer.Layer<PeopleStore> = Layer.effect(
       modify("createSession", (s): Step<void> =>
         s.sessions.has(session.token_hash)
           ? { defect: "duplicate session token hash" }
-          : [undefined, { ...s, sessions: new Map(s.sessions).set(session.token_hash, { ...session }) }])
+          : [undefined, written({ ...s, sessions: new Map(s.sessions).set(session.token_hash, { ...session }) }, session.created_at)])
 
     const getSession = (tokenHash: string, at: Timestamp) =>
       read("getSession", (s) => {
@@ -192,7 +215,7 @@ export const PeopleStoreMemory: Layer.Layer<PeopleStore> = Layer.effect(
       modify("issueToken", (s): Step<void> =>
         s.tokens.has(token.token_hash)
           ? { defect: "duplicate token hash" }
-          : [undefined, { ...s, tokens: new Map(s.tokens).set(token.token_hash, { ...token, used_at: null }) }])
+          : [undefined, written({ ...s, tokens: new Map(s.tokens).set(token.token_hash, { ...token, used_at: null }) }, token.created_at)])
 
     const consumeToken = (tokenHash: string, purpose: TokenPurpose, at: Timestamp) =>
       modify("consumeToken", (s): Step<ConsumeTokenResult> => {

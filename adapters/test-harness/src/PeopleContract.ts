@@ -179,7 +179,7 @@ const peopleTests = (it: Vitest.MethodsNonLive<PeopleStore>) => {
         }
       }))
 
-    it.effect("a duplicate person id, or a first passkey of another person, is a defect", () =>
+    it.effect("a duplicate person id, a first passkey of another person, an email not normalised: defects", () =>
       Effect.gen(function*() {
         const store = yield* PeopleStore
         const { person } = yield* insertedPerson()
@@ -187,6 +187,10 @@ const peopleTests = (it: Vitest.MethodsNonLive<PeopleStore>) => {
         yield* assertDies(store.insertPerson(again, yield* freshPasskey(person.id)), "duplicate id")
         const other = yield* freshPerson()
         yield* assertDies(store.insertPerson(other, yield* freshPasskey(person.id)), "passkey of another person")
+        assert.isUndefined(yield* store.getPerson(other.id))
+        const shouting = { ...other, email: other.email.toUpperCase() }
+        yield* assertDies(store.insertPerson(shouting, yield* freshPasskey(other.id)), "an email not normalised")
+        yield* assertDies(store.insertPerson({ ...other, email: ` ${other.email}` }, yield* freshPasskey(other.id)), "untrimmed")
         assert.isUndefined(yield* store.getPerson(other.id))
       }))
 
@@ -303,6 +307,18 @@ const peopleTests = (it: Vitest.MethodsNonLive<PeopleStore>) => {
           { ...passkey, counter: 0xffff_ffff, last_used_at: at(2 * MINUTE) }
         )
         assert.isUndefined(yield* store.recordPasskeyUse(`${id}x`, 1, at()))
+      }))
+
+    it.effect("a counter that is not an unsigned 32-bit integer is a defect", () =>
+      Effect.gen(function*() {
+        const store = yield* PeopleStore
+        const { passkey, person } = yield* insertedPerson()
+        for (const counter of [-1, 1.5, 2 ** 32, Number.NaN]) {
+          yield* assertDies(store.recordPasskeyUse(passkey.credential_id, counter, at()), `use with ${counter}`)
+          yield* assertDies(store.addPasskey(yield* freshPasskey(person.id, { counter })), `add with ${counter}`)
+        }
+        yield* assertDies(store.addPasskey(yield* freshPasskey(person.id, { credential_id: "" })), "empty credential id")
+        assert.deepStrictEqual(yield* store.listPasskeys(person.id), [passkey])
       }))
 
     it.effect("concurrent uses keep the greatest counter and the latest time", () =>

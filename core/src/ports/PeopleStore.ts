@@ -12,12 +12,13 @@
  * Store failures are defects, as in every port; the expected refusals are results.
  */
 import { Context, type Effect } from "effect"
-import type {
-  OneTimeTokenRecord,
-  PasskeyRecord,
-  PersonRecord,
-  SessionRecord,
-  TokenPurpose
+import {
+  normaliseEmail,
+  type OneTimeTokenRecord,
+  type PasskeyRecord,
+  type PersonRecord,
+  type SessionRecord,
+  type TokenPurpose
 } from "../accounts/Records.ts"
 import type { Timestamp } from "../Time.ts"
 
@@ -134,11 +135,25 @@ export const consumeRefusal = (
   return undefined
 }
 
-/** Why a record breaks the port's rules (a defect), or undefined. Pure, shared by the stores. */
-export const passkeyProblem = (passkey: PasskeyRecord): string | undefined => {
-  if (passkey.credential_id.length === 0) return "the credential id must be non-empty"
-  if (!Number.isSafeInteger(passkey.counter) || passkey.counter < 0 || passkey.counter > 0xffff_ffff) {
-    return `the counter must be an unsigned 32-bit integer, got ${passkey.counter}`
+/**
+ * Why a new person and their first passkey break the port's rules (a defect), or undefined. An
+ * email that is not normalised is refused here, so a ceremony that forgot to normalise cannot
+ * make two people of one address. Pure, shared by the stores.
+ */
+export const personProblem = (person: PersonRecord, passkey: PasskeyRecord): string | undefined => {
+  if (person.email !== normaliseEmail(person.email) || person.email.length === 0) {
+    return "the email must be non-empty and normalised (Records.normaliseEmail)"
   }
-  return undefined
+  if (passkey.person_id !== person.id) return "the passkey belongs to another person"
+  return passkeyProblem(passkey)
 }
+
+/** Why a passkey breaks the port's rules (a defect), or undefined. Pure, shared by the stores. */
+export const passkeyProblem = (passkey: PasskeyRecord): string | undefined =>
+  passkey.credential_id.length === 0 ? "the credential id must be non-empty" : counterProblem(passkey.counter)
+
+/** Why a signature counter is not one (a defect), or undefined: it is an unsigned 32-bit integer. */
+export const counterProblem = (counter: number): string | undefined =>
+  Number.isSafeInteger(counter) && counter >= 0 && counter <= 0xffff_ffff
+    ? undefined
+    : `the counter must be an unsigned 32-bit integer, got ${counter}`

@@ -27,10 +27,12 @@ import {
 import {
   type AddPasskeyResult,
   consumeRefusal,
+  counterProblem,
   type ConsumeTokenResult,
   type InsertPersonResult,
   passkeyProblem,
   PeopleStore,
+  personProblem,
   type RemovePasskeyResult
 } from "@model-platform/core/ports/PeopleStore"
 import type { Timestamp } from "@model-platform/core/Time"
@@ -95,8 +97,7 @@ export const PeopleStorePg: Layer.Layer<PeopleStore, never, SqlClient.SqlClient>
           ON CONFLICT (credential_id) DO NOTHING RETURNING credential_id`
 
     const insertPerson = (person: PersonRecord, passkey: PasskeyRecord) => {
-      const problem = passkeyProblem(passkey) ??
-        (passkey.person_id === person.id ? undefined : "the passkey belongs to another person")
+      const problem = personProblem(person, passkey)
       if (problem !== undefined) return Effect.die(new Error(`PeopleStore.insertPerson: ${problem}`))
       return Effect.gen(function*() {
         const inserted = yield* sql`
@@ -173,9 +174,8 @@ export const PeopleStorePg: Layer.Layer<PeopleStore, never, SqlClient.SqlClient>
       )
 
     const recordPasskeyUse = (credentialId: string, counter: number, at: Timestamp) => {
-      if (!Number.isSafeInteger(counter) || counter < 0 || counter > 0xffff_ffff) {
-        return Effect.die(new Error(`PeopleStore.recordPasskeyUse: the counter must be an unsigned 32-bit integer, got ${counter}`))
-      }
+      const problem = counterProblem(counter)
+      if (problem !== undefined) return Effect.die(new Error(`PeopleStore.recordPasskeyUse: ${problem}`))
       return sql`UPDATE passkeys SET counter = GREATEST(counter, ${counter}),
                    last_used_at = GREATEST(last_used_at, ${at}::timestamptz)
                  WHERE credential_id = ${credentialId} RETURNING ${passkeyColumns}`.pipe(
