@@ -399,6 +399,11 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
           const answer = await call("GET", path, { key })
           checks++
           if (answer.status !== 200) failures.push(`${who}: GET ${path} -> ${answer.status} ${answer.text.slice(0, 200)}`)
+          // An account's answer is never kept by a cache between the client and the platform, where
+          // the next asker of the same address (another account) could be handed it.
+          if (!/\bno-store\b/.test(answer.headers.get("cache-control") ?? "")) {
+            failures.push(`${who}: GET ${path}: Cache-Control is ${JSON.stringify(answer.headers.get("cache-control"))}, not no-store`)
+          }
           const found = leaks(answer, path)
           if (found.length > 0) failures.push(`${who}: GET ${path} holds A's ${found.join(", ")}`)
           // A's ids in the query's id parameters: still nothing of A's.

@@ -3,6 +3,7 @@
  * endpoint needs (an endpoint annotation), and the CurrentCaller it provides to handlers.
  */
 import { Context, Effect, Layer, Redacted } from "effect"
+import { HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import { ApiKeys, type Caller } from "../ApiKeys.ts"
 import * as Errors from "../Errors.ts"
@@ -37,7 +38,12 @@ export class Authentication extends HttpApiMiddleware.Service<Authentication, { 
               needed
             )
           }
-          return yield* Effect.provideService(httpEffect, CurrentCaller, caller)
+          // An account's answer is for that account only: no cache between the client and the
+          // platform may keep it and hand it to the next asker of the same address
+          // (docs/api-decisions.md "Isolation between accounts").
+          return yield* Effect.provideService(httpEffect, CurrentCaller, caller).pipe(
+            Effect.map(HttpServerResponse.setHeader("cache-control", "no-store"))
+          )
         })
       })
     })
