@@ -14,7 +14,8 @@
  *     with each body A sent there, under A's Idempotency-Key: 404 in the surface's shape, the same
  *     answer as for an id that never existed, nothing of A's in it;
  *   - every read without a path id (lists, balance, account...), also with A's ids in its id query
- *     parameters (QUERY_ID_KINDS): nothing of A's in the answer;
+ *     parameters (QUERY_ID_KINDS): nothing of A's in the answer, which carries
+ *     Cache-Control: no-store (no cache may hand it to the next asker);
  *   - every write whose body names an id (BODY_ID_KINDS, by field name), with A's ids there:
  *     refused, nothing of A's in the answer;
  *   - every write A made with an Idempotency-Key, sent by B as A sent it: never A's replay.
