@@ -9,6 +9,8 @@
  *   SESSION#<hash>       SESSION             a session, with `ttl`
  *   PERSON#<id>          SESSION#<hash>      points at a session of the person, with `ttl`
  *   TOKEN#<hash>         TOKEN               a one-time token, with `ttl`
+ *   TOKENS#<purpose>#<subject>  TOKEN#<created_at>#<hash>  points at a token about a subject (not
+ *                                                    written for an empty subject), with `ttl`
  *
  * Every rule is kept by DynamoDB itself, never by a read followed by a write: uniqueness by
  * conditional puts in one TransactWriteItems (a person with their email and first passkey), "never
@@ -38,6 +40,7 @@ import {
   type AddPasskeyResult,
   consumeRefusal,
   counterProblem,
+  isOutstanding,
   type ConsumeTokenResult,
   type InsertPersonResult,
   passkeyProblem,
@@ -60,12 +63,20 @@ export const PeopleKeys = {
     pk: `PERSON#${personId}`,
     sk: `${SESSION_PREFIX}${tokenHash}`
   }),
-  token: (tokenHash: string): ItemKey => ({ pk: `TOKEN#${tokenHash}`, sk: "TOKEN" })
+  token: (tokenHash: string): ItemKey => ({ pk: `TOKEN#${tokenHash}`, sk: "TOKEN" }),
+  /** Points at a token of `purpose` about `subject` (a purpose holds no `#`, so the key is unambiguous). */
+  subjectToken: (subject: string, purpose: TokenPurpose, createdAt: Timestamp, tokenHash: string): ItemKey => ({
+    pk: subjectTokensPk(subject, purpose),
+    sk: `${TOKEN_PREFIX}${createdAt}#${tokenHash}`
+  })
 } as const
+
+const subjectTokensPk = (subject: string, purpose: TokenPurpose) => `TOKENS#${purpose}#${subject}`
 
 /** Sort key prefixes of a person's passkeys and session pointers, for `begins_with`. */
 export const PASSKEY_PREFIX = "PASSKEY#"
 export const SESSION_PREFIX = "SESSION#"
+export const TOKEN_PREFIX = "TOKEN#"
 
 /** An item's TTL (epoch seconds) for a record that expires at `expiresAt`. */
 export const ttlOf = (expiresAt: Timestamp): number => Math.ceil(Date.parse(expiresAt) / 1000)
@@ -138,7 +149,10 @@ export const PeopleStoreDynamo: Layer.Layer<PeopleStore, never, DynamoConfig> = 
       )
 
     /** Items of a person's partition whose sort key begins with `prefix`, every page. */
-    const queryPerson = Effect.fnUntraced(function*(personId: string, prefix: string) {
+    const queryPerson = (personId: string, prefix: string) => queryPartition(PeopleKeys.person(personId).pk, prefix)
+
+    /** Items of the partition `pk` whose sort key begins with `prefix`, every page, in sort key order. */
+    const queryPartition = Effect.fnUntraced(function*(pk: string, prefix: string) {
       const items: Array<Item> = []
       let startKey: Item | undefined
       do {
@@ -148,7 +162,7 @@ export const PeopleStoreDynamo: Layer.Layer<PeopleStore, never, DynamoConfig> = 
             new QueryCommand({
               TableName: tableName,
               KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
-              ExpressionAttributeValues: { ":pk": PeopleKeys.person(personId).pk, ":prefix": prefix },
+              ExpressionAttributeValues: { ":pk": pk, ":prefix": prefix },
               ConsistentRead: true,
               ...(exclusiveStartKey === undefined ? {} : { ExclusiveStartKey: exclusiveStartKey })
             }),
@@ -362,26 +376,35 @@ export const PeopleStoreDynamo: Layer.Layer<PeopleStore, never, DynamoConfig> = 
     // -------------------------------------------------------------------------------------------
     // one-time tokens
 
-    const issueToken = (token: OneTimeTokenRecord) =>
-      call((signal) =>
-        client.send(
-          new PutCommand({
+    // A token about nobody (a sign-in challenge) is one put; else the token and its subject's
+    // pointer in one transaction.
+    const issueToken = Effect.fn("PeopleStore.issueToken")(function*(token: OneTimeTokenRecord) {
+      const ttl = { [TTL_ATTRIBUTE]: ttlOf(token.expires_at) }
+      const item = { ...attributes({ ...token, used_at: null }), ...ttl }
+      const duplicate = () => Effect.die(new Error("PeopleStore.issueToken: duplicate token hash"))
+      if (token.subject === "") {
+        return yield* call((signal) =>
+          client.send(
+            new PutCommand({
+              TableName: tableName,
+              Item: { ...item, ...PeopleKeys.token(token.token_hash) },
+              ConditionExpression: NOT_EXISTS
+            }),
+            { abortSignal: signal }
+          )
+        ).pipe(Effect.catchIf(isConditionFailed, duplicate), Effect.asVoid, Effect.orDie)
+      }
+      const failed = yield* transact("issueToken", [
+        create(PeopleKeys.token(token.token_hash), item),
+        {
+          Put: {
             TableName: tableName,
-            Item: {
-              ...attributes({ ...token, used_at: null }),
-              [TTL_ATTRIBUTE]: ttlOf(token.expires_at),
-              ...PeopleKeys.token(token.token_hash)
-            },
-            ConditionExpression: NOT_EXISTS
-          }),
-          { abortSignal: signal }
-        )
-      ).pipe(
-        Effect.catchIf(isConditionFailed, () => Effect.die(new Error("PeopleStore.issueToken: duplicate token hash"))),
-        Effect.asVoid,
-        Effect.orDie,
-        Effect.withSpan("PeopleStore.issueToken")
-      )
+            Item: { ...PeopleKeys.subjectToken(token.subject, token.purpose, token.created_at, token.token_hash), ...ttl }
+          }
+        }
+      ])
+      if (failed.length > 0) return yield* duplicate()
+    })
 
     const consumeToken = Effect.fn("PeopleStore.consumeToken")(function*(
       tokenHash: string,
@@ -401,6 +424,40 @@ export const PeopleStoreDynamo: Layer.Layer<PeopleStore, never, DynamoConfig> = 
       return consumeRefusal(token, purpose, at) ?? ({ _tag: "Refused", reason: "used" } as ConsumeTokenResult)
     })
 
+    /** The token hashes a subject's pointers name, oldest first. */
+    const subjectTokenHashes = (subject: string, purpose: TokenPurpose) =>
+      Effect.map(
+        queryPartition(subjectTokensPk(subject, purpose), TOKEN_PREFIX),
+        (items) => items.map((item) => String(item["sk"]).slice(String(item["sk"]).lastIndexOf("#") + 1))
+      )
+
+    const listTokens = Effect.fn("PeopleStore.listTokens")(function*(subject: string, purpose: TokenPurpose, at: Timestamp) {
+      if (subject === "") return []
+      const hashes = yield* subjectTokenHashes(subject, purpose)
+      const tokens = yield* Effect.forEach(hashes, (hash) => getRecord(PeopleKeys.token(hash), decodeToken), {
+        concurrency: 8
+      })
+      return tokens.filter((t): t is OneTimeTokenRecord => t !== undefined && isOutstanding(t, at))
+    })
+
+    // Each token is revoked by the same kind of conditional update that consumes it, so per token
+    // one of a revocation and a consumption wins.
+    const revokeTokens = Effect.fn("PeopleStore.revokeTokens")(function*(subject: string, purpose: TokenPurpose, at: Timestamp) {
+      if (subject === "") return 0
+      const hashes = yield* subjectTokenHashes(subject, purpose)
+      const revoked = yield* Effect.forEach(
+        hashes,
+        (hash) =>
+          update(PeopleKeys.token(hash), {
+            UpdateExpression: "SET used_at = :at",
+            ConditionExpression: "attribute_exists(pk) AND attribute_not_exists(used_at) AND expires_at > :at",
+            ExpressionAttributeValues: { ":at": at }
+          }),
+        { concurrency: 8 }
+      )
+      return revoked.filter((item) => item !== undefined).length
+    })
+
     return PeopleStore.of({
       insertPerson,
       getPerson,
@@ -417,7 +474,9 @@ export const PeopleStoreDynamo: Layer.Layer<PeopleStore, never, DynamoConfig> = 
       deleteSession,
       deletePersonSessions,
       issueToken,
-      consumeToken
+      consumeToken,
+      listTokens,
+      revokeTokens
     })
   })
 )

@@ -15,6 +15,7 @@ import {
   type AddPasskeyResult,
   consumeRefusal,
   counterProblem,
+  isOutstanding,
   type ConsumeTokenResult,
   type InsertPersonResult,
   passkeyProblem,
@@ -226,6 +227,26 @@ export const PeopleStoreMemory: Layer.Layer<PeopleStore> = Layer.effect(
         return [{ _tag: "Consumed", token: { ...used } }, { ...s, tokens: new Map(s.tokens).set(tokenHash, used) }]
       })
 
+    const ofSubject = (s: State, subject: string, purpose: TokenPurpose, at: Timestamp) =>
+      subject === ""
+        ? []
+        : [...s.tokens.values()].filter((t) => t.subject === subject && t.purpose === purpose && isOutstanding(t, at))
+
+    const listTokens = (subject: string, purpose: TokenPurpose, at: Timestamp) =>
+      read("listTokens", (s) =>
+        ofSubject(s, subject, purpose, at)
+          .sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0))
+          .map((t) => ({ ...t })))
+
+    const revokeTokens = (subject: string, purpose: TokenPurpose, at: Timestamp) =>
+      modify("revokeTokens", (s): Step<number> => {
+        const revoked = ofSubject(s, subject, purpose, at)
+        if (revoked.length === 0) return [0, s]
+        const tokens = new Map(s.tokens)
+        for (const t of revoked) tokens.set(t.token_hash, { ...t, used_at: at })
+        return [revoked.length, { ...s, tokens }]
+      })
+
     return PeopleStore.of({
       insertPerson,
       getPerson,
@@ -242,7 +263,9 @@ export const PeopleStoreMemory: Layer.Layer<PeopleStore> = Layer.effect(
       deleteSession,
       deletePersonSessions,
       issueToken,
-      consumeToken
+      consumeToken,
+      listTokens,
+      revokeTokens
     })
   })
 )

@@ -560,6 +560,73 @@ const peopleTests = (it: Vitest.MethodsNonLive<PeopleStore>) => {
         }
       }))
 
+    it.effect("listTokens: a subject's outstanding tokens of one purpose, oldest first", () =>
+      Effect.gen(function*() {
+        const store = yield* PeopleStore
+        const subject = yield* generateId(PERSON_ID_KIND)
+        const later = yield* freshToken("recover", { subject, created_at: at(2000), not_before: at(10 * MINUTE) })
+        const first = yield* freshToken("recover", { subject, created_at: at(1000) })
+        const used = yield* freshToken("recover", { subject, created_at: at(1500) })
+        const expired = yield* freshToken("recover", { subject, created_at: at(500), expires_at: at(5000) })
+        const otherPurpose = yield* freshToken("confirm_email", { subject })
+        const otherSubject = yield* freshToken("recover", { subject: `${subject}x` })
+        const nobody = yield* freshToken("recover", { subject: "" })
+        for (const t of [later, first, used, expired, otherPurpose, otherSubject, nobody]) yield* store.issueToken(t)
+        assert.strictEqual((yield* store.consumeToken(used.token_hash, "recover", at(3000)))._tag, "Consumed")
+        assert.deepStrictEqual(yield* store.listTokens(subject, "recover", at(4000)), [expired, first, later])
+        assert.deepStrictEqual(yield* store.listTokens(subject, "recover", at(5000)), [first, later])
+        assert.deepStrictEqual(yield* store.listTokens(subject, "confirm_email", at(5000)), [otherPurpose])
+        assert.deepStrictEqual(yield* store.listTokens(`${subject}y`, "recover", at(5000)), [])
+        assert.deepStrictEqual(yield* store.listTokens("", "recover", at(5000)), [])
+      }))
+
+    it.effect("revokeTokens: a subject's outstanding tokens of one purpose are used up, no other", () =>
+      Effect.gen(function*() {
+        const store = yield* PeopleStore
+        const subject = `zoë@exämple.test#${yield* generateId("e")}`
+        const a = yield* freshToken("recover", { subject, not_before: at(10 * MINUTE) })
+        const b = yield* freshToken("recover", { subject, created_at: at(1000) })
+        const expired = yield* freshToken("recover", { subject, expires_at: at(2000) })
+        const otherPurpose = yield* freshToken("confirm_email", { subject })
+        const otherSubject = yield* freshToken("recover", { subject: `${subject}x` })
+        const nobody = yield* freshToken("recover", { subject: "" })
+        for (const t of [a, b, expired, otherPurpose, otherSubject, nobody]) yield* store.issueToken(t)
+        assert.strictEqual(yield* store.revokeTokens("", "recover", at(3000)), 0)
+        assert.strictEqual(yield* store.revokeTokens(subject, "recover", at(3000)), 2)
+        assert.strictEqual(yield* store.revokeTokens(subject, "recover", at(4000)), 0)
+        assert.deepStrictEqual(yield* store.listTokens(subject, "recover", at(4000)), [])
+        for (const t of [a, b]) {
+          assert.deepStrictEqual(yield* store.consumeToken(t.token_hash, "recover", at(11 * MINUTE)), {
+            _tag: "Refused",
+            reason: "used"
+          })
+        }
+        assert.deepStrictEqual(
+          yield* store.consumeToken(expired.token_hash, "recover", at(1000)),
+          { _tag: "Consumed", token: { ...expired, used_at: at(1000) } }
+        )
+        for (const t of [otherPurpose, otherSubject, nobody]) {
+          assert.strictEqual((yield* store.consumeToken(t.token_hash, t.purpose, at(5000)))._tag, "Consumed")
+        }
+      }))
+
+    it.effect("revocations racing consumptions: each token is taken by exactly one of them", () =>
+      Effect.gen(function*() {
+        const store = yield* PeopleStore
+        const subject = yield* generateId(PERSON_ID_KIND)
+        const tokens = yield* Effect.forEach(Array.from({ length: 12 }), (_, i) =>
+          freshToken("recover", { subject, created_at: at(i) }))
+        yield* Effect.forEach(tokens, (t) => store.issueToken(t))
+        const [revocations, consumptions] = yield* Effect.all([
+          Effect.all(Array.from({ length: 3 }, () => store.revokeTokens(subject, "recover", at(MINUTE))), unbounded),
+          Effect.all(tokens.map((t) => store.consumeToken(t.token_hash, "recover", at(MINUTE))), unbounded)
+        ], unbounded)
+        const consumed = consumptions.filter((r) => r._tag === "Consumed").length
+        const revoked = revocations.reduce((sum, n) => sum + n, 0)
+        assert.strictEqual(consumed + revoked, tokens.length)
+        assert.isTrue(consumptions.every((r) => r._tag === "Consumed" || (r._tag === "Refused" && r.reason === "used")))
+      }))
+
     it.effect("property: any interleaving of consumptions at any times agrees with a model", () =>
       Effect.gen(function*() {
         const services = yield* Effect.context<PeopleStore>()

@@ -120,7 +120,28 @@ export class PeopleStore extends Context.Service<PeopleStore, {
    * number of concurrent consumptions of one token, exactly one is Consumed.
    */
   readonly consumeToken: (tokenHash: string, purpose: TokenPurpose, at: Timestamp) => Effect.Effect<ConsumeTokenResult>
+  /**
+   * The tokens of `purpose` issued about `subject` that are still outstanding at `at` (unused, not
+   * expired; possibly not usable yet), oldest first: a pending recovery the person may cancel. A
+   * token with an empty subject is never listed.
+   */
+  readonly listTokens: (
+    subject: string,
+    purpose: TokenPurpose,
+    at: Timestamp
+  ) => Effect.Effect<ReadonlyArray<OneTimeTokenRecord>>
+  /**
+   * Revokes every outstanding token of `purpose` about `subject` (cancelling a recovery, or the
+   * older links when a new one is sent): each gets used_at = `at`, so consuming it afterwards
+   * answers `used`. Per token, a revocation and a consumption racing: exactly one takes it.
+   * Answers how many were revoked. A token with an empty subject is never revoked this way.
+   */
+  readonly revokeTokens: (subject: string, purpose: TokenPurpose, at: Timestamp) => Effect.Effect<number>
 }>()("@model-platform/core/ports/PeopleStore") {}
+
+/** Whether a token is outstanding at `at`: unused and not expired (it may not be usable yet). */
+export const isOutstanding = (token: OneTimeTokenRecord, at: Timestamp): boolean =>
+  token.used_at === null && at < token.expires_at
 
 /** Why a token cannot be consumed at `at`, or undefined when it can. Pure, shared by the stores. */
 export const consumeRefusal = (

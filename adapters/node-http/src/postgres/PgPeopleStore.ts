@@ -13,7 +13,8 @@
  * - never the last passkey: a transaction that locks the person's row (`FOR UPDATE`) before
  *   counting, so removals of one person's passkeys take turns and each counts what the previous
  *   one left (each statement of a READ COMMITTED transaction sees what committed before it);
- * - consume once: `UPDATE ... SET used_at WHERE used_at IS NULL AND <in time> RETURNING`.
+ * - consume once: `UPDATE ... SET used_at WHERE used_at IS NULL AND <in time> RETURNING`; revoking
+ *   a subject's tokens is the same UPDATE over their rows, so per token one of the two wins.
  * Expired sessions and tokens are filtered by every read and deleted now and then (PRUNE_EVERY
  * writes of this process, those expired more than RETAIN_EXPIRED_MS before).
  */
@@ -78,6 +79,7 @@ export const PeopleStorePg: Layer.Layer<PeopleStore, never, SqlClient.SqlClient>
     const passkeys = rowsDecoder(PasskeyRecord)
     const oneSession = rowDecoder(SessionRecord)
     const oneToken = rowDecoder(OneTimeTokenRecord)
+    const tokens = rowsDecoder(OneTimeTokenRecord)
 
     let writes = 0
     const pruneNow = (now: Timestamp): Effect.Effect<void> => {
@@ -254,6 +256,26 @@ export const PeopleStorePg: Layer.Layer<PeopleStore, never, SqlClient.SqlClient>
         return refusal ?? ({ _tag: "Refused", reason: "used" } as ConsumeTokenResult)
       }).pipe(Effect.orDie, Effect.withSpan("PeopleStore.consumeToken"))
 
+    const listTokens = (subject: string, purpose: TokenPurpose, at: Timestamp) =>
+      sql`SELECT ${tokenColumns} FROM one_time_tokens
+          WHERE subject = ${subject} AND subject <> '' AND purpose = ${purpose}
+            AND used_at IS NULL AND expires_at > ${at}::timestamptz
+          ORDER BY created_at`.pipe(
+        Effect.flatMap(tokens),
+        Effect.orDie,
+        Effect.withSpan("PeopleStore.listTokens")
+      )
+
+    const revokeTokens = (subject: string, purpose: TokenPurpose, at: Timestamp) =>
+      sql`UPDATE one_time_tokens SET used_at = ${at}::timestamptz
+          WHERE subject = ${subject} AND subject <> '' AND purpose = ${purpose}
+            AND used_at IS NULL AND expires_at > ${at}::timestamptz
+          RETURNING token_hash`.pipe(
+        Effect.map((rows) => rows.length),
+        Effect.orDie,
+        Effect.withSpan("PeopleStore.revokeTokens")
+      )
+
     return PeopleStore.of({
       insertPerson,
       getPerson,
@@ -270,7 +292,9 @@ export const PeopleStorePg: Layer.Layer<PeopleStore, never, SqlClient.SqlClient>
       deleteSession,
       deletePersonSessions,
       issueToken,
-      consumeToken
+      consumeToken,
+      listTokens,
+      revokeTokens
     })
   })
 )

@@ -568,6 +568,12 @@ const people = Effect.gen(function*() {
   yield* sql`CREATE INDEX one_time_tokens_expires_at ON one_time_tokens (expires_at)`
 })
 
+/** A person's outstanding tokens of one purpose (PeopleStore.listTokens, revokeTokens). */
+const tokenSubjects = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE INDEX one_time_tokens_subject ON one_time_tokens (subject, purpose, created_at)`
+})
+
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_idempotency": accountsKeysIdempotency,
   "0002_ledger": ledger,
@@ -576,7 +582,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0005_ledger_functions": ledgerFunctions,
   "0006_ledger_reserve_in_order": ledgerReserveInOrder,
   "0007_gateway_functions": gatewayFunctions,
-  "0008_people": people
+  "0008_people": people,
+  "0009_token_subjects": tokenSubjects
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */
