@@ -7,10 +7,12 @@
  *   PERSON#<id>          PASSKEY#<cred>      a passkey (listed by querying the person's partition)
  *   CREDENTIAL#<cred>    CREDENTIAL          person_id: keeps credential ids unique, finds a passkey
  *   SESSION#<hash>       SESSION             a session, with `ttl`
- *   PERSON#<id>          SESSION#<hash>      points at a session of the person, with `ttl`
+ *   PERSON#<id>          SESSION#<hash>      token_hash: a session of the person, with `ttl`
  *   TOKEN#<hash>         TOKEN               a one-time token, with `ttl`
- *   TOKENS#<purpose>#<subject>  TOKEN#<created_at>#<hash>  points at a token about a subject (not
+ *   TOKENS#<purpose>#<subject>  TOKEN#<created_at>#<hash>  token_hash: a token about a subject (not
  *                                                    written for an empty subject), with `ttl`
+ *
+ * As in the other stores, ids are never parsed back out of a key: pointers carry them.
  *
  * Every rule is kept by DynamoDB itself, never by a read followed by a write: uniqueness by
  * conditional puts in one TransactWriteItems (a person with their email and first passkey), "never
@@ -98,6 +100,7 @@ const recordDecoder = <S extends Schema.Top & { readonly fields: Schema.Struct.F
     Effect.orDie(decode(Object.fromEntries(names.map((name) => [name, item[name] ?? null])))) as Effect.Effect<S["Type"]>
 }
 const PersonPointer = Schema.Struct({ person_id: Schema.String })
+const HashPointer = Schema.Struct({ token_hash: Schema.String })
 
 export const PeopleStoreDynamo: Layer.Layer<PeopleStore, never, DynamoConfig> = Layer.effect(
   PeopleStore,
@@ -108,6 +111,7 @@ export const PeopleStoreDynamo: Layer.Layer<PeopleStore, never, DynamoConfig> = 
     const decodeSession = recordDecoder(SessionRecord)
     const decodeToken = recordDecoder(OneTimeTokenRecord)
     const decodePointer = recordDecoder(PersonPointer)
+    const decodeHashPointer = recordDecoder(HashPointer)
 
     const create = (key: ItemKey, item: Item) => ({
       Put: { TableName: tableName, Item: { ...item, ...key }, ConditionExpression: NOT_EXISTS }
@@ -334,7 +338,11 @@ export const PeopleStoreDynamo: Layer.Layer<PeopleStore, never, DynamoConfig> = 
         {
           Put: {
             TableName: tableName,
-            Item: { ...PeopleKeys.personSession(session.person_id, session.token_hash), ...ttl }
+            Item: {
+              ...PeopleKeys.personSession(session.person_id, session.token_hash),
+              token_hash: session.token_hash,
+              ...ttl
+            }
           }
         }
       ])
@@ -357,7 +365,7 @@ export const PeopleStoreDynamo: Layer.Layer<PeopleStore, never, DynamoConfig> = 
 
     const deletePersonSessions = Effect.fn("PeopleStore.deletePersonSessions")(function*(personId: string) {
       const pointers = yield* queryPerson(personId, SESSION_PREFIX)
-      const hashes = pointers.map((item) => String(item["sk"]).slice(SESSION_PREFIX.length))
+      const hashes = yield* Effect.forEach(pointers, (item) => Effect.map(decodeHashPointer(item), (p) => p.token_hash))
       // A session and its pointer per pair; 50 pairs fill one transaction.
       const chunks: Array<ReadonlyArray<string>> = []
       for (let i = 0; i < hashes.length; i += 50) chunks.push(hashes.slice(i, i + 50))
@@ -399,7 +407,11 @@ export const PeopleStoreDynamo: Layer.Layer<PeopleStore, never, DynamoConfig> = 
         {
           Put: {
             TableName: tableName,
-            Item: { ...PeopleKeys.subjectToken(token.subject, token.purpose, token.created_at, token.token_hash), ...ttl }
+            Item: {
+              ...PeopleKeys.subjectToken(token.subject, token.purpose, token.created_at, token.token_hash),
+              token_hash: token.token_hash,
+              ...ttl
+            }
           }
         }
       ])
@@ -426,9 +438,9 @@ export const PeopleStoreDynamo: Layer.Layer<PeopleStore, never, DynamoConfig> = 
 
     /** The token hashes a subject's pointers name, oldest first. */
     const subjectTokenHashes = (subject: string, purpose: TokenPurpose) =>
-      Effect.map(
+      Effect.flatMap(
         queryPartition(subjectTokensPk(subject, purpose), TOKEN_PREFIX),
-        (items) => items.map((item) => String(item["sk"]).slice(String(item["sk"]).lastIndexOf("#") + 1))
+        (items) => Effect.forEach(items, (item) => Effect.map(decodeHashPointer(item), (p) => p.token_hash))
       )
 
     const listTokens = Effect.fn("PeopleStore.listTokens")(function*(subject: string, purpose: TokenPurpose, at: Timestamp) {
