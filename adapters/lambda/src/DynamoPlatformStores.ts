@@ -2,7 +2,7 @@
  * Every store the platform needs (core's `PlatformStores`) on the one DynamoDB table, its
  * unreachability marked StoreUnavailable (DynamoUnavailable.ts).
  */
-import type { PlatformStores } from "@model-platform/core/api/Http"
+import { markPlatformStores, type PlatformStores } from "@model-platform/core/ports/PlatformStores"
 import { GatewayStoreComposed } from "@model-platform/core/ports/GatewayStore"
 import { Layer } from "effect"
 import { LedgerStoreDynamo } from "./DynamoLedgerStore.ts"
@@ -11,19 +11,19 @@ import { PeopleStoreDynamo } from "./DynamoPeopleStore.ts"
 import { RateLimitStoreDynamo } from "./DynamoRateLimitStore.ts"
 import { DynamoStores } from "./DynamoStores.ts"
 import type { DynamoConfig } from "./DynamoTable.ts"
-import { markedDynamoStores } from "./DynamoUnavailable.ts"
+import { isDynamoUnavailable } from "./DynamoUnavailable.ts"
 import { UsageStoreDynamo } from "./DynamoUsageStore.ts"
 
-export const DynamoPlatformStores: Layer.Layer<PlatformStores, never, DynamoConfig> = Layer.provideMerge(
-  GatewayStoreComposed,
-  markedDynamoStores.pipe(
-    Layer.provide(Layer.mergeAll(
+export const DynamoPlatformStores: Layer.Layer<PlatformStores, never, DynamoConfig> = markPlatformStores(isDynamoUnavailable).pipe(
+  Layer.provide(Layer.provideMerge(
+    GatewayStoreComposed,
+    Layer.mergeAll(
       DynamoStores,
       LedgerStoreDynamo,
       OrderStoreDynamo,
       UsageStoreDynamo,
       RateLimitStoreDynamo,
       PeopleStoreDynamo
-    ))
-  )
+    )
+  ))
 )

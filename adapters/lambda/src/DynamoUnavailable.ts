@@ -4,16 +4,6 @@
  * errors reaching the endpoint. Everything else (a failed condition not handled, a bug) stays a
  * defect.
  */
-import { AccountStore } from "@model-platform/core/ports/AccountStore"
-import { IdempotencyStore } from "@model-platform/core/ports/IdempotencyStore"
-import { KeyStore } from "@model-platform/core/ports/KeyStore"
-import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
-import { OrderStore } from "@model-platform/core/ports/OrderStore"
-import { PeopleStore } from "@model-platform/core/ports/PeopleStore"
-import { RateLimitStore } from "@model-platform/core/ports/RateLimitStore"
-import { markUnavailable } from "@model-platform/core/ports/StoreUnavailable"
-import { UsageStore } from "@model-platform/core/ports/UsageStore"
-import { type Context, Effect, Layer } from "effect"
 import { errorName } from "./DynamoErrors.ts"
 
 const UNAVAILABLE_NAMES = new Set([
@@ -37,18 +27,3 @@ export const isDynamoUnavailable = (defect: unknown): boolean => {
   const code = codeOf(defect) ?? codeOf((defect as { cause?: unknown } | null)?.cause)
   return typeof code === "string" && NETWORK_CODES.has(code)
 }
-
-const marked = <I, S extends object>(tag: Context.Key<I, S>) =>
-  Layer.effect(tag, Effect.map(tag, (service) => markUnavailable(tag.key, service, isDynamoUnavailable)))
-
-/** The DynamoDB stores with their unavailability marked; GatewayStoreComposed is built over them. */
-export const markedDynamoStores = Layer.mergeAll(
-  marked(AccountStore),
-  marked(KeyStore),
-  marked(IdempotencyStore),
-  marked(LedgerStore),
-  marked(OrderStore),
-  marked(UsageStore),
-  marked(RateLimitStore),
-  marked(PeopleStore)
-)

@@ -18,18 +18,9 @@ import { MachineHttpLayer } from "../gateway/MachineHttp.ts"
 import { Ledger } from "../Ledger.ts"
 import { MAX_ID_LENGTH } from "../Limits.ts"
 import { Orders, Tickets } from "../OrderService.ts"
-import type { AccountStore } from "../ports/AccountStore.ts"
 import { CardProcessor } from "../ports/CardProcessor.ts"
-import type { GatewayStore } from "../ports/GatewayStore.ts"
-import type { IdempotencyStore } from "../ports/IdempotencyStore.ts"
-import type { KeyStore } from "../ports/KeyStore.ts"
-import type { LedgerStore } from "../ports/LedgerStore.ts"
 import type { MeteringJournal } from "../ports/MeteringJournal.ts"
 import type { MachineClient } from "../ports/MachineClient.ts"
-import type { OrderStore } from "../ports/OrderStore.ts"
-import type { PeopleStore } from "../ports/PeopleStore.ts"
-import type { RateLimitStore } from "../ports/RateLimitStore.ts"
-import type { UsageStore } from "../ports/UsageStore.ts"
 import { StablecoinRail } from "../ports/StablecoinRail.ts"
 import * as TestCardProcessor from "../TestCardProcessor.ts"
 import { PlatformApi } from "./Api.ts"
@@ -53,20 +44,8 @@ export const DOCS_PATH = "/docs"
  */
 export const ROUTER_CONFIG = { maxParamLength: MAX_ID_LENGTH }
 
-/**
- * Every store the platform needs, in one place: each shell provides all of them (memory, Postgres
- * or DynamoDB), and the compiler says which one a shell forgot.
- */
-export type PlatformStores =
-  | AccountStore
-  | KeyStore
-  | IdempotencyStore
-  | LedgerStore
-  | OrderStore
-  | UsageStore
-  | RateLimitStore
-  | GatewayStore
-  | PeopleStore
+/** Every store the platform needs (ports/PlatformStores.ts); each shell provides them all. */
+export type { PlatformStores } from "../ports/PlatformStores.ts"
 
 export interface PlatformOptions {
   /**

@@ -2,7 +2,7 @@
  * Every store the platform needs (core's `PlatformStores`) on one Postgres database, with the
  * failures that mean the database is unreachable marked StoreUnavailable (PgUnavailable.ts).
  */
-import type { PlatformStores } from "@model-platform/core/api/Http"
+import { markPlatformStores, type PlatformStores } from "@model-platform/core/ports/PlatformStores"
 import { Layer } from "effect"
 import type { SqlClient } from "effect/sql"
 import { GatewayStorePg } from "./PgGatewayStore.ts"
@@ -11,10 +11,10 @@ import { OrderStorePg } from "./PgOrderStore.ts"
 import { PeopleStorePg } from "./PgPeopleStore.ts"
 import { RateLimitStorePg } from "./PgRateLimitStore.ts"
 import { PgStores } from "./PgStores.ts"
-import { markedPlatformStores } from "./PgUnavailable.ts"
+import { isPgUnavailable } from "./PgUnavailable.ts"
 import { UsageStorePg } from "./PgUsageStore.ts"
 
-export const PgPlatformStores: Layer.Layer<PlatformStores, never, SqlClient.SqlClient> = markedPlatformStores.pipe(Layer.provide(Layer.mergeAll(
+export const PgPlatformStores: Layer.Layer<PlatformStores, never, SqlClient.SqlClient> = markPlatformStores(isPgUnavailable).pipe(Layer.provide(Layer.mergeAll(
   PgStores,
   LedgerStorePg,
   OrderStorePg,

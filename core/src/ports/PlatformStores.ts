@@ -1,0 +1,49 @@
+/**
+ * Every store the platform needs, in one place: each shell provides all of them (memory, Postgres
+ * or DynamoDB), and the compiler says which one a shell forgot. Also the one list of their tags, so
+ * a shell marks every store's outages (StoreUnavailable.ts) without keeping a list of its own.
+ */
+import { type Context, Effect, Layer } from "effect"
+import { AccountStore } from "./AccountStore.ts"
+import { GatewayStore } from "./GatewayStore.ts"
+import { IdempotencyStore } from "./IdempotencyStore.ts"
+import { KeyStore } from "./KeyStore.ts"
+import { LedgerStore } from "./LedgerStore.ts"
+import { OrderStore } from "./OrderStore.ts"
+import { PeopleStore } from "./PeopleStore.ts"
+import { RateLimitStore } from "./RateLimitStore.ts"
+import { markUnavailable } from "./StoreUnavailable.ts"
+import { UsageStore } from "./UsageStore.ts"
+
+export type PlatformStores =
+  | AccountStore
+  | KeyStore
+  | IdempotencyStore
+  | LedgerStore
+  | OrderStore
+  | UsageStore
+  | RateLimitStore
+  | GatewayStore
+  | PeopleStore
+
+const marked = <I, S extends object>(tag: Context.Key<I, S>, isUnavailable: (defect: unknown) => boolean) =>
+  Layer.effect(tag, Effect.map(tag, (service) => markUnavailable(tag.key, service, isUnavailable)))
+
+/**
+ * Every store of the platform again, each operation's defects that `isUnavailable` recognises
+ * turned into StoreUnavailable (the shell knows which of its failures mean "cannot be reached").
+ */
+export const markPlatformStores = (
+  isUnavailable: (defect: unknown) => boolean
+): Layer.Layer<PlatformStores, never, PlatformStores> =>
+  Layer.mergeAll(
+    marked(AccountStore, isUnavailable),
+    marked(KeyStore, isUnavailable),
+    marked(IdempotencyStore, isUnavailable),
+    marked(LedgerStore, isUnavailable),
+    marked(OrderStore, isUnavailable),
+    marked(UsageStore, isUnavailable),
+    marked(RateLimitStore, isUnavailable),
+    marked(GatewayStore, isUnavailable),
+    marked(PeopleStore, isUnavailable)
+  )
