@@ -165,5 +165,7 @@ describe("the scanner finds what the rule forbids", () => {
     expect(forbiddenPackage("@model-platform/lambda")).toBeDefined()
     expect(forbiddenPackage("@aws-sdk/client-s3")).toBeDefined()
     expect(forbiddenPackage("node:crypto")).toBeDefined()
+    // WebAuthn verification: runtime-neutral JS on WebCrypto (no node: import), so core may use it.
+    expect(forbiddenPackage("@simplewebauthn/server")).toBeUndefined()
   })
 })
