@@ -1,0 +1,339 @@
+/**
+ * Use-case: the account service (accounts for people, issue 15; docs/accounts.md "Ceremonies",
+ * "Sessions", "Recovery", "Identity"). The ceremonies a person goes through at `{accounts_url}`:
+ * sign up with an email and a passkey, confirm the address from a mailed link, sign in with a
+ * discoverable passkey, manage passkeys, recover when every passkey is lost, create an API key,
+ * and the identity GET /identity shows. The HTTP routes and pages (api/AccountRoutes.ts,
+ * accounts/Pages.ts) call only this service; they set the cookies and render the answers.
+ *
+ * Conventions every method follows:
+ * - `origin` and `rpId` are the account service's as the route sees them (the request's origin and
+ *   the host name without port); the WebAuthn verification checks the browser signed for exactly
+ *   those, so a page served elsewhere cannot use a passkey made here.
+ * - A `flow` is an opaque one-time token for one WebAuthn ceremony (its challenge is kept hashed in
+ *   the store, FLOW_TTL): the route hands it to the page with the options and sends it back with
+ *   the browser's response. It is consumed by the finish, whatever its outcome, so a replay is
+ *   `invalid_flow`.
+ * - `session` is the cookie's value (SessionToken); `csrf` is the form's hidden field. Every call
+ *   that changes something for a signed-in person takes both and checks the CSRF token first.
+ * - `clientAddress` is the caller's IP as the shell sees it, for the rate limits (docs/limits.md).
+ * - Every refusal is an `AccountError` whose `code` says what happened and whose `status` is the
+ *   HTTP status to answer with (ACCOUNT_ERROR_STATUS). Store failures are defects, as everywhere.
+ */
+import { Context, type Effect, Schema } from "effect"
+import type { Identity } from "../Identity.ts"
+import type { CreatedKey } from "../Keys.ts"
+import type { Timestamp } from "../Time.ts"
+
+// ---- errors ---------------------------------------------------------------------------------
+
+/** Every refusal of the account service, with its HTTP status. */
+export const ACCOUNT_ERROR_STATUS = {
+  /** The email is not one deliverable address (malformed, or refused for good by the mail server). */
+  invalid_email: 400,
+  /** A confirmed person (or a fresh unconfirmed sign-up) holds this email: sign in instead. */
+  email_taken: 409,
+  /** The person has not confirmed their email yet: a new link was sent (sign-in refused until then). */
+  email_unconfirmed: 403,
+  /** The mail could not be sent now: try again later (nothing was kept). */
+  email_unavailable: 503,
+  /** Too many attempts from this address or for this email: `retry_after_seconds`. */
+  rate_limited: 429,
+  /** The ceremony's flow is unknown, used (a replay) or expired: start the ceremony again. */
+  invalid_flow: 400,
+  /** The browser's WebAuthn response did not verify (wrong origin or rpID, bad signature, other challenge, malformed). */
+  verification_failed: 400,
+  /** The passkey used to sign in is not registered here (removed, or made for another site). */
+  unknown_passkey: 401,
+  /** The new passkey is already registered (to this person or another). */
+  passkey_taken: 409,
+  /** No passkey of the signed-in person has this id. */
+  passkey_not_found: 404,
+  /** It is the person's only passkey: add another first. */
+  last_passkey: 409,
+  /** No live session (none, unknown, expired, signed out): sign in. */
+  session_required: 401,
+  /** The form's CSRF token is not the session's. */
+  csrf_mismatch: 403,
+  /** The mailed link is not known (mistyped, or never issued). */
+  token_unknown: 404,
+  /** The mailed link was used already (or cancelled, or replaced by a newer one). */
+  token_used: 410,
+  /** The mailed link expired: ask for a new one. */
+  token_expired: 410,
+  /** The recovery link is not usable yet: from `not_before` on. */
+  token_early: 425,
+  /** The request itself is malformed (a key name too long, ...). */
+  invalid_request: 400
+} as const
+
+export type AccountErrorCode = keyof typeof ACCOUNT_ERROR_STATUS
+export const AccountErrorCodes = Object.keys(ACCOUNT_ERROR_STATUS) as ReadonlyArray<AccountErrorCode>
+
+/**
+ * A refusal of the account service. `code` is stable (pages and JSON answers switch on it);
+ * `message` is for the person and never holds a secret.
+ */
+export class AccountError extends Schema.TaggedError<AccountError>()("AccountError", {
+  code: Schema.Literals(AccountErrorCodes as [AccountErrorCode, ...Array<AccountErrorCode>]),
+  message: Schema.String,
+  /** rate_limited: seconds until the window that refused the call ends (the Retry-After header). */
+  retry_after_seconds: Schema.optionalKey(Schema.Int),
+  /** token_early: when the recovery link becomes usable. */
+  not_before: Schema.optionalKey(Schema.String)
+}) {
+  /** The HTTP status of this refusal. */
+  get status(): number {
+    return ACCOUNT_ERROR_STATUS[this.code]
+  }
+}
+
+export const accountError = (
+  code: AccountErrorCode,
+  message: string,
+  extra: { readonly retry_after_seconds?: number; readonly not_before?: string } = {}
+): AccountError => new AccountError({ code, message, ...extra })
+
+// ---- inputs and outputs ---------------------------------------------------------------------
+
+/** Where a WebAuthn ceremony runs: the account service's origin and RP ID, as the route sees them. */
+export interface RelyingParty {
+  /** e.g. "http://localhost:8788" or "https://accounts.example.com". */
+  readonly origin: string
+  /** The host name without port, e.g. "localhost". */
+  readonly rpId: string
+}
+
+/**
+ * WebAuthn options for the browser, as @simplewebauthn/browser's startRegistration /
+ * startAuthentication take them (`{optionsJSON}`): JSON, sent to the page as they are.
+ */
+export type WebAuthnOptions = Readonly<Record<string, unknown>>
+
+/** A ceremony begun: its flow token (back with the finish) and the browser's options. */
+export interface BegunCeremony {
+  readonly flow: string
+  readonly options: WebAuthnOptions
+  /** When the flow stops being accepted. */
+  readonly expires_at: Timestamp
+}
+
+/** A new session: `token` goes in the HttpOnly cookie, `csrf` in every form of its pages. */
+export interface NewSession {
+  readonly token: string
+  readonly csrf: string
+  /** Sessions do not slide: the cookie's Max-Age/Expires. */
+  readonly expires_at: Timestamp
+}
+
+/** The signed-in person, as pages show them. */
+export interface SignedInPerson {
+  readonly person_id: string
+  readonly email: string
+  /** The platform account; null only in the instant between confirmation and the link (never seen in practice). */
+  readonly account_id: string | null
+}
+
+/** A live session: who, and the CSRF token its forms must carry (derived from the session token). */
+export interface LiveSession {
+  readonly person: SignedInPerson
+  readonly csrf: string
+  readonly expires_at: Timestamp
+}
+
+/** A passkey as the manage page lists it (never the public key). */
+export interface PasskeyView {
+  readonly credential_id: string
+  readonly name: string
+  readonly transports: ReadonlyArray<string>
+  readonly created_at: Timestamp
+  readonly last_used_at: Timestamp | null
+}
+
+/** A recovery waiting for its delay (the manage page shows it with a cancel button). */
+export interface PendingRecovery {
+  readonly requested_at: Timestamp
+  /** The link works from this instant on. */
+  readonly usable_from: Timestamp
+  readonly expires_at: Timestamp
+}
+
+export interface SignUpInput extends RelyingParty {
+  readonly email: string
+  readonly clientAddress: string
+}
+
+export interface FinishInput extends RelyingParty {
+  readonly flow: string
+  /** The browser's JSON (RegistrationResponseJSON or AuthenticationResponseJSON), unchecked: the service checks it. */
+  readonly response: unknown
+}
+
+export interface FinishWithNameInput extends FinishInput {
+  /** The name the person gives the passkey (default "Passkey"); trimmed, at most 64 characters. */
+  readonly name?: string | undefined
+}
+
+/** A state-changing call of a signed-in person. */
+export interface SessionCall {
+  readonly session: string
+  readonly csrf: string
+}
+
+// ---- the service ----------------------------------------------------------------------------
+
+export class AccountService extends Context.Service<AccountService, {
+  /**
+   * Sign-up, step 1: registration options for a new passkey of `email` (resident key required,
+   * user verification preferred, "none" attestation). Nothing about the person is stored yet, so an
+   * abandoned sign-up leaves only an expiring flow. Refused: invalid_email, email_taken (a
+   * confirmed person holds it), rate_limited (per address and per email).
+   */
+  readonly beginSignUp: (input: SignUpInput) => Effect.Effect<BegunCeremony, AccountError>
+  /**
+   * Sign-up, step 2: verifies the new passkey and stores the person with it (email unconfirmed),
+   * then mails the confirmation link (CONFIRM_TTL). No session yet: the person signs in by following
+   * the link (confirmEmail). An unconfirmed person whose link expired gives up the email to the
+   * next sign-up (docs/accounts.md "Ceremonies"). If the mail cannot be sent, the person is removed
+   * again and email_unavailable / invalid_email answered, so a retry starts clean.
+   * Refused: invalid_flow, verification_failed, passkey_taken, email_taken, invalid_email,
+   * email_unavailable.
+   */
+  readonly finishSignUp: (
+    input: FinishWithNameInput
+  ) => Effect.Effect<{ readonly person_id: string; readonly email: string }, AccountError>
+  /**
+   * Sends a new confirmation link to an unconfirmed person (older links stop working). Answers the
+   * same whether or not such a person exists, so it tells nobody who signed up. Refused:
+   * rate_limited, email_unavailable.
+   */
+  readonly resendConfirmation: (input: {
+    readonly email: string
+    readonly clientAddress: string
+  }) => Effect.Effect<void, AccountError>
+  /**
+   * Follows the confirmation link: confirms the email, makes the person's platform account (or
+   * links the first-start owner's account when its email is the person's: `account` "claimed"),
+   * asks the network for the identity (a refusal is kept as state failed; no answer leaves it
+   * provisioning, retried by identityOf), and signs the person in. The link works once.
+   * Refused: token_unknown, token_used, token_expired.
+   */
+  readonly confirmEmail: (input: { readonly token: string }) => Effect.Effect<{
+    readonly session: NewSession
+    readonly person: SignedInPerson
+    /** created: a new account; claimed: the owner's account made at first start. */
+    readonly account: "created" | "claimed"
+  }, AccountError>
+  /**
+   * Sign-in, step 1: authentication options with no allowCredentials (discoverable credentials:
+   * the browser offers the passkeys it holds for this rpID). Refused: rate_limited (per address).
+   */
+  readonly beginSignIn: (
+    input: RelyingParty & { readonly clientAddress: string }
+  ) => Effect.Effect<BegunCeremony, AccountError>
+  /**
+   * Sign-in, step 2: verifies the assertion against the stored passkey (counter moving forward,
+   * else refused as a possible clone) and creates a session. Refused: invalid_flow,
+   * unknown_passkey, verification_failed, email_unconfirmed (a new link is mailed).
+   */
+  readonly finishSignIn: (input: FinishInput) => Effect.Effect<{
+    readonly session: NewSession
+    readonly person: SignedInPerson
+  }, AccountError>
+  /** The live session behind a cookie's value, or undefined (unknown, expired, signed out). */
+  readonly session: (token: string) => Effect.Effect<LiveSession | undefined>
+  /** Ends the session (sign-out). CSRF-checked; an unknown session is session_required. */
+  readonly signOut: (call: SessionCall) => Effect.Effect<void, AccountError>
+  /**
+   * Adding a passkey, step 1 (signed in): registration options excluding the person's passkeys.
+   * Refused: session_required, csrf_mismatch.
+   */
+  readonly beginAddPasskey: (call: SessionCall & RelyingParty) => Effect.Effect<BegunCeremony, AccountError>
+  /**
+   * Adding a passkey, step 2: the flow must have been begun by the same person. Refused:
+   * session_required, csrf_mismatch, invalid_flow, verification_failed, passkey_taken.
+   */
+  readonly finishAddPasskey: (
+    call: SessionCall & FinishWithNameInput
+  ) => Effect.Effect<PasskeyView, AccountError>
+  /** The signed-in person's passkeys, oldest first. Refused: session_required. */
+  readonly listPasskeys: (session: string) => Effect.Effect<ReadonlyArray<PasskeyView>, AccountError>
+  /**
+   * Removes one of the signed-in person's passkeys. Refused: session_required, csrf_mismatch,
+   * passkey_not_found, last_passkey.
+   */
+  readonly removePasskey: (
+    call: SessionCall & { readonly credentialId: string }
+  ) => Effect.Effect<void, AccountError>
+  /**
+   * Recovery, step 1 (every passkey lost): mails a link that works only after the recovery delay
+   * (24 h by default), saying when it works and that a signed-in session can cancel it. Answers the
+   * same whether or not the email is a confirmed person's (no enumeration); while a recovery is
+   * pending no new one is made. Refused: rate_limited, invalid_email.
+   */
+  readonly requestRecovery: (input: {
+    readonly email: string
+    readonly clientAddress: string
+  }) => Effect.Effect<void, AccountError>
+  /**
+   * Recovery, step 2 (the link, after the delay): registration options for a new passkey. The link
+   * is consumed and `link` is a fresh one, usable at once until the original's expiry, for a retry
+   * if the ceremony fails (the page's address should switch to it). Refused: token_unknown,
+   * token_used, token_expired, token_early (with not_before).
+   */
+  readonly beginRecovery: (
+    input: RelyingParty & { readonly token: string }
+  ) => Effect.Effect<BegunCeremony & { readonly link: string }, AccountError>
+  /**
+   * Recovery, step 3: adds the new passkey, ends every session of the person and every pending
+   * recovery link, and signs this browser in. Refused: invalid_flow, verification_failed,
+   * passkey_taken.
+   */
+  readonly finishRecovery: (input: FinishWithNameInput) => Effect.Effect<{
+    readonly session: NewSession
+    readonly person: SignedInPerson
+  }, AccountError>
+  /** The signed-in person's pending recovery, if any. Refused: session_required. */
+  readonly pendingRecovery: (session: string) => Effect.Effect<PendingRecovery | undefined, AccountError>
+  /**
+   * Cancels every pending recovery of the signed-in person (someone else asked for it).
+   * Refused: session_required, csrf_mismatch.
+   */
+  readonly cancelRecovery: (call: SessionCall) => Effect.Effect<void, AccountError>
+  /**
+   * Creates an API key on the signed-in person's account, permissions [inference, read] (a person's
+   * first key calls models and reads the account; manage stays with keys made through POST /keys
+   * by a key that holds it). The secret is in the answer, once. Refused: session_required,
+   * csrf_mismatch, invalid_request (name empty or over 64 characters).
+   */
+  readonly createKey: (call: SessionCall & { readonly name: string }) => Effect.Effect<CreatedKey, AccountError>
+  /**
+   * The identity of a platform account, for GET /identity: the person's (state, did, wallet, error,
+   * passkeys, can_send, manage_url). An identity still provisioning is asked for again here. The
+   * first-start owner's account before any person claims it: provisioning, no did, 0 passkeys,
+   * manage_url the sign-up page (docs/api-decisions.md).
+   */
+  readonly identityOf: (accountId: string) => Effect.Effect<Identity>
+}>()("@model-platform/core/accounts/AccountService") {}
+
+// ---- configuration --------------------------------------------------------------------------
+
+/**
+ * What the account service needs from its shell. The layer (AccountService.layer, next commit)
+ * needs this, PeopleStore, AccountStore, RateLimitStore, EmailSender, Network and ApiKeys.
+ */
+export interface AccountsSettings {
+  /**
+   * The account service's public base address (ACCOUNTS_URL), without a trailing slash: mailed
+   * links are `<accountsUrl>/confirm?token=…` and `<accountsUrl>/recover?token=…`, and
+   * GET /identity's manage_url is `<accountsUrl>/manage` (`<accountsUrl>/sign-up` for an owner
+   * nobody has claimed).
+   */
+  readonly accountsUrl: string
+  /** How long a recovery link waits before it works. Default 24 h. */
+  readonly recoveryDelayMs?: number | undefined
+}
+
+export class AccountsConfig extends Context.Service<AccountsConfig, AccountsSettings>()(
+  "@model-platform/core/accounts/AccountsConfig"
+) {}
