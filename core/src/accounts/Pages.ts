@@ -1,0 +1,396 @@
+/**
+ * The account service's pages for a person (docs/accounts.md "Pages and routes"), as pure
+ * functions from data to HTML, in the look of the hosted checkout (CheckoutPage.ts). Routes live in
+ * api/AccountRoutes.ts; the passkey ceremonies run in the small page script (PageScript.ts) with
+ * the @simplewebauthn/browser bundle, both served by the account service itself, so the pages
+ * carry no inline script and their CSP allows scripts from 'self' only.
+ *
+ * Every form carries the CSRF token in a hidden field `csrf`; the script sends the same token in
+ * the `x-csrf-token` header (it reads it from `<meta name="csrf-token">`). Every value that reaches
+ * a page is HTML-escaped. Elements tests look for carry stable ids (#email, #sign-up, #sign-in,
+ * #confirm, #key-name, #create-key, #key-secret, #passkeys, #add-passkey, #sign-out, ...).
+ */
+import { escapeHtml } from "../CheckoutPage.ts"
+
+/** Where the pages are served: the account service's base path and the script's addresses. */
+export interface PageContext {
+  /** The base path of the pages, e.g. "/accounts". */
+  readonly base: string
+  /** The CSRF token to embed in forms and in the meta tag for the script. */
+  readonly csrf: string
+}
+
+const STYLE = `
+  body { font-family: system-ui, sans-serif; background: #f5f6f8; color: #1d2330; margin: 0; }
+  main { max-width: 32rem; margin: 3rem auto; background: #fff; border-radius: 12px; padding: 2rem;
+         box-shadow: 0 2px 12px rgba(0,0,0,.08); }
+  h1 { font-size: 1.25rem; margin: 0 0 .75rem; }
+  h2 { font-size: 1rem; margin: 1.75rem 0 .5rem; }
+  p { line-height: 1.45; }
+  label { display: block; font-size: .85rem; margin: .75rem 0 .25rem; }
+  input[type=email], input[type=text] { width: 100%; box-sizing: border-box; padding: .6rem; font-size: 1rem;
+          border: 1px solid #c8ccd4; border-radius: 6px; }
+  fieldset { border: 0; padding: 0; margin: .75rem 0 0; } legend { font-size: .85rem; margin-bottom: .25rem; }
+  .check { display: inline-flex; align-items: center; gap: .3rem; margin-right: 1rem; font-size: .9rem; }
+  button { margin-top: 1.25rem; width: 100%; padding: .75rem; font-size: 1rem; border: 0; border-radius: 6px;
+           background: #3a5bd9; color: #fff; cursor: pointer; }
+  button.secondary { background: #eef1fb; color: #2c46a8; }
+  button.small { width: auto; margin: 0; padding: .35rem .75rem; font-size: .85rem; }
+  button:disabled { opacity: .6; cursor: wait; }
+  .error { background: #fdecec; color: #8a1c1c; padding: .75rem; border-radius: 6px; }
+  .ok { background: #e8f6ec; color: #1d5e31; padding: .75rem; border-radius: 6px; }
+  .note { color: #6b7280; font-size: .8rem; margin-top: 1rem; }
+  .secret { font-family: ui-monospace, monospace; background: #fff8e6; border: 1px solid #f0d48a; padding: .75rem;
+            border-radius: 6px; word-break: break-all; }
+  pre { background: #1d2330; color: #e6e9ef; padding: .75rem; border-radius: 6px; font-size: .8rem;
+        overflow-x: auto; white-space: pre-wrap; word-break: break-all; }
+  dl { display: grid; grid-template-columns: max-content 1fr; gap: .35rem 1rem; font-size: .9rem; }
+  dt { color: #6b7280; } dd { margin: 0; word-break: break-all; }
+  ul.list { list-style: none; padding: 0; margin: 0; }
+  ul.list li { display: flex; justify-content: space-between; align-items: center; gap: .5rem;
+               padding: .5rem 0; border-bottom: 1px solid #eceef2; font-size: .9rem; }
+  ul.list li form { margin: 0; }
+  nav { display: flex; justify-content: space-between; font-size: .85rem; margin-bottom: 1rem; }
+  a { color: #2c46a8; }`
+
+const layout = (ctx: PageContext, title: string, body: string, options: { readonly script?: boolean } = {}): string =>
+  `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">
+<meta name="csrf-token" content="${escapeHtml(ctx.csrf)}">
+<meta name="accounts-base" content="${escapeHtml(ctx.base)}">
+<title>${escapeHtml(title)}</title>
+<style>${STYLE}</style>
+${
+    options.script === true
+      ? `<script src="${escapeHtml(ctx.base)}/webauthn.js" defer></script>
+<script src="${escapeHtml(ctx.base)}/accounts.js" defer></script>
+`
+      : ""
+  }</head>
+<body>
+<main>
+${body}
+</main>
+</body>
+</html>
+`
+
+const csrfField = (ctx: PageContext) => `<input type="hidden" name="csrf" value="${escapeHtml(ctx.csrf)}">`
+
+/** The error line every page can carry: shown by the server, or filled in by the page script. */
+const errorLine = (error: string | undefined) =>
+  error === undefined
+    ? `<p class="error" role="alert" id="error" hidden></p>`
+    : `<p class="error" role="alert" id="error">${escapeHtml(error)}</p>`
+
+const okLine = (message: string | undefined) =>
+  message === undefined ? "" : `<p class="ok" role="status" id="notice">${escapeHtml(message)}</p>`
+
+/** Sign up: an email and "Create a passkey". */
+export const signUpPage = (ctx: PageContext, options: { readonly error?: string; readonly email?: string } = {}): string =>
+  layout(
+    ctx,
+    "Create your account",
+    `<h1>Create your account</h1>
+<p>Your account is protected by a passkey: your device unlocks it with your fingerprint, face or
+screen lock. There is no password.</p>
+${errorLine(options.error)}
+<form id="sign-up-form" method="post" action="${escapeHtml(ctx.base)}/sign-up" data-ceremony="sign-up">
+${csrfField(ctx)}
+<label for="email">Email address</label>
+<input id="email" name="email" type="email" autocomplete="email webauthn" required value="${escapeHtml(options.email ?? "")}">
+<button type="submit" id="sign-up">Create a passkey</button>
+</form>
+<p class="note">Already have an account? <a href="${escapeHtml(ctx.base)}/sign-in">Sign in</a>.
+We send one email to confirm your address.</p>`,
+    { script: true }
+  )
+
+/** After sign-up: the confirmation link is on its way. */
+export const checkEmailPage = (ctx: PageContext, options: { readonly email?: string | undefined } = {}): string =>
+  layout(
+    ctx,
+    "Check your email",
+    `<h1>Check your email</h1>
+<p class="ok" role="status" id="check-email">We sent a link to ${
+      options.email === undefined ? "your address" : `<strong>${escapeHtml(options.email)}</strong>`
+    }. Open it to confirm your address and finish creating your account.</p>
+<p class="note">The link works once and expires. Nothing arrived? Check your spam folder, or
+<a href="${escapeHtml(ctx.base)}/sign-up">start again</a>.</p>`
+  )
+
+/** The emailed confirmation link (GET): a button, since mail scanners prefetch links. */
+export const confirmPage = (ctx: PageContext, token: string, options: { readonly error?: string } = {}): string =>
+  layout(
+    ctx,
+    "Confirm your email address",
+    `<h1>Confirm your email address</h1>
+${errorLine(options.error)}
+<form method="post" action="${escapeHtml(ctx.base)}/confirm">
+${csrfField(ctx)}
+<input type="hidden" name="token" value="${escapeHtml(token)}">
+<p>Press the button to confirm this address and open your account.</p>
+<button type="submit" id="confirm">Confirm my address</button>
+</form>`
+  )
+
+/** What the pages show of the person's identity on the network. */
+export interface IdentitySummary {
+  readonly state: string
+  readonly did: string | null
+  readonly wallet_address: string | null
+  readonly error: string | null
+}
+
+/** A key just created: its secret is on this page only. */
+export interface CreatedKeyView {
+  readonly id: string
+  readonly name: string
+  readonly prefix: string
+  readonly permissions: ReadonlyArray<string>
+  readonly secret: string
+}
+
+/** How to call a model: the platform's inference base URL and a model to name. */
+export interface CallExample {
+  /** e.g. https://platform.example.com/v1 */
+  readonly inferenceBase: string
+  readonly model: string
+}
+
+const keyForm = (ctx: PageContext, action: string) =>
+  `<form method="post" action="${escapeHtml(action)}" id="create-key-form">
+${csrfField(ctx)}
+<label for="key-name">Key name</label>
+<input id="key-name" name="name" type="text" maxlength="64" required placeholder="my laptop">
+<fieldset>
+<legend>Permissions</legend>
+<label class="check"><input type="checkbox" name="permissions" value="inference" id="perm-inference" checked> call models</label>
+<label class="check"><input type="checkbox" name="permissions" value="read" id="perm-read"> read the account</label>
+<label class="check"><input type="checkbox" name="permissions" value="manage" id="perm-manage"> manage (orders, keys)</label>
+</fieldset>
+<button type="submit" id="create-key">Create an API key</button>
+</form>`
+
+const createdKey = (key: CreatedKeyView, example: CallExample) =>
+  `<div role="status">
+<p class="ok" id="key-created">Key <strong>${escapeHtml(key.name)}</strong> created (${
+    escapeHtml(key.permissions.join(", "))
+  }). Copy its secret now: it is shown only this once.</p>
+<p class="secret" id="key-secret">${escapeHtml(key.secret)}</p>
+</div>
+${callExample(example, key.secret)}`
+
+/** A curl line and the openai SDK with the real base URL. */
+export const callExample = (example: CallExample, secret = "$MODEL_PLATFORM_KEY"): string => {
+  const body = JSON.stringify({ model: example.model, messages: [{ role: "user", content: "Hello!" }] })
+  const curl = `curl ${example.inferenceBase}/chat/completions \\
+  -H "Authorization: Bearer ${secret}" \\
+  -H "Content-Type: application/json" \\
+  -d '${body}'`
+  const sdk = `from openai import OpenAI
+
+client = OpenAI(base_url="${example.inferenceBase}", api_key="${secret}")
+reply = client.chat.completions.create(
+    model="${example.model}",
+    messages=[{"role": "user", "content": "Hello!"}],
+)
+print(reply.choices[0].message.content)`
+  return `<h2>Call a model</h2>
+<p>With curl:</p>
+<pre id="example-curl">${escapeHtml(curl)}</pre>
+<p>With the openai SDK (Python):</p>
+<pre id="example-sdk">${escapeHtml(sdk)}</pre>`
+}
+
+/** After the address is confirmed: create the first API key, and how to use it. */
+export const welcomePage = (
+  ctx: PageContext,
+  options: {
+    readonly email: string
+    readonly example: CallExample
+    readonly created?: CreatedKeyView | undefined
+    readonly error?: string | undefined
+  }
+): string =>
+  layout(
+    ctx,
+    "Welcome",
+    `<nav><span>${escapeHtml(options.email)}</span><a href="${escapeHtml(ctx.base)}/manage" id="manage-link">Manage your account</a></nav>
+<h1>Welcome to Model Platform</h1>
+${errorLine(options.error)}
+${
+      options.created === undefined
+        ? `<p>Your address is confirmed and your account is ready. Create your first API key to call a model.</p>
+${keyForm(ctx, `${ctx.base}/welcome`)}
+${callExample(options.example)}`
+        : createdKey(options.created, options.example)
+    }`
+  )
+
+/** Sign in: one button, the passkey (a discoverable credential) says who you are. */
+export const signInPage = (ctx: PageContext, options: { readonly error?: string; readonly notice?: string } = {}): string =>
+  layout(
+    ctx,
+    "Sign in",
+    `<h1>Sign in</h1>
+${okLine(options.notice)}
+${errorLine(options.error)}
+<p>Use the passkey you created for this account.</p>
+<button type="button" id="sign-in" data-ceremony="sign-in">Sign in with a passkey</button>
+<p class="note">No account yet? <a href="${escapeHtml(ctx.base)}/sign-up">Create one</a>.
+Lost every passkey? <a href="${escapeHtml(ctx.base)}/recover" id="recover-link">Recover your account</a>.</p>`,
+    { script: true }
+  )
+
+export interface PasskeyView {
+  readonly credential_id: string
+  readonly name: string
+  readonly created_at: string
+  readonly last_used_at: string | null
+}
+
+export interface KeyView {
+  readonly id: string
+  readonly name: string
+  readonly prefix: string
+  readonly permissions: ReadonlyArray<string>
+  readonly revoked_at: string | null
+}
+
+/** The signed-in person's account: identity, passkeys, keys, sign-out. */
+export const managePage = (
+  ctx: PageContext,
+  options: {
+    readonly email: string
+    readonly identity: IdentitySummary
+    readonly passkeys: ReadonlyArray<PasskeyView>
+    readonly keys?: ReadonlyArray<KeyView> | undefined
+    readonly example: CallExample
+    readonly created?: CreatedKeyView | undefined
+    readonly notice?: string | undefined
+    readonly error?: string | undefined
+  }
+): string =>
+  layout(
+    ctx,
+    "Your account",
+    `<h1>Your account</h1>
+${okLine(options.notice)}
+${errorLine(options.error)}
+${options.created === undefined ? "" : createdKey(options.created, options.example)}
+<dl id="identity">
+<dt>Email</dt><dd id="account-email">${escapeHtml(options.email)}</dd>
+<dt>Identity</dt><dd id="identity-state">${escapeHtml(options.identity.state)}${
+      options.identity.error === null ? "" : `: ${escapeHtml(options.identity.error)}`
+    }</dd>
+${options.identity.did === null ? "" : `<dt>DID</dt><dd id="identity-did">${escapeHtml(options.identity.did)}</dd>`}
+${
+      options.identity.wallet_address === null
+        ? ""
+        : `<dt>Wallet</dt><dd id="identity-wallet">${escapeHtml(options.identity.wallet_address)}</dd>`
+    }
+</dl>
+<h2>Passkeys</h2>
+<ul class="list" id="passkeys">
+${
+      options.passkeys.map((p) =>
+        `<li data-credential-id="${escapeHtml(p.credential_id)}"><span>${escapeHtml(p.name)}<br><span class="note">added ${
+          escapeHtml(p.created_at.slice(0, 10))
+        }${p.last_used_at === null ? "" : `, last used ${escapeHtml(p.last_used_at.slice(0, 10))}`}</span></span>
+<form method="post" action="${escapeHtml(ctx.base)}/passkeys/remove">${csrfField(ctx)}<input type="hidden" name="credential_id" value="${
+          escapeHtml(p.credential_id)
+        }"><button type="submit" class="small secondary" aria-label="Remove passkey ${escapeHtml(p.name)}"${
+          options.passkeys.length <= 1 ? " disabled title=\"Your only passkey cannot be removed\"" : ""
+        }>Remove</button></form></li>`
+      ).join("\n")
+    }
+</ul>
+<button type="button" class="secondary" id="add-passkey" data-ceremony="add-passkey">Add a passkey</button>
+${
+      options.keys === undefined
+        ? ""
+        : `<h2>API keys</h2>
+<ul class="list" id="keys">
+${
+          options.keys.filter((k) => k.revoked_at === null).map((k) =>
+            `<li><span>${escapeHtml(k.name)} <span class="note">${escapeHtml(k.prefix)}… · ${escapeHtml(k.permissions.join(", "))}</span></span></li>`
+          ).join("\n") || `<li><span class="note">No keys yet.</span></li>`
+        }
+</ul>`
+    }
+<h2>Create another API key</h2>
+${keyForm(ctx, `${ctx.base}/keys`)}
+<form method="post" action="${escapeHtml(ctx.base)}/sign-out">
+${csrfField(ctx)}
+<button type="submit" class="secondary" id="sign-out">Sign out</button>
+</form>`,
+    { script: true }
+  )
+
+/** Recovery, step one: ask for a link by email. */
+export const recoverPage = (
+  ctx: PageContext,
+  options: { readonly sent?: boolean; readonly error?: string | undefined } = {}
+): string =>
+  layout(
+    ctx,
+    "Recover your account",
+    `<h1>Recover your account</h1>
+${errorLine(options.error)}
+${
+      options.sent === true
+        ? `<p class="ok" role="status" id="recovery-sent">If an account uses this address, a recovery link is on its way.
+The link lets you register a new passkey after a waiting period, and every passkey still works until then.</p>`
+        : `<p>Lost every passkey? We email a link to your address. For your safety the link lets you
+register a new passkey only after a waiting period; any sign-in with an existing passkey meanwhile
+can cancel it.</p>
+<form method="post" action="${escapeHtml(ctx.base)}/recover">
+${csrfField(ctx)}
+<label for="email">Email address</label>
+<input id="email" name="email" type="email" autocomplete="email" required>
+<button type="submit" id="recover">Email me a recovery link</button>
+</form>`
+    }`
+  )
+
+/** The emailed recovery link: wait until `not_before`, then register a new passkey. */
+export const recoveryLinkPage = (
+  ctx: PageContext,
+  token: string,
+  options: { readonly notBefore?: string | undefined; readonly error?: string | undefined } = {}
+): string =>
+  layout(
+    ctx,
+    "Register a new passkey",
+    `<h1>Register a new passkey</h1>
+${errorLine(options.error)}
+${
+      options.notBefore === undefined
+        ? `<p>Create a new passkey for your account on this device. Your other sessions are signed out.</p>
+<button type="button" id="register-passkey" data-ceremony="recover" data-token="${escapeHtml(token)}">Create a new passkey</button>`
+        : `<p class="ok" role="status" id="recovery-wait">For your safety this link opens at
+<time datetime="${escapeHtml(options.notBefore)}">${escapeHtml(options.notBefore.replace("T", " ").slice(0, 16))} UTC</time>.
+Come back to this page then.</p>`
+    }`,
+    { script: true }
+  )
+
+/** A readable error for a person, with a way on. */
+export const errorPage = (
+  ctx: PageContext,
+  title: string,
+  message: string,
+  next: { readonly href: string; readonly label: string } = { href: `${ctx.base}/sign-in`, label: "Go to sign-in" }
+): string =>
+  layout(
+    ctx,
+    title,
+    `<h1>${escapeHtml(title)}</h1>
+<p class="error" role="alert" id="error">${escapeHtml(message)}</p>
+<p><a href="${escapeHtml(next.href)}" id="next">${escapeHtml(next.label)}</a></p>`
+  )
