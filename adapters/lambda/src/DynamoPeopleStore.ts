@@ -11,6 +11,7 @@
  *   TOKEN#<hash>         TOKEN               a one-time token, with `ttl`
  *   TOKENS#<purpose>#<subject>  TOKEN#<created_at>#<hash>  token_hash: a token about a subject (not
  *                                                    written for an empty subject), with `ttl`
+ *   IDENTITY#<account id>  IDENTITY          an account's identity on the network (replaced whole)
  *
  * As in the other stores, ids are never parsed back out of a key: pointers carry them.
  *
@@ -32,6 +33,7 @@ import {
   UpdateCommand
 } from "@aws-sdk/lib-dynamodb"
 import {
+  IdentityRecord,
   OneTimeTokenRecord,
   PasskeyRecord,
   PersonRecord,
@@ -66,6 +68,7 @@ export const PeopleKeys = {
     sk: `${SESSION_PREFIX}${tokenHash}`
   }),
   token: (tokenHash: string): ItemKey => ({ pk: `TOKEN#${tokenHash}`, sk: "TOKEN" }),
+  identity: (accountId: string): ItemKey => ({ pk: `IDENTITY#${accountId}`, sk: "IDENTITY" }),
   /** Points at a token of `purpose` about `subject` (a purpose holds no `#`, so the key is unambiguous). */
   subjectToken: (subject: string, purpose: TokenPurpose, createdAt: Timestamp, tokenHash: string): ItemKey => ({
     pk: subjectTokensPk(subject, purpose),
@@ -110,6 +113,7 @@ export const PeopleStoreDynamo: Layer.Layer<PeopleStore, never, DynamoConfig> = 
     const decodePasskey = recordDecoder(PasskeyRecord)
     const decodeSession = recordDecoder(SessionRecord)
     const decodeToken = recordDecoder(OneTimeTokenRecord)
+    const decodeIdentity = recordDecoder(IdentityRecord)
     const decodePointer = recordDecoder(PersonPointer)
     const decodeHashPointer = recordDecoder(HashPointer)
 
@@ -470,6 +474,17 @@ export const PeopleStoreDynamo: Layer.Layer<PeopleStore, never, DynamoConfig> = 
       return revoked.filter((item) => item !== undefined).length
     })
 
+    const saveIdentity = (identity: IdentityRecord) =>
+      call((signal) =>
+        client.send(
+          new PutCommand({ TableName: tableName, Item: { ...attributes(identity), ...PeopleKeys.identity(identity.account_id) } }),
+          { abortSignal: signal }
+        )
+      ).pipe(retryConflicts, Effect.asVoid, Effect.orDie, Effect.withSpan("PeopleStore.saveIdentity"))
+
+    const getIdentity = (accountId: string) =>
+      getRecord(PeopleKeys.identity(accountId), decodeIdentity).pipe(Effect.withSpan("PeopleStore.getIdentity"))
+
     return PeopleStore.of({
       insertPerson,
       getPerson,
@@ -488,7 +503,9 @@ export const PeopleStoreDynamo: Layer.Layer<PeopleStore, never, DynamoConfig> = 
       issueToken,
       consumeToken,
       listTokens,
-      revokeTokens
+      revokeTokens,
+      saveIdentity,
+      getIdentity
     })
   })
 )

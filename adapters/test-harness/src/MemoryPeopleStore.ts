@@ -5,6 +5,7 @@
  * between fibers. Records are copied in and out, so callers never share the stored objects.
  */
 import type {
+  IdentityRecord,
   OneTimeTokenRecord,
   PasskeyRecord,
   PersonRecord,
@@ -33,6 +34,8 @@ interface State {
   readonly passkeys: ReadonlyMap<string, { readonly record: PasskeyRecord; readonly seq: number }>
   readonly sessions: ReadonlyMap<string, SessionRecord>
   readonly tokens: ReadonlyMap<string, OneTimeTokenRecord>
+  /** By account id. */
+  readonly identities: ReadonlyMap<string, IdentityRecord>
   readonly seq: number
   /** Writes of sessions and tokens, for pruning. */
   readonly writes: number
@@ -66,6 +69,7 @@ export const PeopleStoreMemory: Layer.Layer<PeopleStore> = Layer.effect(
       passkeys: new Map(),
       sessions: new Map(),
       tokens: new Map(),
+      identities: new Map(),
       seq: 0,
       writes: 0
     })
@@ -247,6 +251,18 @@ export const PeopleStoreMemory: Layer.Layer<PeopleStore> = Layer.effect(
         return [revoked.length, { ...s, tokens }]
       })
 
+    const saveIdentity = (identity: IdentityRecord) =>
+      modify("saveIdentity", (s): Step<void> => [
+        undefined,
+        { ...s, identities: new Map(s.identities).set(identity.account_id, { ...identity }) }
+      ])
+
+    const getIdentity = (accountId: string) =>
+      read("getIdentity", (s) => {
+        const identity = s.identities.get(accountId)
+        return identity === undefined ? undefined : { ...identity }
+      })
+
     return PeopleStore.of({
       insertPerson,
       getPerson,
@@ -265,7 +281,9 @@ export const PeopleStoreMemory: Layer.Layer<PeopleStore> = Layer.effect(
       issueToken,
       consumeToken,
       listTokens,
-      revokeTokens
+      revokeTokens,
+      saveIdentity,
+      getIdentity
     })
   })
 )

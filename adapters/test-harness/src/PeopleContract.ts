@@ -675,6 +675,40 @@ const peopleTests = (it: Vitest.MethodsNonLive<PeopleStore>) => {
         )
       }), 120_000)
   })
+
+  describe("identities", () => {
+    it.effect("saveIdentity keeps an account's identity, replaced whole by the next save; unknown is undefined", () =>
+      Effect.gen(function*() {
+        const store = yield* PeopleStore
+        const accountId = yield* generateId("acct")
+        const personId = yield* generateId(PERSON_ID_KIND)
+        assert.isUndefined(yield* store.getIdentity(accountId))
+        const provisioning = {
+          account_id: accountId,
+          person_id: personId,
+          state: "provisioning" as const,
+          did: null,
+          wallet_address: null,
+          error: null,
+          updated_at: at()
+        }
+        yield* store.saveIdentity(provisioning)
+        assert.deepStrictEqual(yield* store.getIdentity(accountId), provisioning)
+        const ready = {
+          ...provisioning,
+          state: "ready" as const,
+          did: `did:svc:human:${accountId}`,
+          wallet_address: "0x00112233445566778899aabbccddeeff00112233",
+          updated_at: at(MINUTE)
+        }
+        yield* store.saveIdentity(ready)
+        assert.deepStrictEqual(yield* store.getIdentity(accountId), ready)
+        const failed = { ...provisioning, state: "failed" as const, error: "refused: \"quota\" ünïcode", updated_at: at(2 * MINUTE) }
+        yield* store.saveIdentity(failed)
+        assert.deepStrictEqual(yield* store.getIdentity(accountId), failed)
+        assert.isUndefined(yield* store.getIdentity(yield* generateId("acct")))
+      }))
+  })
 }
 
 /** Declares the people store contract on `storeLayer` (built once for the suite). */

@@ -91,3 +91,24 @@ export const OneTimeTokenRecord = Schema.Struct({
   used_at: Schema.NullOr(Timestamp)
 })
 export type OneTimeTokenRecord = typeof OneTimeTokenRecord.Type
+
+/** The state of a person's identity on the network (Identity.ts: GET /identity). */
+export const IdentityRecordState = Schema.Literals(["provisioning", "ready", "failed"])
+
+/**
+ * A platform account's human identity on the network, as the network last answered: kept so
+ * GET /identity answers from the store (a refusal included), and found by the account's id.
+ */
+export const IdentityRecord = Schema.Struct({
+  /** The platform account (the DID's id); unique. */
+  account_id: Schema.String,
+  person_id: Schema.String,
+  state: IdentityRecordState,
+  /** Set when ready. */
+  did: Schema.NullOr(Schema.String),
+  wallet_address: Schema.NullOr(Schema.String),
+  /** The network's reason when failed. */
+  error: Schema.NullOr(Schema.String),
+  updated_at: Timestamp
+})
+export type IdentityRecord = typeof IdentityRecord.Type

@@ -13,6 +13,7 @@
  */
 import { Context, type Effect } from "effect"
 import {
+  type IdentityRecord,
   normaliseEmail,
   type OneTimeTokenRecord,
   type PasskeyRecord,
@@ -137,6 +138,16 @@ export class PeopleStore extends Context.Service<PeopleStore, {
    * Answers how many were revoked. A token with an empty subject is never revoked this way.
    */
   readonly revokeTokens: (subject: string, purpose: TokenPurpose, at: Timestamp) => Effect.Effect<number>
+
+  // identities
+
+  /**
+   * Keeps an account's identity as the network last answered (insert or replace, by account_id).
+   * Written at confirmation and again only while it is provisioning, so the last write wins.
+   */
+  readonly saveIdentity: (identity: IdentityRecord) => Effect.Effect<void>
+  /** The identity of a platform account, or undefined (none made yet). */
+  readonly getIdentity: (accountId: string) => Effect.Effect<IdentityRecord | undefined>
 }>()("@model-platform/core/ports/PeopleStore") {}
 
 /** Whether a token is outstanding at `at`: unused and not expired (it may not be usable yet). */

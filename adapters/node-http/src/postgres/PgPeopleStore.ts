@@ -1,6 +1,6 @@
 /**
  * The people store port (core/src/ports/PeopleStore.ts) on Postgres; the tables come from the
- * `0008_people` migration (./migrations.ts). Rows are read back through core's record Schemas
+ * `0008_people` and `0010_identities` migrations (./migrations.ts). Rows are read back through core's record Schemas
  * (core/src/accounts/Records.ts): the column lists are the Schemas' fields and a row is decoded
  * by its Schema once its Dates and int8s are made ISO strings and numbers, so a record's shape is
  * written once.
@@ -19,6 +19,7 @@
  * writes of this process, those expired more than RETAIN_EXPIRED_MS before).
  */
 import {
+  IdentityRecord,
   OneTimeTokenRecord,
   PasskeyRecord,
   PersonRecord,
@@ -74,6 +75,8 @@ export const PeopleStorePg: Layer.Layer<PeopleStore, never, SqlClient.SqlClient>
     const passkeyColumns = columns(PasskeyRecord)
     const sessionColumns = columns(SessionRecord)
     const tokenColumns = columns(OneTimeTokenRecord)
+    const identityColumns = columns(IdentityRecord)
+    const oneIdentity = rowDecoder(IdentityRecord)
     const onePerson = rowDecoder(PersonRecord)
     const onePasskey = rowDecoder(PasskeyRecord)
     const passkeys = rowsDecoder(PasskeyRecord)
@@ -276,6 +279,21 @@ export const PeopleStorePg: Layer.Layer<PeopleStore, never, SqlClient.SqlClient>
         Effect.withSpan("PeopleStore.revokeTokens")
       )
 
+    const saveIdentity = (i: IdentityRecord) =>
+      sql`INSERT INTO identities (${identityColumns}) VALUES (
+            ${i.account_id}, ${i.person_id}, ${i.state}, ${i.did}, ${i.wallet_address}, ${i.error},
+            ${i.updated_at}::timestamptz)
+          ON CONFLICT (account_id) DO UPDATE SET person_id = EXCLUDED.person_id, state = EXCLUDED.state,
+            did = EXCLUDED.did, wallet_address = EXCLUDED.wallet_address, error = EXCLUDED.error,
+            updated_at = EXCLUDED.updated_at`.pipe(Effect.asVoid, Effect.orDie, Effect.withSpan("PeopleStore.saveIdentity"))
+
+    const getIdentity = (accountId: string) =>
+      sql`SELECT ${identityColumns} FROM identities WHERE account_id = ${accountId}`.pipe(
+        Effect.flatMap(oneIdentity),
+        Effect.orDie,
+        Effect.withSpan("PeopleStore.getIdentity")
+      )
+
     return PeopleStore.of({
       insertPerson,
       getPerson,
@@ -294,7 +312,9 @@ export const PeopleStorePg: Layer.Layer<PeopleStore, never, SqlClient.SqlClient>
       issueToken,
       consumeToken,
       listTokens,
-      revokeTokens
+      revokeTokens,
+      saveIdentity,
+      getIdentity
     })
   })
 )

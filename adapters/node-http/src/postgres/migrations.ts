@@ -574,6 +574,21 @@ const tokenSubjects = Effect.gen(function*() {
   yield* sql`CREATE INDEX one_time_tokens_subject ON one_time_tokens (subject, purpose, created_at)`
 })
 
+/** An account's identity on the network, as it last answered (PeopleStore.saveIdentity). */
+const identities = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`
+    CREATE TABLE identities (
+      account_id text PRIMARY KEY,
+      person_id text NOT NULL,
+      state text NOT NULL CHECK (state IN ('provisioning', 'ready', 'failed')),
+      did text,
+      wallet_address text,
+      error text,
+      updated_at timestamptz NOT NULL
+    )`
+})
+
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_idempotency": accountsKeysIdempotency,
   "0002_ledger": ledger,
@@ -583,7 +598,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0006_ledger_reserve_in_order": ledgerReserveInOrder,
   "0007_gateway_functions": gatewayFunctions,
   "0008_people": people,
-  "0009_token_subjects": tokenSubjects
+  "0009_token_subjects": tokenSubjects,
+  "0010_identities": identities
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */
