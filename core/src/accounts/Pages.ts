@@ -18,6 +18,8 @@ export interface PageContext {
   readonly base: string
   /** The CSRF token to embed in forms and in the meta tag for the script. */
   readonly csrf: string
+  /** Appended to the scripts' addresses (`?v=`), which are cached for a year: a new version, a new address. */
+  readonly version?: string | undefined
 }
 
 const STYLE = `
@@ -53,6 +55,8 @@ const STYLE = `
   nav { display: flex; justify-content: space-between; font-size: .85rem; margin-bottom: 1rem; }
   a { color: #2c46a8; }`
 
+const v = (ctx: PageContext) => ctx.version === undefined ? "" : `?v=${escapeHtml(ctx.version)}`
+
 const layout = (ctx: PageContext, title: string, body: string, options: { readonly script?: boolean } = {}): string =>
   `<!doctype html>
 <html lang="en">
@@ -66,8 +70,8 @@ const layout = (ctx: PageContext, title: string, body: string, options: { readon
 <style>${STYLE}</style>
 ${
     options.script === true
-      ? `<script src="${escapeHtml(ctx.base)}/webauthn.js" defer></script>
-<script src="${escapeHtml(ctx.base)}/accounts.js" defer></script>
+      ? `<script src="${escapeHtml(ctx.base)}/webauthn.js${v(ctx)}" defer></script>
+<script src="${escapeHtml(ctx.base)}/accounts.js${v(ctx)}" defer></script>
 `
       : ""
   }</head>
@@ -167,12 +171,7 @@ const keyForm = (ctx: PageContext, action: string) =>
 ${csrfField(ctx)}
 <label for="key-name">Key name</label>
 <input id="key-name" name="name" type="text" maxlength="64" required placeholder="my laptop">
-<fieldset>
-<legend>Permissions</legend>
-<label class="check"><input type="checkbox" name="permissions" value="inference" id="perm-inference" checked> call models</label>
-<label class="check"><input type="checkbox" name="permissions" value="read" id="perm-read"> read the account</label>
-<label class="check"><input type="checkbox" name="permissions" value="manage" id="perm-manage"> manage (orders, keys)</label>
-</fieldset>
+<p class="note">The key can call models and read this account (permissions inference and read).</p>
 <button type="submit" id="create-key">Create an API key</button>
 </form>`
 
@@ -272,6 +271,7 @@ export const managePage = (
     readonly keys?: ReadonlyArray<KeyView> | undefined
     readonly example: CallExample
     readonly created?: CreatedKeyView | undefined
+    readonly pendingRecovery?: { readonly usable_from: string } | undefined
     readonly notice?: string | undefined
     readonly error?: string | undefined
   }
@@ -323,6 +323,29 @@ ${
         }
 </ul>`
     }
+${
+      options.pendingRecovery === undefined
+        ? ""
+        : `<div class="error" role="alert" id="pending-recovery" style="margin-top:1.5rem"><p style="margin-top:0">A recovery of this account was requested. Its link works from
+${escapeHtml(options.pendingRecovery.usable_from.replace("T", " ").slice(0, 16))} UTC. If you did not ask for it, cancel it.</p>
+<form method="post" action="${escapeHtml(ctx.base)}/recovery/cancel">${csrfField(ctx)}
+<button type="submit" class="secondary" id="cancel-recovery">Cancel the recovery</button></form></div>`
+    }
+<h2>Buy credits</h2>
+<form method="post" action="${escapeHtml(ctx.base)}/buy" id="buy-form">
+${csrfField(ctx)}
+<label for="buy-amount">Amount in USD (5 to 5000)</label>
+<input id="buy-amount" name="amount_usd" type="text" inputmode="numeric" required value="10">
+<label class="check"><input type="checkbox" name="gift" value="true" id="buy-gift"> as a gift ticket for someone else</label>
+<button type="submit" id="buy-credits">Continue to payment</button>
+</form>
+<h2>Redeem a gift ticket</h2>
+<form method="post" action="${escapeHtml(ctx.base)}/redeem" id="redeem-form">
+${csrfField(ctx)}
+<label for="ticket-code">Ticket code</label>
+<input id="ticket-code" name="code" type="text" required autocomplete="off">
+<button type="submit" class="secondary" id="redeem">Redeem</button>
+</form>
 <h2>Create another API key</h2>
 ${keyForm(ctx, `${ctx.base}/keys`)}
 <form method="post" action="${escapeHtml(ctx.base)}/sign-out">
@@ -393,4 +416,21 @@ export const errorPage = (
     `<h1>${escapeHtml(title)}</h1>
 <p class="error" role="alert" id="error">${escapeHtml(message)}</p>
 <p><a href="${escapeHtml(next.href)}" id="next">${escapeHtml(next.label)}</a></p>`
+  )
+
+/** An order made on the manage page: pay it on the checkout page. */
+export const orderPage = (
+  ctx: PageContext,
+  order: { readonly id: string; readonly title: string; readonly amount_usd: number; readonly pay_url: string; readonly gift: boolean }
+): string =>
+  layout(
+    ctx,
+    "Pay your order",
+    `<h1>${escapeHtml(order.title)}</h1>
+<p class="ok" role="status" id="order-created">Order <span id="order-id">${escapeHtml(order.id)}</span> is waiting for payment
+($${escapeHtml(order.amount_usd.toFixed(2))}).${
+      order.gift ? " Once it is paid, its gift ticket code is shown with the order (GET /orders/{id} or GET /tickets)." : ""
+    }</p>
+<p><a href="${escapeHtml(order.pay_url)}" id="pay-link">Pay by card</a></p>
+<p class="note"><a href="${escapeHtml(ctx.base)}/manage">Back to your account</a></p>`
   )
