@@ -20,79 +20,15 @@
  * - Every refusal is an `AccountError` whose `code` says what happened and whose `status` is the
  *   HTTP status to answer with (ACCOUNT_ERROR_STATUS). Store failures are defects, as everywhere.
  */
-import { Context, type Effect, Schema } from "effect"
+import { Context, type Effect, Layer } from "effect"
+import type { AccountError } from "./AccountErrors.ts"
+import { makeAccountService } from "./AccountServiceLive.ts"
 import type { Identity } from "../Identity.ts"
 import type { CreatedKey } from "../Keys.ts"
 import type { Timestamp } from "../Time.ts"
 
-// ---- errors ---------------------------------------------------------------------------------
-
-/** Every refusal of the account service, with its HTTP status. */
-export const ACCOUNT_ERROR_STATUS = {
-  /** The email is not one deliverable address (malformed, or refused for good by the mail server). */
-  invalid_email: 400,
-  /** A confirmed person (or a fresh unconfirmed sign-up) holds this email: sign in instead. */
-  email_taken: 409,
-  /** The person has not confirmed their email yet: a new link was sent (sign-in refused until then). */
-  email_unconfirmed: 403,
-  /** The mail could not be sent now: try again later (nothing was kept). */
-  email_unavailable: 503,
-  /** Too many attempts from this address or for this email: `retry_after_seconds`. */
-  rate_limited: 429,
-  /** The ceremony's flow is unknown, used (a replay) or expired: start the ceremony again. */
-  invalid_flow: 400,
-  /** The browser's WebAuthn response did not verify (wrong origin or rpID, bad signature, other challenge, malformed). */
-  verification_failed: 400,
-  /** The passkey used to sign in is not registered here (removed, or made for another site). */
-  unknown_passkey: 401,
-  /** The new passkey is already registered (to this person or another). */
-  passkey_taken: 409,
-  /** No passkey of the signed-in person has this id. */
-  passkey_not_found: 404,
-  /** It is the person's only passkey: add another first. */
-  last_passkey: 409,
-  /** No live session (none, unknown, expired, signed out): sign in. */
-  session_required: 401,
-  /** The form's CSRF token is not the session's. */
-  csrf_mismatch: 403,
-  /** The mailed link is not known (mistyped, or never issued). */
-  token_unknown: 404,
-  /** The mailed link was used already (or cancelled, or replaced by a newer one). */
-  token_used: 410,
-  /** The mailed link expired: ask for a new one. */
-  token_expired: 410,
-  /** The recovery link is not usable yet: from `not_before` on. */
-  token_early: 425,
-  /** The request itself is malformed (a key name too long, ...). */
-  invalid_request: 400
-} as const
-
-export type AccountErrorCode = keyof typeof ACCOUNT_ERROR_STATUS
-export const AccountErrorCodes = Object.keys(ACCOUNT_ERROR_STATUS) as ReadonlyArray<AccountErrorCode>
-
-/**
- * A refusal of the account service. `code` is stable (pages and JSON answers switch on it);
- * `message` is for the person and never holds a secret.
- */
-export class AccountError extends Schema.TaggedError<AccountError>()("AccountError", {
-  code: Schema.Literals(AccountErrorCodes as [AccountErrorCode, ...Array<AccountErrorCode>]),
-  message: Schema.String,
-  /** rate_limited: seconds until the window that refused the call ends (the Retry-After header). */
-  retry_after_seconds: Schema.optionalKey(Schema.Int),
-  /** token_early: when the recovery link becomes usable. */
-  not_before: Schema.optionalKey(Schema.String)
-}) {
-  /** The HTTP status of this refusal. */
-  get status(): number {
-    return ACCOUNT_ERROR_STATUS[this.code]
-  }
-}
-
-export const accountError = (
-  code: AccountErrorCode,
-  message: string,
-  extra: { readonly retry_after_seconds?: number; readonly not_before?: string } = {}
-): AccountError => new AccountError({ code, message, ...extra })
+export * from "./AccountErrors.ts"
+export * from "./AccountsConfig.ts"
 
 // ---- inputs and outputs ---------------------------------------------------------------------
 
@@ -191,20 +127,19 @@ export class AccountService extends Context.Service<AccountService, {
    */
   readonly beginSignUp: (input: SignUpInput) => Effect.Effect<BegunCeremony, AccountError>
   /**
-   * Sign-up, step 2: verifies the new passkey and stores the person with it (email unconfirmed),
-   * then mails the confirmation link (CONFIRM_TTL). No session yet: the person signs in by following
-   * the link (confirmEmail). An unconfirmed person whose link expired gives up the email to the
-   * next sign-up (docs/accounts.md "Ceremonies"). If the mail cannot be sent, the person is removed
-   * again and email_unavailable / invalid_email answered, so a retry starts clean.
+   * Sign-up, step 2: verifies the new passkey and mails the confirmation link (CONFIRM_TTL). The
+   * person is NOT stored yet: the pending registration (email, passkey) travels in the link's
+   * token, and the person exists from the moment the link is followed. So an unconfirmed sign-up
+   * holds no email (nobody can squat an address), and until then the passkey signs nobody in.
    * Refused: invalid_flow, verification_failed, passkey_taken, email_taken, invalid_email,
-   * email_unavailable.
+   * email_unavailable (nothing kept: start again).
    */
   readonly finishSignUp: (
     input: FinishWithNameInput
   ) => Effect.Effect<{ readonly person_id: string; readonly email: string }, AccountError>
   /**
-   * Sends a new confirmation link to an unconfirmed person (older links stop working). Answers the
-   * same whether or not such a person exists, so it tells nobody who signed up. Refused:
+   * Sends a new link for the newest pending sign-up of `email` (older links stop working). Answers
+   * the same whether or not one is pending, so it tells nobody who signed up. Refused:
    * rate_limited, email_unavailable.
    */
   readonly resendConfirmation: (input: {
@@ -212,11 +147,12 @@ export class AccountService extends Context.Service<AccountService, {
     readonly clientAddress: string
   }) => Effect.Effect<void, AccountError>
   /**
-   * Follows the confirmation link: confirms the email, makes the person's platform account (or
-   * links the first-start owner's account when its email is the person's: `account` "claimed"),
-   * asks the network for the identity (a refusal is kept as state failed; no answer leaves it
-   * provisioning, retried by identityOf), and signs the person in. The link works once.
-   * Refused: token_unknown, token_used, token_expired.
+   * Follows the confirmation link: stores the person (email confirmed) with their passkey, makes
+   * the platform account (or links the first-start owner's account when its email is the person's:
+   * `account` "claimed"), asks the network for the identity (a refusal is kept as state failed; no
+   * answer leaves it provisioning, asked again by identityOf), and signs the person in. The link
+   * works once. Refused: token_unknown, token_used, token_expired, email_taken (another sign-up of
+   * the address was confirmed first), passkey_taken.
    */
   readonly confirmEmail: (input: { readonly token: string }) => Effect.Effect<{
     readonly session: NewSession
@@ -234,7 +170,7 @@ export class AccountService extends Context.Service<AccountService, {
   /**
    * Sign-in, step 2: verifies the assertion against the stored passkey (counter moving forward,
    * else refused as a possible clone) and creates a session. Refused: invalid_flow,
-   * unknown_passkey, verification_failed, email_unconfirmed (a new link is mailed).
+   * unknown_passkey, verification_failed.
    */
   readonly finishSignIn: (input: FinishInput) => Effect.Effect<{
     readonly session: NewSession
@@ -314,26 +250,7 @@ export class AccountService extends Context.Service<AccountService, {
    * manage_url the sign-up page (docs/api-decisions.md).
    */
   readonly identityOf: (accountId: string) => Effect.Effect<Identity>
-}>()("@model-platform/core/accounts/AccountService") {}
-
-// ---- configuration --------------------------------------------------------------------------
-
-/**
- * What the account service needs from its shell. The layer (AccountService.layer, next commit)
- * needs this, PeopleStore, AccountStore, RateLimitStore, EmailSender, Network and ApiKeys.
- */
-export interface AccountsSettings {
-  /**
-   * The account service's public base address (ACCOUNTS_URL), without a trailing slash: mailed
-   * links are `<accountsUrl>/confirm?token=…` and `<accountsUrl>/recover?token=…`, and
-   * GET /identity's manage_url is `<accountsUrl>/manage` (`<accountsUrl>/sign-up` for an owner
-   * nobody has claimed).
-   */
-  readonly accountsUrl: string
-  /** How long a recovery link waits before it works. Default 24 h. */
-  readonly recoveryDelayMs?: number | undefined
+}>()("@model-platform/core/accounts/AccountService") {
+  /** Needs AccountsConfig, PeopleStore, AccountStore, RateLimitStore, EmailSender, Network and ApiKeys. */
+  static readonly layer = Layer.effect(AccountService, makeAccountService)
 }
-
-export class AccountsConfig extends Context.Service<AccountsConfig, AccountsSettings>()(
-  "@model-platform/core/accounts/AccountsConfig"
-) {}

@@ -1,0 +1,334 @@
+/**
+ * The account service's ceremonies end to end, in process, without a browser: a software
+ * authenticator (SoftAuthenticator.ts) answers the WebAuthn options, mails land in the memory
+ * outbox, the network is the simulated one. Each ceremony is tested with its refusals.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { AccountError, AccountService, AccountsConfig } from "@model-platform/core/accounts/AccountService"
+import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
+import { ApiKeys } from "@model-platform/core/ApiKeys"
+import { ensureOwner } from "@model-platform/core/Bootstrap"
+import { Catalogue } from "@model-platform/core/Catalogue"
+import { Effect, Exit, Layer } from "effect"
+import { TestClock } from "effect/testing"
+import { fixtureCatalogue } from "../src/Fixtures.ts"
+import { MemoryOutbox } from "../src/MemoryOutbox.ts"
+import { MemoryPlatformStores } from "../src/MemoryPlatformStores.ts"
+import { makeSoftAuthenticator, type SoftAuthenticator } from "../src/SoftAuthenticator.ts"
+
+const ORIGIN = "http://localhost:8788"
+const RP = { origin: ORIGIN, rpId: "localhost" }
+const HOUR = 60 * 60_000
+
+const TestLayer = AccountService.layer.pipe(
+  Layer.provideMerge(ApiKeys.layer),
+  Layer.provideMerge(Catalogue.layer(fixtureCatalogue)),
+  Layer.provideMerge(
+    Layer.mergeAll(
+      MemoryPlatformStores,
+      MemoryOutbox.layer,
+      SimulatedNetwork.layer(),
+      Layer.succeed(AccountsConfig, { accountsUrl: `${ORIGIN}/` })
+    )
+  )
+)
+
+const run = <A, E>(effect: Effect.Effect<A, E, Layer.Success<typeof TestLayer>>) =>
+  Effect.provide(effect, TestLayer)
+
+/** The refusal's code, failing the test when the effect succeeds or fails otherwise. */
+const refusal = <A, R>(effect: Effect.Effect<A, AccountError, R>) =>
+  Effect.gen(function*() {
+    const exit = yield* Effect.exit(effect)
+    if (Exit.isSuccess(exit)) return assert.fail(`expected a refusal, got ${JSON.stringify(exit.value)}`)
+    const error = exit.cause.reasons.find((r) => r._tag === "Fail")
+    if (error === undefined || !(error.error instanceof AccountError)) return assert.fail(`expected an AccountError: ${exit.cause}`)
+    return error.error
+  })
+
+/** The newest link of `kind` mailed to `email`: its token. */
+const mailedToken = (email: string, kind: "confirm" | "recover") =>
+  Effect.gen(function*() {
+    const outbox = yield* MemoryOutbox
+    const mails = yield* outbox.to(email)
+    const match = [...mails].reverse().map((m) => m.text.match(new RegExp(`${ORIGIN}/${kind}\\?token=([A-Za-z0-9_-]+)`)))
+      .find((m) => m !== null)
+    if (match === undefined || match === null) return assert.fail(`no ${kind} link mailed to ${email}`)
+    return match[1]!
+  })
+
+const signUp = (auth: SoftAuthenticator, email: string) =>
+  Effect.gen(function*() {
+    const accounts = yield* AccountService
+    const begun = yield* accounts.beginSignUp({ email, clientAddress: "10.0.0.1", ...RP })
+    const response = yield* auth.create(begun.options, ORIGIN)
+    yield* accounts.finishSignUp({ flow: begun.flow, response, name: "Laptop", ...RP })
+    return yield* accounts.confirmEmail({ token: yield* mailedToken(email, "confirm") })
+  })
+
+const signIn = (auth: SoftAuthenticator, pick: { readonly credentialId?: string; readonly counter?: number } = {}) =>
+  Effect.gen(function*() {
+    const accounts = yield* AccountService
+    const begun = yield* accounts.beginSignIn({ clientAddress: "10.0.0.2", ...RP })
+    const response = yield* auth.get(begun.options, ORIGIN, pick)
+    return yield* accounts.finishSignIn({ flow: begun.flow, response, ...RP })
+  })
+
+describe("AccountService", () => {
+  it.effect("sign-up, confirmation, sign-in, a first key, sign-out", () =>
+    run(Effect.gen(function*() {
+      const accounts = yield* AccountService
+      const auth = yield* makeSoftAuthenticator
+      const begun = yield* accounts.beginSignUp({ email: " Ada@Example.TEST ", clientAddress: "10.0.0.1", ...RP })
+      assert.isUndefined((begun.options as { allowCredentials?: unknown }).allowCredentials)
+      const response = yield* auth.create(begun.options, ORIGIN)
+      const pending = yield* accounts.finishSignUp({ flow: begun.flow, response, ...RP })
+      assert.strictEqual(pending.email, "ada@example.test")
+      // Not a person until confirmed: the passkey signs nobody in, the email is still free.
+      assert.strictEqual((yield* refusal(signIn(auth))).code, "unknown_passkey")
+
+      const confirmed = yield* accounts.confirmEmail({ token: yield* mailedToken("ada@example.test", "confirm") })
+      assert.strictEqual(confirmed.account, "created")
+      assert.isNotNull(confirmed.person.account_id)
+      const live = yield* accounts.session(confirmed.session.token)
+      assert.strictEqual(live?.person.email, "ada@example.test")
+      assert.strictEqual(live?.csrf, confirmed.session.csrf)
+
+      const identity = yield* accounts.identityOf(confirmed.person.account_id!)
+      assert.strictEqual(identity.state, "ready")
+      assert.strictEqual(identity.did, `did:svc:human:${confirmed.person.account_id}`)
+      assert.strictEqual(identity.passkeys, 1)
+      assert.isTrue(identity.can_send)
+      assert.strictEqual(identity.manage_url, `${ORIGIN}/manage`)
+
+      const key = yield* accounts.createKey({ ...confirmed.session, session: confirmed.session.token, name: "first" })
+      assert.deepStrictEqual(key.permissions, ["inference", "read"])
+      const caller = yield* (yield* ApiKeys).authenticate(key.secret)
+      assert.strictEqual(caller.account.id, confirmed.person.account_id)
+
+      const signedIn = yield* signIn(auth)
+      assert.strictEqual(signedIn.person.person_id, confirmed.person.person_id)
+      yield* accounts.signOut({ session: signedIn.session.token, csrf: signedIn.session.csrf })
+      assert.isUndefined(yield* accounts.session(signedIn.session.token))
+      assert.isDefined(yield* accounts.session(confirmed.session.token))
+      assert.strictEqual(
+        (yield* refusal(accounts.signOut({ session: signedIn.session.token, csrf: signedIn.session.csrf }))).code,
+        "session_required"
+      )
+    })))
+
+  it.effect("refusals: replayed flow, wrong origin, used and expired links, a taken email", () =>
+    run(Effect.gen(function*() {
+      const accounts = yield* AccountService
+      const auth = yield* makeSoftAuthenticator
+      const begun = yield* accounts.beginSignUp({ email: "bob@example.test", clientAddress: "10.0.0.1", ...RP })
+      const elsewhere = yield* auth.create(begun.options, "http://evil.test")
+      assert.strictEqual((yield* refusal(accounts.finishSignUp({ flow: begun.flow, response: elsewhere, ...RP }))).code, "verification_failed")
+      // The flow was consumed by that attempt: a replay is refused whatever it carries.
+      const good = yield* auth.create(begun.options, ORIGIN)
+      assert.strictEqual((yield* refusal(accounts.finishSignUp({ flow: begun.flow, response: good, ...RP }))).code, "invalid_flow")
+      assert.strictEqual((yield* refusal(accounts.finishSignUp({ flow: "nonsense", response: {}, ...RP }))).code, "invalid_flow")
+
+      const again = yield* accounts.beginSignUp({ email: "bob@example.test", clientAddress: "10.0.0.1", ...RP })
+      yield* accounts.finishSignUp({ flow: again.flow, response: yield* auth.create(again.options, ORIGIN), ...RP })
+      const first = yield* mailedToken("bob@example.test", "confirm")
+      // A new link replaces the older one.
+      yield* accounts.resendConfirmation({ email: "bob@example.test", clientAddress: "10.0.0.1" })
+      const token = yield* mailedToken("bob@example.test", "confirm")
+      assert.notStrictEqual(token, first)
+      assert.strictEqual((yield* refusal(accounts.confirmEmail({ token: first }))).code, "token_used")
+      yield* TestClock.adjust(25 * HOUR)
+      assert.strictEqual((yield* refusal(accounts.confirmEmail({ token }))).code, "token_expired")
+      // Nothing pending any more: a resend sends nothing (and says so to nobody).
+      yield* accounts.resendConfirmation({ email: "bob@example.test", clientAddress: "10.0.0.1" })
+      assert.strictEqual((yield* (yield* MemoryOutbox).to("bob@example.test")).length, 2)
+
+      const third = yield* accounts.beginSignUp({ email: "bob@example.test", clientAddress: "10.0.0.1", ...RP })
+      yield* accounts.finishSignUp({ flow: third.flow, response: yield* auth.create(third.options, ORIGIN), ...RP })
+      const fresh = yield* mailedToken("bob@example.test", "confirm")
+      yield* accounts.confirmEmail({ token: fresh })
+      assert.strictEqual((yield* refusal(accounts.confirmEmail({ token: fresh }))).code, "token_used")
+      assert.strictEqual((yield* refusal(accounts.confirmEmail({ token: "unknown" }))).code, "token_unknown")
+      assert.strictEqual(
+        (yield* refusal(accounts.beginSignUp({ email: "BOB@example.test", clientAddress: "10.0.0.1", ...RP }))).code,
+        "email_taken"
+      )
+      assert.strictEqual(
+        (yield* refusal(accounts.beginSignUp({ email: "not an address", clientAddress: "10.0.0.1", ...RP }))).code,
+        "invalid_email"
+      )
+    })))
+
+  it.effect("two pending sign-ups of one address: the first confirmed wins", () =>
+    run(Effect.gen(function*() {
+      const accounts = yield* AccountService
+      const a = yield* makeSoftAuthenticator
+      const b = yield* makeSoftAuthenticator
+      for (const auth of [a, b]) {
+        const begun = yield* accounts.beginSignUp({ email: "cy@example.test", clientAddress: "10.0.0.1", ...RP })
+        yield* accounts.finishSignUp({ flow: begun.flow, response: yield* auth.create(begun.options, ORIGIN), ...RP })
+      }
+      const mails = yield* (yield* MemoryOutbox).to("cy@example.test")
+      const tokens = mails.map((m) => m.text.match(/token=([A-Za-z0-9_-]+)/)![1]!)
+      yield* accounts.confirmEmail({ token: tokens[1]! })
+      assert.strictEqual((yield* refusal(accounts.confirmEmail({ token: tokens[0]! }))).code, "email_taken")
+    })))
+
+  it.effect("sign-in refusals: a replayed assertion, a lowered counter, another origin", () =>
+    run(Effect.gen(function*() {
+      const accounts = yield* AccountService
+      const auth = yield* makeSoftAuthenticator
+      yield* signUp(auth, "dee@example.test")
+      const begun = yield* accounts.beginSignIn({ clientAddress: "10.0.0.2", ...RP })
+      const response = yield* auth.get(begun.options, ORIGIN)
+      yield* accounts.finishSignIn({ flow: begun.flow, response, ...RP })
+      assert.strictEqual((yield* refusal(accounts.finishSignIn({ flow: begun.flow, response, ...RP }))).code, "invalid_flow")
+      assert.strictEqual((yield* refusal(signIn(auth, { counter: 1 }))).code, "verification_failed")
+      const other = yield* accounts.beginSignIn({ clientAddress: "10.0.0.2", ...RP })
+      const forged = yield* auth.get({ ...other.options, rpId: "localhost" }, "http://evil.test")
+      assert.strictEqual(
+        (yield* refusal(accounts.finishSignIn({ flow: other.flow, response: forged, ...RP }))).code,
+        "verification_failed"
+      )
+      assert.strictEqual((yield* refusal(accounts.finishSignIn({ flow: "x", response: null, ...RP }))).code, "invalid_flow")
+    })))
+
+  it.effect("passkeys: add, list, remove, never the last; CSRF on every change", () =>
+    run(Effect.gen(function*() {
+      const accounts = yield* AccountService
+      const auth = yield* makeSoftAuthenticator
+      const { session } = yield* signUp(auth, "eve@example.test")
+      const call = { session: session.token, csrf: session.csrf }
+      assert.strictEqual((yield* refusal(accounts.beginAddPasskey({ ...call, csrf: "forged", ...RP }))).code, "csrf_mismatch")
+      const begun = yield* accounts.beginAddPasskey({ ...call, ...RP })
+      const added = yield* accounts.finishAddPasskey({ ...call, flow: begun.flow, response: yield* auth.create(begun.options, ORIGIN), name: " Phone ", ...RP })
+      assert.strictEqual(added.name, "Phone")
+      const listed = yield* accounts.listPasskeys(session.token)
+      assert.deepStrictEqual(listed.map((p) => p.name), ["Laptop", "Phone"])
+
+      assert.strictEqual((yield* refusal(accounts.removePasskey({ ...call, csrf: "", credentialId: added.credential_id }))).code, "csrf_mismatch")
+      assert.strictEqual((yield* refusal(accounts.removePasskey({ ...call, credentialId: "nope" }))).code, "passkey_not_found")
+      yield* accounts.removePasskey({ ...call, credentialId: added.credential_id })
+      assert.strictEqual(
+        (yield* refusal(accounts.removePasskey({ ...call, credentialId: listed[0]!.credential_id }))).code,
+        "last_passkey"
+      )
+      assert.strictEqual((yield* refusal(signIn(auth, { credentialId: added.credential_id }))).code, "unknown_passkey")
+      assert.strictEqual((yield* refusal(accounts.listPasskeys("no-session"))).code, "session_required")
+      assert.strictEqual((yield* refusal(accounts.createKey({ ...call, csrf: "x", name: "k" }))).code, "csrf_mismatch")
+      assert.strictEqual((yield* refusal(accounts.createKey({ ...call, name: " " }))).code, "invalid_request")
+    })))
+
+  it.effect("recovery: a delayed link, a new passkey, every session ended; a sign-in or a cancel stops it", () =>
+    run(Effect.gen(function*() {
+      const accounts = yield* AccountService
+      const lost = yield* makeSoftAuthenticator
+      const { session: old } = yield* signUp(lost, "fay@example.test")
+
+      yield* accounts.requestRecovery({ email: "fay@example.test", clientAddress: "10.0.0.3" })
+      yield* accounts.requestRecovery({ email: "nobody@example.test", clientAddress: "10.0.0.3" })
+      assert.strictEqual((yield* (yield* MemoryOutbox).to("nobody@example.test")).length, 0)
+      const pending = yield* accounts.pendingRecovery(old.token)
+      assert.isDefined(pending)
+      const token = yield* mailedToken("fay@example.test", "recover")
+      const early = yield* refusal(accounts.beginRecovery({ token, ...RP }))
+      assert.strictEqual(early.code, "token_early")
+      assert.strictEqual(early.not_before, pending!.usable_from)
+
+      yield* TestClock.adjust(24 * HOUR)
+      const found = yield* makeSoftAuthenticator
+      const begun = yield* accounts.beginRecovery({ token, ...RP })
+      assert.strictEqual((yield* refusal(accounts.beginRecovery({ token, ...RP }))).code, "token_used")
+      // A failed ceremony: retried with the fresh link, without waiting again.
+      const wrong = yield* found.create(begun.options, "http://evil.test")
+      assert.strictEqual((yield* refusal(accounts.finishRecovery({ flow: begun.flow, response: wrong, ...RP }))).code, "verification_failed")
+      const retry = yield* accounts.beginRecovery({ token: begun.link, ...RP })
+      const recovered = yield* accounts.finishRecovery({ flow: retry.flow, response: yield* found.create(retry.options, ORIGIN), ...RP })
+      assert.isUndefined(yield* accounts.session(old.token))
+      assert.isDefined(yield* accounts.session(recovered.session.token))
+      assert.strictEqual((yield* accounts.listPasskeys(recovered.session.token)).length, 2)
+      assert.strictEqual((yield* signIn(found)).person.email, "fay@example.test")
+      assert.strictEqual((yield* refusal(accounts.beginRecovery({ token: retry.link, ...RP }))).code, "token_used")
+
+      // Someone else asks; the owner signs in: the link is dead.
+      yield* accounts.requestRecovery({ email: "fay@example.test", clientAddress: "10.0.0.3" })
+      const second = yield* mailedToken("fay@example.test", "recover")
+      const { session } = yield* signIn(found)
+      assert.isUndefined(yield* accounts.pendingRecovery(session.token))
+      yield* TestClock.adjust(24 * HOUR)
+      assert.strictEqual((yield* refusal(accounts.beginRecovery({ token: second, ...RP }))).code, "token_used")
+
+      // Or cancels it from a signed-in page.
+      yield* accounts.requestRecovery({ email: "fay@example.test", clientAddress: "10.0.0.4" })
+      const third = yield* mailedToken("fay@example.test", "recover")
+      assert.strictEqual((yield* refusal(accounts.cancelRecovery({ session: session.token, csrf: "x" }))).code, "csrf_mismatch")
+      yield* accounts.cancelRecovery({ session: session.token, csrf: session.csrf })
+      yield* TestClock.adjust(24 * HOUR)
+      assert.strictEqual((yield* refusal(accounts.beginRecovery({ token: third, ...RP }))).code, "token_used")
+    })))
+
+  it.effect("rate limits per address and per email, with the seconds to wait", () =>
+    run(Effect.gen(function*() {
+      const accounts = yield* AccountService
+      for (let i = 0; i < 60; i++) yield* accounts.beginSignIn({ clientAddress: "10.9.9.9", ...RP })
+      const limited = yield* refusal(accounts.beginSignIn({ clientAddress: "10.9.9.9", ...RP }))
+      assert.strictEqual(limited.code, "rate_limited")
+      assert.isTrue(limited.retry_after_seconds! > 0 && limited.retry_after_seconds! <= 600)
+      yield* accounts.beginSignIn({ clientAddress: "10.9.9.8", ...RP })
+
+      for (let i = 0; i < 3; i++) yield* accounts.requestRecovery({ email: "gus@example.test", clientAddress: `10.1.1.${i}` })
+      assert.strictEqual(
+        (yield* refusal(accounts.requestRecovery({ email: "gus@example.test", clientAddress: "10.1.1.9" }))).code,
+        "rate_limited"
+      )
+    })))
+
+  it.effect("mail failures: nothing usable is kept", () =>
+    run(Effect.gen(function*() {
+      const accounts = yield* AccountService
+      const auth = yield* makeSoftAuthenticator
+      yield* (yield* MemoryOutbox).failNext(1, { _tag: "unavailable" })
+      const begun = yield* accounts.beginSignUp({ email: "hal@example.test", clientAddress: "10.0.0.1", ...RP })
+      const response = yield* auth.create(begun.options, ORIGIN)
+      assert.strictEqual((yield* refusal(accounts.finishSignUp({ flow: begun.flow, response, ...RP }))).code, "email_unavailable")
+      yield* (yield* MemoryOutbox).failNext(1, { _tag: "refused" })
+      const again = yield* accounts.beginSignUp({ email: "hal@example.test", clientAddress: "10.0.0.1", ...RP })
+      const second = yield* auth.create(again.options, ORIGIN)
+      assert.strictEqual((yield* refusal(accounts.finishSignUp({ flow: again.flow, response: second, ...RP }))).code, "invalid_email")
+    })))
+
+  it.effect("identity: a network refusal is kept as failed; no answer stays provisioning until the network answers", () =>
+    run(Effect.gen(function*() {
+      const accounts = yield* AccountService
+      const network = yield* SimulatedNetwork
+      yield* network.refuseNext(1, "wallet quota reached")
+      const refused = yield* signUp(yield* makeSoftAuthenticator, "ida@example.test")
+      const failed = yield* accounts.identityOf(refused.person.account_id!)
+      assert.deepStrictEqual([failed.state, failed.error, failed.did, failed.can_send], ["failed", "wallet quota reached", null, false])
+
+      yield* network.unavailableNext(2)
+      const waiting = yield* signUp(yield* makeSoftAuthenticator, "jo@example.test")
+      assert.strictEqual((yield* accounts.identityOf(waiting.person.account_id!)).state, "provisioning")
+      const ready = yield* accounts.identityOf(waiting.person.account_id!)
+      assert.strictEqual(ready.state, "ready")
+      assert.isNotNull(ready.wallet_address)
+    })))
+
+  it.effect("the first-start owner: provisioning until claimed, then the person signing up with its email owns it", () =>
+    run(Effect.gen(function*() {
+      const accounts = yield* AccountService
+      const owner = (yield* ensureOwner("Owner@Example.test"))!
+      const before = yield* accounts.identityOf(owner.account.id)
+      assert.deepStrictEqual(
+        [before.state, before.did, before.passkeys, before.manage_url],
+        ["provisioning", null, 0, `${ORIGIN}/sign-up`]
+      )
+      const claimed = yield* signUp(yield* makeSoftAuthenticator, "owner@example.test")
+      assert.strictEqual(claimed.account, "claimed")
+      assert.strictEqual(claimed.person.account_id, owner.account.id)
+      const after = yield* accounts.identityOf(owner.account.id)
+      assert.deepStrictEqual([after.state, after.passkeys], ["ready", 1])
+      const mail = (yield* (yield* MemoryOutbox).to("owner@example.test"))[0]!
+      assert.match(mail.text, /owner/)
+    })))
+})

@@ -1,0 +1,87 @@
+/**
+ * A person's platform account and their identity on the network (docs/accounts.md "Identity").
+ *
+ * - The account is made when the email is confirmed: a new AccountStore account with the person's
+ *   email, or the first-start owner's account when its email is the person's ("claimed"), so the
+ *   owner's address never becomes a second account (AccountStore keeps emails unique). A person
+ *   found without one (a process died between the steps) gets it at the next sign-in.
+ * - The identity `did:svc:human:<account id>` is asked of the network then, and kept: ready, failed
+ *   with the network's reason, or provisioning when the network gave no answer (asked again at
+ *   every identityOf until it answers; the network is idempotent per id).
+ */
+import { Effect } from "effect"
+import type { Identity } from "../Identity.ts"
+import { generateId } from "../Keys.ts"
+import * as Time from "../Time.ts"
+import type { AccountDeps } from "./Deps.ts"
+import { type IdentityRecord, normaliseEmail, type PersonRecord } from "./Records.ts"
+
+export const makeIdentities = (deps: AccountDeps) => {
+  const { accounts, network, people, settings } = deps
+
+  /** The person with their account made or claimed; `claimed` when it is the owner's. */
+  const ensureAccount = Effect.fnUntraced(function*(person: PersonRecord) {
+    if (person.account_id !== null) return { person, account: "existing" as const }
+    const owner = yield* accounts.first
+    if (owner !== undefined && normaliseEmail(owner.email) === person.email) {
+      const linked = yield* people.linkAccount(person.id, owner.id)
+      return { person: linked ?? person, account: "claimed" as const }
+    }
+    const account = { id: yield* generateId("acct"), email: person.email, created_at: yield* Time.now }
+    yield* accounts.insert(account)
+    const linked = yield* people.linkAccount(person.id, account.id)
+    return { person: linked ?? person, account: "created" as const }
+  })
+
+  /** The account's identity, asking the network when none is known or it is still provisioning. */
+  const ensureIdentity = Effect.fnUntraced(function*(accountId: string, personId: string) {
+    const known = yield* people.getIdentity(accountId)
+    if (known !== undefined && known.state !== "provisioning") return known
+    const answer = yield* network.createHumanIdentity(accountId).pipe(
+      Effect.map((registration) => ({ _tag: "answered" as const, registration })),
+      Effect.catchTag("NetworkUnavailable", (e) =>
+        Effect.as(Effect.logWarning("network unavailable for an identity", { reason: e.reason }), {
+          _tag: "unanswered" as const
+        }))
+    )
+    if (answer._tag === "unanswered" && known !== undefined) return known
+    const base = { account_id: accountId, person_id: personId, updated_at: yield* Time.now }
+    const record: IdentityRecord = answer._tag === "unanswered"
+      ? { ...base, state: "provisioning", did: null, wallet_address: null, error: null }
+      : answer.registration.state === "ready"
+      ? { ...base, state: "ready", did: answer.registration.did, wallet_address: answer.registration.wallet_address, error: null }
+      : { ...base, state: "failed", did: null, wallet_address: null, error: answer.registration.error }
+    yield* people.saveIdentity(record)
+    return record
+  })
+
+  const identityOf = Effect.fn("AccountService.identityOf")(function*(accountId: string) {
+    const known = yield* people.getIdentity(accountId)
+    if (known === undefined) {
+      // No person owns this account yet: the first-start owner before anyone claimed it.
+      return {
+        state: "provisioning",
+        did: null,
+        wallet_address: null,
+        error: null,
+        passkeys: 0,
+        can_send: false,
+        manage_url: `${settings.accountsUrl}/sign-up`
+      } satisfies Identity
+    }
+    const identity = yield* ensureIdentity(accountId, known.person_id)
+    const passkeys = (yield* people.listPasskeys(identity.person_id)).length
+    return {
+      state: identity.state,
+      did: identity.did,
+      wallet_address: identity.wallet_address,
+      error: identity.error,
+      passkeys,
+      can_send: identity.state === "ready" && passkeys > 0,
+      manage_url: `${settings.accountsUrl}/manage`
+    } satisfies Identity
+  })
+
+  return { ensureAccount, ensureIdentity, identityOf }
+}
+export type Identities = ReturnType<typeof makeIdentities>
