@@ -13,8 +13,49 @@ import { Effect } from "effect"
 import type { Identity } from "../Identity.ts"
 import { generateId } from "../Keys.ts"
 import * as Time from "../Time.ts"
+import { PeopleStore } from "../ports/PeopleStore.ts"
 import type { AccountDeps } from "./Deps.ts"
 import { type IdentityRecord, normaliseEmail, type PersonRecord } from "./Records.ts"
+
+/**
+ * GET /identity's answer for an account from its stored identity. No identity: no person owns the
+ * account yet (the first-start owner before anyone claimed it): provisioning, no DID, 0 passkeys,
+ * manage_url the sign-up page, where signing up with the owner's email claims it.
+ */
+const identityView = Effect.fnUntraced(function*(
+  people: PeopleStore["Service"],
+  accountsUrl: string,
+  accountId: string,
+  identity: IdentityRecord | undefined
+) {
+  if (identity === undefined) {
+    return {
+      state: "provisioning",
+      did: null,
+      wallet_address: null,
+      error: null,
+      passkeys: 0,
+      can_send: false,
+      manage_url: `${accountsUrl}/sign-up`
+    } satisfies Identity
+  }
+  const passkeys = (yield* people.listPasskeys(identity.person_id)).length
+  return {
+    state: identity.state,
+    did: identity.did,
+    wallet_address: identity.wallet_address,
+    error: identity.error,
+    passkeys,
+    can_send: identity.state === "ready" && passkeys > 0,
+    manage_url: `${accountsUrl}/manage`
+  } satisfies Identity
+})
+
+/** GET /identity from the store alone, without asking the network (a shell without AccountService). */
+export const storedIdentity = Effect.fnUntraced(function*(accountId: string, accountsUrl: string) {
+  const people = yield* PeopleStore
+  return yield* identityView(people, accountsUrl, accountId, yield* people.getIdentity(accountId))
+})
 
 export const makeIdentities = (deps: AccountDeps) => {
   const { accounts, network, people, settings } = deps
@@ -57,29 +98,8 @@ export const makeIdentities = (deps: AccountDeps) => {
 
   const identityOf = Effect.fn("AccountService.identityOf")(function*(accountId: string) {
     const known = yield* people.getIdentity(accountId)
-    if (known === undefined) {
-      // No person owns this account yet: the first-start owner before anyone claimed it.
-      return {
-        state: "provisioning",
-        did: null,
-        wallet_address: null,
-        error: null,
-        passkeys: 0,
-        can_send: false,
-        manage_url: `${settings.accountsUrl}/sign-up`
-      } satisfies Identity
-    }
-    const identity = yield* ensureIdentity(accountId, known.person_id)
-    const passkeys = (yield* people.listPasskeys(identity.person_id)).length
-    return {
-      state: identity.state,
-      did: identity.did,
-      wallet_address: identity.wallet_address,
-      error: identity.error,
-      passkeys,
-      can_send: identity.state === "ready" && passkeys > 0,
-      manage_url: `${settings.accountsUrl}/manage`
-    } satisfies Identity
+    const identity = known === undefined ? undefined : yield* ensureIdentity(accountId, known.person_id)
+    return yield* identityView(people, settings.accountsUrl, accountId, identity)
   })
 
   return { ensureAccount, ensureIdentity, identityOf }

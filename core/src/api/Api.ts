@@ -9,6 +9,7 @@ import { BillingSummary, Receipt, ReceiptList } from "../Billing.ts"
 import * as Catalogue from "../Catalogue.ts"
 import { ActivityList, CreditBalance, RedeemResponse, RedeemTicket, TicketList } from "../Credits.ts"
 import * as Errors from "../Errors.ts"
+import { Identity } from "../Identity.ts"
 import { MAX_ID_LENGTH, MAX_NAME_LENGTH, MAX_PERMISSIONS, MAX_SHORT_TEXT_LENGTH } from "../Limits.ts"
 import { CreatedKey, Key } from "../Keys.ts"
 import { CreateOrder, Order, OrderList, PayOrder, Quote } from "../Orders.ts"
@@ -173,12 +174,22 @@ export class BillingGroup extends HttpApiGroup.make("billing")
   .annotateMerge(OpenApi.annotations({ title: "Billing", description: "Balance, tier, charging state and receipts." }))
 {}
 
+export class IdentityGroup extends HttpApiGroup.make("identity")
+  .add(HttpApiEndpoint.get("identity", "/identity", { success: Identity }).annotate(RequiredPermission, "read"))
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({
+    title: "Identity",
+    description: "The account's human identity on the network: its DID, passkey-controlled wallet and where to manage it."
+  }))
+{}
+
 export class PlatformApi extends HttpApi.make("platform")
   .add(CatalogueGroup)
   .add(AccountGroup)
   .add(CreditsGroup)
   .add(OrdersGroup)
   .add(BillingGroup)
+  .add(IdentityGroup)
   // Applies to the groups added above: keep it after the last `.add`.
   .middleware(SchemaErrors)
   .annotateMerge(OpenApi.annotations({

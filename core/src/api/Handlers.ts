@@ -1,5 +1,8 @@
 /** The handlers of the management API: each one calls a use-case and returns its result. */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
+import { AccountService } from "../accounts/AccountService.ts"
+import { AccountsConfig } from "../accounts/AccountsConfig.ts"
+import { storedIdentity } from "../accounts/Identities.ts"
 import { HttpApiBuilder } from "effect/http-api"
 import { ApiKeys } from "../ApiKeys.ts"
 import { makeBillingSummary } from "../BillingSummary.ts"
@@ -8,7 +11,7 @@ import { toKey } from "../Keys.ts"
 import { Ledger } from "../Ledger.ts"
 import { Orders, Tickets } from "../OrderService.ts"
 import { PlatformApi } from "./Api.ts"
-import { withRequestBaseUrl } from "./PublicUrl.ts"
+import { RequestBaseUrl, withRequestBaseUrl } from "./PublicUrl.ts"
 import { CurrentCaller } from "./Security.ts"
 
 export const CatalogueHandlers = HttpApiBuilder.group(PlatformApi, "catalogue", Effect.fnUntraced(function*(handlers) {
@@ -81,4 +84,32 @@ export const BillingHandlers = HttpApiBuilder.group(PlatformApi, "billing", Effe
     .handle("receipt", ({ params }) => Effect.flatMap(CurrentCaller, (caller) => orders.receipt(caller, params.id)))
 }))
 
-export const PlatformHandlers = Layer.mergeAll(CatalogueHandlers, AccountHandlers, CreditsHandlers, OrdersHandlers, BillingHandlers)
+/**
+ * GET /identity: the account service answers (and asks the network again for an identity still
+ * provisioning); a shell without it answers from the store as it is (docs/api-decisions.md).
+ */
+export const IdentityHandlers = HttpApiBuilder.group(PlatformApi, "identity", Effect.fnUntraced(function*(handlers) {
+  const service = yield* Effect.serviceOption(AccountService)
+  const config = yield* Effect.serviceOption(AccountsConfig)
+  const fromStore = (accountId: string) =>
+    Effect.flatMap(RequestBaseUrl, (base) =>
+      storedIdentity(accountId, Option.match(config, {
+        onSome: (c) => c.accountsUrl,
+        onNone: () => `${base ?? ""}/accounts`
+      })))
+  return handlers.handle("identity", () =>
+    Effect.flatMap(CurrentCaller, (caller) =>
+      Option.match(service, {
+        onSome: (accounts) => accounts.identityOf(caller.account.id),
+        onNone: () => withRequestBaseUrl(fromStore(caller.account.id))
+      })))
+}))
+
+export const PlatformHandlers = Layer.mergeAll(
+  CatalogueHandlers,
+  AccountHandlers,
+  CreditsHandlers,
+  OrdersHandlers,
+  BillingHandlers,
+  IdentityHandlers
+)
