@@ -8,10 +8,15 @@ import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 import { errorBody } from "@model-platform/core/api/ErrorShape"
 import { AppRoutes, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/api/Http"
 import { MAX_HEADER_BYTES } from "@model-platform/core/Limits"
+import { AccountPagesSettings } from "@model-platform/core/api/AccountRequests"
+import type { EmailSender } from "@model-platform/core/ports/EmailSender"
+import type { Network } from "@model-platform/core/ports/Network"
+import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
 import { Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { createServer, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
+import { accountsConfigLayer, readWebAuthnBundle } from "./Accounts.ts"
 import { MachineNodeHttpLayer } from "./MachineNodeHttp.ts"
 
 export type Stores = PlatformStores
@@ -25,6 +30,17 @@ export interface ServerOptions {
   readonly publicUrl?: string | undefined
   /** Background work and gateway settings (main.ts turns health checks and the sweeper on). */
   readonly platform?: Omit<PlatformOptions, "publicUrl"> | undefined
+  /** The account service (docs/accounts.md "Pages and routes"). */
+  readonly accounts?: AccountsOptions | undefined
+}
+
+export interface AccountsOptions {
+  /** ACCOUNTS_URL; unset: PUBLIC_URL + /accounts, else http://localhost:<port>/accounts (Accounts.ts). */
+  readonly accountsUrl?: string | undefined
+  /** How mail leaves (Email.ts emailSenderLayer: SMTP or the outbox). */
+  readonly emailSender: Layer.Layer<EmailSender, unknown>
+  /** Where identities live. Default: the simulated network. */
+  readonly network?: Layer.Layer<Network> | undefined
 }
 
 /**
@@ -39,10 +55,20 @@ export const serverLayer = <E, R>(options: ServerOptions, stores: Layer.Layer<St
     machineClient: options.platform?.machineClient ?? MachineNodeHttpLayer,
     publicUrl: options.publicUrl
   }).pipe(Layer.provideMerge(stores))
+  // One server, shared by the routes and by the account service's default address (its port).
+  const nodeServer = NodeHttpServer.layer(makeNodeServer, { port: options.port, host: options.host })
+  const pages = Layer.sync(AccountPagesSettings, () => ({ webauthnBundle: readWebAuthnBundle(), platformUrl: options.publicUrl }))
   const http = HttpRouter.serve(AppRoutes, { disableListenLog: true, disableLogger: true, routerConfig: ROUTER_CONFIG }).pipe(
-    Layer.provideMerge(NodeHttpServer.layer(makeNodeServer, { port: options.port, host: options.host }))
+    Layer.provide(pages),
+    Layer.provideMerge(nodeServer)
   )
-  return Layer.mergeAll(http, FirstStart.layer(options.ownerEmail)).pipe(Layer.provideMerge(services))
+  const accounts = accountsConfigLayer({ accountsUrl: options.accounts?.accountsUrl, publicUrl: options.publicUrl, host: options.host }).pipe(
+    Layer.provide(nodeServer)
+  )
+  return Layer.mergeAll(http, FirstStart.layer(options.ownerEmail)).pipe(
+    Layer.provideMerge(accounts),
+    Layer.provideMerge(services)
+  )
 }
 
 /**

@@ -7,20 +7,25 @@ import { FirstStart } from "@model-platform/core/Bootstrap"
 import { Console, Effect, Layer, Option } from "effect"
 import { HttpServer } from "effect/http"
 import * as Path from "node:path"
+import { AccountsConfig } from "@model-platform/core/accounts/AccountService"
+import { AccountsServerConfig } from "./Accounts.ts"
 import { loadCatalogue } from "./CatalogueFile.ts"
 import { ServerConfig } from "./Config.ts"
+import { EmailConfig, emailSenderLayer, outboxDirectory } from "./Email.ts"
 import { FileMeteringJournal } from "./FileMeteringJournal.ts"
 import { Database } from "./postgres/Database.ts"
 import { PgPlatformStores } from "./postgres/PgPlatformStores.ts"
 import { serverLayer } from "./Server.ts"
 
-const announce = (host: string) => Effect.gen(function*() {
+const announce = (host: string, mail: string) => Effect.gen(function*() {
   const server = yield* HttpServer.HttpServer
   const owner = yield* FirstStart
+  const accounts = yield* AccountsConfig
   const address = server.address._tag === "UnixPathAddress"
     ? server.address.path
     : `http://${host.includes(":") ? `[${host}]` : host}:${server.address.port}`
   yield* Console.log(`Model Platform listening on ${address} (docs at ${address}/docs)`)
+  yield* Console.log(`Account service at ${accounts.accountsUrl} (sign up at ${accounts.accountsUrl}/sign-up); ${mail}`)
   if (owner !== undefined) {
     yield* Console.log(
       [
@@ -41,6 +46,12 @@ const main = Effect.gen(function*() {
   const config = yield* ServerConfig
   const catalogue = yield* loadCatalogue(config.catalogueFile)
   const database = Database.layer({ databaseUrl: Option.getOrUndefined(config.databaseUrl), dataDir: config.dataDir })
+  const email = yield* EmailConfig
+  const accountsUrl = (yield* AccountsServerConfig).accountsUrl
+  // Without SMTP, an operator confirms a sign-up from the outbox: say where it is.
+  const mail = Option.isSome(email.smtpUrl)
+    ? "mail is sent through SMTP_URL"
+    : `mail is written to the outbox ${Path.resolve(outboxDirectory(email))} (open the newest file to follow its link)`
   const server = serverLayer(
     {
       catalogue,
@@ -57,11 +68,12 @@ const main = Effect.gen(function*() {
           : FileMeteringJournal.layer({
             directory: Option.getOrElse(config.meteringJournalDir, () => Path.join(config.dataDir, "metering"))
           })
-      }
+      },
+      accounts: { accountsUrl: Option.getOrUndefined(accountsUrl), emailSender: emailSenderLayer(email) }
     },
     PgPlatformStores.pipe(Layer.provide(database))
   )
-  return yield* Layer.launch(Layer.effectDiscard(announce(config.host)).pipe(Layer.provideMerge(server)))
+  return yield* Layer.launch(Layer.effectDiscard(announce(config.host, mail)).pipe(Layer.provideMerge(server)))
 })
 
 NodeRuntime.runMain(main)

@@ -24,6 +24,7 @@ import type { MachineClient } from "../ports/MachineClient.ts"
 import { StablecoinRail } from "../ports/StablecoinRail.ts"
 import * as TestCardProcessor from "../TestCardProcessor.ts"
 import { PlatformApi } from "./Api.ts"
+import { AccountRoutes } from "./AccountRoutes.ts"
 import { CheckoutRoutes } from "./Checkout.ts"
 import { ErrorShapeMiddleware, fallbackRoute, SchemaErrors } from "./ErrorShape.ts"
 import { INFERENCE_OPENAPI_PATH, InferenceApi } from "./InferenceApi.ts"
@@ -182,6 +183,7 @@ export const AppRoutes = Layer.mergeAll(
   ApiRoutes,
   SimulatedRoutes,
   CheckoutRoutes,
+  AccountRoutes,
   HttpApiScalar.layer(PlatformApi, { path: DOCS_PATH }),
   RootRoute,
   InferenceRoutes,
