@@ -5,6 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { AccountError, AccountService, AccountsConfig } from "@model-platform/core/accounts/AccountService"
+import { storedIdentity } from "@model-platform/core/accounts/Identities"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
 import { ApiKeys } from "@model-platform/core/ApiKeys"
 import { ensureOwner } from "@model-platform/core/Bootstrap"
@@ -312,6 +313,9 @@ describe("AccountService", () => {
       const ready = yield* accounts.identityOf(waiting.person.account_id!)
       assert.strictEqual(ready.state, "ready")
       assert.isNotNull(ready.wallet_address)
+      // A shell without the account service answers from the store alone: the same identity.
+      assert.deepStrictEqual(yield* storedIdentity(waiting.person.account_id!, `${ORIGIN}`), ready)
+      assert.deepStrictEqual(yield* storedIdentity(refused.person.account_id!, `${ORIGIN}`), failed)
     })))
 
   it.effect("the first-start owner: provisioning until claimed, then the person signing up with its email owns it", () =>
