@@ -11,6 +11,7 @@ import { MAX_HEADER_BYTES } from "@model-platform/core/Limits"
 import { AccountPagesSettings } from "@model-platform/core/api/AccountRequests"
 import type { EmailSender } from "@model-platform/core/ports/EmailSender"
 import type { Network } from "@model-platform/core/ports/Network"
+import { AccountService } from "@model-platform/core/accounts/AccountService"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
 import { Layer } from "effect"
 import { HttpRouter } from "effect/http"
@@ -40,7 +41,7 @@ export interface AccountsOptions {
   /** How mail leaves (Email.ts emailSenderLayer: SMTP or the outbox). */
   readonly emailSender: Layer.Layer<EmailSender, unknown>
   /** Where identities live. Default: the simulated network. */
-  readonly network?: Layer.Layer<Network> | undefined
+  readonly network?: Layer.Layer<Network, unknown> | undefined
 }
 
 /**
@@ -62,9 +63,18 @@ export const serverLayer = <E, R>(options: ServerOptions, stores: Layer.Layer<St
     Layer.provide(pages),
     Layer.provideMerge(nodeServer)
   )
-  const accounts = accountsConfigLayer({ accountsUrl: options.accounts?.accountsUrl, publicUrl: options.publicUrl, host: options.host }).pipe(
-    Layer.provide(nodeServer)
-  )
+  const accountsConfig = accountsConfigLayer({
+    accountsUrl: options.accounts?.accountsUrl,
+    publicUrl: options.publicUrl,
+    host: options.host
+  }).pipe(Layer.provide(nodeServer))
+  // Without its options (a test of the API alone) the account service is not served: 503 pages.
+  const accounts = options.accounts === undefined
+    ? accountsConfig
+    : AccountService.layer.pipe(
+      Layer.provide(Layer.mergeAll(options.accounts.emailSender, options.accounts.network ?? SimulatedNetwork.layer())),
+      Layer.provideMerge(accountsConfig)
+    )
   return Layer.mergeAll(http, FirstStart.layer(options.ownerEmail)).pipe(
     Layer.provideMerge(accounts),
     Layer.provideMerge(services)

@@ -8,6 +8,7 @@ import { Console, Effect, Layer, Option } from "effect"
 import { HttpServer } from "effect/http"
 import * as Path from "node:path"
 import { AccountsConfig } from "@model-platform/core/accounts/AccountService"
+import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
 import { AccountsServerConfig } from "./Accounts.ts"
 import { loadCatalogue } from "./CatalogueFile.ts"
 import { ServerConfig } from "./Config.ts"
@@ -69,7 +70,11 @@ const main = Effect.gen(function*() {
             directory: Option.getOrElse(config.meteringJournalDir, () => Path.join(config.dataDir, "metering"))
           })
       },
-      accounts: { accountsUrl: Option.getOrUndefined(accountsUrl), emailSender: emailSenderLayer(email) }
+      accounts: {
+        accountsUrl: Option.getOrUndefined(accountsUrl),
+        emailSender: emailSenderLayer(email),
+        network: SimulatedNetwork.fromConfig
+      }
     },
     PgPlatformStores.pipe(Layer.provide(database))
   )

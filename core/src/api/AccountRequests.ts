@@ -127,8 +127,9 @@ export const sameToken = (a: string | undefined, b: string | undefined): boolean
 const PAGE_HEADERS = {
   "cache-control": "no-store",
   "x-frame-options": "DENY",
-  // Links carry one-time tokens: never send them on as a Referer.
-  "referrer-policy": "no-referrer",
+  // Links carry one-time tokens: never send them to another site as a Referer. (Not no-referrer:
+  // with it Chromium sends `Origin: null` on the pages' own form posts, which the Origin check refuses.)
+  "referrer-policy": "same-origin",
   "x-content-type-options": "nosniff",
   "content-security-policy": "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; " +
     "img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
