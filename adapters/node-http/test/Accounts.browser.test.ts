@@ -154,15 +154,22 @@ describe.skipIf(!haveChromium)("accounts for people in a headless browser (node-
   const shot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true })
 
   /** A browser context with its own virtual authenticator (a person's device). */
-  const device = async (): Promise<{ context: BrowserContext; page: Page }> => {
+  const device = async () => {
     const context = await browser.newContext()
     const page = await context.newPage()
     const cdp = await context.newCDPSession(page)
     await cdp.send("WebAuthn.enable")
-    await cdp.send("WebAuthn.addVirtualAuthenticator", {
-      options: { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true }
-    })
-    return { context, page }
+    const authenticator = () =>
+      cdp.send("WebAuthn.addVirtualAuthenticator", {
+        options: { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true }
+      }).then((r) => r.authenticatorId)
+    const first = await authenticator()
+    /** The person's device is replaced by a new one (the old one gone: its passkey with it). */
+    const replace = async () => {
+      await cdp.send("WebAuthn.removeVirtualAuthenticator", { authenticatorId: first })
+      await authenticator()
+    }
+    return { context, page, replace }
   }
 
   /** Pays the open checkout page with the test card. */
@@ -198,12 +205,13 @@ describe.skipIf(!haveChromium)("accounts for people in a headless browser (node-
     readonly secret: string
     readonly keyId: string
     readonly orderId: string
+    readonly replace: () => Promise<void>
   }
 
   /** The whole journey of one person; `n` names the screenshots. */
   const journey = async (n: number): Promise<Person> => {
     const email = `person${n}-${Date.now()}@test.local`
-    const { context, page } = await device()
+    const { context, page, replace } = await device()
     const p = `p${n}`
 
     // Sign up: an email and a passkey.
@@ -267,7 +275,27 @@ describe.skipIf(!haveChromium)("accounts for people in a headless browser (node-
     expect(await page.locator("#account-email").textContent()).toBe(email)
     expect(await page.locator("#passkeys li").count()).toBe(1)
     await shot(page, `${p}-09-signed-in`)
-    return { email, page, context, secret, keyId, orderId }
+    return { email, page, context, secret, keyId, orderId, replace }
+  }
+
+  /** A second passkey on a new device, the first one removed, and sign-in with the new one. */
+  const newDevice = async (person: Person, n: number) => {
+    const page = person.page
+    await person.replace()
+    await page.goto(`${accounts}/manage`)
+    await page.click("#add-passkey")
+    await page.waitForURL(/\/accounts\/manage\?added=1/, { timeout: 15_000 })
+    expect(await page.locator("#passkeys li").count()).toBe(2)
+    await shot(page, `p${n}-11-passkey-added`)
+    await page.locator("#passkeys li").first().getByRole("button", { name: /Remove/ }).click()
+    await page.locator("#notice").waitFor()
+    expect(await page.locator("#passkeys li").count()).toBe(1)
+    await shot(page, `p${n}-12-passkey-removed`)
+    await page.click("#sign-out")
+    await page.waitForURL(/\/accounts\/sign-in/)
+    await page.click("#sign-in")
+    await page.waitForURL(/\/accounts\/manage/, { timeout: 15_000 })
+    expect(await page.locator("#account-email").textContent()).toBe(person.email)
   }
 
   it("two people sign up, buy, call, sign out and in; neither sees the other; a gift passes once", async () => {
@@ -287,6 +315,10 @@ describe.skipIf(!haveChromium)("accounts for people in a headless browser (node-
     const giftOrder = await buy(one.page, 5, { gift: true, shots: "p1-10-gift" })
     const ticket = (await api(one.secret, "GET", `/orders/${giftOrder}`)).body.ticket
     expect(ticket).toMatchObject({ credits: 5000, redeemed: false })
+    // Its code is on person 1's account page, to pass on.
+    await one.page.goto(`${accounts}/manage`)
+    expect(await one.page.locator("#tickets .ticket-code").allTextContents()).toEqual([ticket.code])
+    await shot(one.page, "p1-10-gift-ticket")
     const before = (await api(two.secret, "GET", "/credits")).body.total_credits
     await two.page.goto(`${accounts}/manage`)
     await two.page.fill("#ticket-code", ticket.code)
@@ -307,6 +339,9 @@ describe.skipIf(!haveChromium)("accounts for people in a headless browser (node-
     expect((await api(two.secret, "GET", "/credits")).body.total_credits).toBe(before + 5000)
     const bought = (await api(one.secret, "GET", `/orders/${giftOrder}`)).body.ticket
     expect(bought).toMatchObject({ redeemed: true, redeemed_by_you: false })
+
+    // Person 1 loses the device: a passkey on a new one, the old one removed, sign-in with the new.
+    await newDevice(one, 1)
 
     await one.context.close()
     await two.context.close()

@@ -53,7 +53,9 @@ const STYLE = `
                padding: .5rem 0; border-bottom: 1px solid #eceef2; font-size: .9rem; }
   ul.list li form { margin: 0; }
   nav { display: flex; justify-content: space-between; font-size: .85rem; margin-bottom: 1rem; }
-  a { color: #2c46a8; }`
+  a { color: #2c46a8; }
+  a.button { display: block; text-align: center; text-decoration: none; padding: .75rem; border-radius: 6px;
+             background: #3a5bd9; color: #fff; font-size: 1rem; }`
 
 const v = (ctx: PageContext) => ctx.version === undefined ? "" : `?v=${escapeHtml(ctx.version)}`
 
@@ -253,6 +255,12 @@ export interface PasskeyView {
   readonly last_used_at: string | null
 }
 
+export interface TicketView {
+  readonly code: string
+  readonly credits: number
+  readonly redeemed: boolean
+}
+
 export interface KeyView {
   readonly id: string
   readonly name: string
@@ -272,6 +280,8 @@ export const managePage = (
     readonly example: CallExample
     readonly created?: CreatedKeyView | undefined
     readonly pendingRecovery?: { readonly usable_from: string } | undefined
+    /** The gift tickets this account bought, to pass on (their codes are bearer credits). */
+    readonly tickets?: ReadonlyArray<TicketView> | undefined
     readonly notice?: string | undefined
     readonly error?: string | undefined
   }
@@ -339,6 +349,21 @@ ${csrfField(ctx)}
 <label class="check"><input type="checkbox" name="gift" value="true" id="buy-gift"> as a gift ticket for someone else</label>
 <button type="submit" id="buy-credits">Continue to payment</button>
 </form>
+${
+      options.tickets === undefined || options.tickets.length === 0
+        ? ""
+        : `<h2>Gift tickets you bought</h2>
+<ul class="list" id="tickets">
+${
+          options.tickets.map((t) =>
+            `<li><span><span class="ticket-code" style="font-family: ui-monospace, monospace">${escapeHtml(t.code)}</span><br><span class="note">${
+              escapeHtml(String(t.credits))
+            } credits</span></span><span class="note">${t.redeemed ? "redeemed" : "not redeemed yet"}</span></li>`
+          ).join("\n")
+        }
+</ul>
+<p class="note">Anyone holding a code can redeem it once: give it only to the person it is for.</p>`
+    }
 <h2>Redeem a gift ticket</h2>
 <form method="post" action="${escapeHtml(ctx.base)}/redeem" id="redeem-form">
 ${csrfField(ctx)}
@@ -429,8 +454,8 @@ export const orderPage = (
     `<h1>${escapeHtml(order.title)}</h1>
 <p class="ok" role="status" id="order-created">Order <span id="order-id">${escapeHtml(order.id)}</span> is waiting for payment
 ($${escapeHtml(order.amount_usd.toFixed(2))}).${
-      order.gift ? " Once it is paid, its gift ticket code is shown with the order (GET /orders/{id} or GET /tickets)." : ""
+      order.gift ? " Once it is paid, its gift ticket code is listed on your account page, ready to pass on." : ""
     }</p>
-<p><a href="${escapeHtml(order.pay_url)}" id="pay-link">Pay by card</a></p>
+<p><a href="${escapeHtml(order.pay_url)}" id="pay-link" class="button">Pay $${escapeHtml(order.amount_usd.toFixed(2))} by card</a></p>
 <p class="note"><a href="${escapeHtml(ctx.base)}/manage">Back to your account</a></p>`
   )

@@ -171,6 +171,10 @@ const managePage = (service: Service, s: SignedIn, extras: ManageExtras = {}, st
   Effect.gen(function*() {
     const passkeys = yield* Effect.orElseSucceed(service.listPasskeys(s.token), () => [])
     const pending = yield* Effect.orElseSucceed(service.pendingRecovery(s.token), () => undefined)
+    const caller = yield* personCaller(s.live)
+    const tickets = caller === undefined
+      ? []
+      : (yield* Effect.flatMap(Tickets, (t) => t.list(caller))).data
     const identity = s.live.person.account_id === null
       ? { state: "provisioning", did: null, wallet_address: null, error: null }
       : yield* service.identityOf(s.live.person.account_id)
@@ -182,6 +186,7 @@ const managePage = (service: Service, s: SignedIn, extras: ManageExtras = {}, st
         example: yield* example,
         created: extras.created,
         pendingRecovery: pending,
+        tickets,
         notice: extras.notice,
         error: extras.error
       }),
