@@ -45,7 +45,7 @@ const STYLE = `
   .secret { font-family: ui-monospace, monospace; background: #fff8e6; border: 1px solid #f0d48a; padding: .75rem;
             border-radius: 6px; word-break: break-all; }
   pre { background: #1d2330; color: #e6e9ef; padding: .75rem; border-radius: 6px; font-size: .8rem;
-        overflow-x: auto; white-space: pre-wrap; word-break: break-all; }
+        overflow-x: auto; white-space: pre-wrap; overflow-wrap: anywhere; }
   dl { display: grid; grid-template-columns: max-content 1fr; gap: .35rem 1rem; font-size: .9rem; }
   dt { color: #6b7280; } dd { margin: 0; word-break: break-all; }
   ul.list { list-style: none; padding: 0; margin: 0; }
@@ -229,7 +229,8 @@ ${
         ? `<p>Your address is confirmed and your account is ready. Create your first API key to call a model.</p>
 ${keyForm(ctx, `${ctx.base}/welcome`)}
 ${callExample(options.example)}`
-        : createdKey(options.created, options.example)
+        : `${createdKey(options.created, options.example)}
+<p><a href="${escapeHtml(ctx.base)}/manage" class="button" id="continue">Continue to your account</a></p>`
     }`
   )
 
