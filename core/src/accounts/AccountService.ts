@@ -10,11 +10,11 @@
  * - `origin` and `rpId` are the account service's as the route sees them (the request's origin and
  *   the host name without port); the WebAuthn verification checks the browser signed for exactly
  *   those, so a page served elsewhere cannot use a passkey made here.
- * - A `flow` is an opaque one-time token for one WebAuthn ceremony (its challenge is kept hashed in
- *   the store, FLOW_TTL): the route hands it to the page with the options and sends it back with
+ * - A `flow` is an opaque one-time token for one WebAuthn ceremony (the store keeps its hash, with
+ *   the challenge; 5 minutes, WebAuthn.FLOW_TTL_MS): the route hands it to the page with the options and sends it back with
  *   the browser's response. It is consumed by the finish, whatever its outcome, so a replay is
  *   `invalid_flow`.
- * - `session` is the cookie's value (SessionToken); `csrf` is the form's hidden field. Every call
+ * - `session` is the cookie's value; `csrf` is the form's hidden field. Every call
  *   that changes something for a signed-in person takes both and checks the CSRF token first.
  * - `clientAddress` is the caller's IP as the shell sees it, for the rate limits (docs/limits.md).
  * - Every refusal is an `AccountError` whose `code` says what happened and whose `status` is the
@@ -127,7 +127,7 @@ export class AccountService extends Context.Service<AccountService, {
    */
   readonly beginSignUp: (input: SignUpInput) => Effect.Effect<BegunCeremony, AccountError>
   /**
-   * Sign-up, step 2: verifies the new passkey and mails the confirmation link (CONFIRM_TTL). The
+   * Sign-up, step 2: verifies the new passkey and mails the confirmation link (24 h, Ceremonies.CONFIRM_TTL_MS). The
    * person is NOT stored yet: the pending registration (email, passkey) travels in the link's
    * token, and the person exists from the moment the link is followed. So an unconfirmed sign-up
    * holds no email (nobody can squat an address), and until then the passkey signs nobody in.
