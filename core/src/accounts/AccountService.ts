@@ -11,9 +11,9 @@
  *   the host name without port); the WebAuthn verification checks the browser signed for exactly
  *   those, so a page served elsewhere cannot use a passkey made here.
  * - A `flow` is an opaque one-time token for one WebAuthn ceremony (the store keeps its hash, with
- *   the challenge; 5 minutes, WebAuthn.FLOW_TTL_MS): the route hands it to the page with the options and sends it back with
- *   the browser's response. It is consumed by the finish, whatever its outcome, so a replay is
- *   `invalid_flow`.
+ *   the challenge; 5 minutes, WebAuthn.FLOW_TTL_MS): the route hands it to the page with the
+ *   options and sends it back with the browser's response. It is consumed by the finish, whatever
+ *   its outcome, so a replay is `invalid_flow`.
  * - `session` is the cookie's value; `csrf` is the form's hidden field. Every call
  *   that changes something for a signed-in person takes both and checks the CSRF token first.
  * - `clientAddress` is the caller's IP as the shell sees it, for the rate limits (docs/limits.md).
