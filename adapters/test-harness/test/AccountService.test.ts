@@ -175,6 +175,28 @@ describe("AccountService", () => {
       assert.strictEqual((yield* refusal(accounts.confirmEmail({ token: tokens[0]! }))).code, "email_taken")
     })))
 
+  it.effect("one link followed twice at once, one flow finished twice at once: exactly one wins", () =>
+    run(Effect.gen(function*() {
+      const accounts = yield* AccountService
+      const auth = yield* makeSoftAuthenticator
+      const begun = yield* accounts.beginSignUp({ email: "kai@example.test", clientAddress: "10.0.0.1", ...RP })
+      yield* accounts.finishSignUp({ flow: begun.flow, response: yield* auth.create(begun.options, ORIGIN), ...RP })
+      const token = yield* mailedToken("kai@example.test", "confirm")
+      const confirms = yield* Effect.all(
+        Array.from({ length: 5 }, () => Effect.exit(accounts.confirmEmail({ token }))),
+        { concurrency: "unbounded" }
+      )
+      assert.strictEqual(confirms.filter(Exit.isSuccess).length, 1)
+
+      const signIn = yield* accounts.beginSignIn({ clientAddress: "10.0.0.2", ...RP })
+      const response = yield* auth.get(signIn.options, ORIGIN)
+      const finishes = yield* Effect.all(
+        Array.from({ length: 5 }, () => Effect.exit(accounts.finishSignIn({ flow: signIn.flow, response, ...RP }))),
+        { concurrency: "unbounded" }
+      )
+      assert.strictEqual(finishes.filter(Exit.isSuccess).length, 1)
+    })))
+
   it.effect("sign-in refusals: a replayed assertion, a lowered counter, another origin", () =>
     run(Effect.gen(function*() {
       const accounts = yield* AccountService
