@@ -56,12 +56,14 @@ export const defaultAccountsUrl = (options: {
 /** AccountsConfig from the configured URL, or from the address the server is listening on. */
 export const accountsConfigLayer = (options: {
   readonly accountsUrl?: string | undefined
+  readonly recoveryDelayMs?: number | undefined
   readonly publicUrl?: string | undefined
   readonly host: string
 }): Layer.Layer<AccountsConfig, never, HttpServer.HttpServer> =>
   Layer.effect(
     AccountsConfig,
     Effect.map(HttpServer.HttpServer, (server) => ({
+      recoveryDelayMs: options.recoveryDelayMs,
       accountsUrl: options.accountsUrl !== undefined && options.accountsUrl !== ""
         ? options.accountsUrl.replace(/\/+$/, "")
         : defaultAccountsUrl({

@@ -40,6 +40,8 @@ export interface AccountsOptions {
   readonly accountsUrl?: string | undefined
   /** How mail leaves (Email.ts emailSenderLayer: SMTP or the outbox). */
   readonly emailSender: Layer.Layer<EmailSender, unknown>
+  /** How long a recovery link waits before it works (AccountsConfig; default 24 h). */
+  readonly recoveryDelayMs?: number | undefined
   /** Where identities live. Default: the simulated network. */
   readonly network?: Layer.Layer<Network, unknown> | undefined
 }
@@ -65,6 +67,7 @@ export const serverLayer = <E, R>(options: ServerOptions, stores: Layer.Layer<St
   )
   const accountsConfig = accountsConfigLayer({
     accountsUrl: options.accounts?.accountsUrl,
+    recoveryDelayMs: options.accounts?.recoveryDelayMs,
     publicUrl: options.publicUrl,
     host: options.host
   }).pipe(Layer.provide(nodeServer))

@@ -36,6 +36,8 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
 const haveChromium = existsSync(CHROMIUM)
 if (!haveChromium) console.warn(`Accounts.browser.test: no Chromium at ${CHROMIUM}; run scripts/ensure-chromium.sh`)
 
+/** Short, so the test sees a recovery link refused before its delay and working after it. */
+const RECOVERY_DELAY_MS = 3_000
 const ARTIFACTS = resolve(import.meta.dirname, "../test-artifacts/accounts")
 const demo = readFileSync(resolve(import.meta.dirname, "../catalogue.demo.json"), "utf8")
 
@@ -113,6 +115,7 @@ describe.skipIf(!haveChromium)("accounts for people in a headless browser (node-
           host: "127.0.0.1",
           ownerEmail: "owner@test.local",
           accounts: {
+            recoveryDelayMs: RECOVERY_DELAY_MS,
             emailSender: SmtpEmailSender({
               url: Redacted.make(`smtp://127.0.0.1:${mailbox.port}`),
               from: "Model Platform <no-reply@test.local>"
@@ -342,6 +345,30 @@ describe.skipIf(!haveChromium)("accounts for people in a headless browser (node-
 
     // Person 1 loses the device: a passkey on a new one, the old one removed, sign-in with the new.
     await newDevice(one, 1)
+
+    // Person 2 loses every passkey: recovery by email on a new device, usable after the delay.
+    const fresh = await device()
+    await fresh.page.goto(`${accounts}/recover`)
+    const mailsBefore = mailbox.received.length
+    await fresh.page.fill("#email", two.email)
+    await fresh.page.click("#recover")
+    await fresh.page.locator("#recovery-sent").waitFor()
+    await shot(fresh.page, "p2-12-recovery-requested")
+    const recover = await linkIn(mailbox, two.email, /https?:\/\/\S+\/recover\?token=[\w-]+/, mailsBefore)
+    await fresh.page.goto(recover)
+    await fresh.page.click("#register-passkey")
+    await fresh.page.locator("#error:not([hidden])").waitFor()
+    await shot(fresh.page, "p2-13-recovery-early")
+    await new Promise((r) => setTimeout(r, RECOVERY_DELAY_MS))
+    await fresh.page.click("#register-passkey")
+    await fresh.page.waitForURL(/\/accounts\/manage/, { timeout: 15_000 })
+    expect(await fresh.page.locator("#account-email").textContent()).toBe(two.email)
+    expect(await fresh.page.locator("#passkeys li").count()).toBe(2)
+    await shot(fresh.page, "p2-14-recovered")
+    // Recovery ended every other session: the old device is signed out.
+    await two.page.goto(`${accounts}/manage`)
+    await two.page.waitForURL(/\/accounts\/sign-in/)
+    await fresh.context.close()
 
     await one.context.close()
     await two.context.close()

@@ -16,7 +16,10 @@ export const PAGE_SCRIPT = `"use strict";
   var showError = function (message) {
     var line = document.getElementById("error");
     if (!line) { alert(message); return; }
-    line.textContent = message;
+    // The service writes instants as ISO strings; a person reads them in their own time zone.
+    line.textContent = String(message).replace(/\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d+)?Z/g, function (iso) {
+      return new Date(iso).toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
+    });
     line.hidden = false;
   };
   var post = function (path, body) {
@@ -48,6 +51,13 @@ export const PAGE_SCRIPT = `"use strict";
     if (button) button.disabled = true;
     var authenticate = ceremony === "sign-in";
     post(ceremony + "/options", body).then(function (begun) {
+      // A recovery link is consumed when the ceremony begins; its fresh replacement, usable at
+      // once, becomes this page's address and the button's token, so a failed try can be retried.
+      if (begun.link) {
+        var fresh = new URL(begun.link, window.location.href);
+        history.replaceState(null, "", fresh.pathname + fresh.search);
+        if (button) button.setAttribute("data-token", fresh.searchParams.get("token") || "");
+      }
       var start = authenticate ? W.startAuthentication : W.startRegistration;
       return start({ optionsJSON: begun.options }).then(function (response) {
         return post(ceremony + "/verify", Object.assign({}, body, { ceremony: begun.ceremony, response: response }));

@@ -420,7 +420,7 @@ export const recoveryLinkPage = (
 ${errorLine(options.error)}
 ${
       options.notBefore === undefined
-        ? `<p>Create a new passkey for your account on this device. Your other sessions are signed out.</p>
+        ? `<p>Create a new passkey for your account on this device. This signs you out everywhere else.</p>
 <button type="button" id="register-passkey" data-ceremony="recover" data-token="${escapeHtml(token)}">Create a new passkey</button>`
         : `<p class="ok" role="status" id="recovery-wait">For your safety this link opens at
 <time datetime="${escapeHtml(options.notBefore)}">${escapeHtml(options.notBefore.replace("T", " ").slice(0, 16))} UTC</time>.
