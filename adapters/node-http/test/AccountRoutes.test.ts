@@ -94,6 +94,13 @@ describe("account routes over HTTP (node-http, memory stores)", () => {
     }
   })
 
+  it("an unknown address under /accounts is a page, not JSON", async () => {
+    const response = await get("/accounts/no-such-page")
+    expect(response.status).toBe(404)
+    expect(response.headers.get("content-type")).toContain("text/html")
+    expect(await response.text()).toContain("<h1>Page not found</h1>")
+  })
+
   it("every POST needs the service's Origin: a page for a form, JSON for the script", async () => {
     const { cookie } = await anonymousCsrf()
     const form = await fetch(`${server.base}/accounts/recover`, {

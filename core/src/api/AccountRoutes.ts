@@ -294,7 +294,6 @@ const routes = (service: Service): ReadonlyArray<Route> => {
     )
 
   return [
-    get("", Effect.map(liveSession(service), (s) => seeOther(at(s === undefined ? "/sign-in" : "/manage")))),
 
     // sign-up
     get("/sign-up", Effect.flatMap(liveSession(service), (s) =>
@@ -530,5 +529,15 @@ export const AccountRoutes = HttpRouter.use((router) =>
     for (const route of routes(service.value)) {
       yield* router.add(route.method, route.path, Effect.provide(route.handler, services))
     }
+    // /accounts itself, and a page for any other address under it (not the API's JSON 404).
+    yield* router.add("*", at("/*"), guardPage(Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const path = new URL(request.url, "http://x").pathname.replace(/\/+$/, "")
+      if (path === ACCOUNTS_BASE && request.method === "GET") {
+        return seeOther(at((yield* liveSession(service.value)) === undefined ? "/sign-in" : "/manage"))
+      }
+      return yield* anonymousPage((ctx) =>
+        Pages.errorPage(ctx, "Page not found", "There is no page at this address.", { href: at(""), label: "Go to your account" }), 404)
+    })))
   })
 )
