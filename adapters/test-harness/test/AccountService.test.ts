@@ -10,6 +10,7 @@ import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork
 import { ApiKeys } from "@model-platform/core/ApiKeys"
 import { ensureOwner } from "@model-platform/core/Bootstrap"
 import { Catalogue } from "@model-platform/core/Catalogue"
+import { PeopleStore } from "@model-platform/core/ports/PeopleStore"
 import { Effect, Exit, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
@@ -336,8 +337,9 @@ describe("AccountService", () => {
       assert.strictEqual(ready.state, "ready")
       assert.isNotNull(ready.wallet_address)
       // A shell without the account service answers from the store alone: the same identity.
-      assert.deepStrictEqual(yield* storedIdentity(waiting.person.account_id!, `${ORIGIN}`), ready)
-      assert.deepStrictEqual(yield* storedIdentity(refused.person.account_id!, `${ORIGIN}`), failed)
+      const people = yield* PeopleStore
+      assert.deepStrictEqual(yield* storedIdentity(people, waiting.person.account_id!, `${ORIGIN}`), ready)
+      assert.deepStrictEqual(yield* storedIdentity(people, refused.person.account_id!, `${ORIGIN}`), failed)
     })))
 
   it.effect("the first-start owner: provisioning until claimed, then the person signing up with its email owns it", () =>

@@ -13,7 +13,7 @@ import { Effect } from "effect"
 import type { Identity } from "../Identity.ts"
 import { generateId } from "../Keys.ts"
 import * as Time from "../Time.ts"
-import { PeopleStore } from "../ports/PeopleStore.ts"
+import type { PeopleStore } from "../ports/PeopleStore.ts"
 import type { AccountDeps } from "./Deps.ts"
 import { type IdentityRecord, normaliseEmail, type PersonRecord } from "./Records.ts"
 
@@ -52,10 +52,8 @@ const identityView = Effect.fnUntraced(function*(
 })
 
 /** GET /identity from the store alone, without asking the network (a shell without AccountService). */
-export const storedIdentity = Effect.fnUntraced(function*(accountId: string, accountsUrl: string) {
-  const people = yield* PeopleStore
-  return yield* identityView(people, accountsUrl, accountId, yield* people.getIdentity(accountId))
-})
+export const storedIdentity = (people: PeopleStore["Service"], accountId: string, accountsUrl: string) =>
+  Effect.flatMap(people.getIdentity(accountId), (identity) => identityView(people, accountsUrl, accountId, identity))
 
 export const makeIdentities = (deps: AccountDeps) => {
   const { accounts, network, people, settings } = deps

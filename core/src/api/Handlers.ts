@@ -10,6 +10,7 @@ import { Catalogue } from "../Catalogue.ts"
 import { toKey } from "../Keys.ts"
 import { Ledger } from "../Ledger.ts"
 import { Orders, Tickets } from "../OrderService.ts"
+import { PeopleStore } from "../ports/PeopleStore.ts"
 import { PlatformApi } from "./Api.ts"
 import { RequestBaseUrl, withRequestBaseUrl } from "./PublicUrl.ts"
 import { CurrentCaller } from "./Security.ts"
@@ -91,9 +92,11 @@ export const BillingHandlers = HttpApiBuilder.group(PlatformApi, "billing", Effe
 export const IdentityHandlers = HttpApiBuilder.group(PlatformApi, "identity", Effect.fnUntraced(function*(handlers) {
   const service = yield* Effect.serviceOption(AccountService)
   const config = yield* Effect.serviceOption(AccountsConfig)
+  // Taken here, not per request: a handler's own requirements would have to come with each request.
+  const people = yield* PeopleStore
   const fromStore = (accountId: string) =>
     Effect.flatMap(RequestBaseUrl, (base) =>
-      storedIdentity(accountId, Option.match(config, {
+      storedIdentity(people, accountId, Option.match(config, {
         onSome: (c) => c.accountsUrl,
         onNone: () => `${base ?? ""}/accounts`
       })))
