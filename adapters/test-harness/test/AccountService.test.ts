@@ -90,7 +90,6 @@ describe("AccountService", () => {
       assert.strictEqual((yield* refusal(signIn(auth))).code, "unknown_passkey")
 
       const confirmed = yield* accounts.confirmEmail({ token: yield* mailedToken("ada@example.test", "confirm") })
-      assert.strictEqual(confirmed.account, "created")
       assert.isNotNull(confirmed.person.account_id)
       const live = yield* accounts.session(confirmed.session.token)
       assert.strictEqual(live?.person.email, "ada@example.test")
@@ -342,21 +341,16 @@ describe("AccountService", () => {
       assert.deepStrictEqual(yield* storedIdentity(people, refused.person.account_id!, `${ORIGIN}`), failed)
     })))
 
-  it.effect("the first-start owner: provisioning until claimed, then the person signing up with its email owns it", () =>
+  it.effect("the first-start owner's address cannot be signed up with: a stranger's passkey never reaches the owner's account", () =>
     run(Effect.gen(function*() {
       const accounts = yield* AccountService
       const owner = (yield* ensureOwner("Owner@Example.test"))!
-      const before = yield* accounts.identityOf(owner.account.id)
-      assert.deepStrictEqual(
-        [before.state, before.did, before.passkeys, before.manage_url],
-        ["provisioning", null, 0, `${ORIGIN}/sign-up`]
-      )
-      const claimed = yield* signUp(yield* makeSoftAuthenticator, "owner@example.test")
-      assert.strictEqual(claimed.account, "claimed")
-      assert.strictEqual(claimed.person.account_id, owner.account.id)
-      const after = yield* accounts.identityOf(owner.account.id)
-      assert.deepStrictEqual([after.state, after.passkeys], ["ready", 1])
-      const mail = (yield* (yield* MemoryOutbox).to("owner@example.test"))[0]!
-      assert.match(mail.text, /owner/)
+      const identity = yield* accounts.identityOf(owner.account.id)
+      assert.deepStrictEqual([identity.state, identity.did, identity.passkeys], ["provisioning", null, 0])
+      const refused = yield* refusal(accounts.beginSignUp({ email: "owner@example.test", clientAddress: "203.0.113.9", ...RP }))
+      assert.strictEqual(refused.code, "email_taken")
+      assert.match(refused.message, /owner/)
+      assert.lengthOf(yield* (yield* MemoryOutbox).to("owner@example.test"), 0)
+      assert.strictEqual((yield* accounts.identityOf(owner.account.id)).passkeys, 0)
     })))
 })

@@ -148,17 +148,14 @@ export class AccountService extends Context.Service<AccountService, {
   }) => Effect.Effect<void, AccountError>
   /**
    * Follows the confirmation link: stores the person (email confirmed) with their passkey, makes
-   * the platform account (or links the first-start owner's account when its email is the person's:
-   * `account` "claimed"), asks the network for the identity (a refusal is kept as state failed; no
+   * the platform account, asks the network for the identity (a refusal is kept as state failed; no
    * answer leaves it provisioning, asked again by identityOf), and signs the person in. The link
    * works once. Refused: token_unknown, token_used, token_expired, email_taken (another sign-up of
-   * the address was confirmed first), passkey_taken.
+   * the address was confirmed first, or the address is the first-start owner's), passkey_taken.
    */
   readonly confirmEmail: (input: { readonly token: string }) => Effect.Effect<{
     readonly session: NewSession
     readonly person: SignedInPerson
-    /** created: a new account; claimed: the owner's account made at first start. */
-    readonly account: "created" | "claimed"
   }, AccountError>
   /**
    * Sign-in, step 1: authentication options with no allowCredentials (discoverable credentials:
@@ -245,9 +242,9 @@ export class AccountService extends Context.Service<AccountService, {
   readonly createKey: (call: SessionCall & { readonly name: string }) => Effect.Effect<CreatedKey, AccountError>
   /**
    * The identity of a platform account, for GET /identity: the person's (state, did, wallet, error,
-   * passkeys, can_send, manage_url). An identity still provisioning is asked for again here. The
-   * first-start owner's account before any person claims it: provisioning, no did, 0 passkeys,
-   * manage_url the sign-up page (docs/api-decisions.md).
+   * passkeys, can_send, manage_url). An identity still provisioning is asked for again here. An
+   * account no person owns (the first-start owner's, used with its key): provisioning, no did,
+   * 0 passkeys (docs/api-decisions.md).
    */
   readonly identityOf: (accountId: string) => Effect.Effect<Identity>
 }>()("@model-platform/core/accounts/AccountService") {

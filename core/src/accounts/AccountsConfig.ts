@@ -8,8 +8,8 @@ export interface AccountsSettings {
   /**
    * The account service's public base address (ACCOUNTS_URL), without a trailing slash: mailed
    * links are `<accountsUrl>/confirm?token=…` and `<accountsUrl>/recover?token=…`, and
-   * GET /identity's manage_url is `<accountsUrl>/manage` (`<accountsUrl>/sign-up` for an owner
-   * nobody has claimed).
+   * GET /identity's manage_url is `<accountsUrl>/manage` (`<accountsUrl>/sign-up` for an account
+   * no person owns).
    */
   readonly accountsUrl: string
   /** How long a recovery link waits before it works. Default 24 h. */

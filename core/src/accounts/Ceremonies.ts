@@ -70,12 +70,28 @@ const tokenRefusal = (reason: "unknown" | "used" | "expired") =>
 export const makeCeremonies = (deps: AccountDeps, identities: Identities) => {
   const { email: mailer, people, rateLimits, sessions, settings } = deps
 
+  /**
+   * The first-start owner's address cannot be signed up with (docs/accounts.md "Ceremonies"): a
+   * sign-up proves only that its confirmation link was followed, and a stranger's sign-up whose
+   * link the owner followed would put the stranger's passkey on the owner's account and credits.
+   */
+  const refuseOwnerEmail = Effect.fnUntraced(function*(email: string) {
+    const owner = yield* deps.accounts.first
+    if (owner !== undefined && normaliseEmail(owner.email) === email) {
+      return yield* accountError(
+        "email_taken",
+        "This address is the platform owner's, made at first start and used with its API key: sign up with another address."
+      )
+    }
+  })
+
   const beginSignUp = Effect.fn("AccountService.beginSignUp")(function*(input: SignUpInput) {
     const email = yield* checkedEmail(input.email)
     yield* countHit(rateLimits, ACCOUNT_LIMITS.signUpPerAddress, input.clientAddress)
     if ((yield* people.findPersonByEmail(email)) !== undefined) {
       return yield* accountError("email_taken", "An account with this email exists: sign in instead.")
     }
+    yield* refuseOwnerEmail(email)
     const personId = yield* generateId(PERSON_ID_KIND)
     const options = yield* registrationOptions({ rpId: input.rpId, userId: personId, userName: email, exclude: [] })
     return yield* beginFlow(people, { kind: "sign_up", challenge: options.challenge, subject: email, extra: personId }, options)
@@ -97,10 +113,8 @@ export const makeCeremonies = (deps: AccountDeps, identities: Identities) => {
       expires_at,
       used_at: null
     })
-    const owner = yield* deps.accounts.first
-    const claimsOwner = owner !== undefined && normaliseEmail(owner.email) === pending.email
     const link = `${settings.accountsUrl}/confirm?token=${token}`
-    yield* send(mailer, confirmationMail(pending.email, link, expires_at, claimsOwner)).pipe(
+    yield* send(mailer, confirmationMail(pending.email, link, expires_at)).pipe(
       // A link nobody received must not stay usable.
       Effect.tapError(() => people.consumeToken(hashToken(token), "confirm_email", Time.toTimestamp(now)))
     )
@@ -147,6 +161,7 @@ export const makeCeremonies = (deps: AccountDeps, identities: Identities) => {
     if (consumed._tag === "Refused") return yield* tokenRefusal(consumed.reason)
     if (consumed._tag === "Early") return yield* tokenRefusal("unknown") // confirmation links have no delay
     const pending = yield* Schema.decodeUnknownEffect(PendingJson)(consumed.token.data).pipe(Effect.orDie)
+    yield* refuseOwnerEmail(pending.email)
     const passkey: PasskeyRecord = {
       credential_id: pending.credential_id,
       person_id: pending.person_id,
@@ -174,8 +189,7 @@ export const makeCeremonies = (deps: AccountDeps, identities: Identities) => {
     const session = yield* sessions.create(person.id)
     return {
       session,
-      person: signedIn(made.person),
-      account: made.account === "claimed" ? "claimed" as const : "created" as const
+      person: signedIn(made.person)
     }
   })
 

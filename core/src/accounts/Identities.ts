@@ -2,8 +2,7 @@
  * A person's platform account and their identity on the network (docs/accounts.md "Identity").
  *
  * - The account is made when the email is confirmed: a new AccountStore account with the person's
- *   email, or the first-start owner's account when its email is the person's ("claimed"), so the
- *   owner's address never becomes a second account (AccountStore keeps emails unique). A person
+ *   email (the first-start owner's address is refused at sign-up, Ceremonies.ts). A person
  *   found without one (a process died between the steps) gets it at the next sign-in.
  * - The identity `did:svc:human:<account id>` is asked of the network then, and kept: ready, failed
  *   with the network's reason, or provisioning when the network gave no answer (asked again at
@@ -15,12 +14,12 @@ import { generateId } from "../Keys.ts"
 import * as Time from "../Time.ts"
 import type { PeopleStore } from "../ports/PeopleStore.ts"
 import type { AccountDeps } from "./Deps.ts"
-import { type IdentityRecord, normaliseEmail, type PersonRecord } from "./Records.ts"
+import type { IdentityRecord, PersonRecord } from "./Records.ts"
 
 /**
  * GET /identity's answer for an account from its stored identity. No identity: no person owns the
- * account yet (the first-start owner before anyone claimed it): provisioning, no DID, 0 passkeys,
- * manage_url the sign-up page, where signing up with the owner's email claims it.
+ * account (the first-start owner's, used with its key): provisioning, no DID, 0 passkeys, and
+ * manage_url the account service's sign-up page.
  */
 const identityView = Effect.fnUntraced(function*(
   people: PeopleStore["Service"],
@@ -58,14 +57,9 @@ export const storedIdentity = (people: PeopleStore["Service"], accountId: string
 export const makeIdentities = (deps: AccountDeps) => {
   const { accounts, network, people, settings } = deps
 
-  /** The person with their account made or claimed; `claimed` when it is the owner's. */
+  /** The person with their account, made now when they have none. */
   const ensureAccount = Effect.fnUntraced(function*(person: PersonRecord) {
     if (person.account_id !== null) return { person, account: "existing" as const }
-    const owner = yield* accounts.first
-    if (owner !== undefined && normaliseEmail(owner.email) === person.email) {
-      const linked = yield* people.linkAccount(person.id, owner.id)
-      return { person: linked ?? person, account: "claimed" as const }
-    }
     const account = { id: yield* generateId("acct"), email: person.email, created_at: yield* Time.now }
     yield* accounts.insert(account)
     const linked = yield* people.linkAccount(person.id, account.id)

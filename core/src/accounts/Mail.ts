@@ -22,14 +22,12 @@ export const send = (email: EmailSender["Service"], message: EmailMessage) =>
 
 const readable = (at: string) => at.replace("T", " ").replace(/\.\d{3}Z$/, " UTC")
 
-export const confirmationMail = (to: string, link: string, expiresAt: string, claimsOwner: boolean): EmailMessage => ({
+export const confirmationMail = (to: string, link: string, expiresAt: string): EmailMessage => ({
   to,
   subject: "Confirm your Model Platform account",
   text: [
     "Someone (we hope you) signed up at Model Platform with this address and a new passkey.",
-    claimsOwner
-      ? "This address is the platform owner's: confirming links the new passkey to the owner account."
-      : "Confirming creates your account.",
+    "Confirming creates your account.",
     "",
     `Confirm: ${link}`,
     "",
