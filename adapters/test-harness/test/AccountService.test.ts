@@ -306,6 +306,28 @@ describe("AccountService", () => {
       )
     })))
 
+  it.effect("sign-ins with one person's passkey are limited per person, from any address", () =>
+    run(Effect.gen(function*() {
+      const accounts = yield* AccountService
+      const auth = yield* makeSoftAuthenticator
+      yield* signUp(auth, "ida@example.test")
+      const attempt = (i: number) =>
+        Effect.gen(function*() {
+          const begun = yield* accounts.beginSignIn({ clientAddress: `10.2.${i >> 8}.${i & 255}`, ...RP })
+          // A lowered counter fails verification: a stranger's guesses, each from a new address.
+          return yield* Effect.exit(accounts.finishSignIn({ flow: begun.flow, response: yield* auth.get(begun.options, ORIGIN, { counter: 0 }), ...RP }))
+        })
+      for (let i = 0; i < 30; i++) yield* attempt(i)
+      const limited = yield* refusal(
+        Effect.flatMap(accounts.beginSignIn({ clientAddress: "10.3.0.1", ...RP }), (begun) =>
+          Effect.flatMap(auth.get(begun.options, ORIGIN), (response) => accounts.finishSignIn({ flow: begun.flow, response, ...RP })))
+      )
+      assert.strictEqual(limited.code, "rate_limited")
+      // The window passes; the person signs in.
+      yield* TestClock.adjust(10 * 60_000)
+      assert.strictEqual((yield* signIn(auth)).person.email, "ida@example.test")
+    })))
+
   it.effect("mail failures: nothing usable is kept", () =>
     run(Effect.gen(function*() {
       const accounts = yield* AccountService

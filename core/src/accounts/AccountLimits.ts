@@ -24,6 +24,11 @@ export const ACCOUNT_LIMITS = {
   confirmationPerEmail: { bucket: "acct:confirm:email", max: 5, windowMs: HOUR },
   /** Sign-in ceremonies begun from one address. */
   signInPerAddress: { bucket: "acct:signin:addr", max: 60, windowMs: 10 * 60_000 },
+  /**
+   * Sign-in attempts with one person's passkeys, from any address: a passkey names its person, so
+   * this is the per-email limit of a discoverable-credential sign-in (guessing costs nothing else).
+   */
+  signInPerEmail: { bucket: "acct:signin:email", max: 30, windowMs: 10 * 60_000 },
   /** Recovery requests from one address. */
   recoveryPerAddress: { bucket: "acct:recover:addr", max: 10, windowMs: HOUR },
   /** Recovery requests for one email. */

@@ -211,15 +211,17 @@ export const makeCeremonies = (deps: AccountDeps, identities: Identities) => {
         "This passkey is not registered here. If you just signed up, follow the link in the confirmation mail first."
       )
     }
+    const owner = yield* people.getPerson(passkey.person_id)
+    if (owner === undefined) return yield* Effect.die(new Error("a passkey's person is not found"))
+    // Counted before the signature is checked: failed attempts are the ones to slow down.
+    yield* countHit(rateLimits, ACCOUNT_LIMITS.signInPerEmail, owner.email)
     const counter = yield* verifyAuthentication(input.response, flow.challenge, input, passkey)
     const now = yield* Time.now
     yield* people.recordPasskeyUse(passkey.credential_id, counter, now)
-    const person = yield* people.getPerson(passkey.person_id)
-    if (person === undefined) return yield* Effect.die(new Error("a passkey's person is not found"))
-    const made = yield* identities.ensureAccount(person)
+    const made = yield* identities.ensureAccount(owner)
     // Whoever can sign in has not lost their passkeys: a pending recovery is someone else's.
-    yield* people.revokeTokens(person.id, "recover", now)
-    const session = yield* sessions.create(person.id)
+    yield* people.revokeTokens(owner.id, "recover", now)
+    const session = yield* sessions.create(owner.id)
     return { session, person: signedIn(made.person) }
   })
 
