@@ -10,7 +10,7 @@
  * - A charging_starts_at that is not a timestamp: closed (the safe side: nobody is charged on a
  *   misconfiguration), reason says so.
  */
-import type { Charging } from "./Billing.ts"
+import type { Charging } from "./billing/Schemas.ts"
 import type { CatalogueConfig } from "./CatalogueConfig.ts"
 import { toTimestamp } from "./Time.ts"
 

@@ -20,7 +20,7 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import type { Caller } from "./ApiKeys.ts"
-import type { Charging, Receipt, ReceiptList } from "./Billing.ts"
+import type { Charging, Receipt, ReceiptList } from "./billing/Schemas.ts"
 import { Catalogue } from "./Catalogue.ts"
 import { chargingGate } from "./Charging.ts"
 import type { CheckoutInfo } from "./CheckoutPage.ts"

@@ -1,7 +1,7 @@
 /** The billing summary: tiers from purchased credits, the month's spend from usage records. */
 import { assert, describe, it } from "@effect/vitest"
 import type { Caller } from "@model-platform/core/ApiKeys"
-import { makeBillingSummary, usageTierFor, utcMonth } from "@model-platform/core/BillingSummary"
+import { makeBillingSummary, usageTierFor, utcMonth } from "@model-platform/core/billing/Summary"
 import { Catalogue } from "@model-platform/core/Catalogue"
 import { Ledger } from "@model-platform/core/Ledger"
 import { Orders } from "@model-platform/core/OrderService"

@@ -5,7 +5,7 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Me } from "../Account.ts"
-import { BillingSummary, Receipt, ReceiptList } from "../Billing.ts"
+import { BillingSummary, Receipt, ReceiptList } from "../billing/Schemas.ts"
 import * as Catalogue from "../Catalogue.ts"
 import { ActivityList, CreditBalance, RedeemResponse, RedeemTicket, TicketList } from "../Credits.ts"
 import * as Errors from "../Errors.ts"

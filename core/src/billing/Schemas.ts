@@ -4,9 +4,9 @@
  * invoiced billing, with the bodies that change them. JSON shapes only.
  */
 import { Schema } from "effect"
-import { CreditAmount } from "./Money.ts"
-import { CreditOrderUsd, PaymentMethod } from "./Orders.ts"
-import { Timestamp } from "./Time.ts"
+import { CreditAmount } from "../Money.ts"
+import { CreditOrderUsd, PaymentMethod } from "../Orders.ts"
+import { Timestamp } from "../Time.ts"
 
 // ---- Calendar values ----------------------------------------------------------------------
 

@@ -6,16 +6,16 @@
  * stored counter that could drift.
  */
 import { Clock, Effect, Option } from "effect"
-import type { Caller } from "./ApiKeys.ts"
-import type { AutoReload, BillingSummary, UsageTier } from "./Billing.ts"
-import { Catalogue } from "./Catalogue.ts"
-import type { CatalogueConfig } from "./CatalogueConfig.ts"
-import { Ledger } from "./Ledger.ts"
-import { DEFAULT_RPM, tierAt, tierTable } from "./billing/Tiers.ts"
-import { creditsToMicro, microToCredits } from "./Money.ts"
-import { Orders } from "./OrderService.ts"
-import { UsageStore } from "./ports/UsageStore.ts"
-import { toTimestamp } from "./Time.ts"
+import type { Caller } from "../ApiKeys.ts"
+import type { AutoReload, BillingSummary, UsageTier } from "./Schemas.ts"
+import { Catalogue } from "../Catalogue.ts"
+import type { CatalogueConfig } from "../CatalogueConfig.ts"
+import { Ledger } from "../Ledger.ts"
+import { DEFAULT_RPM, tierAt, tierTable } from "./Tiers.ts"
+import { creditsToMicro, microToCredits } from "../Money.ts"
+import { Orders } from "../OrderService.ts"
+import { UsageStore } from "../ports/UsageStore.ts"
+import { toTimestamp } from "../Time.ts"
 
 /** 1 credit = 0.001 network token (the spec's unit of account). */
 export const CREDITS_PER_TOKEN = 1000n

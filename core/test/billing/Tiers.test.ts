@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import { type TierConfig, DEFAULT_RPM, rpmAt, thresholdOf, tierTable } from "../../src/billing/Tiers.ts"
-import { usageTierFor } from "../../src/BillingSummary.ts"
+import { usageTierFor } from "../../src/billing/Summary.ts"
 
 const credits = fc.oneof(
   fc.integer({ min: 0, max: 1_000_000 }),
