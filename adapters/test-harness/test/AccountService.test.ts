@@ -102,8 +102,20 @@ describe("AccountService", () => {
       assert.isTrue(identity.can_send)
       assert.strictEqual(identity.manage_url, `${ORIGIN}/manage`)
 
-      const key = yield* accounts.createKey({ ...confirmed.session, session: confirmed.session.token, name: "first" })
+      const key = yield* accounts.createKey({
+        ...confirmed.session,
+        session: confirmed.session.token,
+        name: "first",
+        permissions: ["read", "inference"]
+      })
       assert.deepStrictEqual(key.permissions, ["inference", "read"])
+      const manager = yield* accounts.createKey({
+        ...confirmed.session,
+        session: confirmed.session.token,
+        name: "manager",
+        permissions: ["manage"]
+      })
+      assert.deepStrictEqual(manager.permissions, ["manage"])
       const caller = yield* (yield* ApiKeys).authenticate(key.secret)
       assert.strictEqual(caller.account.id, confirmed.person.account_id)
 
@@ -238,8 +250,15 @@ describe("AccountService", () => {
       )
       assert.strictEqual((yield* refusal(signIn(auth, { credentialId: added.credential_id }))).code, "unknown_passkey")
       assert.strictEqual((yield* refusal(accounts.listPasskeys("no-session"))).code, "session_required")
-      assert.strictEqual((yield* refusal(accounts.createKey({ ...call, csrf: "x", name: "k" }))).code, "csrf_mismatch")
-      assert.strictEqual((yield* refusal(accounts.createKey({ ...call, name: " " }))).code, "invalid_request")
+      const permissions = ["inference"]
+      assert.strictEqual((yield* refusal(accounts.createKey({ ...call, csrf: "x", name: "k", permissions }))).code, "csrf_mismatch")
+      assert.strictEqual((yield* refusal(accounts.createKey({ ...call, name: " ", permissions }))).code, "invalid_request")
+      // None chosen, or one a person's page does not give.
+      assert.strictEqual((yield* refusal(accounts.createKey({ ...call, name: "k", permissions: [] }))).code, "invalid_request")
+      assert.strictEqual(
+        (yield* refusal(accounts.createKey({ ...call, name: "k", permissions: ["voices:admin"] }))).code,
+        "invalid_request"
+      )
     })))
 
   it.effect("recovery: a delayed link, a new passkey, every session ended; a sign-in or a cancel stops it", () =>

@@ -234,12 +234,14 @@ export class AccountService extends Context.Service<AccountService, {
    */
   readonly cancelRecovery: (call: SessionCall) => Effect.Effect<void, AccountError>
   /**
-   * Creates an API key on the signed-in person's account, permissions [inference, read] (a person's
-   * first key calls models and reads the account; manage stays with keys made through POST /keys
-   * by a key that holds it). The secret is in the answer, once. Refused: session_required,
-   * csrf_mismatch, invalid_request (name empty or over 64 characters).
+   * Creates an API key on the signed-in person's account with the permissions they chose among
+   * inference, read and manage (Passkeys.ts PERSON_KEY_PERMISSIONS). The secret is in the answer,
+   * once. Refused: session_required, csrf_mismatch, invalid_request (name empty or over 64
+   * characters, no permission or one a person's page does not give).
    */
-  readonly createKey: (call: SessionCall & { readonly name: string }) => Effect.Effect<CreatedKey, AccountError>
+  readonly createKey: (
+    call: SessionCall & { readonly name: string; readonly permissions: ReadonlyArray<string> }
+  ) => Effect.Effect<CreatedKey, AccountError>
   /**
    * The identity of a platform account, for GET /identity: the person's (state, did, wallet, error,
    * passkeys, can_send, manage_url). An identity still provisioning is asked for again here. An

@@ -11,6 +11,8 @@
  * #confirm, #key-name, #create-key, #key-secret, #passkeys, #add-passkey, #sign-out, ...).
  */
 import { escapeHtml } from "../CheckoutPage.ts"
+import type { Permission } from "../Permissions.ts"
+import { DEFAULT_PERSON_KEY_PERMISSIONS } from "./Passkeys.ts"
 
 /** Where the pages are served: the account service's base path and the script's addresses. */
 export interface PageContext {
@@ -34,6 +36,7 @@ const STYLE = `
           border: 1px solid #c8ccd4; border-radius: 6px; }
   fieldset { border: 0; padding: 0; margin: .75rem 0 0; } legend { font-size: .85rem; margin-bottom: .25rem; }
   .check { display: inline-flex; align-items: center; gap: .3rem; margin-right: 1rem; font-size: .9rem; }
+  #key-permissions .check { display: flex; margin: .2rem 0; }
   button { margin-top: 1.25rem; width: 100%; padding: .75rem; font-size: 1rem; border: 0; border-radius: 6px;
            background: #3a5bd9; color: #fff; cursor: pointer; }
   button.secondary { background: #eef1fb; color: #2c46a8; }
@@ -168,12 +171,26 @@ export interface CallExample {
   readonly model: string
 }
 
+const PERMISSION_CHOICES: ReadonlyArray<{ readonly value: Permission; readonly label: string }> = [
+  { value: "inference", label: "call models" },
+  { value: "read", label: "read this account: balance, usage, orders" },
+  { value: "manage", label: "manage this account: keys, orders, gift tickets, billing settings" }
+]
+
 const keyForm = (ctx: PageContext, action: string) =>
   `<form method="post" action="${escapeHtml(action)}" id="create-key-form">
 ${csrfField(ctx)}
 <label for="key-name">Key name</label>
 <input id="key-name" name="name" type="text" maxlength="64" required placeholder="my laptop">
-<p class="note">The key can call models and read this account (permissions inference and read).</p>
+<fieldset id="key-permissions"><legend>It may</legend>
+${
+    PERMISSION_CHOICES.map(({ value, label }) =>
+      `<label class="check"><input type="checkbox" name="permission" value="${value}"${
+        DEFAULT_PERSON_KEY_PERMISSIONS.includes(value) ? " checked" : ""
+      }> ${escapeHtml(label)} <span class="note">(${value})</span></label>`
+    ).join("\n")
+  }
+</fieldset>
 <button type="submit" id="create-key">Create an API key</button>
 </form>`
 

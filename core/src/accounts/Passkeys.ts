@@ -4,7 +4,7 @@
  * account. Every change is CSRF-checked by Sessions.change.
  */
 import { Effect } from "effect"
-import { normalize } from "../Permissions.ts"
+import { normalize, type Permission } from "../Permissions.ts"
 import * as Time from "../Time.ts"
 import { accountError } from "./AccountErrors.ts"
 import type { FinishWithNameInput, PasskeyView, RelyingParty, SessionCall } from "./AccountService.ts"
@@ -14,8 +14,14 @@ import type { Identities } from "./Identities.ts"
 import type { PasskeyRecord } from "./Records.ts"
 import { beginFlow, consumeFlow, registrationOptions, verifyRegistration } from "./WebAuthn.ts"
 
-/** A person's first key: calls models and reads the account; manage stays with POST /keys. */
-export const PERSON_KEY_PERMISSIONS = normalize(["inference", "read"])
+/**
+ * What a person may give a key made on their pages: call models, read the account, manage it
+ * (keys, orders, tickets, billing settings). The other permissions (datasets, fieldwork, voices,
+ * wallets) belong to the areas that hand them out.
+ */
+export const PERSON_KEY_PERMISSIONS = normalize(["inference", "read", "manage"])
+/** Ticked when the form opens: a key that calls models and reads the account. */
+export const DEFAULT_PERSON_KEY_PERMISSIONS = normalize(["inference", "read"])
 
 export const toPasskeyView = (p: PasskeyRecord): PasskeyView => ({
   credential_id: p.credential_id,
@@ -76,14 +82,23 @@ export const makePasskeys = (deps: AccountDeps, identities: Identities) => {
     }
   })
 
-  const createKey = Effect.fn("AccountService.createKey")(function*(call: SessionCall & { readonly name: string }) {
+  const createKey = Effect.fn("AccountService.createKey")(function*(
+    call: SessionCall & { readonly name: string; readonly permissions: ReadonlyArray<string> }
+  ) {
     const person = yield* sessions.change(call)
     const name = call.name.trim()
     if (name.length === 0 || name.length > 64 || /[\u0000-\u001f\u007f]/.test(name)) {
       return yield* accountError("invalid_request", "A key's name is 1 to 64 characters, without control characters.")
     }
+    const unknown = call.permissions.find((p) => !PERSON_KEY_PERMISSIONS.includes(p as Permission))
+    if (unknown !== undefined || call.permissions.length === 0) {
+      return yield* accountError(
+        "invalid_request",
+        `Choose at least one of ${PERSON_KEY_PERMISSIONS.join(", ")} for the key's permissions.`
+      )
+    }
     const { person: owner } = yield* identities.ensureAccount(person)
-    return yield* apiKeys.issue(owner.account_id!, { name, permissions: PERSON_KEY_PERMISSIONS })
+    return yield* apiKeys.issue(owner.account_id!, { name, permissions: normalize(call.permissions as ReadonlyArray<Permission>) })
   })
 
   return { beginAddPasskey, finishAddPasskey, listPasskeys, removePasskey, createKey }

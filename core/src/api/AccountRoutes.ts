@@ -197,7 +197,7 @@ const routes = (service: Service): ReadonlyArray<Route> => {
     postForm("/welcome", Effect.gen(function*() {
       const form = yield* formFields
       return yield* requireSession(service, (s) =>
-        service.createKey({ session: s.token, csrf: form.get("csrf") ?? "", name: form.get("name") ?? "" }).pipe(
+        service.createKey({ session: s.token, csrf: form.get("csrf") ?? "", name: form.get("name") ?? "", permissions: form.all("permission") }).pipe(
           Effect.flatMap((key) =>
             Effect.map(example, (ex) => page(Pages.welcomePage(s.ctx, { email: s.live.person.email, example: ex, created: createdView(key) })))),
           Effect.catch((error) =>
@@ -234,7 +234,7 @@ const routes = (service: Service): ReadonlyArray<Route> => {
     postForm("/keys", Effect.gen(function*() {
       const form = yield* formFields
       return yield* requireSession(service, (s) =>
-        service.createKey({ session: s.token, csrf: form.get("csrf") ?? "", name: form.get("name") ?? "" }).pipe(
+        service.createKey({ session: s.token, csrf: form.get("csrf") ?? "", name: form.get("name") ?? "", permissions: form.all("permission") }).pipe(
           Effect.flatMap((key) => managePage(service, s, { created: createdView(key) })),
           Effect.catch((error) => managePage(service, s, { error: error.message }, error.status))
         ))
