@@ -1,0 +1,382 @@
+/**
+ * Accounts for people end to end (issue 15, "Done means"), as two people meet them in a real
+ * browser, on any shell: the shell's `start` serves the platform on the demo catalogue (its
+ * reference machine started here), sending mail through the real local SMTP server started here
+ * (smtp-server, parsed with mailparser), and headless Chromium drives it with a DevTools virtual
+ * authenticator per person (one browser context each). Each shell's test is a thin caller
+ * (adapters/node-http/test/Accounts.browser.test.ts, adapters/lambda/test/Accounts.browser.test.ts).
+ *
+ * Each person signs up with an email and a passkey, confirms the address from the mail the SMTP
+ * server received, lands on the welcome page and creates an API key (its secret read from the
+ * page), buys credits through the card checkout page, calls a model with the key, signs out, and
+ * signs in again with the passkey. Then the second person sees nothing of the first through the API
+ * (their order is 404, their keys are not listed), and redeems a gift ticket the first one bought:
+ * once, then refused (409). Person 1 moves to a new device; person 2 recovers by email.
+ *
+ * Screenshots of every page go to the caller's `artifacts` directory (each shell's gitignored
+ * test-artifacts/accounts/). Skipped (with a message) when no Chromium is installed at
+ * CHROMIUM_PATH or /usr/bin/chromium.
+ */
+import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
+import { type ParsedMail, simpleParser } from "mailparser"
+import { existsSync, mkdirSync } from "node:fs"
+import type * as Net from "node:net"
+import { join } from "node:path"
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core"
+import { SMTPServer } from "smtp-server"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
+
+/** Short, so the test sees a recovery link refused before its delay and working after it. */
+const RECOVERY_DELAY_MS = 3_000
+
+/** What the flow hands the shell's `start`. */
+export interface FlowSetup {
+  /** The local SMTP server, `smtp://127.0.0.1:<port>` (no TLS, no authentication): send mail there. */
+  readonly smtpUrl: string
+  /** The reference machine's OpenAI base URL: the demo catalogue's `http://127.0.0.1:8101/v1` becomes this. */
+  readonly machineUrl: string
+  /** The account service's recovery delay (AccountsConfig.recoveryDelayMs). */
+  readonly recoveryDelayMs: number
+}
+
+/** The platform a shell started for the flow. */
+export interface PlatformUnderTest {
+  /** Where API clients call it, e.g. `http://127.0.0.1:<port>`. */
+  readonly url: string
+  /**
+   * The account service as a person opens it, `http://localhost:<port>/accounts` (its
+   * ACCOUNTS_URL): passkeys need a secure context, which localhost is and 127.0.0.1 is not.
+   */
+  readonly accounts: string
+  readonly stop: () => Promise<void>
+}
+
+export interface AccountsFlowOptions {
+  /** Names the suite, e.g. "node-http, PostgreSQL, SMTP". */
+  readonly shell: string
+  /** Where the screenshots go. */
+  readonly artifacts: string
+  readonly start: (setup: FlowSetup) => Promise<PlatformUnderTest>
+}
+
+// ---- a local SMTP server -------------------------------------------------------------------------
+
+interface Mailbox {
+  readonly port: number
+  readonly received: Array<ParsedMail>
+  readonly close: () => Promise<void>
+}
+
+const startSmtp = (): Promise<Mailbox> =>
+  new Promise((done) => {
+    const received: Array<ParsedMail> = []
+    const server = new SMTPServer({
+      logger: false,
+      disabledCommands: ["STARTTLS"],
+      authOptional: true,
+      onData: (stream, _session, callback) => {
+        simpleParser(stream).then((mail) => {
+          received.push(mail)
+          callback()
+        }, (error: Error) => callback(error))
+      }
+    })
+    server.listen(0, "127.0.0.1", () =>
+      done({
+        port: (server.server.address() as Net.AddressInfo).port,
+        received,
+        close: () => new Promise((closed) => server.close(() => closed()))
+      }))
+  })
+
+const recipients = (mail: ParsedMail): Array<string> =>
+  (Array.isArray(mail.to) ? mail.to : mail.to === undefined ? [] : [mail.to]).flatMap((to) => to.value.map((v) => v.address ?? ""))
+
+/** The newest mail to `address` whose text holds a link matching `pattern`, waited for. */
+const linkIn = async (mailbox: Mailbox, address: string, pattern: RegExp, after = 0): Promise<string> => {
+  const deadline = Date.now() + 15_000
+  while (Date.now() < deadline) {
+    const mails = mailbox.received.slice(after).filter((m) => recipients(m).includes(address))
+    for (const mail of mails.reverse()) {
+      const link = pattern.exec(mail.text ?? "")?.[0]
+      if (link !== undefined) return link
+    }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error(`no mail to ${address} with a link like ${pattern}`)
+}
+
+// ---- the flow ----------------------------------------------------------------------------------
+
+export const accountsBrowserFlow = (options: AccountsFlowOptions) => {
+  const haveChromium = existsSync(CHROMIUM)
+  if (!haveChromium) console.warn(`accounts browser flow (${options.shell}): no Chromium at ${CHROMIUM}; run scripts/ensure-chromium.sh`)
+  const ARTIFACTS = options.artifacts
+
+  describe.skipIf(!haveChromium)(`accounts for people in a headless browser (${options.shell})`, () => {
+    let machine: ReferenceMachine
+    let mailbox: Mailbox
+    let browser: Browser
+    let platform: PlatformUnderTest | undefined
+    let url = "" // the platform, as the API clients call it
+    let accounts = "" // the account service, as a person opens it (localhost: a secure context)
+
+    beforeAll(async () => {
+      mkdirSync(ARTIFACTS, { recursive: true })
+      machine = await startReferenceMachine({ port: 0 })
+      mailbox = await startSmtp()
+      platform = await options.start({
+        smtpUrl: `smtp://127.0.0.1:${mailbox.port}`,
+        machineUrl: machine.url,
+        recoveryDelayMs: RECOVERY_DELAY_MS
+      })
+      url = platform.url
+      accounts = platform.accounts
+      browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        headless: true,
+        args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync"]
+      })
+    }, 120_000)
+
+    afterAll(async () => {
+      await browser?.close()
+      await platform?.stop()
+      await mailbox?.close()
+      await machine?.close()
+    })
+
+  /** A JSON call with a person's key. */
+    const api = async (secret: string, method: string, path: string, body?: unknown) => {
+      const headers: Record<string, string> = { authorization: `Bearer ${secret}` }
+      if (body !== undefined) {
+        headers["content-type"] = "application/json"
+        headers["idempotency-key"] = crypto.randomUUID()
+      }
+      const response = await fetch(url + path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+      return { status: response.status, body: await response.json() as any }
+    }
+
+    const shot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true })
+
+    /** A browser context with its own virtual authenticator (a person's device). */
+    const device = async () => {
+      const context = await browser.newContext()
+      const page = await context.newPage()
+      const cdp = await context.newCDPSession(page)
+      await cdp.send("WebAuthn.enable")
+      const authenticator = () =>
+        cdp.send("WebAuthn.addVirtualAuthenticator", {
+          options: { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true }
+        }).then((r) => r.authenticatorId)
+      const first = await authenticator()
+      /** The person's device is replaced by a new one (the old one gone: its passkey with it). */
+      const replace = async () => {
+        await cdp.send("WebAuthn.removeVirtualAuthenticator", { authenticatorId: first })
+        await authenticator()
+      }
+      return { context, page, replace }
+    }
+
+    /** Pays the open checkout page with the test card. */
+    const payByCard = async (page: Page) => {
+      await page.getByTestId("card-number").fill("4242 4242 4242 4242")
+      await page.getByTestId("expiry").fill("12/34")
+      await page.getByTestId("cvc").fill("123")
+      await page.getByTestId("pay").click()
+      await page.getByTestId("paid").waitFor({ timeout: 15_000 })
+    }
+
+    /** Buys credits on the manage page and pays them on the checkout page; answers the order's id. */
+    const buy = async (page: Page, amountUsd: number, options: { gift?: boolean; shots?: string } = {}) => {
+      await page.goto(`${accounts}/manage`)
+      await page.fill("#buy-amount", String(amountUsd))
+      if (options.gift === true) await page.check("#buy-gift")
+      await page.click("#buy-credits")
+      await page.locator("#pay-link").waitFor()
+      const orderId = (await page.locator("#order-id").textContent())!.trim()
+      if (options.shots !== undefined) await shot(page, `${options.shots}-order`)
+      await page.click("#pay-link")
+      await page.getByTestId("card-number").waitFor()
+      if (options.shots !== undefined) await shot(page, `${options.shots}-checkout`)
+      await payByCard(page)
+      if (options.shots !== undefined) await shot(page, `${options.shots}-paid`)
+      return orderId
+    }
+
+    interface Person {
+      readonly email: string
+      readonly page: Page
+      readonly context: BrowserContext
+      readonly secret: string
+      readonly keyId: string
+      readonly orderId: string
+      readonly replace: () => Promise<void>
+    }
+
+    /** The whole journey of one person; `n` names the screenshots. */
+    const journey = async (n: number): Promise<Person> => {
+      const email = `person${n}-${Date.now()}@test.local`
+      const { context, page, replace } = await device()
+      const p = `p${n}`
+
+      // Sign up: an email and a passkey.
+      await page.goto(`${accounts}/sign-up`)
+      await shot(page, `${p}-01-sign-up`)
+      await page.fill("#email", email)
+      await page.click("#sign-up")
+      await page.waitForURL(/\/accounts\/check-email/, { timeout: 15_000 })
+      await page.locator("#check-email").waitFor()
+      await shot(page, `${p}-02-check-email`)
+
+      // Confirm from the mail the SMTP server received: GET shows a button, POST confirms.
+      const confirm = await linkIn(mailbox, email, /https?:\/\/\S+\/confirm\?token=[\w-]+/)
+      expect(confirm.startsWith(`${accounts}/confirm?token=`)).toBe(true)
+      await page.goto(confirm)
+      await shot(page, `${p}-03-confirm`)
+      await page.click("#confirm")
+      await page.waitForURL(/\/accounts\/welcome/).catch(async (error) => {
+        await shot(page, `${p}-03-confirm-failed`)
+        throw new Error(`${error}\n${await page.locator("body").innerText()}`)
+      })
+      await shot(page, `${p}-04-welcome`)
+
+      // The first API key: its secret once, and how to call a model with it.
+      await page.fill("#key-name", "first key")
+      await page.click("#create-key")
+      const secret = (await page.locator("#key-secret").textContent())!.trim()
+      expect(secret).toMatch(/^mpk_/)
+      expect(await page.locator("#example-curl").textContent()).toContain(`${url.replace("127.0.0.1", "localhost")}/v1/chat/completions`)
+      await shot(page, `${p}-05-welcome-key`)
+      const me = await api(secret, "GET", "/me")
+      expect(me.status).toBe(200)
+      expect(me.body.email).toBe(email)
+      const keyId = me.body.key.id as string
+
+      // Credits through the checkout page, then a model call with the key.
+      await page.goto(`${accounts}/manage`)
+      await shot(page, `${p}-06-manage`)
+      const orderId = await buy(page, 10, { shots: `${p}-07` })
+      const order = await api(secret, "GET", `/orders/${orderId}`)
+      expect(order.body.status).toBe("paid")
+      expect((await api(secret, "GET", "/credits")).body.total_credits).toBe(10_000)
+      const chat = await fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "ref-chat", machine: "ref-local", messages: [{ role: "user", content: "Hello" }], max_tokens: 16 })
+      })
+      const reply = await chat.json() as any
+      expect(chat.status, JSON.stringify(reply)).toBe(200)
+      expect(reply.choices[0].message.content).toEqual(expect.any(String))
+
+      // Sign out, and in again with the passkey.
+      await page.goto(`${accounts}/manage`)
+      await page.click("#sign-out")
+      await page.waitForURL(/\/accounts\/sign-in/)
+      await shot(page, `${p}-08-signed-out`)
+      await page.goto(`${accounts}/manage`)
+      await page.waitForURL(/\/accounts\/sign-in/) // signed out: the manage page sends to sign-in
+      await page.click("#sign-in")
+      await page.waitForURL(/\/accounts\/manage/, { timeout: 15_000 })
+      expect(await page.locator("#account-email").textContent()).toBe(email)
+      expect(await page.locator("#passkeys li").count()).toBe(1)
+      await shot(page, `${p}-09-signed-in`)
+      return { email, page, context, secret, keyId, orderId, replace }
+    }
+
+    /** A second passkey on a new device, the first one removed, and sign-in with the new one. */
+    const newDevice = async (person: Person, n: number) => {
+      const page = person.page
+      await person.replace()
+      await page.goto(`${accounts}/manage`)
+      await page.click("#add-passkey")
+      await page.waitForURL(/\/accounts\/manage\?added=1/, { timeout: 15_000 })
+      expect(await page.locator("#passkeys li").count()).toBe(2)
+      await shot(page, `p${n}-11-passkey-added`)
+      await page.locator("#passkeys li").first().getByRole("button", { name: /Remove/ }).click()
+      await page.locator("#notice").waitFor()
+      expect(await page.locator("#passkeys li").count()).toBe(1)
+      await shot(page, `p${n}-12-passkey-removed`)
+      await page.click("#sign-out")
+      await page.waitForURL(/\/accounts\/sign-in/)
+      await page.click("#sign-in")
+      await page.waitForURL(/\/accounts\/manage/, { timeout: 15_000 })
+      expect(await page.locator("#account-email").textContent()).toBe(person.email)
+    }
+
+    it("two people sign up, buy, call, sign out and in; neither sees the other; a gift passes once", async () => {
+      const one = await journey(1)
+      const two = await journey(2)
+
+      // Nothing of person 1 through person 2's key.
+      expect((await api(two.secret, "GET", `/orders/${one.orderId}`)).status).toBe(404)
+      const keys = await api(two.secret, "GET", "/keys")
+      expect(keys.status).toBe(200)
+      expect(keys.body.data.map((k: { id: string }) => k.id)).not.toContain(one.keyId)
+      expect(JSON.stringify(keys.body)).not.toContain(one.email)
+      const orders = await api(two.secret, "GET", "/orders")
+      expect(orders.body.data.map((o: { id: string }) => o.id)).not.toContain(one.orderId)
+
+      // A gift ticket bought by person 1, redeemed by person 2 once.
+      const giftOrder = await buy(one.page, 5, { gift: true, shots: "p1-10-gift" })
+      const ticket = (await api(one.secret, "GET", `/orders/${giftOrder}`)).body.ticket
+      expect(ticket).toMatchObject({ credits: 5000, redeemed: false })
+      // Its code is on person 1's account page, to pass on.
+      await one.page.goto(`${accounts}/manage`)
+      expect(await one.page.locator("#tickets .ticket-code").allTextContents()).toEqual([ticket.code])
+      await shot(one.page, "p1-10-gift-ticket")
+      const before = (await api(two.secret, "GET", "/credits")).body.total_credits
+      await two.page.goto(`${accounts}/manage`)
+      await two.page.fill("#ticket-code", ticket.code)
+      await two.page.click("#redeem")
+      await two.page.locator("#notice").waitFor()
+      expect(await two.page.locator("#notice").textContent()).toContain("5000 credits")
+      await shot(two.page, "p2-10-redeemed")
+      expect((await api(two.secret, "GET", "/credits")).body.total_credits).toBe(before + 5000)
+      // The second time: refused, readable on the page, nothing added.
+      await two.page.fill("#ticket-code", ticket.code)
+      const [second] = await Promise.all([
+        two.page.waitForResponse((r) => r.request().method() === "POST" && r.url().endsWith("/accounts/redeem")),
+        two.page.click("#redeem")
+      ])
+      expect(second.status()).toBe(409)
+      await two.page.locator("#error").waitFor()
+      await shot(two.page, "p2-11-redeemed-again")
+      expect((await api(two.secret, "GET", "/credits")).body.total_credits).toBe(before + 5000)
+      const bought = (await api(one.secret, "GET", `/orders/${giftOrder}`)).body.ticket
+      expect(bought).toMatchObject({ redeemed: true, redeemed_by_you: false })
+
+      // Person 1 loses the device: a passkey on a new one, the old one removed, sign-in with the new.
+      await newDevice(one, 1)
+
+      // Person 2 loses every passkey: recovery by email on a new device, usable after the delay.
+      const fresh = await device()
+      await fresh.page.goto(`${accounts}/recover`)
+      const mailsBefore = mailbox.received.length
+      await fresh.page.fill("#email", two.email)
+      await fresh.page.click("#recover")
+      await fresh.page.locator("#recovery-sent").waitFor()
+      await shot(fresh.page, "p2-12-recovery-requested")
+      const recover = await linkIn(mailbox, two.email, /https?:\/\/\S+\/recover\?token=[\w-]+/, mailsBefore)
+      await fresh.page.goto(recover)
+      await fresh.page.click("#register-passkey")
+      await fresh.page.locator("#error:not([hidden])").waitFor()
+      await shot(fresh.page, "p2-13-recovery-early")
+      await new Promise((r) => setTimeout(r, RECOVERY_DELAY_MS))
+      await fresh.page.click("#register-passkey")
+      await fresh.page.waitForURL(/\/accounts\/manage/, { timeout: 15_000 })
+      expect(await fresh.page.locator("#account-email").textContent()).toBe(two.email)
+      expect(await fresh.page.locator("#passkeys li").count()).toBe(2)
+      await shot(fresh.page, "p2-14-recovered")
+      // Recovery ended every other session: the old device is signed out.
+      await two.page.goto(`${accounts}/manage`)
+      await two.page.waitForURL(/\/accounts\/sign-in/)
+      await fresh.context.close()
+
+      await one.context.close()
+      await two.context.close()
+    }, 180_000)
+  })
+}
