@@ -8,6 +8,7 @@ import { Console, Effect, Layer, Option } from "effect"
 import { HttpServer } from "effect/http"
 import * as Path from "node:path"
 import { AccountsConfig } from "@model-platform/core/accounts/AccountService"
+import { RecoveryDelayConfig } from "@model-platform/core/accounts/AccountsConfig"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
 import { AccountsServerConfig } from "./Accounts.ts"
 import { loadCatalogue } from "./CatalogueFile.ts"
@@ -72,6 +73,7 @@ const main = Effect.gen(function*() {
       },
       accounts: {
         accountsUrl: Option.getOrUndefined(accountsUrl),
+        recoveryDelayMs: yield* RecoveryDelayConfig,
         emailSender: emailSenderLayer(email),
         network: SimulatedNetwork.fromConfig
       }

@@ -1,5 +1,5 @@
 /** What the account service needs from its shell (AccountService.ts). */
-import { Context } from "effect"
+import { Config, Context, Option, Schema } from "effect"
 
 /**
  * What the account service needs from its shell. Its layer (AccountService.layer) needs this, PeopleStore, AccountStore, RateLimitStore, EmailSender, Network and ApiKeys.
@@ -19,3 +19,16 @@ export interface AccountsSettings {
 export class AccountsConfig extends Context.Service<AccountsConfig, AccountsSettings>()(
   "@model-platform/core/accounts/AccountsConfig"
 ) {}
+
+/**
+ * ACCOUNTS_RECOVERY_DELAY_HOURS (docs/configuration.md), read by both shells: how long a recovery
+ * link waits before it works, in hours (fractions allowed, 0 for none). Unset: the default (24 h).
+ * The wait is what gives a person whose mailbox was taken the time to cancel from a signed-in page.
+ */
+export const RecoveryDelayConfig: Config.Config<number | undefined> = Config.schema(
+  Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 24 * 365 })),
+  "ACCOUNTS_RECOVERY_DELAY_HOURS"
+).pipe(
+  Config.option,
+  Config.map(Option.match({ onNone: () => undefined, onSome: (hours) => Math.round(hours * 60 * 60_000) }))
+)
