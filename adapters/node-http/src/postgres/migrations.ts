@@ -10,6 +10,7 @@
  */
 import { Effect } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
+import { billingSettings } from "./migrations/0013_billing_settings.ts"
 
 const accountsKeysIdempotency = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -599,7 +600,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0007_gateway_functions": gatewayFunctions,
   "0008_people": people,
   "0009_token_subjects": tokenSubjects,
-  "0010_identities": identities
+  "0010_identities": identities,
+  "0013_billing_settings": billingSettings
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */

@@ -1,0 +1,9 @@
+/** The billing settings store contract on DynamoDB Local. */
+import { billingSettingsStoreContract } from "@model-platform/test-harness/BillingSettingsContract"
+import { Layer } from "effect"
+import { BillingSettingsStoreDynamo } from "../src/DynamoBillingSettingsStore.ts"
+import { useDynamoLocal } from "./dynamoLocal.ts"
+
+const { freshTable } = useDynamoLocal("billing-settings-test")
+
+billingSettingsStoreContract("BillingSettingsStoreDynamo on DynamoDB Local", BillingSettingsStoreDynamo.pipe(Layer.provide(freshTable())))

@@ -1,0 +1,5 @@
+/** The billing settings store contract on the in-memory store. */
+import { billingSettingsStoreContract } from "../src/BillingSettingsContract.ts"
+import { BillingSettingsStoreMemory } from "../src/MemoryBillingSettingsStore.ts"
+
+billingSettingsStoreContract("BillingSettingsStoreMemory", BillingSettingsStoreMemory)
