@@ -37,8 +37,11 @@ import { generateId } from "./Keys.ts"
 import { microToCredits } from "./Money.ts"
 import {
   type Allocation,
+  type BudgetClaim,
+  type BudgetState,
   byScope,
   type CreditEntryType,
+  firstOverBudget,
   type LedgerEntry,
   LedgerStore,
   type OrderedReservation,
@@ -248,7 +251,8 @@ export const spendingOrder = (machineId: string | null): ReadonlyArray<string | 
  * Reserves `request.amount` from its scopes in the order given, as `allocate` takes it: the
  * store's one-step `reserveInOrder` where it has one, else read the balances, allocate and write
  * the reservation (which refuses when a concurrent call took the credits meanwhile), up to
- * RESERVE_ATTEMPTS times.
+ * RESERVE_ATTEMPTS times. Budgets are checked before the balance, by the store and atomically;
+ * on a refusal this path reads the budgets only to say which one (`over_budget`), as they are then.
  */
 export const reserveOrdered = (store: LedgerStore["Service"]) =>
 (request: OrderedReservation): Effect.Effect<ReserveInOrderResult> => {
@@ -258,14 +262,45 @@ export const reserveOrdered = (store: LedgerStore["Service"]) =>
       const balance = balances.find((b) => b.machine_id === scope)
       return { machine_id: scope, available: balance === undefined ? 0n : available(balance) }
     }))
+  const claims = request.budgets ?? []
+  /** The first claim over its limit as the budgets are now (undefined: none, or no claims). */
+  const overBudgetNow = Effect.gen(function*() {
+    if (claims.length === 0) return undefined
+    const states = new Map<string, BudgetState>()
+    for (const month of new Set(claims.map((c) => c.month))) {
+      for (const state of yield* store.budgets(request.account_id, month)) states.set(`${month}/${state.budget}`, state)
+    }
+    const stateOf = (claim: BudgetClaim) =>
+      states.get(`${claim.month}/${claim.budget}`) ?? { limit: null, spent: 0n, held: 0n }
+    return firstOverBudget(claims, stateOf, request.amount)
+  })
   return Effect.gen(function*() {
     for (let attempt = 1;; attempt++) {
       const allocation = allocate(yield* sourcesNow, request.amount)
-      if (allocation._tag === "Insufficient") return { _tag: "insufficient", available: allocation.available } as const
+      if (allocation._tag === "Insufficient") {
+        return (yield* overBudgetNow) ?? { _tag: "insufficient", available: allocation.available } as const
+      }
       const { scopes: _, amount: __, ...reservation } = request
       const result = yield* store.reserve({ ...reservation, allocations: allocation.allocations })
       if (result === "reserved") return { _tag: "reserved", allocations: allocation.allocations } as const
       if (result === "duplicate") return { _tag: "duplicate" } as const
+      if (result === "over_budget") {
+        const over = yield* overBudgetNow
+        if (over !== undefined) return over
+        // Released since (a settle, void or expiry, or a limit raised): try again; the last try
+        // answers the first claim as it is now.
+        if (attempt >= RESERVE_ATTEMPTS) {
+          const claim = claims[0]!
+          const state = (yield* store.budgets(request.account_id, claim.month)).find((b) => b.budget === claim.budget)
+          return {
+            _tag: "over_budget",
+            budget: claim.budget,
+            limit: state?.limit ?? claim.default_limit ?? 0n,
+            used: (state?.spent ?? 0n) + (state?.held ?? 0n)
+          } as const
+        }
+        continue
+      }
       // A concurrent call took credits between our read and our write.
       if (attempt >= RESERVE_ATTEMPTS) {
         const total = (yield* sourcesNow).reduce((sum, s) => s.available > 0n ? sum + s.available : sum, 0n)
@@ -412,6 +447,8 @@ export class Ledger extends Context.Service<Ledger, {
         if (result._tag === "insufficient") {
           return { _tag: "Insufficient", available: result.available } satisfies ReserveResult
         }
+        // It claims no budgets, so none can refuse it.
+        if (result._tag === "over_budget") return yield* Effect.die(new Error(`Ledger.reserve: over_budget without a claim`))
         return yield* Effect.die(new Error(`Ledger.reserve: generated ref ${ref} already exists`))
       })
 

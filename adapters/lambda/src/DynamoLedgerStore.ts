@@ -393,7 +393,8 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
     })
 
     const reserve = Effect.fn("LedgerStore.reserve")(function*(reservation: NewReservation) {
-      const problem = reservationProblem(reservation)
+      const problem = reservationProblem(reservation) ??
+        ((reservation.budgets ?? []).length > 0 ? "budgets are not kept by this store yet" : undefined)
       if (problem !== undefined) return yield* die("reserve", problem)
       const stamp = yield* writeStamp
       const pendingKey = LedgerKeys.pending(reservation.account_id, reservation.created_at, stamp, reservation.ref)
@@ -489,7 +490,10 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
       pending,
       settle,
       void: voidReservation,
-      expire
+      expire,
+      // Budgets (docs/billing.md "Monthly limits") are not kept by this store yet: claiming one dies.
+      setBudgetLimit: () => die("setBudgetLimit", "budgets are not kept by this store yet"),
+      budgets: () => die("budgets", "budgets are not kept by this store yet")
     })
   })
 )

@@ -9,11 +9,15 @@
 import { GatewayStoreComposed } from "@model-platform/core/ports/GatewayStore"
 import type { PlatformStores } from "@model-platform/core/api/Http"
 import {
+  type BudgetClaim,
+  type BudgetState,
   byScope,
   creditProblem,
+  firstOverBudget,
   type LedgerEntry,
   LedgerStore,
   type Reservation,
+  reservedAmount,
   type ScopeBalance,
   scopeKey,
   settlementProblem
@@ -21,6 +25,7 @@ import {
 import { RateLimitStore } from "@model-platform/core/ports/RateLimitStore"
 import { matchesUsageQuery, type UsageRecord, UsageStore } from "@model-platform/core/ports/UsageStore"
 import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
+import { BillingSettingsStoreMemory } from "@model-platform/test-harness/MemoryBillingSettingsStore"
 import { PeopleStoreMemory } from "@model-platform/test-harness/MemoryPeopleStore"
 import { MemoryStores } from "@model-platform/test-harness/MemoryStores"
 import { Effect, Layer } from "effect"
@@ -30,6 +35,22 @@ const LedgerStoreFast = Layer.sync(LedgerStore, () => {
   const refs = new Set<string>()
   const scopes = new Map<string, Map<string, ScopeBalance>>()
   const reservations = new Map<string, Reservation>()
+  // Budgets (docs/billing.md "Monthly limits"): limits by `account\0budget`, counters by `account\0month\0budget`.
+  const limits = new Map<string, bigint>()
+  const months = new Map<string, { spent: bigint; held: bigint }>()
+  const budgetMonth = (accountId: string, month: string, budget: string) => {
+    const key = `${accountId}\u0000${month}\u0000${budget}`
+    let m = months.get(key)
+    if (m === undefined) months.set(key, (m = { spent: 0n, held: 0n }))
+    return m
+  }
+  const adjustBudgets = (r: Reservation, held: bigint, spent: bigint) => {
+    for (const { budget, month } of r.budgets ?? []) {
+      const m = budgetMonth(r.account_id, month, budget)
+      m.held += held
+      m.spent += spent
+    }
+  }
   const scopesOf = (accountId: string) => {
     let s = scopes.get(accountId)
     if (s === undefined) scopes.set(accountId, (s = new Map()))
@@ -52,6 +73,7 @@ const LedgerStoreFast = Layer.sync(LedgerStore, () => {
     const r = reservations.get(ref)
     if (r === undefined || r.status !== "pending") return false
     for (const a of r.allocations) adjust(r.account_id, a.machine_id, 0n, -a.amount)
+    adjustBudgets(r, -reservedAmount(r.allocations), 0n)
     reservations.set(ref, { ...r, status, finished_at: at })
     return true
   }
@@ -73,13 +95,30 @@ const LedgerStoreFast = Layer.sync(LedgerStore, () => {
     reserve: (reservation) =>
       Effect.sync(() => {
         if (reservations.has(reservation.ref)) return "duplicate" as const
+        const claims = reservation.budgets ?? []
+        const amount = reservedAmount(reservation.allocations)
+        const stateOf = (claim: BudgetClaim) => ({
+          limit: limits.get(`${reservation.account_id}\u0000${claim.budget}`) ?? null,
+          ...budgetMonth(reservation.account_id, claim.month, claim.budget)
+        })
+        if (firstOverBudget(claims, stateOf, amount) !== undefined) return "over_budget" as const
         const s = scopesOf(reservation.account_id)
         for (const a of reservation.allocations) {
           const scope = s.get(scopeKey(a.machine_id))
           if (scope === undefined || scope.posted - scope.held < a.amount) return "insufficient" as const
         }
         for (const a of reservation.allocations) adjust(reservation.account_id, a.machine_id, 0n, a.amount)
-        reservations.set(reservation.ref, { ...reservation, status: "pending", finished_at: null, charged: null, excess: null })
+        const { budgets: _, ...fields } = reservation
+        const stored: Reservation = {
+          ...fields,
+          ...(claims.length === 0 ? {} : { budgets: claims.map(({ budget, month }) => ({ budget, month })) }),
+          status: "pending",
+          finished_at: null,
+          charged: null,
+          excess: null
+        }
+        reservations.set(reservation.ref, stored)
+        adjustBudgets(stored, amount, 0n)
         return "reserved" as const
       }),
     reservation: (ref) => Effect.sync(() => reservations.get(ref)),
@@ -92,6 +131,7 @@ const LedgerStoreFast = Layer.sync(LedgerStore, () => {
         const problem = settlementProblem(r, settlement)
         if (problem !== undefined) throw new Error(problem)
         for (const a of r.allocations) adjust(r.account_id, a.machine_id, 0n, -a.amount)
+        adjustBudgets(r, -reservedAmount(r.allocations), settlement.charged)
         for (const entry of settlement.entries) append(entry)
         reservations.set(r.ref, { ...r, status: "settled", finished_at: settlement.at, charged: settlement.charged, excess: settlement.excess })
         return "settled" as const
@@ -102,6 +142,25 @@ const LedgerStoreFast = Layer.sync(LedgerStore, () => {
         const due = [...reservations.values()].filter((r) => r.status === "pending" && r.expires_at <= now)
         for (const r of due) finish(r.ref, "expired", now)
         return due.map((r) => r.ref)
+      }),
+    setBudgetLimit: (accountId, budget, limit) =>
+      Effect.sync(() => {
+        if (limit === null) limits.delete(`${accountId}\u0000${budget}`)
+        else limits.set(`${accountId}\u0000${budget}`, limit)
+      }),
+    budgets: (accountId, month) =>
+      Effect.sync(() => {
+        const found = new Map<string, BudgetState>()
+        for (const [key, limit] of limits) {
+          const [account, budget] = key.split("\u0000") as [string, string]
+          if (account === accountId) found.set(budget, { budget, limit, spent: 0n, held: 0n })
+        }
+        for (const [key, { held, spent }] of months) {
+          const [account, m, budget] = key.split("\u0000") as [string, string, string]
+          if (account !== accountId || m !== month || (spent === 0n && held === 0n)) continue
+          found.set(budget, { budget, limit: found.get(budget)?.limit ?? null, spent, held })
+        }
+        return [...found.values()].sort((a, b) => (a.budget < b.budget ? -1 : a.budget > b.budget ? 1 : 0))
       })
   })
 })
@@ -139,5 +198,5 @@ const RateLimitStoreFast = Layer.sync(RateLimitStore, () => {
 /** Every store the platform needs: accounts, keys, idempotency and orders from the harness. */
 export const FastMemoryStores: Layer.Layer<PlatformStores> = Layer.provideMerge(
   GatewayStoreComposed,
-  Layer.mergeAll(MemoryStores, OrderStoreMemory, LedgerStoreFast, UsageStoreFast, RateLimitStoreFast, PeopleStoreMemory)
+  Layer.mergeAll(MemoryStores, OrderStoreMemory, LedgerStoreFast, UsageStoreFast, RateLimitStoreFast, PeopleStoreMemory, BillingSettingsStoreMemory)
 )

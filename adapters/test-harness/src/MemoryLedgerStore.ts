@@ -5,16 +5,23 @@
  * `Ref.modify` (reads are a single `Ref.get`), which is what makes it atomic between fibers.
  * Input that breaks the port's rules (a usage entry posted as a credit, an allocation pinned to
  * another machine, a non-positive amount...) is a defect, as a violated constraint is in SQL.
+ * Budgets (docs/billing.md "Monthly limits") live in the same state: a reservation's claims are
+ * checked and held in the same `Ref.modify` as its balance.
  */
 import { Effect, Layer, Ref } from "effect"
 import {
+  type BudgetClaim,
+  budgetLimitProblem,
+  type BudgetState,
   byScope,
   creditProblem,
+  firstOverBudget,
   type LedgerEntry,
   LedgerStore,
   type NewReservation,
   type Reservation,
   reservationProblem,
+  reservedAmount,
   type ScopeBalance,
   scopeKey,
   type Settlement,
@@ -35,6 +42,34 @@ interface State {
   readonly reservations: ReadonlyMap<string, Reservation>
   /** Every entry id (unique across accounts, like a primary key). */
   readonly ids: ReadonlySet<string>
+  /** Budget limits set, by limitKey. */
+  readonly limits: ReadonlyMap<string, bigint>
+  /** Per budget and month, by monthKey. */
+  readonly months: ReadonlyMap<string, BudgetMonth>
+}
+
+interface BudgetMonth {
+  readonly spent: bigint
+  readonly held: bigint
+}
+
+const limitKey = (accountId: string, budget: string) => `${accountId}\u0000${budget}`
+const monthKey = (accountId: string, month: string, budget: string) => `${accountId}\u0000${month}\u0000${budget}`
+
+/** Adds to the held and spent of a reservation's budgets (all in one month each). */
+const adjustBudgets = (
+  state: State,
+  reservation: Reservation,
+  delta: { readonly held: bigint; readonly spent: bigint }
+): ReadonlyMap<string, BudgetMonth> => {
+  if (reservation.budgets === undefined) return state.months
+  const months = new Map(state.months)
+  for (const { budget, month } of reservation.budgets) {
+    const key = monthKey(reservation.account_id, month, budget)
+    const current = months.get(key) ?? { spent: 0n, held: 0n }
+    months.set(key, { spent: current.spent + delta.spent, held: current.held + delta.held })
+  }
+  return months
 }
 
 const emptyAccount: AccountLedger = { entries: [], refs: new Set(), scopes: new Map() }
@@ -48,7 +83,14 @@ const modifyOrDie = <A>(ref: Ref.Ref<State>, f: (state: State) => Step<A>): Effe
     return "defect" in step ? [step, state] : [step, step[1]]
   }).pipe(Effect.flatMap((step) => "defect" in step ? Effect.die(new Error(step.defect)) : Effect.succeed(step[0])))
 
-const copyReservation = (r: Reservation): Reservation => ({ ...r, allocations: r.allocations.map((a) => ({ ...a })) })
+const copyReservation = (r: Reservation): Reservation => {
+  const { budgets, ...rest } = r
+  const copy: Reservation = { ...rest, allocations: r.allocations.map((a) => ({ ...a })) }
+  // Only the budget and month of each claim are kept; none claimed: no `budgets` at all.
+  return budgets === undefined || budgets.length === 0
+    ? copy
+    : { ...copy, budgets: budgets.map(({ budget, month }) => ({ budget, month })) }
+}
 
 /** Newest first: later created_at first, then later insertion first. */
 const newestFirst = (entries: ReadonlyArray<LedgerEntry>): Array<LedgerEntry> =>
@@ -86,6 +128,7 @@ const release = (
   for (const allocation of reservation.allocations) adjust(scopes, allocation.machine_id, { held: -allocation.amount })
   return {
     ...state,
+    months: adjustBudgets(state, reservation, { held: -reservedAmount(reservation.allocations), spent: 0n }),
     accounts: new Map(state.accounts).set(reservation.account_id, { ...account, scopes }),
     reservations: new Map(state.reservations).set(reservation.ref, { ...reservation, status, finished_at: at })
   }
@@ -94,7 +137,13 @@ const release = (
 export const LedgerStoreMemory: Layer.Layer<LedgerStore> = Layer.effect(
   LedgerStore,
   Effect.gen(function*() {
-    const state = yield* Ref.make<State>({ accounts: new Map(), reservations: new Map(), ids: new Set() })
+    const state = yield* Ref.make<State>({
+      accounts: new Map(),
+      reservations: new Map(),
+      ids: new Set(),
+      limits: new Map(),
+      months: new Map()
+    })
 
     const post = (entry: LedgerEntry) =>
       modifyOrDie(state, (s): Step<"posted" | "duplicate"> => {
@@ -127,10 +176,16 @@ export const LedgerStoreMemory: Layer.Layer<LedgerStore> = Layer.effect(
       })
 
     const reserve = (reservation: NewReservation) =>
-      modifyOrDie(state, (s): Step<"reserved" | "insufficient" | "duplicate"> => {
+      modifyOrDie(state, (s): Step<"reserved" | "insufficient" | "duplicate" | "over_budget"> => {
         const problem = reservationProblem(reservation)
         if (problem !== undefined) return { defect: `LedgerStore.reserve: ${problem}` }
         if (s.reservations.has(reservation.ref)) return ["duplicate", s]
+        const stateOf = (claim: BudgetClaim) => ({
+          limit: s.limits.get(limitKey(reservation.account_id, claim.budget)) ?? null,
+          ...(s.months.get(monthKey(reservation.account_id, claim.month, claim.budget)) ?? { spent: 0n, held: 0n })
+        })
+        const amount = reservedAmount(reservation.allocations)
+        if (firstOverBudget(reservation.budgets ?? [], stateOf, amount) !== undefined) return ["over_budget", s]
         const account = s.accounts.get(reservation.account_id) ?? emptyAccount
         for (const allocation of reservation.allocations) {
           const scope = account.scopes.get(scopeKey(allocation.machine_id))
@@ -147,6 +202,7 @@ export const LedgerStoreMemory: Layer.Layer<LedgerStore> = Layer.effect(
         })
         return ["reserved", {
           ...s,
+          months: adjustBudgets(s, stored, { held: amount, spent: 0n }),
           accounts: new Map(s.accounts).set(reservation.account_id, { ...account, scopes }),
           reservations: new Map(s.reservations).set(reservation.ref, stored)
         }]
@@ -196,9 +252,11 @@ export const LedgerStoreMemory: Layer.Layer<LedgerStore> = Layer.effect(
           excess: settlement.excess
         }
         return ["settled", {
+          ...s,
           accounts: new Map(s.accounts).set(found.account_id, next),
           reservations: new Map(s.reservations).set(found.ref, settled),
-          ids
+          ids,
+          months: adjustBudgets(s, found, { held: -reservedAmount(found.allocations), spent: settlement.charged })
         }]
       }).pipe(Effect.withSpan("LedgerStore.settle"))
 
@@ -215,6 +273,34 @@ export const LedgerStoreMemory: Layer.Layer<LedgerStore> = Layer.effect(
         return [due.map((r) => r.ref), due.reduce((acc, r) => release(acc, r, "expired", now), s)]
       }).pipe(Effect.withSpan("LedgerStore.expire"))
 
+    const setBudgetLimit = (accountId: string, budget: string, limit: bigint | null) =>
+      modifyOrDie(state, (s): Step<void> => {
+        const problem = budgetLimitProblem(budget, limit)
+        if (problem !== undefined) return { defect: `LedgerStore.setBudgetLimit: ${problem}` }
+        const limits = new Map(s.limits)
+        if (limit === null) limits.delete(limitKey(accountId, budget))
+        else limits.set(limitKey(accountId, budget), limit)
+        return [undefined, { ...s, limits }]
+      }).pipe(Effect.withSpan("LedgerStore.setBudgetLimit"))
+
+    const budgets = (accountId: string, month: string) =>
+      Effect.map(Ref.get(state), (s) => {
+        const found = new Map<string, BudgetState>()
+        const at = (budget: string) =>
+          found.get(budget) ?? { budget, limit: null, spent: 0n, held: 0n }
+        for (const [key, limit] of s.limits) {
+          const [account, budget] = key.split("\u0000") as [string, string]
+          if (account === accountId) found.set(budget, { ...at(budget), limit })
+        }
+        for (const [key, { spent, held }] of s.months) {
+          const [account, m, budget] = key.split("\u0000") as [string, string, string]
+          if (account === accountId && m === month && (spent !== 0n || held !== 0n)) {
+            found.set(budget, { ...at(budget), spent, held })
+          }
+        }
+        return [...found.values()].sort((a, b) => a.budget < b.budget ? -1 : a.budget > b.budget ? 1 : 0)
+      })
+
     return LedgerStore.of({
       post,
       balances,
@@ -224,7 +310,9 @@ export const LedgerStoreMemory: Layer.Layer<LedgerStore> = Layer.effect(
       pending,
       settle,
       void: voidReservation,
-      expire
+      expire,
+      setBudgetLimit,
+      budgets
     })
   })
 )

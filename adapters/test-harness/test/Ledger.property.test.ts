@@ -463,7 +463,9 @@ describe("ledger invariants (property, memory store)", () => {
                 )
               ),
             void: (ref, at) => scheduled(`void ${ref}`, inner.void(ref, at)),
-            expire: (now) => scheduled("expire", inner.expire(now))
+            expire: (now) => scheduled("expire", inner.expire(now)),
+            setBudgetLimit: (a, budget, limit) => scheduled(`limit ${budget}`, inner.setBudgetLimit(a, budget, limit)),
+            budgets: (a, month) => scheduled(`budgets ${month}`, inner.budgets(a, month))
           })
 
           const calls = Effect.gen(function*() {

@@ -5,7 +5,8 @@
  * recorded (`last_used_at`, at most once per TOUCH_INTERVAL_MS), the call counted against the key's
  * rpm (the tier from purchased credits, cached per account for tierCacheMs; past it 429
  * rate_limited with Retry-After) and, for a priced call, the upper bound of its cost reserved for
- * the first machine (402 insufficient_credit).
+ * the first machine (402 insufficient_credit; past a monthly limit, 402 monthly_limit_reached or
+ * key_monthly_limit_reached: docs/billing.md).
  *
  * The reservation's ref is journaled before it is asked for (Settlement.opened), so a process
  * killed from then on has it released at restart; an admission that fails or is interrupted before
@@ -152,6 +153,21 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
               402,
               "insufficient_credit",
               `Insufficient credit: this call may cost up to ${microToCredits(bound ?? 0n)} credits and the balance usable on this machine is ${microToCredits(reserved.available)} credits. Add credits${endpoint === "/v1/chat/completions" ? ", or lower max_tokens" : ""}.`
+            )
+          }
+          if (reserved?._tag === "over_budget") {
+            // docs/billing.md "Monthly limits": the account's limit, or the key's ("key:<id>").
+            const ofKey = reserved.budget !== "account"
+            return yield* inferenceError(
+              402,
+              ofKey ? "key_monthly_limit_reached" : "monthly_limit_reached",
+              `Monthly limit reached: this call may cost up to ${microToCredits(bound ?? 0n)} credits and ${
+                ofKey ? "this key" : "the account"
+              } has ${microToCredits(reserved.limit)} credits a month, of which ${
+                microToCredits(reserved.used)
+              } are spent or held this month. ${
+                ofKey ? "Raise the key's monthly limit" : "Raise the account's monthly limit (up to the tier's)"
+              }${endpoint === "/v1/chat/completions" ? ", or lower max_tokens" : ""}.`
             )
           }
           if (reserved?._tag === "duplicate") {

@@ -74,12 +74,47 @@ export interface Reservation {
   /** Settled only: the call's real cost, and the part of it above the reservation. */
   readonly charged: bigint | null
   readonly excess: bigint | null
+  /**
+   * The budgets it counts against, in the order claimed (absent when it claims none): what it
+   * holds is released from them when it finishes, and a settlement's charge is spent in them.
+   */
+  readonly budgets?: ReadonlyArray<Pick<BudgetClaim, "budget" | "month">> | undefined
 }
 
-export type NewReservation = Pick<
-  Reservation,
-  "ref" | "account_id" | "machine_id" | "allocations" | "created_at" | "expires_at"
->
+export type NewReservation =
+  & Pick<Reservation, "ref" | "account_id" | "machine_id" | "allocations" | "created_at" | "expires_at">
+  & {
+    /** The monthly limits the reservation counts against (none: no limit applies). */
+    readonly budgets?: ReadonlyArray<BudgetClaim> | undefined
+  }
+
+/**
+ * A monthly spending limit a reservation counts against (docs/billing.md "Monthly limits"): the
+ * account's, or one key's. Per budget the store keeps its limit (setBudgetLimit; none set: the
+ * claim's default_limit applies), and per budget and month what settlements charged (`spent`) and
+ * what pending reservations hold (`held`). A reservation is admitted only when, for every claim,
+ * spent + held + its amount <= the limit in force — checked and held in the same atomic step as
+ * the balance, so concurrent calls can never overshoot a limit. Settling moves the reservation's
+ * amount from held to spent as what was charged (the charge may exceed the amount: a machine's
+ * over-report, recorded as the settlement's excess); voiding and expiring release it.
+ */
+export interface BudgetClaim {
+  /** "account", or "key:<key id>": unique within the account. */
+  readonly budget: string
+  /** The UTC calendar month of the admission (YYYY-MM): the reservation and its charge count in it. */
+  readonly month: string
+  /** The limit when none is set for the budget (the tier's monthly limit for "account"); null: none. */
+  readonly default_limit: bigint | null
+}
+
+/** A budget as the store keeps it for one month. */
+export interface BudgetState {
+  readonly budget: string
+  /** The limit set with setBudgetLimit; null: none set (the claim's default applies). */
+  readonly limit: bigint | null
+  readonly spent: bigint
+  readonly held: bigint
+}
 
 /** A reservation whose allocations the store makes: from `scopes`, in that order. */
 export interface OrderedReservation extends Omit<NewReservation, "allocations"> {
@@ -93,6 +128,8 @@ export type ReserveInOrderResult =
   | { readonly _tag: "reserved"; readonly allocations: ReadonlyArray<Allocation> }
   | { readonly _tag: "insufficient"; readonly available: bigint }
   | { readonly _tag: "duplicate" }
+  /** A budget's limit would be passed: the first such claim, its limit in force and spent + held. */
+  | { readonly _tag: "over_budget"; readonly budget: string; readonly limit: bigint; readonly used: bigint }
 
 /** What settling a reservation writes: the usage entries (one per scope charged) and the totals. */
 export interface Settlement {
@@ -128,8 +165,12 @@ export class LedgerStore extends Context.Service<LedgerStore, {
    * "duplicate": a reservation with this ref exists and nothing changed. Concurrent reserves never
    * take a scope's available below zero. Allocations pinned to another machine than the
    * reservation's are a defect (pinned credits are only spent by calls on their machine).
+   * Budgets (BudgetClaim) are checked first, in the order given, then the balance:
+   * "over_budget" when a claim's limit would be passed, nothing changed.
    */
-  readonly reserve: (reservation: NewReservation) => Effect.Effect<"reserved" | "insufficient" | "duplicate">
+  readonly reserve: (
+    reservation: NewReservation
+  ) => Effect.Effect<"reserved" | "insufficient" | "duplicate" | "over_budget">
 
   /**
    * Optional: `balances`, the allocation and `reserve` as ONE atomic operation, for stores where
@@ -168,6 +209,19 @@ export class LedgerStore extends Context.Service<LedgerStore, {
    * void racing with it wins or loses as a whole). Returns the refs this call expired.
    */
   readonly expire: (now: Timestamp) => Effect.Effect<ReadonlyArray<string>>
+
+  /**
+   * Sets (null: removes) a budget's own limit, >= 0. Atomic with the admissions: one admitted
+   * after it returns is checked against the new limit. A limit below what is spent already stops
+   * the month's later priced calls; it takes nothing back.
+   */
+  readonly setBudgetLimit: (accountId: string, budget: string, limit: bigint | null) => Effect.Effect<void>
+
+  /**
+   * The account's budgets in one month, by budget name: every budget with a limit set or anything
+   * (non-zero) spent or held in that month.
+   */
+  readonly budgets: (accountId: string, month: string) => Effect.Effect<ReadonlyArray<BudgetState>>
 }>()("@model-platform/core/ports/LedgerStore") {}
 
 /** The key of a scope in maps and in stores that cannot key on null: "" is account-wide. */
@@ -206,6 +260,56 @@ export const reservationProblem = (reservation: NewReservation): string | undefi
     const key = scopeKey(allocation.machine_id)
     if (seen.has(key)) return `two allocations in one scope (${key || "account-wide"})`
     seen.add(key)
+  }
+  return budgetClaimsProblem(reservation.budgets ?? [])
+}
+
+/** "account", or "key:<id>" with a non-empty id. */
+export const budgetProblem = (budget: string): string | undefined =>
+  budget === "account" || (budget.startsWith("key:") && budget.length > 4)
+    ? undefined
+    : `a budget is "account" or "key:<id>", got ${JSON.stringify(budget)}`
+
+const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/
+
+/** Why a reservation's budget claims must be refused, or undefined. */
+export const budgetClaimsProblem = (claims: ReadonlyArray<BudgetClaim>): string | undefined => {
+  const seen = new Set<string>()
+  for (const claim of claims) {
+    const problem = budgetProblem(claim.budget)
+    if (problem !== undefined) return problem
+    if (!MONTH.test(claim.month)) return `a budget month is YYYY-MM, got ${JSON.stringify(claim.month)}`
+    if (claim.default_limit !== null && claim.default_limit < 0n) return `negative default limit ${claim.default_limit}`
+    if (seen.has(claim.budget)) return `budget ${claim.budget} claimed twice`
+    seen.add(claim.budget)
+  }
+  return undefined
+}
+
+/** Why `setBudgetLimit` must refuse this, or undefined. */
+export const budgetLimitProblem = (budget: string, limit: bigint | null): string | undefined =>
+  budgetProblem(budget) ?? (limit !== null && limit < 0n ? `negative limit ${limit}` : undefined)
+
+/** What a reservation holds in all: the sum of its allocations (what its budget claims hold). */
+export const reservedAmount = (allocations: ReadonlyArray<Allocation>): bigint =>
+  allocations.reduce((sum, a) => sum + a.amount, 0n)
+
+export type OverBudget = Extract<ReserveInOrderResult, { readonly _tag: "over_budget" }>
+
+/**
+ * The first claim, in the order given, whose limit in force (the budget's own, else the claim's
+ * default; null: none) `amount` would pass, from each budget's state in the claim's month.
+ */
+export const firstOverBudget = (
+  claims: ReadonlyArray<BudgetClaim>,
+  stateOf: (claim: BudgetClaim) => { readonly limit: bigint | null; readonly spent: bigint; readonly held: bigint },
+  amount: bigint
+): OverBudget | undefined => {
+  for (const claim of claims) {
+    const state = stateOf(claim)
+    const limit = state.limit ?? claim.default_limit
+    const used = state.spent + state.held
+    if (limit !== null && used + amount > limit) return { _tag: "over_budget", budget: claim.budget, limit, used }
   }
   return undefined
 }

@@ -97,7 +97,8 @@ export const GatewayStorePg: Layer.Layer<GatewayStore, never, SqlClient.SqlClien
       for (const a of admissions) {
         const r = a.reservation
         const problem = hitProblem(a.rate.bucket, a.rate.window_start, a.rate.window_ms) ??
-          (r === undefined ? undefined : orderedReservationProblem(r))
+          (r === undefined ? undefined : orderedReservationProblem(r)) ??
+          ((r?.budgets ?? []).length > 0 ? "budgets are not kept by this store yet" : undefined)
         if (problem !== undefined) return Effect.die(new Error(`GatewayStore.admit: ${problem}`))
       }
       // One lock order for every batch (key rows, rpm rows, balance rows): by account, then key;

@@ -195,7 +195,8 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
       )
 
     const reserve = (reservation: NewReservation) => {
-      const problem = reservationProblem(reservation)
+      const problem = reservationProblem(reservation) ??
+        ((reservation.budgets ?? []).length > 0 ? "budgets are not kept by this store yet" : undefined)
       if (problem !== undefined) return die("reserve", problem)
       const scopes = reservation.allocations.map((a) => scopeKey(a.machine_id))
       const amounts = reservation.allocations.map((a) => a.amount)
@@ -210,7 +211,8 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
     }
 
     const reserveInOrder = (request: OrderedReservation) => {
-      const problem = orderedReservationProblem(request)
+      const problem = orderedReservationProblem(request) ??
+        ((request.budgets ?? []).length > 0 ? "budgets are not kept by this store yet" : undefined)
       if (problem !== undefined) return die("reserveInOrder", problem)
       return sql<{
         readonly result: "reserved" | "insufficient" | "duplicate"
@@ -312,7 +314,10 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
       pending,
       settle,
       void: voidReservation,
-      expire
+      expire,
+      // Budgets (docs/billing.md "Monthly limits") are not kept by this store yet: claiming one dies.
+      setBudgetLimit: () => die("setBudgetLimit", "budgets are not kept by this store yet"),
+      budgets: () => die("budgets", "budgets are not kept by this store yet")
     })
   })
 )
