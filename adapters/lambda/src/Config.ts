@@ -28,7 +28,13 @@ export const ENV = {
   /** The name of the SSM SecureString parameter holding the owner key's secret. */
   ownerKeySecretId: "OWNER_KEY_SECRET_ID",
   /** Optional: the platform's public base URL (pay_url); unset, each request's own address. */
-  publicUrl: "PUBLIC_URL"
+  publicUrl: "PUBLIC_URL",
+  /** The account service's public address; unset, PUBLIC_URL + /accounts (Accounts.ts). */
+  accountsUrl: "ACCOUNTS_URL",
+  /** `smtp://user:pass@host:port` or `smtps://…`: the account service's mail. Unset or empty: no account service. */
+  smtpUrl: "SMTP_URL",
+  /** The From address of that mail; required with SMTP_URL. */
+  smtpFrom: "SMTP_FROM"
 } as const
 
 export const DEFAULT_CATALOGUE_PARAMETER = "/model-platform/catalogue"
@@ -41,7 +47,10 @@ export const LambdaConfig = Config.all({
   catalogueParameter: Config.String(ENV.catalogueParameter).pipe(Config.withDefault(DEFAULT_CATALOGUE_PARAMETER)),
   ownerEmail: Config.String(ENV.ownerEmail),
   ownerKeySecretId: Config.String(ENV.ownerKeySecretId).pipe(Config.withDefault(DEFAULT_OWNER_KEY_PARAMETER)),
-  publicUrl: Config.String(ENV.publicUrl).pipe(Config.option)
+  publicUrl: Config.String(ENV.publicUrl).pipe(Config.option),
+  accountsUrl: Config.String(ENV.accountsUrl).pipe(Config.option),
+  smtpUrl: Config.Redacted(ENV.smtpUrl).pipe(Config.option),
+  smtpFrom: Config.String(ENV.smtpFrom).pipe(Config.option)
 })
 export type LambdaConfig = Config.Success<typeof LambdaConfig>
 

@@ -1,6 +1,7 @@
 /**
  * The Lambda shell: core's routes (`AppRoutes`) over the use-cases (`PlatformServices`), the
- * DynamoDB stores and the first start, served as a web handler (`HttpRouter.toWebHandler`) behind
+ * DynamoDB stores, the first start and, when configured, the account service (Accounts.ts),
+ * served as a web handler (`HttpRouter.toWebHandler`) behind
  * the payload 2.0 event processor of Events.ts. No route, rule or validation lives here.
  *
  * The application is built once per container: `makeHandler` starts building it at once (during
@@ -15,6 +16,7 @@ import { AppRoutes, type PlatformOptions, PlatformServices, type PlatformStores,
 import { errorBody } from "@model-platform/core/api/ErrorShape"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
+import { type AccountsOptions, accountsLayer } from "./Accounts.ts"
 import { DynamoConfig, type DynamoSettings } from "./DynamoTable.ts"
 import { DynamoPlatformStores } from "./DynamoPlatformStores.ts"
 import { payloadV2 } from "./Events.ts"
@@ -48,6 +50,11 @@ export type HandlerOptions = {
    * freeze the process mid-request and API Gateway answer with its own error. Default 1000 ms.
    */
   readonly deadlineMarginMillis?: number
+  /**
+   * The account service (Accounts.ts): served under /accounts with this. Without it (a test of the
+   * API alone, or no SMTP_URL in lambda.ts) every /accounts page answers 503.
+   */
+  readonly accounts?: AccountsOptions | undefined
 } & (
   /** The DynamoDB table and client of the stores (production). */
   | { readonly dynamo: DynamoSettings }
@@ -84,19 +91,19 @@ interface App {
 const DEFAULT_DEADLINE_MARGIN_MILLIS = 1_000
 
 /** Builds the web application over the stores, running the first start once. */
-const buildApp = async (
-  catalogue: CatalogueConfig,
-  ownerEmail: string,
-  ownerSecret: Effect.Effect<string, unknown> | undefined,
-  stores: Layer.Layer<Stores, unknown>,
-  options: PlatformOptions
-): Promise<App> => {
-  const platform = { ...options, gateway: { ...options.gateway, settleInline: true } }
+const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unknown>): Promise<App> => {
+  const { catalogue, ownerEmail, ownerSecret } = options
+  const platform = {
+    ...options.platform,
+    publicUrl: options.publicUrl,
+    gateway: { ...options.platform?.gateway, settleInline: true }
+  }
   const services = PlatformServices(catalogue, platform).pipe(Layer.provideMerge(stores))
   const firstStart = ownerSecret === undefined
     ? FirstStart.layer(ownerEmail)
     : FirstStart.layerWithSecret(ownerEmail, ownerSecret)
-  const runtime = ManagedRuntime.make(Layer.mergeAll(services, firstStart.pipe(Layer.provide(services))))
+  const accounts = options.accounts === undefined ? Layer.empty : accountsLayer(options.accounts, options.publicUrl)
+  const runtime = ManagedRuntime.make(Layer.mergeAll(firstStart, accounts).pipe(Layer.provideMerge(services)))
   try {
     const owner = await runtime.runPromise(Effect.flatMap(FirstStart, Effect.succeed))
     const context = await runtime.context()
@@ -131,10 +138,7 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
 
   let building: Promise<App> | undefined
   const app = (): Promise<App> =>
-    building ??= buildApp(options.catalogue, options.ownerEmail, options.ownerSecret, stores, {
-      ...options.platform,
-      publicUrl: options.publicUrl
-    }).catch((error: unknown) => {
+    building ??= buildApp(options, stores).catch((error: unknown) => {
       building = undefined
       throw error
     })

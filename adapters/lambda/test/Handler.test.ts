@@ -9,6 +9,8 @@ import { LedgerStoreMemory } from "@model-platform/test-harness/MemoryLedgerStor
 import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
 import { RateLimitStoreMemory } from "@model-platform/test-harness/MemoryRateLimitStore"
 import { PeopleStoreMemory } from "@model-platform/test-harness/MemoryPeopleStore"
+import { BillingSettingsStoreMemory } from "@model-platform/test-harness/MemoryBillingSettingsStore"
+import { MemoryOutbox } from "@model-platform/test-harness/MemoryOutbox"
 import { MemoryPlatformStores as MemoryStores } from "@model-platform/test-harness/MemoryPlatformStores"
 import { AccountStoreMemory, IdempotencyStoreMemory, KeyStoreMemory } from "@model-platform/test-harness/MemoryStores"
 import { UsageStoreMemory } from "@model-platform/test-harness/MemoryUsageStore"
@@ -95,7 +97,7 @@ describe("Lambda handler", () => {
       GatewayStoreComposed,
       Layer.mergeAll(
         AccountStoreMemory, SlowKeys, IdempotencyStoreMemory, LedgerStoreMemory, OrderStoreMemory, UsageStoreMemory, RateLimitStoreMemory,
-        PeopleStoreMemory
+        PeopleStoreMemory, BillingSettingsStoreMemory
       )
     )
     const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores, deadlineMarginMillis: 1_000 })
@@ -164,6 +166,75 @@ describe("Lambda handler", () => {
       expect(values).toEqual([])
     } finally {
       console.error = consoleError
+      await handler.dispose()
+    }
+  })
+})
+
+describe("Lambda handler: the account service", () => {
+  const ACCOUNTS_URL = "https://accounts.platform.test/accounts"
+  const accounts = { emailSender: MemoryOutbox.layer }
+
+  const page = async (handler: ReturnType<typeof makeHandler>, path: string, headers: Record<string, string> = {}) =>
+    resultToResponse(await handler(await get(path, headers), invocationContext))
+
+  it("with its options it serves the pages, the WebAuthn bundle, and GET /identity at ACCOUNTS_URL", async () => {
+    const handler = makeHandler({
+      catalogue: fixtureCatalogue,
+      ownerEmail: "owner@test.local",
+      stores: MemoryStores,
+      accounts: { ...accounts, accountsUrl: `${ACCOUNTS_URL}/` }
+    })
+    try {
+      const owner = await handler.firstStart()
+      const signUp = await page(handler, "/accounts/sign-up")
+      expect(signUp.status).toBe(200)
+      expect(await signUp.text()).toContain('id="sign-up"')
+      const bundle = await page(handler, "/accounts/webauthn.js")
+      expect(bundle.status).toBe(200)
+      expect(await bundle.text()).toContain("SimpleWebAuthnBrowser")
+      const identity = await page(handler, "/identity", { authorization: `Bearer ${owner?.key.secret}` })
+      expect(await identity.json()).toMatchObject({ manage_url: `${ACCOUNTS_URL}/sign-up` })
+    } finally {
+      await handler.dispose()
+    }
+  })
+
+  it("without ACCOUNTS_URL its address is PUBLIC_URL + /accounts; with neither the build fails naming both", async () => {
+    const fromPublic = makeHandler({
+      catalogue: fixtureCatalogue,
+      ownerEmail: "owner@test.local",
+      stores: MemoryStores,
+      publicUrl: "https://platform.test",
+      accounts
+    })
+    try {
+      const owner = await fromPublic.firstStart()
+      const identity = await page(fromPublic, "/identity", { authorization: `Bearer ${owner?.key.secret}` })
+      expect(await identity.json()).toMatchObject({ manage_url: "https://platform.test/accounts/sign-up" })
+    } finally {
+      await fromPublic.dispose()
+    }
+    const errors: Array<unknown> = []
+    const consoleError = console.error
+    console.error = (...args: Array<unknown>) => errors.push(args)
+    const nowhere = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores: MemoryStores, accounts })
+    try {
+      expect((await page(nowhere, "/accounts/sign-up")).status).toBe(503)
+      expect(JSON.stringify(errors)).toMatch(/ACCOUNTS_URL.*PUBLIC_URL/)
+    } finally {
+      console.error = consoleError
+      await nowhere.dispose()
+    }
+  })
+
+  it("without its options every /accounts page answers 503", async () => {
+    const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores: MemoryStores })
+    try {
+      const signUp = await page(handler, "/accounts/sign-up")
+      expect(signUp.status).toBe(503)
+      expect(signUp.headers.get("content-type")).toContain("text/html")
+    } finally {
       await handler.dispose()
     }
   })

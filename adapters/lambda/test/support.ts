@@ -33,7 +33,8 @@ export class LocalDynamo extends Context.Service<LocalDynamo, DynamoLocal>()("@m
 
 const freshTableName = () => `platform-test-${crypto.randomUUID()}`
 
-const tableOn = async (local: DynamoLocal): Promise<DynamoSettings> => {
+/** A fresh table on `local`. */
+export const tableOn = async (local: DynamoLocal): Promise<DynamoSettings> => {
   const settings = { tableName: freshTableName(), client: makeDocumentClient(localClientConfig(local.endpoint)) }
   await Effect.runPromise(Effect.provideService(createTable, DynamoConfig, settings))
   return settings

@@ -26,14 +26,20 @@ const isPackageRoot = (dir: string): boolean => {
   return existsSync(file) && (JSON.parse(readFileSync(file, "utf8")) as { name?: string }).name === "@simplewebauthn/browser"
 }
 
-/** The text of @simplewebauthn/browser's UMD bundle (global `SimpleWebAuthnBrowser`), from node_modules. */
-export const readWebAuthnBundle = (): string => {
+/**
+ * Where @simplewebauthn/browser's UMD bundle (global `SimpleWebAuthnBrowser`) is in node_modules.
+ * The Lambda shell imports this too: its bundler copies the file beside the function's code.
+ */
+export const webAuthnBundleFile = (): string => {
   // The package exports only its entry points: find its directory from the entry, then the bundle.
   const entry = createRequire(import.meta.url).resolve("@simplewebauthn/browser")
   let dir = Path.dirname(entry)
   while (!isPackageRoot(dir) && Path.dirname(dir) !== dir) dir = Path.dirname(dir)
-  return readFileSync(Path.join(dir, "dist", "bundle", "index.umd.min.js"), "utf8")
+  return Path.join(dir, "dist", "bundle", "index.umd.min.js")
 }
+
+/** The text of @simplewebauthn/browser's UMD bundle, from node_modules. */
+export const readWebAuthnBundle = (): string => readFileSync(webAuthnBundleFile(), "utf8")
 
 const LOOPBACK_OR_ANY = new Set(["127.0.0.1", "::1", "0.0.0.0", "::", "localhost", ""])
 
