@@ -5,6 +5,7 @@
 import { markPlatformStores, type PlatformStores } from "@model-platform/core/ports/PlatformStores"
 import { GatewayStoreComposed } from "@model-platform/core/ports/GatewayStore"
 import { Layer } from "effect"
+import { BillingSettingsStoreDynamo } from "./DynamoBillingSettingsStore.ts"
 import { LedgerStoreDynamo } from "./DynamoLedgerStore.ts"
 import { OrderStoreDynamo } from "./DynamoOrderStore.ts"
 import { PeopleStoreDynamo } from "./DynamoPeopleStore.ts"
@@ -23,7 +24,8 @@ export const DynamoPlatformStores: Layer.Layer<PlatformStores, never, DynamoConf
       OrderStoreDynamo,
       UsageStoreDynamo,
       RateLimitStoreDynamo,
-      PeopleStoreDynamo
+      PeopleStoreDynamo,
+      BillingSettingsStoreDynamo
     )
   ))
 )

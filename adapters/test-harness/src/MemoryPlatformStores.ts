@@ -5,6 +5,7 @@
 import type { PlatformStores } from "@model-platform/core/api/Http"
 import { GatewayStoreComposed } from "@model-platform/core/ports/GatewayStore"
 import { Layer } from "effect"
+import { BillingSettingsStoreMemory } from "./MemoryBillingSettingsStore.ts"
 import { LedgerStoreMemory } from "./MemoryLedgerStore.ts"
 import { OrderStoreMemory } from "./MemoryOrderStore.ts"
 import { PeopleStoreMemory } from "./MemoryPeopleStore.ts"
@@ -20,6 +21,7 @@ export const MemoryPlatformStores: Layer.Layer<PlatformStores> = Layer.provideMe
     OrderStoreMemory,
     UsageStoreMemory,
     RateLimitStoreMemory,
-    PeopleStoreMemory
+    PeopleStoreMemory,
+    BillingSettingsStoreMemory
   )
 )

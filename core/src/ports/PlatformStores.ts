@@ -5,6 +5,7 @@
  */
 import { type Context, Effect, Layer } from "effect"
 import { AccountStore } from "./AccountStore.ts"
+import { BillingSettingsStore } from "./BillingSettingsStore.ts"
 import { GatewayStore } from "./GatewayStore.ts"
 import { IdempotencyStore } from "./IdempotencyStore.ts"
 import { KeyStore } from "./KeyStore.ts"
@@ -25,6 +26,7 @@ export type PlatformStores =
   | RateLimitStore
   | GatewayStore
   | PeopleStore
+  | BillingSettingsStore
 
 const marked = <I, S extends object>(tag: Context.Key<I, S>, isUnavailable: (defect: unknown) => boolean) =>
   Layer.effect(tag, Effect.map(tag, (service) => markUnavailable(tag.key, service, isUnavailable)))
@@ -45,5 +47,6 @@ export const markPlatformStores = (
     marked(UsageStore, isUnavailable),
     marked(RateLimitStore, isUnavailable),
     marked(GatewayStore, isUnavailable),
-    marked(PeopleStore, isUnavailable)
+    marked(PeopleStore, isUnavailable),
+    marked(BillingSettingsStore, isUnavailable)
   )

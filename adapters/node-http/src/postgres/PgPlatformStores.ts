@@ -5,6 +5,7 @@
 import { markPlatformStores, type PlatformStores } from "@model-platform/core/ports/PlatformStores"
 import { Layer } from "effect"
 import type { SqlClient } from "effect/sql"
+import { BillingSettingsStorePg } from "./PgBillingSettingsStore.ts"
 import { GatewayStorePg } from "./PgGatewayStore.ts"
 import { LedgerStorePg } from "./PgLedgerStore.ts"
 import { OrderStorePg } from "./PgOrderStore.ts"
@@ -21,5 +22,6 @@ export const PgPlatformStores: Layer.Layer<PlatformStores, never, SqlClient.SqlC
   UsageStorePg,
   RateLimitStorePg,
   GatewayStorePg,
-  PeopleStorePg
+  PeopleStorePg,
+  BillingSettingsStorePg
 )))
