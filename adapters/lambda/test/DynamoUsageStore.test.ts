@@ -43,18 +43,24 @@ const newRecord = (accountId: string, fields: Partial<UsageRecord> = {}) =>
   }))
 
 layer(UsageStoreDynamo.pipe(Layer.provideMerge(freshTable())), layerOptions)("UsageStoreDynamo items", (it) => {
-  it.effect("a record is two items: its ref and its place in the account's list", () =>
+  it.effect("a record is two items, its ref and its place in the account's list, and adds to its day's rollup", () =>
     Effect.gen(function*() {
       const store = yield* UsageStore
       const { client, tableName } = yield* DynamoConfig
       const record = yield* newRecord(yield* generateId("acct"))
-      assert.strictEqual(yield* store.record(record), "Recorded")
-      for (const key of [UsageKeys.ref(record.ref), UsageKeys.listed(record.account_id, record.at, record.ref)]) {
-        const output = yield* Effect.promise(() =>
+      const get = (key: { pk: string; sk: string }) =>
+        Effect.promise(() =>
           client.send(new GetItemCommand({ TableName: tableName, Key: { pk: { S: key.pk }, sk: { S: key.sk } }, ConsistentRead: true }))
         )
-        assert.strictEqual(output.Item?.["credits"]?.N, "20", key.pk)
+      assert.strictEqual(yield* store.record(record), "Recorded")
+      for (const key of [UsageKeys.ref(record.ref), UsageKeys.listed(record.account_id, record.at, record.ref)]) {
+        assert.strictEqual((yield* get(key)).Item?.["credits"]?.N, "20", key.pk)
       }
+      const second = yield* newRecord(record.account_id, { at: at(1_000) })
+      assert.strictEqual(yield* store.record(second), "Recorded")
+      assert.strictEqual(yield* store.record(second), "Duplicate")
+      const rollup = (yield* get(UsageKeys.rollup(record))).Item
+      assert.deepStrictEqual([rollup?.["calls"]?.N, rollup?.["credits"]?.N, rollup?.["agent_id"]?.S], ["2", "40", "agent_1"])
     }))
 
   it.effect("amounts of 38 digits round-trip and sum exactly", () =>

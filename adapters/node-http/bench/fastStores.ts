@@ -23,12 +23,12 @@ import {
   settlementProblem
 } from "@model-platform/core/ports/LedgerStore"
 import { RateLimitStore } from "@model-platform/core/ports/RateLimitStore"
-import { matchesUsageQuery, type UsageRecord, UsageStore } from "@model-platform/core/ports/UsageStore"
+import { byTimeThenRef, matchesUsageQuery, reportOf, type UsageRecord, UsageStore } from "@model-platform/core/ports/UsageStore"
 import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
 import { BillingSettingsStoreMemory } from "@model-platform/test-harness/MemoryBillingSettingsStore"
 import { PeopleStoreMemory } from "@model-platform/test-harness/MemoryPeopleStore"
 import { MemoryStores } from "@model-platform/test-harness/MemoryStores"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Stream } from "effect"
 
 const LedgerStoreFast = Layer.sync(LedgerStore, () => {
   const entries = new Map<string, Array<LedgerEntry>>()
@@ -178,7 +178,10 @@ const UsageStoreFast = Layer.sync(UsageStore, () => {
       }),
     byRef: (ref) => Effect.sync(() => records.get(ref)),
     list: (query) => Effect.sync(() => matching(query)),
-    spent: (query) => Effect.sync(() => matching(query).reduce((n, r) => n + r.credits, 0n))
+    spent: (query) => Effect.sync(() => matching(query).reduce((n, r) => n + r.credits, 0n)),
+    // Off the calls' path: from the records, no rollups kept.
+    report: (query, groupBy) => Effect.sync(() => reportOf(records.values(), query, groupBy)),
+    stream: (query) => Stream.suspend(() => Stream.fromIterable(matching(query).sort(byTimeThenRef)))
   })
 })
 

@@ -52,11 +52,14 @@ import {
   type Settlement
 } from "@model-platform/core/ports/LedgerStore"
 import { RateLimitStore, windowStartOf } from "@model-platform/core/ports/RateLimitStore"
-import { type UsageRecord, UsageStore } from "@model-platform/core/ports/UsageStore"
+import { reportOf, type UsageDays, type UsageRecord, UsageStore } from "@model-platform/core/ports/UsageStore"
 import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
+
+/** Every day a test's records can fall on: the usage store's report over them. */
+const allDays = (accountId: string): UsageDays => ({ account_id: accountId, from: "2000-01-01", to: "2099-12-31" })
 
 const unbounded = { concurrency: "unbounded" } as const
 
@@ -895,6 +898,8 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
         ])
         assert.deepStrictEqual(yield* ledger.balances(account.id), [{ machine_id: null, posted: credits(9), held: 0n }])
         assert.deepStrictEqual(yield* usage.byRef(request.ref), call.record)
+        // the per-day rollups count the call once
+        assert.deepStrictEqual(yield* usage.report(allDays(account.id), "model"), reportOf([call.record], allDays(account.id), "model"))
         yield* assertConsistent(account.id)
       }))
 
@@ -968,6 +973,11 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
           }
           for (const result of admitted) assert.strictEqual(result._tag, "Admitted")
           assert.deepStrictEqual(yield* Effect.forEach(calls, (c) => usage.byRef(c.record.ref)), calls.map((c) => c.record))
+          // the rollups of concurrent batches of one account's key, model and day: none lost
+          for (const { account } of owners) {
+            const records = calls.map((c) => c.record)
+            assert.deepStrictEqual(yield* usage.report(allDays(account.id), "key"), reportOf(records, allDays(account.id), "key"))
+          }
         }
       }))
 

@@ -9,8 +9,13 @@
  *
  * Listing order: oldest `at` first; records of one `at` by ref (so that every store answers the
  * same order). Refs are unique across accounts (they are reservation refs).
+ *
+ * Reports read per-day rollups (account x UTC day x service x model x key x agent: calls and the
+ * sums of the amounts), which a store keeps in the same atomic step that writes the record: a
+ * duplicate changes neither, and a report costs the number of rollups, not of records
+ * (docs/billing.md "Usage reports"). `reportOf` says what a report must equal: the records' sums.
  */
-import { Context, type Effect } from "effect"
+import { Context, Effect, Option, Stream } from "effect"
 import type { Timestamp } from "../Time.ts"
 
 export interface UsageRecord {
@@ -58,6 +63,17 @@ export class UsageStore extends Context.Service<UsageStore, {
   readonly list: (query: UsageQuery) => Effect.Effect<ReadonlyArray<UsageRecord>>
   /** Sum of `credits` charged to an account (and optionally one key) in [from, to): monthly limits. */
   readonly spent: (query: UsageQuery) => Effect.Effect<bigint>
+  /**
+   * The account's usage over whole UTC days, one group per value of `groupBy` with any usage,
+   * ordered by key (`byGroupKey`); read from the rollups. Equals `reportOf` over the records.
+   */
+  readonly report: (query: UsageDays, groupBy: UsageDimension) => Effect.Effect<ReadonlyArray<UsageGroup>>
+  /**
+   * The records `list` answers, in its order, read a page at a time (keyset pagination by
+   * (at, ref), `pageSize` records per page): constant memory whatever the range. Each page is its
+   * own read, so records written meanwhile may or may not appear; none appears twice.
+   */
+  readonly stream: (query: UsageQuery, options?: { readonly pageSize?: number | undefined }) => Stream.Stream<UsageRecord>
 }>()("@model-platform/core/ports/UsageStore") {}
 
 /** Why a store must refuse this record, or undefined. Pure, shared by the stores. */
@@ -90,3 +106,167 @@ export const matchesUsageQuery = (query: UsageQuery, record: UsageRecord): boole
 /** The listing order: oldest `at` first, then by ref. */
 export const byTimeThenRef = (a: UsageRecord, b: UsageRecord): number =>
   a.at < b.at ? -1 : a.at > b.at ? 1 : a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0
+
+// ---- Reports over rollups ---------------------------------------------------------------------
+
+/** What a report groups by: the rollup's dimensions (the day, or one of the record's fields). */
+export type UsageDimension = "day" | "service" | "model" | "key" | "agent"
+
+/** An account's usage over whole UTC days [from, to] (YYYY-MM-DD, both included). */
+export interface UsageDays {
+  readonly account_id: string
+  readonly from: string
+  readonly to: string
+  readonly key_id?: string | undefined
+  readonly service?: string | undefined
+}
+
+/** Calls and the sums of their amounts (micro-credits). */
+export interface UsageTotals {
+  readonly calls: bigint
+  readonly list_credits: bigint
+  readonly credits: bigint
+  readonly from_allowance: bigint
+  readonly from_trial: bigint
+}
+
+/**
+ * One group of a report. `key` is the value grouped by: the day (YYYY-MM-DD), the service, the
+ * model, the key id, or the agent id (`NO_AGENT` for calls made without one).
+ */
+export interface UsageGroup extends UsageTotals {
+  readonly key: string
+}
+
+/** The group key of calls made without an agent (no agent id is empty). */
+export const NO_AGENT = ""
+
+/** One rollup: the totals of an account's records of one UTC day, service, model, key and agent. */
+export interface UsageRollup extends UsageTotals {
+  readonly account_id: string
+  readonly day: string
+  readonly service: string
+  readonly model: string
+  readonly key_id: string
+  /** NO_AGENT for calls without an agent. */
+  readonly agent_id: string
+}
+
+/** The UTC day (YYYY-MM-DD) of a timestamp. */
+export const dayOf = (at: Timestamp): string => at.slice(0, 10)
+
+/** The rollup one record adds. */
+export const rollupOf = (record: UsageRecord): UsageRollup => ({
+  account_id: record.account_id,
+  day: dayOf(record.at),
+  service: record.service,
+  model: record.model,
+  key_id: record.key_id,
+  agent_id: record.agent_id ?? NO_AGENT,
+  calls: 1n,
+  list_credits: record.list_credits,
+  credits: record.credits,
+  from_allowance: record.from_allowance,
+  from_trial: record.from_trial
+})
+
+/** A rollup's identity (what a store keys it by), as one string. */
+export const rollupId = (r: Pick<UsageRollup, "account_id" | "day" | "service" | "model" | "key_id" | "agent_id">): string =>
+  JSON.stringify([r.account_id, r.day, r.service, r.model, r.key_id, r.agent_id])
+
+export const addTotals = <T extends UsageTotals>(a: T, b: UsageTotals): T => ({
+  ...a,
+  calls: a.calls + b.calls,
+  list_credits: a.list_credits + b.list_credits,
+  credits: a.credits + b.credits,
+  from_allowance: a.from_allowance + b.from_allowance,
+  from_trial: a.from_trial + b.from_trial
+})
+
+/** Whether a rollup answers a report's query: its account, a day in [from, to], the key and service asked for. */
+export const matchesUsageDays = (query: UsageDays, r: UsageRollup): boolean =>
+  r.account_id === query.account_id &&
+  r.day >= query.from &&
+  r.day <= query.to &&
+  (query.key_id === undefined || r.key_id === query.key_id) &&
+  (query.service === undefined || r.service === query.service)
+
+/** The value a rollup is grouped under. */
+export const groupKeyOf = (r: UsageRollup, groupBy: UsageDimension): string => {
+  switch (groupBy) {
+    case "day":
+      return r.day
+    case "service":
+      return r.service
+    case "model":
+      return r.model
+    case "key":
+      return r.key_id
+    case "agent":
+      return r.agent_id
+  }
+}
+
+/** A report's order: by key, in UTF-16 code units (days sort chronologically). */
+export const byGroupKey = (a: UsageGroup, b: UsageGroup): number => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)
+
+/** Groups the rollups that answer `query` by `groupBy`; ordered by key. */
+export const groupRollups = (
+  rollups: Iterable<UsageRollup>,
+  query: UsageDays,
+  groupBy: UsageDimension
+): Array<UsageGroup> => {
+  const groups = new Map<string, UsageGroup>()
+  for (const r of rollups) {
+    if (!matchesUsageDays(query, r)) continue
+    const key = groupKeyOf(r, groupBy)
+    const group = groups.get(key)
+    groups.set(key, group === undefined ? {
+      key,
+      calls: r.calls,
+      list_credits: r.list_credits,
+      credits: r.credits,
+      from_allowance: r.from_allowance,
+      from_trial: r.from_trial
+    } : addTotals(group, r))
+  }
+  return [...groups.values()].sort(byGroupKey)
+}
+
+/** The report as the records themselves say it: what every store's `report` must equal. */
+export const reportOf = (records: Iterable<UsageRecord>, query: UsageDays, groupBy: UsageDimension): Array<UsageGroup> =>
+  groupRollups(Array.from(records, rollupOf), query, groupBy)
+
+// ---- Streaming by pages -----------------------------------------------------------------------
+
+/** Records per page of `stream` unless asked otherwise: a few thousand rows per round trip. */
+export const DEFAULT_USAGE_PAGE_SIZE = 5_000
+
+/** Where a page starts: after this record in the listing order. */
+export interface UsageCursor {
+  readonly at: Timestamp
+  readonly ref: string
+}
+
+/** Whether a record comes after the cursor in the listing order. */
+export const isAfterCursor = (cursor: UsageCursor, record: UsageRecord): boolean =>
+  record.at > cursor.at || (record.at === cursor.at && record.ref > cursor.ref)
+
+/**
+ * The stream of a store's pages: `page(after, limit)` answers at most `limit` records after the
+ * cursor (from the start when undefined), in the listing order. A short page is the last.
+ */
+export const pagedUsageStream = (
+  page: (after: UsageCursor | undefined, limit: number) => Effect.Effect<ReadonlyArray<UsageRecord>>,
+  pageSize: number | undefined
+): Stream.Stream<UsageRecord> => {
+  const size = Math.max(1, Math.floor(pageSize ?? DEFAULT_USAGE_PAGE_SIZE))
+  return Stream.paginate<UsageCursor | undefined, UsageRecord>(undefined, (after) =>
+    Effect.map(page(after, size), (records) => {
+      const last = records[records.length - 1]
+      return [
+        records,
+        records.length < size || last === undefined ? Option.none() : Option.some({ at: last.at, ref: last.ref })
+      ] as const
+    }))
+}

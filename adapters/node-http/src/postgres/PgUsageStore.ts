@@ -7,12 +7,24 @@
  * - list / spent: by (account_id, at) (or (account_id, key_id, at)) through their indexes; ties of
  *   `at` ordered by ref in byte order (COLLATE "C"), as every store orders them.
  *
- * Amounts are int8 columns (bigint through @effect/sql-pg); `sum(int8)` is numeric in Postgres, so
- * spent is read back as text and parsed as a bigint: exact beyond 2^63.
+ * - report: from usage_rollups (migration 0011_usage_rollups), which a trigger on usage_records
+ *   keeps in the same transaction as each insert; one grouped read of the account's days.
+ * - stream: keyset pages `(at, ref COLLATE "C") > (cursor)` in the order of the index
+ *   (account_id, at, ref COLLATE "C"), `LIMIT pageSize`: each page is one short query (no cursor
+ *   holds a connection between pages, which matters on the one-connection PGlite).
+ *
+ * Amounts are int8 columns (bigint through @effect/sql-pg); `sum(int8)` and the rollups' sums are
+ * numeric in Postgres, so sums are read back as text and parsed as bigints: exact beyond 2^63.
  */
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import {
+  byGroupKey,
+  pagedUsageStream,
+  type UsageCursor,
+  type UsageDays,
+  type UsageDimension,
+  type UsageGroup,
   type UsageQuery,
   type UsageRecord,
   usageRecordProblem,
@@ -51,6 +63,24 @@ const toRecord = (row: UsageRow): UsageRecord => ({
   quantity: BigInt(row.quantity),
   input_tokens: BigInt(row.input_tokens),
   output_tokens: BigInt(row.output_tokens),
+  list_credits: BigInt(row.list_credits),
+  credits: BigInt(row.credits),
+  from_allowance: BigInt(row.from_allowance),
+  from_trial: BigInt(row.from_trial)
+})
+
+interface GroupRow {
+  readonly key: string
+  readonly calls: string
+  readonly list_credits: string
+  readonly credits: string
+  readonly from_allowance: string
+  readonly from_trial: string
+}
+
+const toGroup = (row: GroupRow): UsageGroup => ({
+  key: row.key,
+  calls: BigInt(row.calls),
   list_credits: BigInt(row.list_credits),
   credits: BigInt(row.credits),
   from_allowance: BigInt(row.from_allowance),
@@ -112,6 +142,54 @@ export const UsageStorePg: Layer.Layer<UsageStore, never, SqlClient.SqlClient> =
         Effect.withSpan("UsageStore.spent")
       )
 
-    return UsageStore.of({ record, byRef, list, spent })
+    /** The rollup column of each dimension (a day as its YYYY-MM-DD text). */
+    const dimension: Record<UsageDimension, string> = {
+      day: "to_char(day, 'YYYY-MM-DD')",
+      service: "service",
+      model: "model",
+      key: "key_id",
+      agent: "agent_id"
+    }
+
+    const report = (q: UsageDays, groupBy: UsageDimension) =>
+      sql<GroupRow>`
+        SELECT ${sql.literal(dimension[groupBy])} AS key, sum(calls)::text AS calls,
+               sum(list_credits)::text AS list_credits, sum(credits)::text AS credits,
+               sum(from_allowance)::text AS from_allowance, sum(from_trial)::text AS from_trial
+        FROM usage_rollups
+        WHERE ${
+        sql.and([
+          sql`account_id = ${q.account_id}`,
+          sql`day >= ${q.from}::date`,
+          sql`day <= ${q.to}::date`,
+          ...(q.key_id === undefined ? [] : [sql`key_id = ${q.key_id}`]),
+          ...(q.service === undefined ? [] : [sql`service = ${q.service}`])
+        ])
+      }
+        GROUP BY 1`.pipe(
+        Effect.map((rows) => rows.map(toGroup).sort(byGroupKey)),
+        Effect.orDie,
+        Effect.withSpan("UsageStore.report")
+      )
+
+    const page = (q: UsageQuery) => (after: UsageCursor | undefined, limit: number) =>
+      sql<UsageRow>`
+        SELECT ${columns} FROM usage_records
+        WHERE ${
+        after === undefined
+          ? where(q)
+          : sql.and([where(q), sql`(at, ref COLLATE "C") > (${after.at}::timestamptz, ${after.ref} COLLATE "C")`])
+      }
+        ORDER BY at, ref COLLATE "C"
+        LIMIT ${limit}`.pipe(
+        Effect.map((rows) => rows.map(toRecord)),
+        Effect.orDie,
+        Effect.withSpan("UsageStore.page")
+      )
+
+    const stream = (q: UsageQuery, options?: { readonly pageSize?: number | undefined }) =>
+      pagedUsageStream(page(q), options?.pageSize)
+
+    return UsageStore.of({ record, byRef, list, spent, report, stream })
   })
 )

@@ -10,6 +10,7 @@
  */
 import { Effect } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
+import { usageRollups } from "./migrations/0011_usage_rollups.ts"
 import { billingSettings } from "./migrations/0013_billing_settings.ts"
 
 const accountsKeysIdempotency = Effect.gen(function*() {
@@ -601,6 +602,7 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0008_people": people,
   "0009_token_subjects": tokenSubjects,
   "0010_identities": identities,
+  "0011_usage_rollups": usageRollups,
   "0013_billing_settings": billingSettings
 }
 
