@@ -345,6 +345,8 @@ export type ReserveResult =
   | { readonly _tag: "Reserved"; readonly ref: string; readonly allocations: ReadonlyArray<Allocation> }
   /** What the call's sources have available in total (callers answer 402 insufficient_credit). */
   | { readonly _tag: "Insufficient"; readonly available: bigint }
+  /** A claimed budget's limit would be passed (LedgerStore's over_budget): nothing is held. */
+  | { readonly _tag: "OverBudget"; readonly budget: string; readonly limit: bigint; readonly used: bigint }
 
 /** A settle or void that did nothing: the reservation is unknown, or finished earlier. */
 export type NotPending =
@@ -376,12 +378,15 @@ export class Ledger extends Context.Service<Ledger, {
    * Holds `amount` micro-credits for a call on `machineId` (null: no machine, account-wide only)
    * until settled, voided or expired at `expiresAt`. Choose expiresAt beyond the longest a call
    * can take: a settle after expiry finds the reservation expired and charges nothing.
+   * `budgets`: the monthly limits it counts against (billing/Limits.ts budgetClaims), checked in
+   * the same store step; OverBudget when one has no room.
    */
   readonly reserve: (
     accountId: string,
     machineId: string | null,
     amount: bigint,
-    expiresAt: Time.Timestamp
+    expiresAt: Time.Timestamp,
+    budgets?: ReadonlyArray<BudgetClaim>
   ) => Effect.Effect<ReserveResult>
   /**
    * Charges the call's real cost (micro-credits, >= 0) and releases the rest; once. `reserved`,
@@ -428,7 +433,8 @@ export class Ledger extends Context.Service<Ledger, {
         accountId: string,
         machineId: string | null,
         amount: bigint,
-        expiresAt: Time.Timestamp
+        expiresAt: Time.Timestamp,
+        budgets?: ReadonlyArray<BudgetClaim>
       ) {
         if (amount < 0n) return yield* Effect.die(new RangeError(`Ledger.reserve: negative amount ${amount}`))
         const ref = yield* generateId("usage")
@@ -439,7 +445,8 @@ export class Ledger extends Context.Service<Ledger, {
           scopes: spendingOrder(machineId),
           amount,
           created_at: yield* Time.now,
-          expires_at: expiresAt
+          expires_at: expiresAt,
+          ...(budgets === undefined || budgets.length === 0 ? {} : { budgets })
         })
         if (result._tag === "reserved") {
           return { _tag: "Reserved", ref, allocations: result.allocations } satisfies ReserveResult
@@ -447,8 +454,9 @@ export class Ledger extends Context.Service<Ledger, {
         if (result._tag === "insufficient") {
           return { _tag: "Insufficient", available: result.available } satisfies ReserveResult
         }
-        // It claims no budgets, so none can refuse it.
-        if (result._tag === "over_budget") return yield* Effect.die(new Error(`Ledger.reserve: over_budget without a claim`))
+        if (result._tag === "over_budget") {
+          return { _tag: "OverBudget", budget: result.budget, limit: result.limit, used: result.used } satisfies ReserveResult
+        }
         return yield* Effect.die(new Error(`Ledger.reserve: generated ref ${ref} already exists`))
       })
 

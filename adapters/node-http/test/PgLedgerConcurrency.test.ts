@@ -64,7 +64,7 @@ const scenario = (seed: number, calls: number) =>
       const expiresAt = next() < 0.1 ? past : future
       return Effect.gen(function*() {
         const result = yield* ledger.reserve(account, machine, amount, expiresAt)
-        if (result._tag === "Insufficient") return
+        if (result._tag !== "Reserved") return
         reserved++
         const hint = { account_id: account, allocations: result.allocations }
         if (ending < 0.7) {

@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Me } from "../Account.ts"
+import { LimitsGroup } from "../billing/LimitsApi.ts"
 import { BillingSummary, Receipt, ReceiptList } from "../billing/Schemas.ts"
 import * as Catalogue from "../Catalogue.ts"
 import { ActivityList, CreditBalance, RedeemResponse, RedeemTicket, TicketList } from "../Credits.ts"
@@ -189,6 +190,7 @@ export class PlatformApi extends HttpApi.make("platform")
   .add(CreditsGroup)
   .add(OrdersGroup)
   .add(BillingGroup)
+  .add(LimitsGroup)
   .add(IdentityGroup)
   // Applies to the groups added above: keep it after the last `.add`.
   .middleware(SchemaErrors)

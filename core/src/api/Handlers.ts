@@ -5,6 +5,7 @@ import { AccountsConfig } from "../accounts/AccountsConfig.ts"
 import { storedIdentity } from "../accounts/Identities.ts"
 import { HttpApiBuilder } from "effect/http-api"
 import { ApiKeys } from "../ApiKeys.ts"
+import { LimitsHandlers } from "../billing/LimitsHandlers.ts"
 import { makeBillingSummary } from "../billing/Summary.ts"
 import { Catalogue } from "../Catalogue.ts"
 import { toKey } from "../Keys.ts"
@@ -114,5 +115,6 @@ export const PlatformHandlers = Layer.mergeAll(
   CreditsHandlers,
   OrdersHandlers,
   BillingHandlers,
+  LimitsHandlers,
   IdentityHandlers
 )

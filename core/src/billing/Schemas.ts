@@ -127,14 +127,26 @@ export type UsageCsvColumn = (typeof USAGE_CSV_COLUMNS)[number]
 
 // ---- Limits (GET/POST /billing/limits, POST /billing/keys/{id}/limit) ---------------------
 
+/** A live key and its own monthly limit (null: none), with what it was charged this month. */
 export const KeyLimitRow = Schema.Struct({
   key_id: Schema.String,
   name: Schema.String,
-  monthly_limit_credits: Schema.NullOr(CreditAmount)
+  monthly_limit_credits: Schema.NullOr(CreditAmount),
+  spent_credits: CreditAmount
 })
+export type KeyLimitRow = typeof KeyLimitRow.Type
 
+/** The limits view's month: GET /billing's month, the month itself and whether alerts are emailed. */
+export const LimitsMonth = Schema.Struct({
+  period: UtcMonth,
+  ...MonthSpend.fields,
+  alert_email: Schema.Boolean
+})
+export type LimitsMonth = typeof LimitsMonth.Type
+
+/** GET /billing/limits, and the answer of the two POSTs (docs/billing.md "Monthly limits: the endpoints"). */
 export const LimitsView = Schema.Struct({
-  month: MonthSpend,
+  month: LimitsMonth,
   usage_tier: UsageTier,
   keys: Schema.Array(KeyLimitRow)
 })
@@ -145,20 +157,26 @@ export const AlertPoint = Schema.Int.check(
   Schema.isBetween({ minimum: 1, maximum: 100 }, { expected: "a whole percentage from 1 to 100" })
 )
 
+/** A limit as a body carries it: credits >= 0, at most 6 decimals; the use-case bounds it by the tier. */
+const LimitCredits = Schema.NullOr(NonNegativeCredits)
+
 /**
  * POST /billing/limits. Every field is optional and an omitted one keeps its value;
  * monthly_limit_credits null goes back to the tier's limit (a higher one is refused by the use-case).
+ * Alert points are kept ascending, each once: 100 distinct ones at most, so no more are accepted.
  */
 export const SetLimits = Schema.Struct({
-  monthly_limit_credits: Schema.optionalKey(Schema.NullOr(NonNegativeCredits)),
-  alert_points: Schema.optionalKey(Schema.Array(AlertPoint)),
+  monthly_limit_credits: Schema.optionalKey(LimitCredits),
+  alert_points: Schema.optionalKey(
+    Schema.Array(AlertPoint).check(Schema.isMaxLength(100, { expected: "at most 100 alert points" }))
+  ),
   alert_email: Schema.optionalKey(Schema.Boolean)
 })
 export type SetLimits = typeof SetLimits.Type
 
 /** POST /billing/keys/{id}/limit; null removes the key's limit. */
 export const KeyLimit = Schema.Struct({
-  monthly_limit_credits: Schema.NullOr(NonNegativeCredits)
+  monthly_limit_credits: LimitCredits
 })
 export type KeyLimit = typeof KeyLimit.Type
 

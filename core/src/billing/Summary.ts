@@ -7,11 +7,10 @@
  */
 import { Clock, Effect, Option } from "effect"
 import type { Caller } from "../ApiKeys.ts"
-import type { AutoReload, BillingSummary, UsageTier } from "./Schemas.ts"
+import type { AutoReload, BillingSummary } from "./Schemas.ts"
 import { Catalogue } from "../Catalogue.ts"
-import type { CatalogueConfig } from "../CatalogueConfig.ts"
 import { Ledger } from "../Ledger.ts"
-import { DEFAULT_RPM, tierAt, tierTable } from "./Tiers.ts"
+import { usageTierFor } from "./Tiers.ts"
 import { creditsToMicro, microToCredits } from "../Money.ts"
 import { Orders } from "../OrderService.ts"
 import { UsageStore } from "../ports/UsageStore.ts"
@@ -20,31 +19,8 @@ import { toTimestamp } from "../Time.ts"
 /** 1 credit = 0.001 network token (the spec's unit of account). */
 export const CREDITS_PER_TOKEN = 1000n
 
-type TierConfig = CatalogueConfig["tiers"][number]
-
-const step = (tier: TierConfig) => ({
-  tier: tier.tier,
-  name: tier.name,
-  purchased_credits: tier.purchased_credits,
-  rpm: tier.rpm,
-  monthly_limit_credits: tier.monthly_limit_credits
-})
-
-/**
- * The tier an account is in after buying `purchased` micro-credits in total, with the next one to
- * reach (null at the top): the rule of billing/Tiers.ts, the one the gateway enforces.
- */
-export const usageTierFor = (tiers: ReadonlyArray<TierConfig>, purchased: bigint): UsageTier => {
-  const { current, next } = tierAt(tierTable(tiers), purchased)
-  return {
-    tier: current?.tier ?? 0,
-    name: current?.name ?? "",
-    rpm: current?.rpm ?? DEFAULT_RPM,
-    monthly_limit_credits: current?.monthly_limit_credits ?? 0,
-    purchased_credits: microToCredits(purchased),
-    next: next === undefined ? null : step(next)
-  }
-}
+/** The tier shown: billing/Tiers.ts holds the rule (usageTierFor), shared with the gateway. */
+export { usageTierFor }
 
 /** The UTC calendar month around `nowMillis`: [first instant, first instant of the next month). */
 export const utcMonth = (nowMillis: number): { readonly from: string; readonly to: string } => {

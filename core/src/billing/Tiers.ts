@@ -10,7 +10,8 @@
  * An empty table (the catalogue refuses one) gives DEFAULT_RPM and no tier.
  */
 import type { CatalogueConfig } from "../CatalogueConfig.ts"
-import { creditsToMicro, MICRO_PER_CREDIT } from "../Money.ts"
+import { creditsToMicro, MICRO_PER_CREDIT, microToCredits } from "../Money.ts"
+import type { UsageTier } from "./Schemas.ts"
 
 export type TierConfig = CatalogueConfig["tiers"][number]
 
@@ -55,3 +56,45 @@ export const tierAt = (
 
 /** The rpm per key of an account that bought `purchased` micro-credits in total. */
 export const rpmAt = (table: TierTable, purchased: bigint): number => tierAt(table, purchased).current?.rpm ?? DEFAULT_RPM
+
+/**
+ * The monthly limit, in micro-credits, of an account that bought `purchased` micro-credits in
+ * total: the limit GET /billing shows (usageTierFor) and the default of the account's budget that
+ * every priced call claims (gateway/Admission.ts). Null when no tier applies (an empty table).
+ * The catalogue's limits are whole micro-credits; one that is not is rounded down.
+ */
+export const monthlyLimitAt = (table: TierTable, purchased: bigint): bigint | null => {
+  const current = tierAt(table, purchased).current
+  if (current === undefined) return null
+  const credits = current.monthly_limit_credits
+  const exact = creditsToMicro(credits)
+  if (exact !== undefined) return exact
+  if (!Number.isFinite(credits)) return null
+  return Math.abs(credits) >= 2 ** 53 ? BigInt(credits) * MICRO_PER_CREDIT : BigInt(Math.floor(credits * 1e6))
+}
+
+const step = (tier: TierConfig) => ({
+  tier: tier.tier,
+  name: tier.name,
+  purchased_credits: tier.purchased_credits,
+  rpm: tier.rpm,
+  monthly_limit_credits: tier.monthly_limit_credits
+})
+
+/**
+ * The tier an account is in after buying `purchased` micro-credits in total, as GET /billing and
+ * GET /billing/limits show it, with the next one to reach (null at the top): the rule above, the
+ * one the gateway enforces (rpmAt, monthlyLimitAt).
+ */
+export const usageTierFor = (tiers: ReadonlyArray<TierConfig>, purchased: bigint): UsageTier => {
+  const table = tierTable(tiers)
+  const { current, next } = tierAt(table, purchased)
+  return {
+    tier: current?.tier ?? 0,
+    name: current?.name ?? "",
+    rpm: current?.rpm ?? DEFAULT_RPM,
+    monthly_limit_credits: microToCredits(monthlyLimitAt(table, purchased) ?? 0n),
+    purchased_credits: microToCredits(purchased),
+    next: next === undefined ? null : step(next)
+  }
+}

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { type TierConfig, DEFAULT_RPM, rpmAt, thresholdOf, tierTable } from "../../src/billing/Tiers.ts"
+import { type TierConfig, DEFAULT_RPM, monthlyLimitAt, rpmAt, thresholdOf, tierTable } from "../../src/billing/Tiers.ts"
+import { microToCredits } from "../../src/Money.ts"
 import { usageTierFor } from "../../src/billing/Summary.ts"
 
 const credits = fc.oneof(
@@ -33,6 +34,17 @@ describe("usage tiers: one rule", () => {
     fc.assert(
       fc.property(table, purchased, (tiers, p) => {
         expect(rpmAt(tierTable(tiers), p)).toBe(usageTierFor(tiers, p).rpm)
+      }),
+      { numRuns: 2000 }
+    )
+  })
+
+  it("the gateway's monthly limit (the account budget's default) equals the summary's, exactly", () => {
+    fc.assert(
+      fc.property(table, purchased, (tiers, p) => {
+        const limit = monthlyLimitAt(tierTable(tiers), p)
+        const shown = usageTierFor(tiers, p)
+        expect(limit === null ? 0 : microToCredits(limit)).toBe(shown.monthly_limit_credits)
       }),
       { numRuns: 2000 }
     )
