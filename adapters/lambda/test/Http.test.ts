@@ -1,3 +1,4 @@
+import { billingUsageSuite } from "@model-platform/test-harness/BillingUsageSuite"
 import { boundarySuite, type RawSender, readAll } from "@model-platform/test-harness/BoundarySuite"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { platformHttpSuite } from "@model-platform/test-harness/HttpSuite"
@@ -8,6 +9,8 @@ import { invocationContext, requestToEvent, resultToResponse, startLambda } from
 platformHttpSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue))
 
 permissionMatrixSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue))
+
+billingUsageSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue))
 
 /** The event API Gateway sends, with the path and query as the client sent them (rawPath). */
 const rawSender = (handler: LambdaHandler): RawSender => async (method, target, init = {}) => {

@@ -9,9 +9,11 @@ import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 import { ApiKeys } from "@model-platform/core/ApiKeys"
 import { Catalogue } from "@model-platform/core/Catalogue"
 import { createAccount } from "@model-platform/test-harness/Accounts"
-import type { ShellUnderTest } from "@model-platform/test-harness/HttpSuite"
+import type { UsageShell } from "@model-platform/test-harness/BillingUsageSuite"
+import { UsageStore } from "@model-platform/core/ports/UsageStore"
 import { Context, Effect, Layer } from "effect"
 import { DynamoStores } from "../src/DynamoStores.ts"
+import { UsageStoreDynamo } from "../src/DynamoUsageStore.ts"
 import { createTable, DynamoConfig, type DynamoSettings, makeDocumentClient } from "../src/DynamoTable.ts"
 import { isTextualContentType } from "../src/Events.ts"
 import { type InvocationContext, type LambdaHandler, makeHandler } from "../src/Handler.ts"
@@ -141,7 +143,7 @@ export const invoke = async (handler: LambdaHandler, request: Request): Promise<
 /** The Lambda handler over a fresh table on its own DynamoDB Local, for the shared HTTP suite. */
 export const startLambda = async (
   catalogue: CatalogueConfig
-): Promise<ShellUnderTest & { readonly startupMs: number; readonly handler: LambdaHandler }> => {
+): Promise<UsageShell & { readonly startupMs: number; readonly handler: LambdaHandler }> => {
   const local = await startDynamoLocal()
   try {
     const dynamo = await tableOn(local)
@@ -171,6 +173,13 @@ export const startLambda = async (
             )
           ),
         fetch: (path, init) => invoke(handler, new Request(`https://api.platform.test${path}`, init)),
+        // Written on the same table, as the handler's metering would.
+        recordUsage: (records) =>
+          Effect.runPromise(
+            Effect.flatMap(UsageStore, (usage) => Effect.forEach(records, usage.record, { discard: true })).pipe(
+              Effect.provide(UsageStoreDynamo.pipe(Layer.provide(DynamoConfig.layer(dynamo))))
+            )
+          ),
         close
       }
     } catch (error) {

@@ -1,5 +1,6 @@
 /** The shared HTTP suite through the real Node server, on every store the Node shell has. */
 import { MAX_HEADER_BYTES } from "@model-platform/core/Limits"
+import { billingUsageSuite } from "@model-platform/test-harness/BillingUsageSuite"
 import { boundarySuite, nodeRawSender } from "@model-platform/test-harness/BoundarySuite"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { platformHttpSuite } from "@model-platform/test-harness/HttpSuite"
@@ -15,6 +16,11 @@ import { freshDatabaseUrl, startNodeServer } from "./support.ts"
 platformHttpSuite("node-http, memory stores", () => startNodeServer(fixtureCatalogue, MemoryPlatformStores))
 
 platformHttpSuite("node-http, embedded Postgres", () =>
+  startNodeServer(fixtureCatalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY })))))
+
+billingUsageSuite("node-http, memory stores", () => startNodeServer(fixtureCatalogue, MemoryPlatformStores))
+
+billingUsageSuite("node-http, embedded Postgres", () =>
   startNodeServer(fixtureCatalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY })))))
 
 permissionMatrixSuite("node-http, embedded Postgres", () =>
@@ -64,6 +70,11 @@ describe("node-http: requests Node's parser refuses are answered in the surface'
 const serverUrl = process.env.TEST_DATABASE_URL
 describe.skipIf(serverUrl === undefined)("on a PostgreSQL server (TEST_DATABASE_URL)", () => {
   platformHttpSuite("node-http, PostgreSQL server", async () =>
+    startNodeServer(
+      fixtureCatalogue,
+      PgPlatformStores.pipe(Layer.provide(Database.layer({ databaseUrl: await freshDatabaseUrl(serverUrl!), dataDir: "" })))
+    ))
+  billingUsageSuite("node-http, PostgreSQL server", async () =>
     startNodeServer(
       fixtureCatalogue,
       PgPlatformStores.pipe(Layer.provide(Database.layer({ databaseUrl: await freshDatabaseUrl(serverUrl!), dataDir: "" })))

@@ -2,7 +2,8 @@
 import { FirstStart } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 import { createAccount } from "@model-platform/test-harness/Accounts"
-import type { ShellUnderTest } from "@model-platform/test-harness/HttpSuite"
+import type { UsageShell } from "@model-platform/test-harness/BillingUsageSuite"
+import { UsageStore } from "@model-platform/core/ports/UsageStore"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, type Layer, ManagedRuntime, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
@@ -12,7 +13,7 @@ import { serverLayer, type Stores } from "../src/Server.ts"
 export const startNodeServer = async <E>(
   catalogue: CatalogueConfig,
   stores: Layer.Layer<Stores, E>
-): Promise<ShellUnderTest & { readonly url: string; readonly firstStart: boolean }> => {
+): Promise<UsageShell & { readonly url: string; readonly firstStart: boolean }> => {
   const runtime = ManagedRuntime.make(
     serverLayer({ catalogue, port: 0, host: "127.0.0.1", ownerEmail: "owner@test.local" }, stores)
   )
@@ -25,6 +26,8 @@ export const startNodeServer = async <E>(
     ownerSecret: owner?.key.secret ?? "",
     newAccount: () => runtime.runPromise(createAccount(`user-${crypto.randomUUID()}@test.local`)),
     fetch: (path, init) => fetch(url + path, init),
+    recordUsage: (records) =>
+      runtime.runPromise(Effect.flatMap(UsageStore, (usage) => Effect.forEach(records, usage.record, { discard: true }))),
     close: () => runtime.dispose()
   }
 }

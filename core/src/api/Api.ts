@@ -7,6 +7,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api
 import { Me } from "../Account.ts"
 import { LimitsGroup } from "../billing/LimitsApi.ts"
 import { BillingSummary, Receipt, ReceiptList } from "../billing/Schemas.ts"
+import { UsageApiGroup } from "../billing/UsageApi.ts"
 import * as Catalogue from "../Catalogue.ts"
 import { ActivityList, CreditBalance, RedeemResponse, RedeemTicket, TicketList } from "../Credits.ts"
 import * as Errors from "../Errors.ts"
@@ -190,6 +191,7 @@ export class PlatformApi extends HttpApi.make("platform")
   .add(CreditsGroup)
   .add(OrdersGroup)
   .add(BillingGroup)
+  .add(UsageApiGroup)
   .add(LimitsGroup)
   .add(IdentityGroup)
   // Applies to the groups added above: keep it after the last `.add`.

@@ -7,6 +7,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { ApiKeys } from "../ApiKeys.ts"
 import { LimitsHandlers } from "../billing/LimitsHandlers.ts"
 import { makeBillingSummary } from "../billing/Summary.ts"
+import { UsageHandlers } from "../billing/UsageHandlers.ts"
 import { Catalogue } from "../Catalogue.ts"
 import { toKey } from "../Keys.ts"
 import { Ledger } from "../Ledger.ts"
@@ -115,6 +116,7 @@ export const PlatformHandlers = Layer.mergeAll(
   CreditsHandlers,
   OrdersHandlers,
   BillingHandlers,
+  UsageHandlers,
   LimitsHandlers,
   IdentityHandlers
 )
