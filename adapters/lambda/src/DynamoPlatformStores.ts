@@ -5,6 +5,7 @@
 import { markPlatformStores, type PlatformStores } from "@model-platform/core/ports/PlatformStores"
 import { GatewayStoreComposed } from "@model-platform/core/ports/GatewayStore"
 import { Layer } from "effect"
+import { AlertStoreDynamo } from "./DynamoAlertStore.ts"
 import { BillingSettingsStoreDynamo } from "./DynamoBillingSettingsStore.ts"
 import { LedgerStoreDynamo } from "./DynamoLedgerStore.ts"
 import { OrderStoreDynamo } from "./DynamoOrderStore.ts"
@@ -25,7 +26,8 @@ export const DynamoPlatformStores: Layer.Layer<PlatformStores, never, DynamoConf
       UsageStoreDynamo,
       RateLimitStoreDynamo,
       PeopleStoreDynamo,
-      BillingSettingsStoreDynamo
+      BillingSettingsStoreDynamo,
+      AlertStoreDynamo
     )
   ))
 )

@@ -9,6 +9,7 @@ import { LedgerStoreMemory } from "@model-platform/test-harness/MemoryLedgerStor
 import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
 import { RateLimitStoreMemory } from "@model-platform/test-harness/MemoryRateLimitStore"
 import { PeopleStoreMemory } from "@model-platform/test-harness/MemoryPeopleStore"
+import { AlertStoreMemory } from "@model-platform/test-harness/MemoryAlertStore"
 import { BillingSettingsStoreMemory } from "@model-platform/test-harness/MemoryBillingSettingsStore"
 import { MemoryOutbox } from "@model-platform/test-harness/MemoryOutbox"
 import { MemoryPlatformStores as MemoryStores } from "@model-platform/test-harness/MemoryPlatformStores"
@@ -97,7 +98,7 @@ describe("Lambda handler", () => {
       GatewayStoreComposed,
       Layer.mergeAll(
         AccountStoreMemory, SlowKeys, IdempotencyStoreMemory, LedgerStoreMemory, OrderStoreMemory, UsageStoreMemory, RateLimitStoreMemory,
-        PeopleStoreMemory, BillingSettingsStoreMemory
+        PeopleStoreMemory, BillingSettingsStoreMemory, AlertStoreMemory
       )
     )
     const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores, deadlineMarginMillis: 1_000 })

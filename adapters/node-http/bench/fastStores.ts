@@ -25,6 +25,7 @@ import {
 import { RateLimitStore } from "@model-platform/core/ports/RateLimitStore"
 import { byTimeThenRef, matchesUsageQuery, reportOf, type UsageRecord, UsageStore } from "@model-platform/core/ports/UsageStore"
 import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
+import { AlertStoreMemory } from "@model-platform/test-harness/MemoryAlertStore"
 import { BillingSettingsStoreMemory } from "@model-platform/test-harness/MemoryBillingSettingsStore"
 import { PeopleStoreMemory } from "@model-platform/test-harness/MemoryPeopleStore"
 import { MemoryStores } from "@model-platform/test-harness/MemoryStores"
@@ -201,5 +202,6 @@ const RateLimitStoreFast = Layer.sync(RateLimitStore, () => {
 /** Every store the platform needs: accounts, keys, idempotency and orders from the harness. */
 export const FastMemoryStores: Layer.Layer<PlatformStores> = Layer.provideMerge(
   GatewayStoreComposed,
-  Layer.mergeAll(MemoryStores, OrderStoreMemory, LedgerStoreFast, UsageStoreFast, RateLimitStoreFast, PeopleStoreMemory, BillingSettingsStoreMemory)
+  Layer.mergeAll(MemoryStores, OrderStoreMemory, LedgerStoreFast, UsageStoreFast, RateLimitStoreFast, PeopleStoreMemory, BillingSettingsStoreMemory,
+    AlertStoreMemory)
 )

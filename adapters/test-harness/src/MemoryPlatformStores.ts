@@ -5,6 +5,7 @@
 import type { PlatformStores } from "@model-platform/core/api/Http"
 import { GatewayStoreComposed } from "@model-platform/core/ports/GatewayStore"
 import { Layer } from "effect"
+import { AlertStoreMemory } from "./MemoryAlertStore.ts"
 import { BillingSettingsStoreMemory } from "./MemoryBillingSettingsStore.ts"
 import { LedgerStoreMemory } from "./MemoryLedgerStore.ts"
 import { OrderStoreMemory } from "./MemoryOrderStore.ts"
@@ -22,6 +23,7 @@ export const MemoryPlatformStores: Layer.Layer<PlatformStores> = Layer.provideMe
     UsageStoreMemory,
     RateLimitStoreMemory,
     PeopleStoreMemory,
-    BillingSettingsStoreMemory
+    BillingSettingsStoreMemory,
+    AlertStoreMemory
   )
 )

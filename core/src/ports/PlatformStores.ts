@@ -5,6 +5,7 @@
  */
 import { type Context, Effect, Layer } from "effect"
 import { AccountStore } from "./AccountStore.ts"
+import { AlertStore } from "./AlertStore.ts"
 import { BillingSettingsStore } from "./BillingSettingsStore.ts"
 import { GatewayStore } from "./GatewayStore.ts"
 import { IdempotencyStore } from "./IdempotencyStore.ts"
@@ -27,6 +28,7 @@ export type PlatformStores =
   | GatewayStore
   | PeopleStore
   | BillingSettingsStore
+  | AlertStore
 
 const marked = <I, S extends object>(tag: Context.Key<I, S>, isUnavailable: (defect: unknown) => boolean) =>
   Layer.effect(tag, Effect.map(tag, (service) => markUnavailable(tag.key, service, isUnavailable)))
@@ -48,5 +50,6 @@ export const markPlatformStores = (
     marked(RateLimitStore, isUnavailable),
     marked(GatewayStore, isUnavailable),
     marked(PeopleStore, isUnavailable),
-    marked(BillingSettingsStore, isUnavailable)
+    marked(BillingSettingsStore, isUnavailable),
+    marked(AlertStore, isUnavailable)
   )

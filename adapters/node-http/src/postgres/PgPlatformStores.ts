@@ -5,6 +5,7 @@
 import { markPlatformStores, type PlatformStores } from "@model-platform/core/ports/PlatformStores"
 import { Layer } from "effect"
 import type { SqlClient } from "effect/sql"
+import { AlertStorePg } from "./PgAlertStore.ts"
 import { BillingSettingsStorePg } from "./PgBillingSettingsStore.ts"
 import { GatewayStorePg } from "./PgGatewayStore.ts"
 import { LedgerStorePg } from "./PgLedgerStore.ts"
@@ -23,5 +24,6 @@ export const PgPlatformStores: Layer.Layer<PlatformStores, never, SqlClient.SqlC
   RateLimitStorePg,
   GatewayStorePg,
   PeopleStorePg,
-  BillingSettingsStorePg
+  BillingSettingsStorePg,
+  AlertStorePg
 )))

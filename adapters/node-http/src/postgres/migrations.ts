@@ -12,6 +12,7 @@ import { Effect } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
 import { usageRollups } from "./migrations/0011_usage_rollups.ts"
 import { billingSettings } from "./migrations/0013_billing_settings.ts"
+import { alerts } from "./migrations/0014_alerts.ts"
 
 const accountsKeysIdempotency = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -603,7 +604,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0009_token_subjects": tokenSubjects,
   "0010_identities": identities,
   "0011_usage_rollups": usageRollups,
-  "0013_billing_settings": billingSettings
+  "0013_billing_settings": billingSettings,
+  "0014_alerts": alerts
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */
