@@ -54,6 +54,7 @@ import {
 import { RateLimitStore, windowStartOf } from "@model-platform/core/ports/RateLimitStore"
 import { reportOf, type UsageDays, type UsageRecord, UsageStore } from "@model-platform/core/ports/UsageStore"
 import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+import { gatewayBudgetTests } from "./GatewayBudgetContract.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
@@ -1034,5 +1035,13 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
 }
 
 /** Declares the gateway store contract on a layer of every platform store (built once for the suite). */
-export const gatewayStoreContract = <E>(name: string, storesLayer: Layer.Layer<PlatformStores, E>): void =>
-  layer(storesLayer, layerOptions)(name, gatewayTests)
+export const gatewayStoreContract = <E>(
+  name: string,
+  storesLayer: Layer.Layer<PlatformStores, E>,
+  /** budgets false: the ledger store does not keep budgets yet (DynamoDB until it does). */
+  options: { readonly budgets?: boolean } = {}
+): void =>
+  layer(storesLayer, layerOptions)(name, (it) => {
+    gatewayTests(it)
+    if (options.budgets !== false) gatewayBudgetTests(it)
+  })

@@ -22,6 +22,8 @@ import {
   type ScopeBalance
 } from "@model-platform/core/ports/LedgerStore"
 import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+import { budgetTests } from "./BudgetContract.ts"
+import { budgetProperty } from "./BudgetProperty.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
@@ -836,6 +838,23 @@ const ledgerTests = (it: Vitest.MethodsNonLive<LedgerStore>) => {
   })
 }
 
+export interface LedgerContractOptions {
+  /** Scenarios of the budgets' interleaving property (BudgetProperty.ts); env BUDGET_PROPERTY_RUNS overrides. */
+  readonly budgetRuns?: number
+  /** false: the store does not keep budgets yet (DynamoDB until it does): their tests are skipped. */
+  readonly budgets?: boolean
+}
+
 /** Declares the ledger store contract on `storeLayer` (built once for the suite). */
-export const ledgerStoreContract = <E>(name: string, storeLayer: Layer.Layer<LedgerStore, E>): void =>
-  layer(storeLayer, layerOptions)(name, ledgerTests)
+export const ledgerStoreContract = <E>(
+  name: string,
+  storeLayer: Layer.Layer<LedgerStore, E>,
+  options: LedgerContractOptions = {}
+): void =>
+  layer(storeLayer, layerOptions)(name, (it) => {
+    ledgerTests(it)
+    if (options.budgets === false) return
+    budgetTests(it)
+    const runs = Number(process.env["BUDGET_PROPERTY_RUNS"] ?? options.budgetRuns ?? 30)
+    budgetProperty(it, runs)
+  })

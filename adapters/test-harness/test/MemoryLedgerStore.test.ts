@@ -2,4 +2,4 @@
 import { ledgerStoreContract } from "../src/LedgerContract.ts"
 import { LedgerStoreMemory } from "../src/MemoryLedgerStore.ts"
 
-ledgerStoreContract("LedgerStoreMemory", LedgerStoreMemory)
+ledgerStoreContract("LedgerStoreMemory", LedgerStoreMemory, { budgetRuns: 200 })

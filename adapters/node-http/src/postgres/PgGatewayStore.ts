@@ -1,7 +1,7 @@
 /**
- * The gateway store port on Postgres: a batch of admissions is one statement calling
- * `gateway_admit` once per admission, a batch of metered calls one call of `gateway_commit`
- * (migration 0007, ./migrations.ts). The inputs are
+ * The gateway store port on Postgres: a batch of admissions is one call of `gateway_admit_batch`
+ * (which locks the batch's budget month rows, then calls `gateway_admit` once per admission), a
+ * batch of metered calls one call of `gateway_commit` (migrations 0007 and 0012, ./migrations.ts). The inputs are
  * checked here as the individual stores check them (a broken one is a defect), so what the
  * functions raise is only what needs the rows (an entry of another account or machine).
  */
@@ -17,6 +17,7 @@ import {
 import { scopeKey } from "@model-platform/core/ports/LedgerStore"
 import { hitProblem } from "@model-platform/core/ports/RateLimitStore"
 import { usageRecordProblem } from "@model-platform/core/ports/UsageStore"
+import { claimArrays } from "./PgBudgets.ts"
 import { orderedReservationProblem, settlementShapeProblem } from "./PgLedgerStore.ts"
 import { makePruner } from "./PgRateLimitStore.ts"
 
@@ -29,11 +30,14 @@ const machineOf = (scope: string): string | null => (scope === "" ? null : scope
 const MAX_INT4 = 2_147_483_647
 
 interface AdmitRow {
-  readonly result: "key_revoked" | "rate_limited" | "admitted" | "reserved" | "insufficient" | "duplicate"
+  readonly result: "key_revoked" | "rate_limited" | "admitted" | "reserved" | "insufficient" | "duplicate" | "over_budget"
   readonly hits: number | null
   readonly scopes: ReadonlyArray<string> | null
   readonly amounts: ReadonlyArray<string | bigint> | null
   readonly available: string | bigint | null
+  readonly budget: string | null
+  readonly lim: string | bigint | null
+  readonly used: string | bigint | null
 }
 
 const toAdmission = (row: AdmitRow): AdmissionResult => {
@@ -49,6 +53,10 @@ const toAdmission = (row: AdmitRow): AdmissionResult => {
       return { _tag: "Admitted", count, reserved: { _tag: "duplicate" } }
     case "insufficient":
       return { _tag: "Admitted", count, reserved: { _tag: "insufficient", available: BigInt(row.available ?? 0) } }
+    case "over_budget": {
+      const reserved = { _tag: "over_budget", budget: row.budget!, limit: BigInt(row.lim!), used: BigInt(row.used!) } as const
+      return { _tag: "Admitted", count, reserved }
+    }
     case "reserved": {
       const amounts = row.amounts ?? []
       const allocations = (row.scopes ?? []).map((scope, i) => ({ machine_id: machineOf(scope), amount: BigInt(amounts[i]!) }))
@@ -97,12 +105,12 @@ export const GatewayStorePg: Layer.Layer<GatewayStore, never, SqlClient.SqlClien
       for (const a of admissions) {
         const r = a.reservation
         const problem = hitProblem(a.rate.bucket, a.rate.window_start, a.rate.window_ms) ??
-          (r === undefined ? undefined : orderedReservationProblem(r)) ??
-          ((r?.budgets ?? []).length > 0 ? "budgets are not kept by this store yet" : undefined)
+          (r === undefined ? undefined : orderedReservationProblem(r))
         if (problem !== undefined) return Effect.die(new Error(`GatewayStore.admit: ${problem}`))
       }
       // One lock order for every batch (key rows, rpm rows, balance rows): by account, then key;
-      // a key's own admissions keep the order given.
+      // a key's own admissions keep the order given. (Budget month rows are locked before all of
+      // them, by gateway_admit_batch.)
       const order = admissions.map((_, i) => i).sort((i, j) => {
         const a = admissions[i]!, b = admissions[j]!
         return a.account_id < b.account_id ? -1 : a.account_id > b.account_id ? 1
@@ -111,6 +119,7 @@ export const GatewayStorePg: Layer.Layer<GatewayStore, never, SqlClient.SqlClien
       const items = toJsonb(order.map((i) => {
         const a = admissions[i]!
         const r = a.reservation
+        const claims = claimArrays(r?.budgets)
         return {
           account_id: a.account_id,
           key_id: a.key_id,
@@ -125,21 +134,17 @@ export const GatewayStorePg: Layer.Layer<GatewayStore, never, SqlClient.SqlClien
           order: r === undefined ? [] : r.scopes.map(scopeKey),
           amount: r?.amount ?? null,
           created_at: r?.created_at ?? null,
-          expires_at: r?.expires_at ?? null
+          expires_at: r?.expires_at ?? null,
+          budgets: claims.budgets,
+          budget_months: claims.months,
+          budget_defaults: claims.defaults
         }
       }))
-      // The function runs once per element, in the array's order, within one statement.
+      // One statement: the function admits the elements in the array's order.
       return Effect.gen(function*() {
         const rows = yield* sql<AdmitRow & { readonly n: number }>`
-          SELECT e.n::integer AS n, a.result, a.hits, a.scopes, a.amounts, a.available
-          FROM jsonb_array_elements(${items}::jsonb) WITH ORDINALITY AS e(v, n)
-          CROSS JOIN LATERAL gateway_admit(
-            e.v->>'account_id', e.v->>'key_id', (e.v->>'touch_at')::timestamptz,
-            e.v->>'bucket', (e.v->>'window_start')::bigint, (e.v->>'window_end')::bigint,
-            (e.v->>'limit')::integer, e.v->>'ref', e.v->>'machine_id',
-            ARRAY(SELECT jsonb_array_elements_text(e.v->'order')), (e.v->>'amount')::bigint,
-            (e.v->>'created_at')::timestamptz, (e.v->>'expires_at')::timestamptz) AS a
-          ORDER BY e.n`.pipe(Effect.orDie)
+          SELECT n, result, hits, scopes, amounts, available, budget, lim, used
+          FROM gateway_admit_batch(${items}::jsonb) ORDER BY n`.pipe(Effect.orDie)
         const results = new Array<AdmissionResult>(admissions.length)
         for (const row of rows) results[order[row.n - 1]!] = toAdmission(row)
         for (const a of admissions) yield* pruneAfterHit(a.rate.window_start)

@@ -20,8 +20,11 @@
  * - reserveInOrder: `ledger_reserve_in_order`: locks the rows of the scopes the call may spend,
  *   then allocates as core's `allocate` does (the spending order is given) and reserves that, so
  *   `Ledger.reserve` is one round trip instead of two (balances, then reserve).
- * Deadlocks are avoided by one lock order: at most one reservation row first, then balance rows
- * in scope order (collation "C"). `expire` finishes each due reservation in its own call.
+ * - budgets (PgBudgets.ts, migration 0012_ledger_budgets): reserve and reserveInOrder pass the
+ *   claims; the functions lock the claims' month rows, check them in claim order ('over_budget'),
+ *   then the balance, and hold both; ledger_finish releases them (settle: charges them).
+ * Deadlocks are avoided by one lock order: at most one reservation row first, then budget month
+ * rows, then balance rows in scope order (collation "C"). `expire` finishes each due reservation in its own call.
  * Statements are prepared once per connection by @effect/sql-pg (its default), and the
  * functions' plans are cached by the server.
  *
@@ -48,6 +51,7 @@ import {
   settlementProblem
 } from "@model-platform/core/ports/LedgerStore"
 import type { Timestamp } from "@model-platform/core/Time"
+import { budgetsOf, claimArrays, makeBudgets } from "./PgBudgets.ts"
 
 const iso = (date: Date): string => date.toISOString()
 
@@ -91,6 +95,8 @@ interface ReservationRow {
   readonly finished_at: Date | null
   readonly charged: bigint | null
   readonly excess: bigint | null
+  readonly budgets: ReadonlyArray<string>
+  readonly budget_months: ReadonlyArray<string>
 }
 
 const toReservation = (row: ReservationRow): Reservation => ({
@@ -103,7 +109,8 @@ const toReservation = (row: ReservationRow): Reservation => ({
   expires_at: iso(row.expires_at),
   finished_at: row.finished_at === null ? null : iso(row.finished_at),
   charged: row.charged === null ? null : BigInt(row.charged),
-  excess: row.excess === null ? null : BigInt(row.excess)
+  excess: row.excess === null ? null : BigInt(row.excess),
+  ...budgetsOf(row)
 })
 
 /**
@@ -145,7 +152,8 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
     const sql = yield* SqlClient.SqlClient
     const entryColumns = sql.literal("id, account_id, machine_id, amount, type, ref, created_at")
     const reservationColumns = sql.literal(
-      "ref, account_id, machine_id, scopes, amounts, status, created_at, expires_at, finished_at, charged, excess"
+      "ref, account_id, machine_id, scopes, amounts, status, created_at, expires_at, finished_at, charged, excess, " +
+        "budgets, budget_months"
     )
 
     const die = (operation: string, problem: string) => Effect.die(new Error(`LedgerStore.${operation}: ${problem}`))
@@ -195,15 +203,18 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
       )
 
     const reserve = (reservation: NewReservation) => {
-      const problem = reservationProblem(reservation) ??
-        ((reservation.budgets ?? []).length > 0 ? "budgets are not kept by this store yet" : undefined)
+      const problem = reservationProblem(reservation)
       if (problem !== undefined) return die("reserve", problem)
       const scopes = reservation.allocations.map((a) => scopeKey(a.machine_id))
       const amounts = reservation.allocations.map((a) => a.amount)
-      return sql<{ readonly result: "reserved" | "insufficient" | "duplicate" }>`
+      const claims = claimArrays(reservation.budgets)
+      return sql<{ readonly result: "reserved" | "insufficient" | "duplicate" | "over_budget" }>`
         SELECT ledger_reserve(${reservation.ref}, ${reservation.account_id}, ${reservation.machine_id},
                               ${scopes}::text[], ${amounts}::bigint[], ${reservation.created_at}::timestamptz,
-                              ${reservation.expires_at}::timestamptz) AS result`.pipe(
+                              ${reservation.expires_at}::timestamptz, ${claims.budgets}::text[],
+                              ${claims.months}::text[],
+                              ARRAY(SELECT NULLIF(d, '')::bigint FROM unnest(${claims.defaultsText}::text[])
+                                    WITH ORDINALITY AS t(d, i) ORDER BY t.i)) AS result`.pipe(
         Effect.map((rows) => rows[0]!.result),
         Effect.orDie,
         Effect.withSpan("LedgerStore.reserve")
@@ -211,22 +222,31 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
     }
 
     const reserveInOrder = (request: OrderedReservation) => {
-      const problem = orderedReservationProblem(request) ??
-        ((request.budgets ?? []).length > 0 ? "budgets are not kept by this store yet" : undefined)
+      const problem = orderedReservationProblem(request)
       if (problem !== undefined) return die("reserveInOrder", problem)
+      const claims = claimArrays(request.budgets)
       return sql<{
-        readonly result: "reserved" | "insufficient" | "duplicate"
+        readonly result: "reserved" | "insufficient" | "duplicate" | "over_budget"
         readonly scopes: ReadonlyArray<string> | null
         readonly amounts: ReadonlyArray<bigint> | null
         readonly available: bigint
+        readonly budget: string | null
+        readonly lim: bigint | null
+        readonly used: bigint | null
       }>`
-        SELECT result, scopes, amounts, available FROM ledger_reserve_in_order(
+        SELECT result, scopes, amounts, available, budget, lim, used FROM ledger_reserve_in_order(
           ${request.ref}, ${request.account_id}, ${request.machine_id}, ${request.scopes.map(scopeKey)}::text[],
-          ${request.amount}::bigint, ${request.created_at}::timestamptz, ${request.expires_at}::timestamptz)`.pipe(
+          ${request.amount}::bigint, ${request.created_at}::timestamptz, ${request.expires_at}::timestamptz,
+          ${claims.budgets}::text[], ${claims.months}::text[],
+          ARRAY(SELECT NULLIF(d, '')::bigint FROM unnest(${claims.defaultsText}::text[]) WITH ORDINALITY AS t(d, i)
+                ORDER BY t.i))`.pipe(
         Effect.map((rows): ReserveInOrderResult => {
           const row = rows[0]!
           if (row.result === "duplicate") return { _tag: "duplicate" }
           if (row.result === "insufficient") return { _tag: "insufficient", available: BigInt(row.available) }
+          if (row.result === "over_budget") {
+            return { _tag: "over_budget", budget: row.budget!, limit: BigInt(row.lim!), used: BigInt(row.used!) }
+          }
           const amounts = row.amounts ?? []
           return {
             _tag: "reserved",
@@ -315,9 +335,7 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
       settle,
       void: voidReservation,
       expire,
-      // Budgets (docs/billing.md "Monthly limits") are not kept by this store yet: claiming one dies.
-      setBudgetLimit: () => die("setBudgetLimit", "budgets are not kept by this store yet"),
-      budgets: () => die("budgets", "budgets are not kept by this store yet")
+      ...makeBudgets(sql)
     })
   })
 )

@@ -11,6 +11,7 @@
 import { Effect } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
 import { usageRollups } from "./migrations/0011_usage_rollups.ts"
+import { ledgerBudgets } from "./migrations/0012_ledger_budgets.ts"
 import { billingSettings } from "./migrations/0013_billing_settings.ts"
 import { alerts } from "./migrations/0014_alerts.ts"
 
@@ -604,6 +605,10 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0009_token_subjects": tokenSubjects,
   "0010_identities": identities,
   "0011_usage_rollups": usageRollups,
+  // Registered after 0013: the migrator runs only ids above the latest it has applied, so a
+  // database migrated to 0013 before this entry existed never gets 0012 (recreate it; a test
+  // server: scripts/ci-postgres.sh stop, then start).
+  "0012_ledger_budgets": ledgerBudgets,
   "0013_billing_settings": billingSettings,
   "0014_alerts": alerts
 }

@@ -1,0 +1,75 @@
+/**
+ * The budget part of the ledger store on Postgres (docs/billing.md "Monthly limits"): how claims
+ * travel to the functions of migration 0012_ledger_budgets (three parallel arrays: budget, month,
+ * default limit or NULL), how a reservation row's claims come back, and the two budget
+ * operations of the port. Checking and holding happen inside ledger_reserve,
+ * ledger_reserve_in_order and gateway_admit (see that migration for the lock order).
+ */
+import { Effect } from "effect"
+import type { SqlClient } from "effect/sql"
+import {
+  type BudgetClaim,
+  budgetLimitProblem,
+  type BudgetState,
+  type Reservation
+} from "@model-platform/core/ports/LedgerStore"
+
+/**
+ * A reservation's claims as the functions take them. `defaults` go in JSON (null: none);
+ * `defaultsText` as a query parameter, "" for none, turned back into bigint[] by the query (the
+ * driver cannot type an array holding only nulls).
+ */
+export const claimArrays = (claims: ReadonlyArray<BudgetClaim> | undefined) => ({
+  budgets: (claims ?? []).map((c) => c.budget),
+  months: (claims ?? []).map((c) => c.month),
+  defaults: (claims ?? []).map((c) => c.default_limit),
+  defaultsText: (claims ?? []).map((c) => c.default_limit?.toString() ?? "")
+})
+
+/** The `budgets` of a reservation row (budgets, budget_months): absent when it claims none. */
+export const budgetsOf = (row: {
+  readonly budgets: ReadonlyArray<string>
+  readonly budget_months: ReadonlyArray<string>
+}): Pick<Reservation, "budgets"> =>
+  row.budgets.length === 0
+    ? {}
+    : { budgets: row.budgets.map((budget, i) => ({ budget, month: row.budget_months[i]! })) }
+
+const byBudget = (a: BudgetState, b: BudgetState) => a.budget < b.budget ? -1 : a.budget > b.budget ? 1 : 0
+
+export const makeBudgets = (sql: SqlClient.SqlClient) => {
+  const setBudgetLimit = (accountId: string, budget: string, limit: bigint | null) => {
+    const problem = budgetLimitProblem(budget, limit)
+    if (problem !== undefined) return Effect.die(new Error(`LedgerStore.setBudgetLimit: ${problem}`))
+    const write = limit === null
+      ? sql`DELETE FROM ledger_budget_limits WHERE account_id = ${accountId} AND budget = ${budget}`
+      : sql`INSERT INTO ledger_budget_limits (account_id, budget, monthly_limit) VALUES (${accountId}, ${budget}, ${limit})
+            ON CONFLICT (account_id, budget) DO UPDATE SET monthly_limit = EXCLUDED.monthly_limit`
+    return write.pipe(Effect.asVoid, Effect.orDie, Effect.withSpan("LedgerStore.setBudgetLimit"))
+  }
+
+  // Every budget with a limit, or with anything spent or held in the month (rows at zero are
+  // left by refused or released claims).
+  const budgets = (accountId: string, month: string) =>
+    sql<{ readonly budget: string; readonly lim: bigint | null; readonly spent: bigint | null; readonly held: bigint | null }>`
+      SELECT coalesce(l.budget, m.budget) AS budget, l.monthly_limit AS lim, m.spent, m.held
+      FROM (SELECT budget, monthly_limit FROM ledger_budget_limits WHERE account_id = ${accountId}) AS l
+      FULL JOIN (SELECT budget, spent, held FROM ledger_budget_months
+                 WHERE account_id = ${accountId} AND month = ${month} AND (spent <> 0 OR held <> 0)) AS m
+        ON m.budget = l.budget`.pipe(
+      Effect.map((rows) =>
+        rows
+          .map((row): BudgetState => ({
+            budget: row.budget,
+            limit: row.lim === null ? null : BigInt(row.lim),
+            spent: BigInt(row.spent ?? 0),
+            held: BigInt(row.held ?? 0)
+          }))
+          .sort(byBudget)
+      ),
+      Effect.orDie,
+      Effect.withSpan("LedgerStore.budgets")
+    )
+
+  return { setBudgetLimit, budgets } as const
+}

@@ -1,0 +1,256 @@
+/**
+ * The budget part of the gateway store contract (GatewayStoreContract.ts; docs/billing.md
+ * "Monthly limits"): admissions claiming the account's and the key's budgets are checked and held
+ * in the same step as their reservation (`GatewayStore.admit`), metering charges them
+ * (`commit`), and batches racing each other never pass a limit nor deadlock.
+ *
+ * As in that suite: fresh accounts and keys per test, reservations pending until 2100, the current
+ * minute's rate window.
+ */
+import { assert, describe, type Vitest } from "@effect/vitest"
+import { Effect } from "effect"
+import type { AccountRecord } from "@model-platform/core/Account"
+import type { PlatformStores } from "@model-platform/core/api/Http"
+import { generateId, type KeyRecord } from "@model-platform/core/Keys"
+import { auditAccount, settlementOf, spendingOrder } from "@model-platform/core/Ledger"
+import { AccountStore } from "@model-platform/core/ports/AccountStore"
+import { type Admission, GatewayStore, type Metered } from "@model-platform/core/ports/GatewayStore"
+import { KeyStore } from "@model-platform/core/ports/KeyStore"
+import {
+  type BudgetClaim,
+  type BudgetState,
+  LedgerStore,
+  type OrderedReservation
+} from "@model-platform/core/ports/LedgerStore"
+import { windowStartOf } from "@model-platform/core/ports/RateLimitStore"
+import type { UsageRecord } from "@model-platform/core/ports/UsageStore"
+import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+
+const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
+const NEVER = toTimestamp(Date.UTC(2100, 0, 1))
+const MONTH = "2026-01"
+const MINUTE = 60_000
+const unbounded = { concurrency: "unbounded" } as const
+
+const accountWithKeys = Effect.fnUntraced(function*(keys: number) {
+  const id = yield* generateId("acct")
+  const account: AccountRecord = { id, email: `${id}@gateway-budgets.test`, created_at: at(0) }
+  yield* (yield* AccountStore).insert(account)
+  const records: Array<KeyRecord> = []
+  for (let i = 0; i < keys; i++) {
+    const key: KeyRecord = {
+      id: yield* generateId("key"),
+      account_id: id,
+      name: `budget key ${i}`,
+      prefix: "mpk_abcdefgh",
+      secret_hash: `${id}-${i}-${yield* generateId("hash")}`,
+      permissions: ["inference"],
+      machine_id: null,
+      subscription_id: null,
+      rental_id: null,
+      agent_id: null,
+      created_at: at(0),
+      last_used_at: null,
+      revoked_at: null
+    }
+    yield* (yield* KeyStore).insert(key)
+    records.push(key)
+  }
+  const ledger = yield* LedgerStore
+  const posted = yield* ledger.post({
+    id: yield* generateId("led"),
+    account_id: id,
+    machine_id: null,
+    amount: 1_000n,
+    type: "credit_added",
+    ref: yield* generateId("order"),
+    created_at: at(0)
+  })
+  assert.strictEqual(posted, "posted")
+  return { account, keys: records }
+})
+
+/** The claims of a call of `key`, as Admission makes them: the account's, then the key's. */
+const claimsOf = (key: KeyRecord, accountDefault: bigint | null): ReadonlyArray<BudgetClaim> => [
+  { budget: "account", month: MONTH, default_limit: accountDefault },
+  { budget: `key:${key.id}`, month: MONTH, default_limit: null }
+]
+
+/** An admission of a priced call of `key` on no machine, reserving `amount`. */
+const admission = Effect.fnUntraced(function*(key: KeyRecord, amount: bigint, accountDefault: bigint | null = null) {
+  const reservation: OrderedReservation = {
+    ref: yield* generateId("usage"),
+    account_id: key.account_id,
+    machine_id: null,
+    scopes: spendingOrder(null),
+    amount,
+    created_at: at(1),
+    expires_at: NEVER,
+    budgets: claimsOf(key, accountDefault)
+  }
+  const admitted: Admission = {
+    account_id: key.account_id,
+    key_id: key.id,
+    touch_at: undefined,
+    rate: { bucket: `rpm:${key.id}`, window_start: windowStartOf(Date.now(), MINUTE), window_ms: MINUTE, limit: 1_000 },
+    reservation
+  }
+  return admitted
+})
+
+/** The call metered at `actual`, as the gateway commits it. */
+const metered = Effect.fnUntraced(function*(a: Admission, actual: bigint) {
+  const r = a.reservation!
+  const settlement = yield* settlementOf(r.ref, actual, {
+    account_id: r.account_id,
+    allocations: r.amount === 0n ? [] : [{ machine_id: null, amount: r.amount }]
+  })
+  const record: UsageRecord = {
+    ref: r.ref,
+    account_id: r.account_id,
+    at: at(5),
+    key_id: a.key_id,
+    agent_id: null,
+    machine_id: "m_budget",
+    service: "chat",
+    model: "ref-chat",
+    unit: "tokens",
+    quantity: 10n,
+    input_tokens: 5n,
+    output_tokens: 5n,
+    list_credits: actual,
+    credits: actual,
+    from_allowance: 0n,
+    from_trial: 0n
+  }
+  const call: Metered = { settlement, record }
+  return call
+})
+
+const reservedTag = (result: { readonly _tag: string; readonly reserved?: { readonly _tag: string } | undefined }) =>
+  result._tag === "Admitted" ? result.reserved?._tag : result._tag
+
+const state = (budget: string, limit: bigint | null, spent: bigint, held: bigint): BudgetState => ({
+  budget,
+  limit,
+  spent,
+  held
+})
+
+export const gatewayBudgetTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
+  describe("admit and commit: budgets", () => {
+    it.effect("over a limit: over_budget with the first claim over, the call counted, nothing held", () =>
+      Effect.gen(function*() {
+        const gateway = yield* GatewayStore
+        const ledger = yield* LedgerStore
+        const { account, keys: [key] } = yield* accountWithKeys(1)
+        const budget = `key:${key!.id}`
+        yield* ledger.setBudgetLimit(account.id, budget, 5n)
+        const first = yield* admission(key!, 4n, 100n)
+        assert.deepStrictEqual(yield* gateway.admit([first]), [{
+          _tag: "Admitted",
+          count: 1,
+          reserved: { _tag: "reserved", allocations: [{ machine_id: null, amount: 4n }] }
+        }])
+        assert.deepStrictEqual(yield* ledger.budgets(account.id, MONTH), [
+          state("account", null, 0n, 4n),
+          state(budget, 5n, 0n, 4n)
+        ])
+        const before = yield* ledger.budgets(account.id, MONTH)
+        // The key's limit: 4 + 2 > 5.
+        assert.deepStrictEqual(yield* gateway.admit([yield* admission(key!, 2n, 100n)]), [{
+          _tag: "Admitted",
+          count: 2,
+          reserved: { _tag: "over_budget", budget, limit: 5n, used: 4n }
+        }])
+        // The account's (its default here), checked first: 4 + 2 > 3.
+        assert.deepStrictEqual(yield* gateway.admit([yield* admission(key!, 2n, 3n)]), [{
+          _tag: "Admitted",
+          count: 3,
+          reserved: { _tag: "over_budget", budget: "account", limit: 3n, used: 4n }
+        }])
+        assert.deepStrictEqual(yield* ledger.budgets(account.id, MONTH), before)
+        assert.strictEqual((yield* ledger.pending(account.id)).length, 1)
+      }))
+
+    it.effect("one key's admissions in one batch count one after the other; commit charges the budgets", () =>
+      Effect.gen(function*() {
+        const gateway = yield* GatewayStore
+        const ledger = yield* LedgerStore
+        const { account, keys: [k1, k2] } = yield* accountWithKeys(2)
+        yield* ledger.setBudgetLimit(account.id, `key:${k1!.id}`, 6n)
+        // k1: 2, 4, 6, then its limit. (Calls of two keys in one batch may be admitted in either
+        // order: a store takes a batch's keys in its lock order.)
+        const batch = yield* Effect.all(Array.from({ length: 4 }, () => admission(k1!, 2n, 9n)))
+        const results = yield* gateway.admit(batch)
+        assert.deepStrictEqual(results.map(reservedTag), ["reserved", "reserved", "reserved", "over_budget"])
+        // k2: 8, then the account's 9.
+        const second = [yield* admission(k2!, 2n, 9n), yield* admission(k2!, 2n, 9n)]
+        const results2 = yield* gateway.admit(second)
+        assert.strictEqual(reservedTag(results2[0]!), "reserved")
+        assert.deepStrictEqual(results2[1], {
+          _tag: "Admitted",
+          count: 2,
+          reserved: { _tag: "over_budget", budget: "account", limit: 9n, used: 8n }
+        })
+        const budgets = (spentK1: bigint, heldK1: bigint, spentK2: bigint, heldK2: bigint) =>
+          [
+            state("account", null, spentK1 + spentK2, heldK1 + heldK2),
+            state(`key:${k1!.id}`, 6n, spentK1, heldK1),
+            state(`key:${k2!.id}`, null, spentK2, heldK2)
+          ].sort((a, b) => a.budget < b.budget ? -1 : 1)
+        assert.deepStrictEqual(yield* ledger.budgets(account.id, MONTH), budgets(0n, 6n, 0n, 2n))
+        // Metering: 1 and 3 (1 above its reservation) of k1's, 2 of k2's; one of k1's is voided.
+        const calls = [yield* metered(batch[0]!, 1n), yield* metered(batch[1]!, 3n), yield* metered(second[0]!, 2n)]
+        assert.deepStrictEqual((yield* gateway.commit(calls)).map((r) => r.settlement), ["settled", "settled", "settled"])
+        assert.strictEqual(yield* ledger.void(batch[2]!.reservation!.ref, at(6)), "voided")
+        assert.deepStrictEqual(yield* ledger.budgets(account.id, MONTH), budgets(4n, 0n, 2n, 0n))
+        // A replay charges nothing twice.
+        yield* gateway.commit(calls)
+        assert.deepStrictEqual(yield* ledger.budgets(account.id, MONTH), budgets(4n, 0n, 2n, 0n))
+      }))
+
+    it.effect("concurrent batches of two accounts' keys, with commits racing them: no limit passed, no deadlock", () =>
+      Effect.gen(function*() {
+        const gateway = yield* GatewayStore
+        const ledger = yield* LedgerStore
+        // A few rounds: lock-order faults show up as deadlocks only now and then.
+        for (let round = 0; round < 3; round++) {
+          const owners = [yield* accountWithKeys(2), yield* accountWithKeys(2)]
+          const keys = owners.flatMap((o) => o.keys)
+          for (const key of keys) yield* ledger.setBudgetLimit(key.account_id, `key:${key.id}`, 6n)
+          // Calls already admitted, metered while the new ones are admitted.
+          const earlier = yield* Effect.forEach(keys, (key) => admission(key, 1n, 10n))
+          yield* gateway.admit(earlier)
+          const commits = yield* Effect.forEach(earlier, (a) => metered(a, 1n))
+          // 4 batches of 6 admissions of 1, across the 4 keys in shuffled orders.
+          const batches = yield* Effect.forEach([0, 1, 2, 3], (b) =>
+            Effect.forEach(Array.from({ length: 6 }, (_, i) => keys[(i * (b + 1) + b) % 4]!), (key) => admission(key, 1n, 10n)))
+          const [admitted] = yield* Effect.all([
+            Effect.all(batches.map((batch) => gateway.admit(batch)), unbounded),
+            Effect.all([gateway.commit(commits.slice(0, 2).reverse()), gateway.commit(commits.slice(2))], unbounded)
+          ], unbounded)
+          for (const { account } of owners) {
+            const budgets = yield* ledger.budgets(account.id, MONTH)
+            const pending = yield* ledger.pending(account.id)
+            const wide = budgets.find((b) => b.budget === "account")!
+            assert.isTrue(wide.spent + wide.held <= 10n, `account: ${wide.spent} + ${wide.held}`)
+            for (const b of budgets) {
+              if (b.budget !== "account") assert.isTrue(b.spent + b.held <= 6n, `${b.budget}: ${b.spent} + ${b.held}`)
+              const claiming = pending.filter((r) => r.budgets?.some((c) => c.budget === b.budget))
+              assert.strictEqual(b.held, BigInt(claiming.length), b.budget)
+            }
+            assert.strictEqual(wide.spent, 2n)
+            const fitted = admitted.flat().filter((r, i) =>
+              reservedTag(r) === "reserved" && batches.flat()[i]!.account_id === account.id
+            ).length
+            assert.strictEqual(wide.held, BigInt(fitted))
+            // The account's 10: 2 spent, so 8 held once the admissions are many enough.
+            assert.strictEqual(wide.held, 8n)
+            const { balances, entries } = { balances: yield* ledger.balances(account.id), entries: yield* ledger.entries(account.id) }
+            assert.deepStrictEqual(auditAccount({ balances, entries, pending }), [])
+          }
+        }
+      }))
+  })
+}
