@@ -142,18 +142,18 @@ export const UsageStorePg: Layer.Layer<UsageStore, never, SqlClient.SqlClient> =
         Effect.withSpan("UsageStore.spent")
       )
 
-    /** The rollup column of each dimension (a day as its YYYY-MM-DD text). */
-    const dimension: Record<UsageDimension, string> = {
-      day: "to_char(day, 'YYYY-MM-DD')",
-      service: "service",
-      model: "model",
-      key: "key_id",
-      agent: "agent_id"
+    /** The rollup column of each dimension; a day is grouped as a date, then written YYYY-MM-DD once per group. */
+    const dimension: Record<UsageDimension, { readonly key: string; readonly column: string }> = {
+      day: { key: "to_char(day, 'YYYY-MM-DD')", column: "day" },
+      service: { key: "service", column: "service" },
+      model: { key: "model", column: "model" },
+      key: { key: "key_id", column: "key_id" },
+      agent: { key: "agent_id", column: "agent_id" }
     }
 
     const report = (q: UsageDays, groupBy: UsageDimension) =>
       sql<GroupRow>`
-        SELECT ${sql.literal(dimension[groupBy])} AS key, sum(calls)::text AS calls,
+        SELECT ${sql.literal(dimension[groupBy].key)} AS key, sum(calls)::text AS calls,
                sum(list_credits)::text AS list_credits, sum(credits)::text AS credits,
                sum(from_allowance)::text AS from_allowance, sum(from_trial)::text AS from_trial
         FROM usage_rollups
@@ -166,7 +166,7 @@ export const UsageStorePg: Layer.Layer<UsageStore, never, SqlClient.SqlClient> =
           ...(q.service === undefined ? [] : [sql`service = ${q.service}`])
         ])
       }
-        GROUP BY 1`.pipe(
+        GROUP BY ${sql.literal(dimension[groupBy].column)}`.pipe(
         Effect.map((rows) => rows.map(toGroup).sort(byGroupKey)),
         Effect.orDie,
         Effect.withSpan("UsageStore.report")
