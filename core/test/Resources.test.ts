@@ -223,9 +223,13 @@ describe("Billing", () => {
 
   it("decodes the limits view and the limit bodies", () => {
     accepts(Billing.LimitsView, {
-      month, usage_tier: usageTier,
-      keys: [{ key_id: "key_1", name: "prod", monthly_limit_credits: 500 }, { key_id: "key_2", name: "dev", monthly_limit_credits: null }]
+      month: { period: "2026-03", ...month, alert_email: true }, usage_tier: usageTier,
+      keys: [
+        { key_id: "key_1", name: "prod", monthly_limit_credits: 500, spent_credits: 120.5 },
+        { key_id: "key_2", name: "dev", monthly_limit_credits: null, spent_credits: 0 }
+      ]
     })
+    refusesAt(Billing.LimitsView, { month: { period: "2026-3", ...month, alert_email: true }, usage_tier: usageTier, keys: [] }, "month", "period")
     accepts(Billing.SetLimits, { monthly_limit_credits: 5000, alert_points: [1, 50, 100], alert_email: true })
     accepts(Billing.SetLimits, { monthly_limit_credits: null })
     accepts(Billing.SetLimits, {})
@@ -241,6 +245,8 @@ describe("Billing", () => {
     refusesAt(Billing.SetLimits, { alert_email: "yes" }, "alert_email")
     refusesAt(Billing.KeyLimit, {}, "monthly_limit_credits")
     refusesAt(Billing.KeyLimit, { monthly_limit_credits: "100" }, "monthly_limit_credits")
+    refusesAt(Billing.SetLimits, { monthly_limit_credits: 1.0000001 }, "monthly_limit_credits")
+    refusesAt(Billing.SetLimits, { alert_points: Array.from({ length: 101 }, () => 50) }, "alert_points")
   })
 
   it("decodes automatic top-ups and refuses amounts a credit order would refuse", () => {
