@@ -54,6 +54,13 @@ export const ORDERS_MAX_LIMIT = 200
 
 export const CURRENCY = "USD"
 
+/**
+ * Automatic top-ups' order ids are "ord_auto_<random>" (billing/TopUp.ts), so that a fulfilment
+ * completed here (healPaid) writes their receipt with auto_reload too.
+ */
+export const AUTO_RELOAD_ORDER_KIND = "ord_auto"
+export const isAutoReloadOrder = (orderId: string): boolean => orderId.startsWith(`${AUTO_RELOAD_ORDER_KIND}_`)
+
 /** The status an order shows at `nowMillis`: a pending order whose window has closed is expired. */
 export const statusAt = (order: OrderRecord, nowMillis: number): OrderStatus =>
   order.status === "pending" && nowMillis >= Date.parse(order.expires_at) ? "expired" : order.status
@@ -699,7 +706,7 @@ const makeOrders = Effect.gen(function*() {
       currency: order.currency,
       credits: order.credits,
       paid_with: order.paid_with,
-      auto_reload: false
+      auto_reload: isAutoReloadOrder(order.id)
     })
   })
 

@@ -10,6 +10,12 @@
  * 3. the CVC is exactly 3 digits, else `incorrect_cvc`;
  * 4. the number is one of the test cards below: its outcome. Any other number, even a valid one,
  *    is declined (`card_declined`): like Stripe's test mode, the test processor refuses real cards.
+ *
+ * Saved cards (automatic top-ups): a card saves when it passes the checks above, and so does
+ * `4000 0000 0000 0341` (`savesOnly`), which then declines every charge, as Stripe's does. The
+ * reference names the test card by its last four digits and its expiry (never the number); an
+ * off-session charge decides from them, and answers a repeated idempotency key with its first
+ * outcome (kept in this process only: a test tool).
  */
 import { Clock, Effect, Layer } from "effect"
 import { generateId } from "./Keys.ts"
@@ -18,7 +24,9 @@ import {
   type CardOutcome,
   CardProcessor,
   type CheckoutRequest,
-  type DeclineReason
+  type DeclineReason,
+  type OffSessionCharge,
+  type SaveCardOutcome
 } from "./ports/CardProcessor.ts"
 
 /** The test cards and what they do (Stripe's numbers). */
@@ -26,6 +34,8 @@ export const TEST_CARDS: ReadonlyArray<{
   readonly number: string
   readonly brand: string
   readonly outcome: "approved" | DeclineReason
+  /** Saves for off-session use although every charge of it is declined (Stripe's 0341). */
+  readonly savesOnly?: boolean
 }> = [
   { number: "4242424242424242", brand: "Visa", outcome: "approved" },
   { number: "4000056655665556", brand: "Visa (debit)", outcome: "approved" },
@@ -35,7 +45,8 @@ export const TEST_CARDS: ReadonlyArray<{
   { number: "4000000000009987", brand: "Visa", outcome: "lost_card" },
   { number: "4000000000000069", brand: "Visa", outcome: "expired_card" },
   { number: "4000000000000127", brand: "Visa", outcome: "incorrect_cvc" },
-  { number: "4000000000000119", brand: "Visa", outcome: "processing_error" }
+  { number: "4000000000000119", brand: "Visa", outcome: "processing_error" },
+  { number: "4000000000000341", brand: "Visa", outcome: "card_declined", savesOnly: true }
 ]
 
 const MESSAGES: Record<DeclineReason, string> = {
@@ -109,23 +120,93 @@ export interface TestCardProcessorOptions {
 export const checkoutUrl = (baseUrl: string, sessionId: string): string =>
   `${baseUrl.replace(/\/+$/, "")}/checkout/${encodeURIComponent(sessionId)}`
 
-export const make = (options: TestCardProcessorOptions): CardProcessor["Service"] => ({
-  processor: "test",
-  createSession: (_request: CheckoutRequest) =>
-    Effect.map(generateId("cs_test"), (sessionId) => ({
-      session_id: sessionId,
-      checkout_url: checkoutUrl(options.baseUrl, sessionId)
-    })),
-  charge: (_sessionId: string, _request: CheckoutRequest, card: CardDetails) =>
-    Effect.gen(function*() {
-      const outcome = evaluateTestCard(card, yield* Clock.currentTimeMillis)
-      if (outcome._tag === "Declined") return outcome
-      return { _tag: "Approved", charge_id: yield* generateId("ch_test") } satisfies CardOutcome
-    })
-})
+/** A saved test card's reference: pm_test_<last four>_<MMYYYY>_<random>. */
+const REFERENCE = /^pm_test_(\d{4})_(\d{2})(\d{4})_/
+
+/** Saves a card (checks 1-3 and a test card that is approved or saves only), or why not. */
+export const saveTestCard = (
+  card: CardDetails,
+  nowMillis: number
+): { readonly _tag: "Saved"; readonly last4: string; readonly brand: string } | Exclude<CardOutcome, { _tag: "Approved" }> => {
+  const outcome = evaluateTestCard(card, nowMillis)
+  const number = normalizeCardNumber(card.number)
+  const test = TEST_CARDS.find((c) => c.number === number)
+  if (outcome._tag === "Declined" && !(test?.savesOnly === true && outcome.reason === test.outcome)) return outcome
+  return { _tag: "Saved", last4: number.slice(-4), brand: test?.brand ?? "Card" }
+}
+
+/** What an off-session charge of a saved test card answers at `nowMillis` (before its charge id). */
+export const chargeSavedTestCard = (
+  reference: string,
+  nowMillis: number
+): { readonly _tag: "Approved" } | Exclude<CardOutcome, { _tag: "Approved" }> => {
+  const match = REFERENCE.exec(reference)
+  const test = match === null ? undefined : TEST_CARDS.find((c) => c.number.endsWith(match[1]!))
+  if (match === null || test === undefined) return declined("card_declined", "No such saved card.")
+  const now = new Date(nowMillis)
+  if (Number(match[3]) * 12 + Number(match[2]) - 1 < now.getUTCFullYear() * 12 + now.getUTCMonth()) {
+    return declined("expired_card")
+  }
+  if (test.outcome === "approved") return test.savesOnly === true ? declined("card_declined") : { _tag: "Approved" }
+  return declined(test.outcome)
+}
+
+/** At most this many idempotency keys are remembered (then forgotten all at once). */
+const MAX_REMEMBERED_CHARGES = 10_000
+
+export const make = (options: TestCardProcessorOptions): CardProcessor["Service"] => {
+  const charges = new Map<string, CardOutcome>()
+  return {
+    processor: "test",
+    createSession: (_request: CheckoutRequest) =>
+      Effect.map(generateId("cs_test"), (sessionId) => ({
+        session_id: sessionId,
+        checkout_url: checkoutUrl(options.baseUrl, sessionId)
+      })),
+    charge: (_sessionId: string, _request: CheckoutRequest, card: CardDetails) =>
+      Effect.gen(function*() {
+        const outcome = evaluateTestCard(card, yield* Clock.currentTimeMillis)
+        if (outcome._tag === "Declined") return outcome
+        return { _tag: "Approved", charge_id: yield* generateId("ch_test") } satisfies CardOutcome
+      }),
+    saveCard: (_accountId: string, card: CardDetails) =>
+      Effect.gen(function*() {
+        const saved = saveTestCard(card, yield* Clock.currentTimeMillis)
+        if (saved._tag === "Declined") return saved
+        const month = String(card.exp_month).padStart(2, "0")
+        return {
+          _tag: "Saved",
+          reference: `pm_test_${saved.last4}_${month}${card.exp_year}_${(yield* generateId("x")).slice(2, 14)}`,
+          description: `${saved.brand} •••• ${saved.last4}, expires ${month}/${card.exp_year}`
+        } satisfies SaveCardOutcome
+      }),
+    chargeSaved: (charge: OffSessionCharge) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const chargeId = yield* generateId("ch_test")
+        // From here on nothing yields: two calls with one key cannot both charge.
+        const before = charges.get(charge.idempotency_key)
+        if (before !== undefined) return before
+        const decided = chargeSavedTestCard(charge.reference, now)
+        const outcome: CardOutcome = decided._tag === "Declined" ? decided : { _tag: "Approved", charge_id: chargeId }
+        if (charges.size >= MAX_REMEMBERED_CHARGES) charges.clear()
+        charges.set(charge.idempotency_key, outcome)
+        return outcome
+      })
+  }
+}
 
 /** The test processor as the CardProcessor port. */
 export const layer = (options: TestCardProcessorOptions): Layer.Layer<CardProcessor> =>
   Layer.succeed(CardProcessor, make(options))
 
-export const TestCardProcessor = { layer, make, evaluateTestCard, luhnValid, TEST_CARDS, checkoutUrl } as const
+export const TestCardProcessor = {
+  layer,
+  make,
+  evaluateTestCard,
+  saveTestCard,
+  chargeSavedTestCard,
+  luhnValid,
+  TEST_CARDS,
+  checkoutUrl
+} as const

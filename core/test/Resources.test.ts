@@ -263,7 +263,7 @@ describe("Billing", () => {
       id: "al_1", kind: "org_spend", target: "acct_1", period: "2026-03", point: 80,
       message: "You have used 80% of this month's limit.", seen: false, created_at: T
     }
-    accepts(Billing.AlertList, { data: [alert, { ...alert, id: "al_2", kind: "low_balance", point: null }] })
+    accepts(Billing.AlertList, { data: [alert, { ...alert, id: "al_2", kind: "low_balance", point: 0 }] })
     refusesAt(Billing.Alert, { ...alert, period: "2026-3" }, "period")
     refusesAt(Billing.Alert, { ...alert, kind: "weather" }, "kind")
 

@@ -96,7 +96,9 @@ const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unk
   const platform = {
     ...options.platform,
     publicUrl: options.publicUrl,
-    gateway: { ...options.platform?.gateway, settleInline: true }
+    gateway: { ...options.platform?.gateway, settleInline: true },
+    // Billing alerts go out the way the account service's mail does.
+    alertMail: options.platform?.alertMail ?? options.accounts?.emailSender
   }
   const services = PlatformServices(catalogue, platform).pipe(Layer.provideMerge(stores))
   const firstStart = ownerSecret === undefined

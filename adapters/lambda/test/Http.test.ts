@@ -1,3 +1,4 @@
+import { billingAlertsSuite } from "@model-platform/test-harness/BillingAlertsSuite"
 import { billingUsageSuite } from "@model-platform/test-harness/BillingUsageSuite"
 import { boundarySuite, type RawSender, readAll } from "@model-platform/test-harness/BoundarySuite"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
@@ -11,6 +12,8 @@ platformHttpSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue)
 permissionMatrixSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue))
 
 billingUsageSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue))
+
+billingAlertsSuite("lambda (API Gateway v2)", ({ catalogue, smtpUrl }) => startLambda(catalogue, { smtpUrl }))
 
 /** The event API Gateway sends, with the path and query as the client sent them (rawPath). */
 const rawSender = (handler: LambdaHandler): RawSender => async (method, target, init = {}) => {

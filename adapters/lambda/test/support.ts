@@ -7,11 +7,19 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 import { ApiKeys } from "@model-platform/core/ApiKeys"
+import { cardProcessorLayer } from "@model-platform/core/api/Http"
+import { Alerts } from "@model-platform/core/billing/Alerts"
+import { AutoReload } from "@model-platform/core/billing/AutoReload"
+import { TopUps } from "@model-platform/core/billing/TopUp"
+import { Ledger } from "@model-platform/core/Ledger"
+import { SmtpEmailSender } from "@model-platform/node-http/SmtpEmailSender"
+import type { AlertsShell } from "@model-platform/test-harness/BillingAlertsSuite"
 import { Catalogue } from "@model-platform/core/Catalogue"
 import { createAccount } from "@model-platform/test-harness/Accounts"
 import type { UsageShell } from "@model-platform/test-harness/BillingUsageSuite"
 import { UsageStore } from "@model-platform/core/ports/UsageStore"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Redacted } from "effect"
+import { DynamoPlatformStores } from "../src/DynamoPlatformStores.ts"
 import { DynamoStores } from "../src/DynamoStores.ts"
 import { UsageStoreDynamo } from "../src/DynamoUsageStore.ts"
 import { createTable, DynamoConfig, type DynamoSettings, makeDocumentClient } from "../src/DynamoTable.ts"
@@ -140,14 +148,38 @@ export const invoke = async (handler: LambdaHandler, request: Request): Promise<
 // ---------------------------------------------------------------------------------------------
 // the shell under test
 
+/**
+ * The billing page's "save a card" (AutoReload.saveCard) on the same table, as another container
+ * serving the page would run it.
+ */
+const saveCardOn = (catalogue: CatalogueConfig, dynamo: DynamoSettings): AlertsShell["saveCard"] => {
+  const topUps = TopUps.layer.pipe(Layer.provideMerge(Alerts.layer), Layer.provide(Ledger.layer))
+  const services = AutoReload.layer.pipe(
+    Layer.provide(topUps),
+    Layer.provide(Layer.mergeAll(cardProcessorLayer(catalogue.payments, undefined), Catalogue.layer(catalogue))),
+    Layer.provide(DynamoPlatformStores),
+    Layer.provide(DynamoConfig.layer(dynamo))
+  )
+  return (accountId, card) =>
+    Effect.runPromise(Effect.flatMap(AutoReload, (autoReload) => autoReload.saveCard(accountId, card)).pipe(Effect.provide(services)))
+}
+
 /** The Lambda handler over a fresh table on its own DynamoDB Local, for the shared HTTP suite. */
 export const startLambda = async (
-  catalogue: CatalogueConfig
-): Promise<UsageShell & { readonly startupMs: number; readonly handler: LambdaHandler }> => {
+  catalogue: CatalogueConfig,
+  options: { readonly smtpUrl?: string } = {}
+): Promise<UsageShell & AlertsShell & { readonly startupMs: number; readonly handler: LambdaHandler }> => {
   const local = await startDynamoLocal()
   try {
     const dynamo = await tableOn(local)
-    const handler = makeHandler({ catalogue, ownerEmail: "owner@test.local", dynamo })
+    const handler = makeHandler({
+      catalogue,
+      ownerEmail: "owner@test.local",
+      dynamo,
+      ...(options.smtpUrl === undefined
+        ? {}
+        : { platform: { alertMail: SmtpEmailSender({ url: Redacted.make(options.smtpUrl), from: "billing@platform.test" }) } })
+    })
     const close = async () => {
       await handler.dispose()
       dynamo.client.destroy()
@@ -173,6 +205,7 @@ export const startLambda = async (
             )
           ),
         fetch: (path, init) => invoke(handler, new Request(`https://api.platform.test${path}`, init)),
+        saveCard: saveCardOn(catalogue, dynamo),
         // Written on the same table, as the handler's metering would.
         recordUsage: (records) =>
           Effect.runPromise(

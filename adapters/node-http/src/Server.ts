@@ -56,7 +56,9 @@ export const serverLayer = <E, R>(options: ServerOptions, stores: Layer.Layer<St
     ...options.platform,
     // Machines are called over node:http (keep-alive Agent): far less CPU per call than fetch.
     machineClient: options.platform?.machineClient ?? MachineNodeHttpLayer,
-    publicUrl: options.publicUrl
+    publicUrl: options.publicUrl,
+    // Billing alerts go out the way the account service's mail does (SMTP or the outbox).
+    alertMail: options.platform?.alertMail ?? options.accounts?.emailSender
   }).pipe(Layer.provideMerge(stores))
   // One server, shared by the routes and by the account service's default address (its port).
   const nodeServer = NodeHttpServer.layer(makeNodeServer, { port: options.port, host: options.host })

@@ -1,16 +1,18 @@
 /** The shared HTTP suite through the real Node server, on every store the Node shell has. */
 import { MAX_HEADER_BYTES } from "@model-platform/core/Limits"
+import { type AlertsSetup, billingAlertsSuite } from "@model-platform/test-harness/BillingAlertsSuite"
 import { billingUsageSuite } from "@model-platform/test-harness/BillingUsageSuite"
 import { boundarySuite, nodeRawSender } from "@model-platform/test-harness/BoundarySuite"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { platformHttpSuite } from "@model-platform/test-harness/HttpSuite"
 import { permissionMatrixSuite } from "@model-platform/test-harness/PermissionMatrix"
 import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
-import { Layer } from "effect"
+import { Layer, Redacted } from "effect"
 import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Database } from "../src/postgres/Database.ts"
 import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
+import { SmtpEmailSender } from "../src/SmtpEmailSender.ts"
 import { freshDatabaseUrl, startNodeServer } from "./support.ts"
 
 platformHttpSuite("node-http, memory stores", () => startNodeServer(fixtureCatalogue, MemoryPlatformStores))
@@ -22,6 +24,16 @@ billingUsageSuite("node-http, memory stores", () => startNodeServer(fixtureCatal
 
 billingUsageSuite("node-http, embedded Postgres", () =>
   startNodeServer(fixtureCatalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY })))))
+
+/** Alert mail over the suite's SMTP server. */
+const alertMail = ({ smtpUrl }: AlertsSetup) => ({
+  platform: { alertMail: SmtpEmailSender({ url: Redacted.make(smtpUrl), from: "billing@platform.test" }) }
+})
+
+billingAlertsSuite("node-http, memory stores", (setup) => startNodeServer(setup.catalogue, MemoryPlatformStores, alertMail(setup)))
+
+billingAlertsSuite("node-http, embedded Postgres", (setup) =>
+  startNodeServer(setup.catalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY }))), alertMail(setup)))
 
 permissionMatrixSuite("node-http, embedded Postgres", () =>
   startNodeServer(fixtureCatalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY })))))
@@ -78,6 +90,12 @@ describe.skipIf(serverUrl === undefined)("on a PostgreSQL server (TEST_DATABASE_
     startNodeServer(
       fixtureCatalogue,
       PgPlatformStores.pipe(Layer.provide(Database.layer({ databaseUrl: await freshDatabaseUrl(serverUrl!), dataDir: "" })))
+    ))
+  billingAlertsSuite("node-http, PostgreSQL server", async (setup) =>
+    startNodeServer(
+      setup.catalogue,
+      PgPlatformStores.pipe(Layer.provide(Database.layer({ databaseUrl: await freshDatabaseUrl(serverUrl!), dataDir: "" }))),
+      alertMail(setup)
     ))
   boundarySuite("node-http, PostgreSQL server", async () =>
     withRawSender(startNodeServer(

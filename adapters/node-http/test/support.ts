@@ -1,21 +1,24 @@
 /** Starts the real Node server on a free port for the shared HTTP suite. */
 import { FirstStart } from "@model-platform/core/Bootstrap"
+import { AutoReload } from "@model-platform/core/billing/AutoReload"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 import { createAccount } from "@model-platform/test-harness/Accounts"
+import type { AlertsShell } from "@model-platform/test-harness/BillingAlertsSuite"
 import type { UsageShell } from "@model-platform/test-harness/BillingUsageSuite"
 import { UsageStore } from "@model-platform/core/ports/UsageStore"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, type Layer, ManagedRuntime, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { HttpServer } from "effect/http"
-import { serverLayer, type Stores } from "../src/Server.ts"
+import { serverLayer, type ServerOptions, type Stores } from "../src/Server.ts"
 
 export const startNodeServer = async <E>(
   catalogue: CatalogueConfig,
-  stores: Layer.Layer<Stores, E>
-): Promise<UsageShell & { readonly url: string; readonly firstStart: boolean }> => {
+  stores: Layer.Layer<Stores, E>,
+  options: { readonly platform?: ServerOptions["platform"] } = {}
+): Promise<UsageShell & AlertsShell & { readonly url: string; readonly firstStart: boolean }> => {
   const runtime = ManagedRuntime.make(
-    serverLayer({ catalogue, port: 0, host: "127.0.0.1", ownerEmail: "owner@test.local" }, stores)
+    serverLayer({ catalogue, port: 0, host: "127.0.0.1", ownerEmail: "owner@test.local", platform: options.platform }, stores)
   )
   const [server, owner] = await runtime.runPromise(Effect.all([HttpServer.HttpServer, FirstStart]))
   if (server.address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
@@ -26,6 +29,7 @@ export const startNodeServer = async <E>(
     ownerSecret: owner?.key.secret ?? "",
     newAccount: () => runtime.runPromise(createAccount(`user-${crypto.randomUUID()}@test.local`)),
     fetch: (path, init) => fetch(url + path, init),
+    saveCard: (accountId, card) => runtime.runPromise(Effect.flatMap(AutoReload, (autoReload) => autoReload.saveCard(accountId, card))),
     recordUsage: (records) =>
       runtime.runPromise(Effect.flatMap(UsageStore, (usage) => Effect.forEach(records, usage.record, { discard: true }))),
     close: () => runtime.dispose()

@@ -52,8 +52,7 @@ const autoReloadArb = fc.record({
   enabled: fc.boolean(),
   threshold: fc.bigInt({ min: 0n, max: 2n ** 63n - 1n }),
   amount_usd: fc.integer({ min: 0, max: 5000 }),
-  card: cardArb,
-  last_error: fc.option(fc.string({ maxLength: 40 }), { nil: null })
+  card: cardArb
 })
 const invoicingArb = fc.option(
   fc.record({
@@ -83,7 +82,7 @@ const settingsTests = (it: Vitest.MethodsNonLive<BillingSettingsStore>) => {
         const first = yield* store.update(account, { alert_points: [50, 80, 100], alert_email: true })
         assert.deepStrictEqual(first, { ...DEFAULT_BILLING_SETTINGS, alert_points: [50, 80, 100], alert_email: true })
         assert.deepStrictEqual(yield* store.get(account), first)
-        const autoReload = { enabled: true, threshold: 2n ** 62n + 7n, amount_usd: 25, card, last_error: null }
+        const autoReload = { enabled: true, threshold: 2n ** 62n + 7n, amount_usd: 25, card }
         const second = yield* store.update(account, { auto_reload: autoReload })
         assert.deepStrictEqual(second, { ...first, auto_reload: autoReload })
         const third = yield* store.update(account, { alert_points: [] })
@@ -108,8 +107,8 @@ const settingsTests = (it: Vitest.MethodsNonLive<BillingSettingsStore>) => {
         assert.deepStrictEqual((yield* store.update(account, { invoicing })).invoicing, invoicing)
         assert.strictEqual((yield* store.update(account, { invoicing: null })).invoicing, null)
         yield* store.update(account, { auto_reload: { ...DEFAULT_BILLING_SETTINGS.auto_reload, card } })
-        const removed = yield* store.update(account, { auto_reload: { ...DEFAULT_BILLING_SETTINGS.auto_reload, card: null, last_error: "declined" } })
-        assert.deepStrictEqual(removed.auto_reload, { ...DEFAULT_BILLING_SETTINGS.auto_reload, last_error: "declined" })
+        const removed = yield* store.update(account, { auto_reload: { ...DEFAULT_BILLING_SETTINGS.auto_reload, threshold: 7n, card: null } })
+        assert.deepStrictEqual(removed.auto_reload, { ...DEFAULT_BILLING_SETTINGS.auto_reload, threshold: 7n })
         assert.deepStrictEqual(yield* store.get(account), removed)
       }))
 
@@ -148,7 +147,7 @@ const settingsTests = (it: Vitest.MethodsNonLive<BillingSettingsStore>) => {
       Effect.gen(function*() {
         const store = yield* BillingSettingsStore
         const account = yield* freshAccount
-        const autoReload = { enabled: true, threshold: 5_000_000n, amount_usd: 10, card, last_error: null }
+        const autoReload = { enabled: true, threshold: 5_000_000n, amount_usd: 10, card }
         const invoicing = { state: "requested" as const, note: "n", requested_at: "2026-11-23T11:00:00.000Z" }
         const patches: ReadonlyArray<BillingSettingsPatch> = [
           { alert_points: [50, 90] },

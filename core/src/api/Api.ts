@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Me } from "../Account.ts"
+import { AlertsGroup } from "../billing/AlertsApi.ts"
 import { LimitsGroup } from "../billing/LimitsApi.ts"
 import { BillingSummary, Receipt, ReceiptList } from "../billing/Schemas.ts"
 import { UsageApiGroup } from "../billing/UsageApi.ts"
@@ -193,6 +194,7 @@ export class PlatformApi extends HttpApi.make("platform")
   .add(BillingGroup)
   .add(UsageApiGroup)
   .add(LimitsGroup)
+  .add(AlertsGroup)
   .add(IdentityGroup)
   // Applies to the groups added above: keep it after the last `.add`.
   .middleware(SchemaErrors)

@@ -5,6 +5,7 @@ import { AccountsConfig } from "../accounts/AccountsConfig.ts"
 import { storedIdentity } from "../accounts/Identities.ts"
 import { HttpApiBuilder } from "effect/http-api"
 import { ApiKeys } from "../ApiKeys.ts"
+import { AlertsHandlers } from "../billing/AlertsHandlers.ts"
 import { LimitsHandlers } from "../billing/LimitsHandlers.ts"
 import { makeBillingSummary } from "../billing/Summary.ts"
 import { UsageHandlers } from "../billing/UsageHandlers.ts"
@@ -118,5 +119,6 @@ export const PlatformHandlers = Layer.mergeAll(
   BillingHandlers,
   UsageHandlers,
   LimitsHandlers,
+  AlertsHandlers,
   IdentityHandlers
 )

@@ -9,6 +9,10 @@ import { Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { ApiKeys } from "../ApiKeys.ts"
+import { Alerts } from "../billing/Alerts.ts"
+import { AutoReload } from "../billing/AutoReload.ts"
+import { TopUps } from "../billing/TopUp.ts"
+import { BillingWatch } from "../billing/Watch.ts"
 import { Catalogue } from "../Catalogue.ts"
 import type { CatalogueConfig } from "../CatalogueConfig.ts"
 import { Gateway, type GatewayConfig } from "../gateway/Gateway.ts"
@@ -19,6 +23,7 @@ import { Ledger } from "../Ledger.ts"
 import { MAX_ID_LENGTH } from "../Limits.ts"
 import { Orders, Tickets } from "../OrderService.ts"
 import { CardProcessor } from "../ports/CardProcessor.ts"
+import type { EmailSender } from "../ports/EmailSender.ts"
 import type { MeteringJournal } from "../ports/MeteringJournal.ts"
 import type { MachineClient } from "../ports/MachineClient.ts"
 import { StablecoinRail } from "../ports/StablecoinRail.ts"
@@ -75,6 +80,11 @@ export interface PlatformOptions {
    * faults"). None: a kill between answer and metering loses that metering.
    */
   readonly meteringJournal?: Layer.Layer<MeteringJournal> | undefined
+  /**
+   * How billing alerts are emailed to accounts that turned alert_email on (docs/billing.md
+   * "Alerts"): the shell's sender (SMTP or the outbox). None: alerts are only listed.
+   */
+  readonly alertMail?: Layer.Layer<EmailSender, unknown> | undefined
 }
 
 /** The catalogue names a payment processor this platform does not have: startup stops. */
@@ -93,17 +103,27 @@ export const cardProcessorLayer = (
   publicUrl: string | undefined
 ): Layer.Layer<CardProcessor, PlatformConfigError> => {
   if (payments.card === null) {
-    return Layer.succeed(CardProcessor, { processor: "none", createSession: notSetUp("card"), charge: notSetUp("card") })
+    return Layer.succeed(CardProcessor, {
+      processor: "none",
+      createSession: notSetUp("card"),
+      charge: notSetUp("card"),
+      saveCard: notSetUp("card"),
+      chargeSaved: notSetUp("card")
+    })
   }
   if (payments.card.processor === "test") {
     const configured = publicUrl === undefined || publicUrl === "" ? undefined : publicUrl
+    // One instance: it remembers the idempotency keys of off-session charges.
+    const test = TestCardProcessor.make({ baseUrl: "" })
     return Layer.succeed(CardProcessor, {
       processor: "test",
       // The base URL is the configured one, else the current request's (resolved per session).
       createSession: (request) =>
         Effect.flatMap(RequestBaseUrl, (fromRequest) =>
           TestCardProcessor.make({ baseUrl: configured ?? fromRequest ?? "" }).createSession(request)),
-      charge: TestCardProcessor.make({ baseUrl: "" }).charge
+      charge: test.charge,
+      saveCard: test.saveCard,
+      chargeSaved: test.chargeSaved
     })
   }
   return Layer.effect(
@@ -145,17 +165,21 @@ const HealPaidOrders = Layer.effectDiscard(
 export const PlatformServices = (config: CatalogueConfig, options: PlatformOptions = {}) => {
   const rails = Layer.mergeAll(cardProcessorLayer(config.payments, options.publicUrl), stablecoinRailLayer(config.payments))
   const money = Layer.mergeAll(Orders.layer, Tickets.layer).pipe(Layer.provide(rails), Layer.provideMerge(Ledger.layer))
+  // Alerts and automatic top-ups (docs/billing.md), told by the gateway when balances change.
+  const alerts = Alerts.layer.pipe(Layer.provide(options.alertMail ?? Layer.empty))
+  const topUps = TopUps.layer.pipe(Layer.provideMerge(alerts), Layer.provide(Layer.mergeAll(rails, money)))
+  const billing = Layer.mergeAll(AutoReload.layer, BillingWatch.layer).pipe(Layer.provideMerge(topUps), Layer.provide(rails))
   const health = options.healthCheck === undefined ? Layer.empty : HealthChecker.layer(config, options.healthCheck)
   const gateway = Gateway.layer(options.gateway).pipe(
     Layer.provideMerge(health),
     Layer.provideMerge(options.machineClient ?? MachineHttpLayer),
     Layer.provide(options.meteringJournal ?? Layer.empty),
-    Layer.provide(Layer.mergeAll(ApiKeys.layer, money))
+    Layer.provide(Layer.mergeAll(ApiKeys.layer, money, billing))
   )
   const sweeper = options.sweepReservations === undefined
     ? Layer.empty
     : ReservationSweeper.layer(options.sweepReservations).pipe(Layer.provide(money))
-  return Layer.mergeAll(ApiKeys.layer, money, gateway, sweeper, HealPaidOrders.pipe(Layer.provide(money))).pipe(
+  return Layer.mergeAll(ApiKeys.layer, money, billing, gateway, sweeper, HealPaidOrders.pipe(Layer.provide(money))).pipe(
     Layer.provideMerge(Catalogue.layer(config))
   )
 }

@@ -6,6 +6,7 @@
 import { Schema } from "effect"
 import { CreditAmount } from "../Money.ts"
 import { CreditOrderUsd, PaymentMethod } from "../Orders.ts"
+import { ALERT_KINDS } from "../ports/AlertStore.ts"
 import { Timestamp } from "../Time.ts"
 
 // ---- Calendar values ----------------------------------------------------------------------
@@ -190,21 +191,19 @@ export type SetAutoReload = typeof SetAutoReload.Type
 
 // ---- Alerts (GET /billing/alerts) ---------------------------------------------------------
 
-/** org_spend is observed; the other kinds are ours (docs/resources.md). */
-export const AlertKindValues = [
-  "org_spend", "org_limit", "key_limit", "low_balance", "auto_reload_paid", "auto_reload_failed"
-] as const
+/** org_spend is observed; the other kinds are ours (docs/billing.md "Alerts"). */
+export const AlertKindValues = ALERT_KINDS
 export const AlertKind = Schema.Literals(AlertKindValues)
 export type AlertKind = typeof AlertKind.Type
 
 export const Alert = Schema.Struct({
   id: Schema.String,
   kind: AlertKind,
-  /** What the alert is about: the account id, or a key id for key_limit. */
+  /** What the alert is about: "account", a key id (key_monthly_limit_reached), a top-up's order id. */
   target: Schema.String,
   period: UtcMonth,
-  /** The alert point passed (percent); null for kinds that are not about a point. */
-  point: Schema.NullOr(Schema.Int),
+  /** The alert point passed (a whole percentage); 0 for kinds that are not about a point. */
+  point: Schema.Int,
   message: Schema.String,
   seen: Schema.Boolean,
   created_at: Timestamp

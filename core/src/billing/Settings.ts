@@ -46,9 +46,13 @@ export const AutoReloadSettings = Schema.Struct({
   enabled: Schema.Boolean,
   threshold: StoredMicroCredits,
   amount_usd: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)),
-  card: Schema.NullOr(SavedCard),
-  /** Why the last automatic top-up failed; null after one succeeds. */
-  last_error: Schema.NullOr(Schema.String)
+  /**
+   * Why the last top-up failed is not kept here: this record is written only by the person
+   * (a read-modify-write of the section), the top-up's outcome by the settling processes, so it
+   * lives in the top-up state (ports/AlertStore.ts TopUpState.last_error). A stored record that
+   * still holds a last_error reads without it.
+   */
+  card: Schema.NullOr(SavedCard)
 })
 export type AutoReloadSettings = typeof AutoReloadSettings.Type
 
@@ -78,7 +82,7 @@ export type BillingSettingsPatch = Partial<BillingSettings>
 export const DEFAULT_BILLING_SETTINGS: BillingSettings = {
   alert_points: [],
   alert_email: false,
-  auto_reload: { enabled: false, threshold: 0n, amount_usd: 0, card: null, last_error: null },
+  auto_reload: { enabled: false, threshold: 0n, amount_usd: 0, card: null },
   invoicing: null
 }
 

@@ -7,7 +7,8 @@
  */
 import { Clock, Effect, Option } from "effect"
 import type { Caller } from "../ApiKeys.ts"
-import type { AutoReload, BillingSummary } from "./Schemas.ts"
+import { AutoReload } from "./AutoReload.ts"
+import type { AutoReload as AutoReloadView, BillingSummary } from "./Schemas.ts"
 import { Catalogue } from "../Catalogue.ts"
 import { Ledger } from "../Ledger.ts"
 import { usageTierFor } from "./Tiers.ts"
@@ -31,8 +32,8 @@ export const utcMonth = (nowMillis: number): { readonly from: string; readonly t
   }
 }
 
-/** Automatic top-ups until they exist: off, nothing saved. */
-export const AUTO_RELOAD_OFF: AutoReload = {
+/** Automatic top-ups where the shell serves none (billing/AutoReload.ts): off, nothing saved. */
+export const AUTO_RELOAD_OFF: AutoReloadView = {
   enabled: false,
   threshold_credits: 0,
   amount_usd: 0,
@@ -49,6 +50,7 @@ export const makeBillingSummary = Effect.gen(function*() {
   const orders = yield* Orders
   const catalogue = yield* Catalogue
   const usage = yield* Effect.serviceOption(UsageStore)
+  const autoReload = yield* Effect.serviceOption(AutoReload)
   const perUsd = catalogue.config.prices.credits_per_usd
 
   return Effect.fn("Billing.summary")(function*(caller: Caller) {
@@ -74,7 +76,7 @@ export const makeBillingSummary = Effect.gen(function*() {
         own_limit_credits: null,
         alert_points: []
       },
-      auto_reload: AUTO_RELOAD_OFF,
+      auto_reload: Option.isSome(autoReload) ? yield* autoReload.value.view(accountId) : AUTO_RELOAD_OFF,
       invoicing: null,
       charging: yield* orders.charging,
       credits_per_usd: perUsd ?? 0

@@ -158,6 +158,8 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
           if (reserved?._tag === "over_budget") {
             // docs/billing.md "Monthly limits": the account's limit, or the key's ("key:<id>").
             const ofKey = reserved.budget !== "account"
+            // Billing raises the limit-reached alert (once a month; docs/billing.md "Alerts").
+            yield* settlement.limitReached(caller.account.id, reserved.budget, Time.toTimestamp(now).slice(0, 7), reserved.limit)
             return yield* inferenceError(
               402,
               ofKey ? "key_monthly_limit_reached" : "monthly_limit_reached",

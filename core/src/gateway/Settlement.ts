@@ -21,13 +21,19 @@
  *
  * Every write goes through group commit (core/src/Batcher.ts) with the other calls of its batch.
  * `idle` waits for the background work (tests; the gateway's scope waits up to 10 s at shutdown).
+ *
+ * Billing is told when the balance or the month's spend changes (billing/Watch.ts, when the
+ * shell provides it): after each written batch, the accounts it charged (alerts, automatic
+ * top-ups), and at a refusal at a monthly limit (`limitReached`). In the background, or inline
+ * before the answer where the host freezes after a response (settleInline).
  */
 import { Cause, Clock, Effect, Exit, FiberSet, Option, Random, type Scope } from "effect"
 import type { Caller } from "../ApiKeys.ts"
 import { makeBatcher } from "../Batcher.ts"
+import { BillingWatch } from "../billing/Watch.ts"
 import { generateId } from "../Keys.ts"
 import { Ledger, settlementOf } from "../Ledger.ts"
-import { GatewayStore, type Metered } from "../ports/GatewayStore.ts"
+import { GatewayStore, type Metered, type MeteredResult } from "../ports/GatewayStore.ts"
 import type { Allocation } from "../ports/LedgerStore.ts"
 import { MeteringJournal } from "../ports/MeteringJournal.ts"
 import { isStoreUnavailableCause, StoreUnavailable } from "../ports/StoreUnavailable.ts"
@@ -88,6 +94,12 @@ export interface Completion {
   readonly usage: Quantities
 }
 
+/** The accounts a written batch charged: each call whose settlement charged more than nothing. */
+export const chargedAccounts = (calls: ReadonlyArray<Metered>, results: ReadonlyArray<MeteredResult>): ReadonlyArray<string> =>
+  calls.flatMap((call, i) =>
+    results[i]?.settlement === "settled" && call.settlement !== undefined && call.settlement.charged > 0n ? [call.record.account_id] : []
+  )
+
 export const makeSettlement = (config: SettlementConfig) =>
   Effect.gen(function*() {
     const store = yield* GatewayStore
@@ -107,7 +119,17 @@ export const makeSettlement = (config: SettlementConfig) =>
     const forkAfter = (effect: Effect.Effect<void>) =>
       Effect.asVoid(FiberSet.run(background, effect, { startImmediately: false }))
 
-    const metering = makeBatcher((calls: ReadonlyArray<Metered>) => store.commit(calls), config.storeBatch)
+    const watch = Option.getOrUndefined(yield* Effect.serviceOption(BillingWatch))
+    /** Billing's follow-up: inline when settling inline (the host may freeze after the answer), else in the background. */
+    const afterward = (effect: Effect.Effect<void>) => config.settleInline ? effect : fork(Effect.interruptible(effect))
+
+    const metering = makeBatcher(
+      (calls: ReadonlyArray<Metered>) =>
+        watch === undefined
+          ? store.commit(calls)
+          : Effect.tap(store.commit(calls), (results) => afterward(watch.settled(chargedAccounts(calls, results)))),
+      config.storeBatch
+    )
 
     /**
      * Runs a store write until it succeeds: again with backoff while the store is unavailable, as
@@ -283,9 +305,14 @@ export const makeSettlement = (config: SettlementConfig) =>
     // Again now and then: a sibling process on the same journal directory may have died.
     yield* Effect.forkScoped(Effect.interruptible(Effect.forever(Effect.andThen(Effect.sleep(RECOVER_EVERY_MS), recover))))
 
+    /** A priced call was refused at a monthly limit ("account" or "key:<id>") of `month`: billing raises its alert. */
+    const limitReached = (accountId: string, budget: string, month: string, limit: bigint): Effect.Effect<void> =>
+      watch === undefined ? Effect.void : afterward(watch.refused(accountId, budget, month, limit))
+
     return {
       opened,
       hold,
+      limitReached,
       abandon,
       complete,
       release,

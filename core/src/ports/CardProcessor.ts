@@ -9,7 +9,14 @@
  *    A processor hosting its own page would instead report the same `CardOutcome` through a
  *    callback, applied by the same rules.
  *
- * The platform never stores card details: they pass through `charge` and are forgotten.
+ * For automatic top-ups (docs/billing.md "Automatic top-ups") a person saves a card once
+ * (`saveCard`, on the billing page), and the platform later charges it while nobody is there
+ * (`chargeSaved`, off-session) with an idempotency key, so a charge retried after a crash or by a
+ * second process is the same charge, never a second one (Stripe: a PaymentMethod attached to a
+ * Customer, then a PaymentIntent with off_session and an Idempotency-Key).
+ *
+ * The platform never stores card details: they pass through `charge` or `saveCard` and are
+ * forgotten; a saved card is the processor's reference and a description for people.
  */
 import { Context, type Effect } from "effect"
 
@@ -55,6 +62,27 @@ export type CardOutcome =
   | { readonly _tag: "Approved"; readonly charge_id: string }
   | { readonly _tag: "Declined"; readonly reason: DeclineReason; readonly message: string }
 
+/** A card saved with the processor: its reference there and how it is shown ("Visa •••• 4242, expires 12/2030"). */
+export interface SavedCardReference {
+  readonly reference: string
+  readonly description: string
+}
+
+export type SaveCardOutcome =
+  | ({ readonly _tag: "Saved" } & SavedCardReference)
+  | Extract<CardOutcome, { readonly _tag: "Declined" }>
+
+/** A charge of a saved card while the person is not present. */
+export interface OffSessionCharge {
+  readonly reference: string
+  readonly account_id: string
+  readonly amount_cents: bigint
+  readonly currency: string
+  readonly description: string
+  /** The same key answers the same outcome, without charging again. */
+  readonly idempotency_key: string
+}
+
 export class CardProcessor extends Context.Service<CardProcessor, {
   /** The processor's name, as the catalogue's payments.card.processor names it (e.g. "test"). */
   readonly processor: string
@@ -65,4 +93,8 @@ export class CardProcessor extends Context.Service<CardProcessor, {
     request: CheckoutRequest,
     card: CardDetails
   ) => Effect.Effect<CardOutcome>
+  /** Saves a card for later off-session charges: its reference, or declined (nothing saved). */
+  readonly saveCard: (accountId: string, card: CardDetails) => Effect.Effect<SaveCardOutcome>
+  /** Charges a saved card off-session; idempotent on `idempotency_key`. */
+  readonly chargeSaved: (charge: OffSessionCharge) => Effect.Effect<CardOutcome>
 }>()("@model-platform/core/ports/CardProcessor") {}

@@ -1,0 +1,114 @@
+/**
+ * Automatic top-ups, the use-cases (docs/billing.md "Automatic top-ups"): GET and POST
+ * /billing/auto-reload, and saving the card a person enters on the billing page (`saveCard`).
+ * The settings live in the billing settings record (billing/Settings.ts auto_reload), written
+ * only here, by the person or a manage key; what the charges did (last_error, the daily count)
+ * lives in the top-up state the engine swaps (billing/TopUp.ts). Either change re-arms the
+ * top-up and lifts the wait after a failure (TopUps.resume).
+ */
+import { Clock, Context, Effect, Layer } from "effect"
+import type { Caller } from "../ApiKeys.ts"
+import { Catalogue } from "../Catalogue.ts"
+import * as Errors from "../Errors.ts"
+import { creditsToMicro, microToCredits } from "../Money.ts"
+import { type CardDetails, CardProcessor, type DeclineReason } from "../ports/CardProcessor.ts"
+import { BillingSettingsStore } from "../ports/BillingSettingsStore.ts"
+import * as Time from "../Time.ts"
+import type { AutoReload as AutoReloadView, SetAutoReload } from "./Schemas.ts"
+import type { BillingSettings } from "./Settings.ts"
+import { TopUps } from "./TopUp.ts"
+
+/** The largest threshold a record keeps (an int8 of micro-credits). */
+export const MAX_THRESHOLD_MICRO = 2n ** 63n - 1n
+
+export type SaveCardResult =
+  | { readonly _tag: "Saved"; readonly auto_reload: AutoReloadView }
+  | { readonly _tag: "Declined"; readonly reason: DeclineReason; readonly message: string }
+
+export class AutoReload extends Context.Service<AutoReload, {
+  /** GET /billing/auto-reload (and GET /billing's auto_reload). */
+  readonly view: (accountId: string) => Effect.Effect<AutoReloadView>
+  /**
+   * POST /billing/auto-reload: the settings whole (the saved card stays). 400 when enabling
+   * without a saved card or where card payments or the credit price are not set up, or for a
+   * threshold beyond what is kept.
+   */
+  readonly set: (caller: Caller, body: SetAutoReload) => Effect.Effect<AutoReloadView, Errors.BadRequest>
+  /** The billing page: saves (replaces) the card for automatic top-ups, or says why the processor declined it. */
+  readonly saveCard: (accountId: string, card: CardDetails) => Effect.Effect<SaveCardResult, Errors.BadRequest>
+}>()("@model-platform/core/billing/AutoReload") {
+  static readonly layer: Layer.Layer<AutoReload, never, BillingSettingsStore | TopUps | CardProcessor | Catalogue> = Layer.effect(
+    AutoReload,
+    Effect.gen(function*() {
+      const settingsStore = yield* BillingSettingsStore
+      const topUps = yield* TopUps
+      const processor = yield* CardProcessor
+      const catalogue = yield* Catalogue
+      const cardsTaken = catalogue.config.payments.card !== null
+      const canCharge = cardsTaken && catalogue.config.prices.credits_per_usd !== null
+
+      const toView = (settings: BillingSettings, lastError: string | null): AutoReloadView => ({
+        enabled: settings.auto_reload.enabled,
+        threshold_credits: microToCredits(settings.auto_reload.threshold),
+        amount_usd: settings.auto_reload.amount_usd,
+        card: settings.auto_reload.card?.description ?? null,
+        last_error: lastError
+      })
+
+      const view = Effect.fn("AutoReload.view")(function*(accountId: string) {
+        const [settings, state] = yield* Effect.all([settingsStore.get(accountId), topUps.state(accountId)], { concurrency: 2 })
+        return toView(settings, state?.last_error ?? null)
+      })
+
+      const set = Effect.fn("AutoReload.set")(function*(caller: Caller, body: SetAutoReload) {
+        const accountId = caller.account.id
+        const threshold = creditsToMicro(body.threshold_credits)
+        if (threshold === undefined || threshold < 0n || threshold > MAX_THRESHOLD_MICRO) {
+          return yield* Errors.badRequest("invalid_request", `threshold_credits: at most ${microToCredits(MAX_THRESHOLD_MICRO)} credits.`)
+        }
+        const current = yield* settingsStore.get(accountId)
+        if (body.enabled && current.auto_reload.card === null) {
+          return yield* Errors.badRequest(
+            "invalid_request",
+            "enabled: automatic top-ups need a saved card, and a person saves one on the billing page."
+          )
+        }
+        if (body.enabled && !canCharge) {
+          return yield* Errors.badRequest(
+            "invalid_request",
+            "enabled: automatic top-ups need card payments and a credit price, which are not set up (GET /payment-methods)."
+          )
+        }
+        yield* settingsStore.update(accountId, {
+          auto_reload: { enabled: body.enabled, threshold, amount_usd: body.amount_usd, card: current.auto_reload.card }
+        })
+        yield* topUps.resume(accountId)
+        return yield* view(accountId)
+      })
+
+      const saveCard = Effect.fn("AutoReload.saveCard")(function*(accountId: string, card: CardDetails) {
+        if (!cardsTaken) {
+          return yield* Errors.badRequest("invalid_request", "Card payments are not set up (see GET /payment-methods).")
+        }
+        const saved = yield* processor.saveCard(accountId, card)
+        if (saved._tag === "Declined") return { _tag: "Declined", reason: saved.reason, message: saved.message } satisfies SaveCardResult
+        const current = yield* settingsStore.get(accountId)
+        yield* settingsStore.update(accountId, {
+          auto_reload: {
+            ...current.auto_reload,
+            card: {
+              processor: processor.processor,
+              reference: saved.reference,
+              description: saved.description,
+              saved_at: Time.toTimestamp(yield* Clock.currentTimeMillis)
+            }
+          }
+        })
+        yield* topUps.resume(accountId)
+        return { _tag: "Saved", auto_reload: yield* view(accountId) } satisfies SaveCardResult
+      })
+
+      return AutoReload.of({ view, set, saveCard })
+    })
+  )
+}

@@ -1,0 +1,236 @@
+/**
+ * Automatic top-ups, the engine (docs/billing.md "Automatic top-ups"): after a settlement takes
+ * the balance below the threshold, ONE off-session charge of amount_usd on the saved card, paid
+ * as an order with a receipt (auto_reload: true) and credited through the ledger with the order's
+ * id as ref.
+ *
+ * Once per crossing, with any number of processes settling at once: each account's top-up state
+ * (ports/AlertStore.ts TopUpState) moves armed -> charging -> below -> armed by compare-and-set
+ * on its version, so of the processes that see the same crossing exactly one claims it. The
+ * claim names the order (a fresh id, also the charge's idempotency key): a charge resumed after
+ * a crash, or by another process once the claim is stale, is the same charge at the processor,
+ * the same order, the same ledger ref and the same receipt. A check reads the state BEFORE the
+ * balance, so a balance it acts on was read after the state it swaps from:
+ * - re-arming (below -> armed) needs a balance at or above the threshold seen after the crossing;
+ * - a crossing (armed -> claimed) needs a balance below it seen after the last re-arm.
+ *
+ * The balance compared is the posted balance of every scope (credits minus settled charges):
+ * calls in flight hold credits but do not move it, so only a settlement can cross the threshold.
+ * A failed charge sets last_error and raises auto_reload_failed; no top-up is tried again until
+ * the person changes the settings or saves a card (`resume`). At most MAX_TOP_UPS_PER_DAY
+ * charges are started per account and UTC day.
+ */
+import { Clock, Context, Effect, Layer } from "effect"
+import { Catalogue } from "../Catalogue.ts"
+import { generateId } from "../Keys.ts"
+import { Ledger } from "../Ledger.ts"
+import { MICRO_PER_CREDIT } from "../Money.ts"
+import { AUTO_RELOAD_ORDER_KIND, CURRENCY, PAYMENT_WINDOW_MS } from "../OrderService.ts"
+import { AlertStore, type TopUpState } from "../ports/AlertStore.ts"
+import { CardProcessor } from "../ports/CardProcessor.ts"
+import { LedgerStore, type ScopeBalance } from "../ports/LedgerStore.ts"
+import { type OrderRecord, OrderStore } from "../ports/OrderStore.ts"
+import * as Time from "../Time.ts"
+import { Alerts, autoReloadFailedAlert, autoReloadPaidAlert, lowBalanceAlert } from "./Alerts.ts"
+import { monthOf } from "./Limits.ts"
+import type { AutoReloadSettings } from "./Settings.ts"
+
+/** The cap against runaway charging: charges started per account and UTC day. */
+export const MAX_TOP_UPS_PER_DAY = 3
+
+/** A claim still charging after this long is taken over (its process died or hangs). */
+export const STALE_CHARGE_MS = 2 * 60_000
+
+
+// ---- pure rules ---------------------------------------------------------------------------
+
+export const dayOf = (millis: number): string => new Date(millis).toISOString().slice(0, 10)
+
+/** The balance the threshold is compared with: posted over every scope; holds of calls in flight do not count. */
+export const postedBalance = (balances: ReadonlyArray<ScopeBalance>): bigint => balances.reduce((sum, b) => sum + b.posted, 0n)
+
+export type Step = "nothing" | "rearm" | "cross" | "resume"
+
+/** What a check does, from the state read first and the balance read after it. */
+export const stepOf = (state: TopUpState | undefined, posted: bigint, threshold: bigint, nowMillis: number): Step => {
+  const phase = state?.phase ?? "armed"
+  if (phase === "charging") return nowMillis - Date.parse(state!.updated_at) >= STALE_CHARGE_MS ? "resume" : "nothing"
+  if (posted >= threshold) return phase === "below" ? "rearm" : "nothing"
+  return phase === "armed" ? "cross" : "nothing"
+}
+
+export type CrossingPlan =
+  | { readonly _tag: "Charge"; readonly chargesOnDay: number }
+  | { readonly _tag: "AlertOnly"; readonly why: string }
+
+/** What a crossing does: charge, or only raise low_balance saying why not. */
+export const planCrossing = (
+  auto: AutoReloadSettings,
+  state: TopUpState | undefined,
+  today: string,
+  canCharge: boolean
+): CrossingPlan => {
+  if (!auto.enabled) return { _tag: "AlertOnly", why: "Automatic top-ups are off." }
+  if (auto.card === null) return { _tag: "AlertOnly", why: "No card is saved for automatic top-ups." }
+  if (state?.last_error != null) {
+    return {
+      _tag: "AlertOnly",
+      why: `Automatic top-ups wait after a failed one (${state.last_error}); change the settings or save a card.`
+    }
+  }
+  if (!canCharge) return { _tag: "AlertOnly", why: "Card payments or the credit price are not set up." }
+  const today_ = state?.day === today ? state.charges_on_day : 0
+  if (today_ >= MAX_TOP_UPS_PER_DAY) {
+    return { _tag: "AlertOnly", why: `${MAX_TOP_UPS_PER_DAY} automatic top-ups were started today (UTC), the most a day.` }
+  }
+  return { _tag: "Charge", chargesOnDay: today_ + 1 }
+}
+
+const formatCredits = (micro: bigint) => (micro / MICRO_PER_CREDIT).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",")
+
+// ---- the service ----------------------------------------------------------------------------
+
+export class TopUps extends Context.Service<TopUps, {
+  /** After a settlement charged the account: re-arm, claim a crossing and charge it, or resume a stale charge. */
+  readonly check: (accountId: string, auto: AutoReloadSettings) => Effect.Effect<void>
+  /** The person changed the settings or saved a card: last_error cleared, armed again (unless a charge is under way). */
+  readonly resume: (accountId: string) => Effect.Effect<void>
+  /** The account's state (undefined: never crossed). */
+  readonly state: (accountId: string) => Effect.Effect<TopUpState | undefined>
+}>()("@model-platform/core/billing/TopUps") {
+  static readonly layer: Layer.Layer<
+    TopUps,
+    never,
+    AlertStore | LedgerStore | Ledger | OrderStore | CardProcessor | Catalogue | Alerts
+  > = Layer.effect(TopUps, Effect.suspend(() => makeTopUps))
+}
+
+const makeTopUps = Effect.gen(function*() {
+  const store = yield* AlertStore
+  const ledgerStore = yield* LedgerStore
+  const ledger = yield* Ledger
+  const orders = yield* OrderStore
+  const processor = yield* CardProcessor
+  const catalogue = yield* Catalogue
+  const alerts = yield* Alerts
+  const perUsd = catalogue.config.prices.credits_per_usd
+  const canCharge = perUsd !== null && catalogue.config.payments.card !== null
+
+  const swap = (accountId: string, from: TopUpState | undefined, patch: Partial<TopUpState>, nowMillis: number) => {
+    const next: TopUpState = {
+      phase: "armed",
+      order_id: null,
+      day: dayOf(nowMillis),
+      charges_on_day: 0,
+      last_error: null,
+      ...from,
+      ...patch,
+      version: (from?.version ?? 0) + 1,
+      updated_at: Time.toTimestamp(nowMillis)
+    }
+    return Effect.map(store.swapTopUp(accountId, from?.version, next), (won) => (won ? next : undefined))
+  }
+
+  /** The paid order, its credits and its receipt: each step idempotent (a resumed charge repeats them). */
+  const fulfil = Effect.fnUntraced(function*(accountId: string, orderId: string, cents: bigint, micro: bigint, paidAt: number) {
+    const title = `Automatic top-up: ${formatCredits(micro)} credits`
+    if ((yield* orders.findOrder(orderId)) === undefined) {
+      const order: OrderRecord = {
+        id: orderId, account_id: accountId, type: "credits", title, amount_cents: cents, currency: CURRENCY,
+        credits: micro, machine_id: null, package_id: null, gift: false, status: "pending", payment_method: "card",
+        card_session_id: null, checkout_url: null, deposit: null, created_at: Time.toTimestamp(paidAt),
+        expires_at: Time.toTimestamp(paidAt + PAYMENT_WINDOW_MS), paid_at: null, paid_with: null
+      }
+      // A process resuming the same claim may have inserted it meanwhile: then it is there.
+      yield* orders.insertOrder(order).pipe(
+        Effect.catchDefect((defect) =>
+          Effect.flatMap(orders.findOrder(orderId), (found) => (found === undefined ? Effect.die(defect) : Effect.void)))
+      )
+    }
+    yield* orders.markPaid(orderId, "card", Time.toTimestamp(paidAt))
+    const order = yield* orders.findOrder(orderId)
+    if (order?.status !== "paid" || order.paid_at === null) return yield* Effect.die(new Error(`top-up order ${orderId} is not paid`))
+    yield* ledger.credit(accountId, { ref: orderId, machine_id: null, amount: micro, type: "credit_added" })
+    yield* orders.insertReceipt({
+      id: yield* generateId("rcpt"), account_id: accountId, order_id: orderId, kind: "credits", title,
+      paid_at: order.paid_at, amount_cents: cents, currency: CURRENCY, credits: micro, paid_with: "card", auto_reload: true
+    })
+  })
+
+  /** Charges a claim (state in phase charging, as written) and records its outcome. */
+  const charge = Effect.fnUntraced(function*(accountId: string, auto: AutoReloadSettings, claim: TopUpState) {
+    const orderId = claim.order_id!
+    const cents = BigInt(auto.amount_usd) * 100n
+    const micro = BigInt(auto.amount_usd) * BigInt(perUsd ?? 0) * MICRO_PER_CREDIT
+    const outcome = auto.card === null || perUsd === null
+      ? { _tag: "Declined" as const, reason: "no_card", message: "No card is saved for automatic top-ups." }
+      : yield* processor.chargeSaved({
+        reference: auto.card.reference,
+        account_id: accountId,
+        amount_cents: cents,
+        currency: CURRENCY,
+        description: `Automatic top-up: ${formatCredits(micro)} credits`,
+        idempotency_key: orderId
+      })
+    const now = yield* Clock.currentTimeMillis
+    if (outcome._tag === "Declined") {
+      const error = `${outcome.message} (${outcome.reason})`
+      if ((yield* swap(accountId, claim, { phase: "below", last_error: error }, now)) !== undefined) {
+        yield* alerts.raise(accountId, autoReloadFailedAlert(monthOf(now), orderId, error))
+      }
+      return
+    }
+    yield* fulfil(accountId, orderId, cents, micro, now)
+    yield* alerts.raise(accountId, autoReloadPaidAlert(monthOf(now), orderId, micro, cents))
+    // Seen at or above the threshold after its credit: the next fall below it is a new crossing.
+    const posted = postedBalance(yield* ledgerStore.balances(accountId))
+    yield* swap(accountId, claim, { phase: posted >= auto.threshold ? "armed" : "below", last_error: null }, yield* Clock.currentTimeMillis)
+  })
+
+  const check = (accountId: string, auto: AutoReloadSettings) =>
+    Effect.gen(function*() {
+      const state = yield* store.topUp(accountId)
+      const posted = postedBalance(yield* ledgerStore.balances(accountId))
+      const now = yield* Clock.currentTimeMillis
+      switch (stepOf(state, posted, auto.threshold, now)) {
+        case "nothing":
+          return
+        case "rearm":
+          return yield* Effect.asVoid(swap(accountId, state, { phase: "armed" }, now))
+        case "resume": {
+          const claim = yield* swap(accountId, state, {}, now)
+          if (claim !== undefined) yield* charge(accountId, auto, claim)
+          return
+        }
+        case "cross": {
+          const today = dayOf(now)
+          const plan = planCrossing(auto, state, today, canCharge)
+          if (plan._tag === "AlertOnly") {
+            if ((yield* swap(accountId, state, { phase: "below" }, now)) !== undefined) {
+              yield* alerts.raise(accountId, lowBalanceAlert(monthOf(now), posted, auto.threshold, plan.why))
+            }
+            return
+          }
+          const claim = yield* swap(accountId, state, {
+            phase: "charging",
+            order_id: yield* generateId(AUTO_RELOAD_ORDER_KIND),
+            day: today,
+            charges_on_day: plan.chargesOnDay
+          }, now)
+          if (claim !== undefined) yield* charge(accountId, auto, claim)
+        }
+      }
+    }).pipe(Effect.withSpan("TopUps.check"))
+
+  const resume = (accountId: string): Effect.Effect<void> =>
+    Effect.gen(function*() {
+      for (let attempt = 0; attempt < 5; attempt++) {
+        const state = yield* store.topUp(accountId)
+        if (state === undefined || state.phase === "charging") return
+        if (state.phase === "armed" && state.last_error === null) return
+        if ((yield* swap(accountId, state, { phase: "armed", last_error: null }, yield* Clock.currentTimeMillis)) !== undefined) return
+      }
+    }).pipe(Effect.withSpan("TopUps.resume"))
+
+  return TopUps.of({ check, resume, state: store.topUp })
+})

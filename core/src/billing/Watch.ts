@@ -1,0 +1,125 @@
+/**
+ * What billing does when the balance or the month's spend changes (docs/billing.md "Alerts",
+ * "Automatic top-ups"), called by the gateway, never by a timer:
+ * - `settled`: after a batch of settlements, per account charged in it, spend passing an alert
+ *   point raises org_spend (once per point and month) and the automatic top-up is checked
+ *   (billing/TopUp.ts: a crossing of the threshold charges once, or raises low_balance);
+ * - `refused`: a priced call refused at a monthly limit raises monthly_limit_reached or
+ *   key_monthly_limit_reached (once per month).
+ *
+ * Cheap on the hot path: per account and batch one read of its billing settings, and nothing
+ * more for an account with no alert points, no threshold and top-ups off. Checks of one account
+ * never overlap in a process: batches settling while one runs ask for one more run after it
+ * (coalesced), so a stream of batches costs at most one check at a time per account. The
+ * checks are level-triggered (spend >= point, balance < threshold, read fresh each time), so a
+ * check skipped or failed is made good by the account's next settlement.
+ */
+import { Clock, Context, Effect, Layer } from "effect"
+import { Catalogue } from "../Catalogue.ts"
+import { BillingSettingsStore } from "../ports/BillingSettingsStore.ts"
+import { LedgerStore } from "../ports/LedgerStore.ts"
+import { OrderStore } from "../ports/OrderStore.ts"
+import { Alerts, limitReachedAlert, orgSpendAlert, pointsPassed } from "./Alerts.ts"
+import { ACCOUNT_BUDGET, monthOf } from "./Limits.ts"
+import { monthlyLimitAt, tierTable } from "./Tiers.ts"
+import { TopUps } from "./TopUp.ts"
+
+/** How long an account's tier limit (from its purchased credits) is reused, as admission caches it. */
+const TIER_CACHE_MS = 10_000
+
+export class BillingWatch extends Context.Service<BillingWatch, {
+  /** The accounts charged by a batch of settlements (any order, repeats allowed). Never fails. */
+  readonly settled: (accountIds: Iterable<string>) => Effect.Effect<void>
+  /** A priced call was refused at a monthly limit ("account" or "key:<id>") of `month`. Never fails. */
+  readonly refused: (accountId: string, budget: string, month: string, limit: bigint) => Effect.Effect<void>
+}>()("@model-platform/core/billing/BillingWatch") {
+  static readonly layer: Layer.Layer<
+    BillingWatch,
+    never,
+    BillingSettingsStore | LedgerStore | OrderStore | Catalogue | Alerts | TopUps
+  > = Layer.effect(BillingWatch, Effect.suspend(() => makeWatch))
+}
+
+const makeWatch = Effect.gen(function*() {
+  const settingsStore = yield* BillingSettingsStore
+  const ledger = yield* LedgerStore
+  const orders = yield* OrderStore
+  const catalogue = yield* Catalogue
+  const alerts = yield* Alerts
+  const topUps = yield* TopUps
+  const tiers = tierTable(catalogue.config.tiers)
+
+  const tierLimits = new Map<string, { readonly limit: bigint | null; readonly at: number }>()
+  const tierLimitOf = (accountId: string, now: number) => {
+    const cached = tierLimits.get(accountId)
+    if (cached !== undefined && now - cached.at < TIER_CACHE_MS) return Effect.succeed(cached.limit)
+    return Effect.map(orders.purchasedCredits(accountId), (purchased) => {
+      if (tierLimits.size >= 10_000) tierLimits.clear()
+      const limit = monthlyLimitAt(tiers, purchased)
+      tierLimits.set(accountId, { limit, at: now })
+      return limit
+    })
+  }
+
+  /** org_spend for every alert point the month's spend has passed (raised once each). */
+  const spend = Effect.fnUntraced(function*(accountId: string, points: ReadonlyArray<number>) {
+    const now = yield* Clock.currentTimeMillis
+    const month = monthOf(now)
+    const account = (yield* ledger.budgets(accountId, month)).find((b) => b.budget === ACCOUNT_BUDGET)
+    if (account === undefined || account.spent <= 0n) return
+    const limit = account.limit ?? (yield* tierLimitOf(accountId, now))
+    if (limit === null) return
+    for (const point of pointsPassed(points, account.spent, limit)) {
+      yield* alerts.raise(accountId, orgSpendAlert(month, point, account.spent, limit))
+    }
+  })
+
+  const check = (accountId: string) =>
+    Effect.gen(function*() {
+      const settings = yield* settingsStore.get(accountId)
+      const auto = settings.auto_reload
+      const watchSpend = settings.alert_points.length > 0
+      const watchBalance = auto.enabled || auto.threshold > 0n
+      if (!watchSpend && !watchBalance) return
+      yield* Effect.all([
+        watchSpend ? spend(accountId, settings.alert_points) : Effect.void,
+        watchBalance ? topUps.check(accountId, auto) : Effect.void
+      ], { concurrency: 2, discard: true })
+    }).pipe(
+      Effect.catchCause((cause) => Effect.logError(`billing watch: the check of ${accountId} failed; its next settlement checks again`, cause)),
+      Effect.withSpan("BillingWatch.check")
+    )
+
+  /** Per account: whether another run was asked for while one runs. */
+  const running = new Map<string, { again: boolean }>()
+
+  const watch = (accountId: string): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      const current = running.get(accountId)
+      if (current !== undefined) {
+        current.again = true
+        return Effect.void
+      }
+      const entry = { again: false }
+      running.set(accountId, entry)
+      // Deciding to stop and leaving the map are one synchronous step: a request arriving after
+      // it starts a run of its own, one arriving before it is served by another round here.
+      const loop: Effect.Effect<void> = Effect.andThen(
+        check(accountId),
+        Effect.suspend(() => {
+          if (entry.again) {
+            entry.again = false
+            return loop
+          }
+          running.delete(accountId)
+          return Effect.void
+        })
+      )
+      return Effect.onInterrupt(loop, () => Effect.sync(() => running.delete(accountId)))
+    })
+
+  return BillingWatch.of({
+    settled: (accountIds) => Effect.forEach(new Set(accountIds), watch, { concurrency: "unbounded", discard: true }),
+    refused: (accountId, budget, month, limit) => Effect.asVoid(alerts.raise(accountId, limitReachedAlert(budget, month, limit)))
+  })
+})
