@@ -12,7 +12,6 @@
  * - Amounts are exact decimal credits from micro-credits (no float): 1500 micro-credits is
  *   `0.0015`; quantities are integers of the record's unit.
  */
-import { MICRO_PER_CREDIT } from "../Money.ts"
 import type { UsageRecord } from "../ports/UsageStore.ts"
 import { USAGE_CSV_COLUMNS } from "./Schemas.ts"
 
@@ -25,21 +24,31 @@ export const USAGE_GROUP_CSV_HEADER = `${USAGE_GROUP_CSV_COLUMNS.join(",")}\r\n`
 
 const NEEDS_QUOTES = /[",\r\n]/
 const FORMULA_START = /^[=+\-@\t\r]/
+/** Either of the two: most fields match neither, and one test tells (the export writes millions). */
+const SPECIAL = /^[=+\-@\t\r]|[",\r\n]/
 
 /** One field of RFC 4180, quoted only when it must be. */
 export const csvField = (value: string): string =>
   NEEDS_QUOTES.test(value) ? `"${value.replaceAll("\"", "\"\"")}"` : value
 
 /** A text field: guarded against formula injection, then quoted as needed. */
-export const csvText = (value: string): string => csvField(FORMULA_START.test(value) ? `'${value}` : value)
+export const csvText = (value: string): string =>
+  SPECIAL.test(value) ? csvField(FORMULA_START.test(value) ? `'${value}` : value) : value
 
-/** Micro-credits as exact decimal credits: no trailing zeros, no decimal point for whole credits. */
+/**
+ * Micro-credits as exact decimal credits: no trailing zeros, no decimal point for whole credits.
+ * String work on the integer's digits (one bigint conversion, no bigint division).
+ */
 export const creditsText = (micro: bigint): string => {
-  const negative = micro < 0n
-  const abs = negative ? -micro : micro
-  const fraction = (abs % MICRO_PER_CREDIT).toString().padStart(6, "0").replace(/0+$/, "")
-  const text = fraction === "" ? `${abs / MICRO_PER_CREDIT}` : `${abs / MICRO_PER_CREDIT}.${fraction}`
-  return negative ? `-${text}` : text
+  const digits = micro < 0n ? (-micro).toString() : micro.toString()
+  const sign = micro < 0n ? "-" : ""
+  const cut = digits.length - 6
+  const whole = cut > 0 ? digits.slice(0, cut) : "0"
+  let fraction = cut > 0 ? digits.slice(cut) : digits.padStart(6, "0")
+  let end = 6
+  while (end > 0 && fraction.charCodeAt(end - 1) === 48) end--
+  fraction = fraction.slice(0, end)
+  return end === 0 ? `${sign}${whole}` : `${sign}${whole}.${fraction}`
 }
 
 /** One record's line, in USAGE_CSV_COLUMNS order. */
