@@ -11,6 +11,10 @@
  *   updates and (settle) the usage entries.
  * - A balance item keeps `posted`, `held` and `available` = posted - held, all three changed by
  *   every write (a condition cannot compute posted - held, so the difference is stored).
+ * - Budgets (DynamoBudgets.ts): reserve reads the account's limits, then its transaction also
+ *   holds, per claim, a check that the limit is still as read and the month item's update
+ *   conditioned on `used <= limit - amount`; finishing a reservation releases (settle: charges)
+ *   its claims in the same transaction.
  * - A cancelled transaction is read through its CancellationReasons: ConditionalCheckFailed on a
  *   given item means "duplicate", "insufficient" or "not_pending" as the port defines them (or a
  *   defect: a duplicate entry id, a usage ref that exists); TransactionConflict means another
@@ -33,6 +37,7 @@ import {
   type NewReservation,
   type Reservation,
   reservationProblem,
+  reservedAmount,
   type ScopeBalance,
   scopeKey,
   type Settlement,
@@ -53,11 +58,15 @@ import {
   StringAttr,
   TimestampAttr
 } from "./DynamoAttributes.ts"
+import { budgetsAttribute, BudgetsAttr, budgetsOf, makeBudgets } from "./DynamoBudgets.ts"
 import { makeItemTable } from "./DynamoErrors.ts"
 import { DynamoConfig, type ItemKey } from "./DynamoTable.ts"
 
 // ---------------------------------------------------------------------------------------------
 // keys
+
+/** How many times a reserve reads the limits again when one changed before its transaction. */
+const LIMIT_CHANGED_RETRIES = 20
 
 /** Pending reservations are spread over this many expiry partitions (fixed: changing it strands items). */
 export const EXPIRY_SHARDS = 8
@@ -150,7 +159,8 @@ const ReservationItem = Schema.Struct({
   charged: Schema.optionalKey(BigIntAttr),
   excess: Schema.optionalKey(BigIntAttr),
   /** While pending: the sort key of its item in the account's pending list. */
-  pending_sk: Schema.optionalKey(StringAttr)
+  pending_sk: Schema.optionalKey(StringAttr),
+  budgets: Schema.optionalKey(BudgetsAttr)
 })
 
 /** A reservation as read, with what finishing it needs to find its index items. */
@@ -170,7 +180,8 @@ const toReservation = (item: typeof ReservationItem.Type): StoredReservation => 
     expires_at: item.expires_at,
     finished_at: item.finished_at ?? null,
     charged: item.charged ?? null,
-    excess: item.excess ?? null
+    excess: item.excess ?? null,
+    ...budgetsOf(item.budgets)
   },
   pendingSk: item.pending_sk
 })
@@ -206,7 +217,8 @@ const pendingAttributes = (reservation: NewReservation, pendingSk: string): Item
   status: str("pending"),
   created_at: str(reservation.created_at),
   expires_at: str(reservation.expires_at),
-  pending_sk: str(pendingSk)
+  pending_sk: str(pendingSk),
+  ...budgetsAttribute(reservation.budgets)
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -216,7 +228,9 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
   LedgerStore,
   Effect.gen(function*() {
     const { client, tableName } = yield* DynamoConfig
-    const { createItem, deleteItem, getItem, queryItems, transact } = makeItemTable(client, tableName, "LedgerStore")
+    const table = makeItemTable(client, tableName, "LedgerStore")
+    const { createItem, deleteItem, getItem, queryItems, transact } = table
+    const budgetItems = makeBudgets(tableName, table)
     const decodeBalance = decode(BalanceItem)
     const decodeEntry = decode(EntryItem)
     const decodeReservation = decode(ReservationItem)
@@ -327,7 +341,13 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
         deleteItem(LedgerKeys.expiry(reservation.ref, reservation.expires_at)),
         ...[...deltas.values()]
           .sort(byScope)
-          .map((delta) => addToBalance(reservation.account_id, delta.machine_id, delta))
+          .map((delta) => addToBalance(reservation.account_id, delta.machine_id, delta)),
+        ...budgetItems.releaseItems(
+          reservation.account_id,
+          reservation.budgets ?? [],
+          reservedAmount(reservation.allocations),
+          totals?.charged ?? 0n
+        )
       ]
     }
 
@@ -393,22 +413,34 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
     })
 
     const reserve = Effect.fn("LedgerStore.reserve")(function*(reservation: NewReservation) {
-      const problem = reservationProblem(reservation) ??
-        ((reservation.budgets ?? []).length > 0 ? "budgets are not kept by this store yet" : undefined)
+      const problem = reservationProblem(reservation)
       if (problem !== undefined) return yield* die("reserve", problem)
       const stamp = yield* writeStamp
       const pendingKey = LedgerKeys.pending(reservation.account_id, reservation.created_at, stamp, reservation.ref)
       const attributes = pendingAttributes(reservation, pendingKey.sk)
-      const result = yield* transact("reserve", [
-        createItem(LedgerKeys.reservation(reservation.ref), attributes),
-        createItem(pendingKey, attributes),
-        createItem(LedgerKeys.expiry(reservation.ref, reservation.expires_at), attributes),
-        ...reservation.allocations.map((allocation) => holdInBalance(reservation.account_id, allocation))
-      ])
-      if (result.committed) return "reserved" as const
-      if (result.failed.includes(0)) return "duplicate" as const
-      if (result.failed.every((i) => i >= 3)) return "insufficient" as const
-      return yield* die("reserve", `index items of ${reservation.ref} exist`)
+      const claims = reservation.budgets ?? []
+      const amount = reservedAmount(reservation.allocations)
+      const base = 3 + reservation.allocations.length
+      for (let attempt = 1;; attempt++) {
+        const limits = claims.length === 0 ? new Map<string, bigint>() : yield* budgetItems.limits(reservation.account_id)
+        const result = yield* transact("reserve", [
+          createItem(LedgerKeys.reservation(reservation.ref), attributes),
+          createItem(pendingKey, attributes),
+          createItem(LedgerKeys.expiry(reservation.ref, reservation.expires_at), attributes),
+          ...reservation.allocations.map((allocation) => holdInBalance(reservation.account_id, allocation)),
+          ...budgetItems.claimItems(reservation.account_id, claims, amount, limits)
+        ])
+        if (result.committed) return "reserved" as const
+        if (result.failed.includes(0)) return "duplicate" as const
+        // From `base` on, per claim: the limit check (even), the month's hold (odd).
+        if (result.failed.some((i) => i >= base && (i - base) % 2 === 0)) {
+          if (attempt < LIMIT_CHANGED_RETRIES) continue // a limit changed since it was read
+          return yield* die("reserve", `the limits changed ${attempt} times while ${reservation.ref} was reserved`)
+        }
+        if (result.failed.some((i) => i >= base)) return "over_budget" as const
+        if (result.failed.every((i) => i >= 3)) return "insufficient" as const
+        return yield* die("reserve", `index items of ${reservation.ref} exist`)
+      }
     })
 
     const reservation = (ref: string) =>
@@ -491,9 +523,8 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
       settle,
       void: voidReservation,
       expire,
-      // Budgets (docs/billing.md "Monthly limits") are not kept by this store yet: claiming one dies.
-      setBudgetLimit: () => die("setBudgetLimit", "budgets are not kept by this store yet"),
-      budgets: () => die("budgets", "budgets are not kept by this store yet")
+      setBudgetLimit: budgetItems.setBudgetLimit,
+      budgets: budgetItems.budgets
     })
   })
 )

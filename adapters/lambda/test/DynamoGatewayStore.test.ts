@@ -12,6 +12,5 @@ const { freshTable } = useDynamoLocal("gateway-test")
 
 gatewayStoreContract(
   "GatewayStoreComposed on the DynamoDB stores (DynamoDB Local)",
-  DynamoPlatformStores.pipe(Layer.provide(freshTable())),
-  { budgets: false } // not kept by the DynamoDB ledger store yet
+  DynamoPlatformStores.pipe(Layer.provide(freshTable()))
 )

@@ -1035,13 +1035,8 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
 }
 
 /** Declares the gateway store contract on a layer of every platform store (built once for the suite). */
-export const gatewayStoreContract = <E>(
-  name: string,
-  storesLayer: Layer.Layer<PlatformStores, E>,
-  /** budgets false: the ledger store does not keep budgets yet (DynamoDB until it does). */
-  options: { readonly budgets?: boolean } = {}
-): void =>
+export const gatewayStoreContract = <E>(name: string, storesLayer: Layer.Layer<PlatformStores, E>): void =>
   layer(storesLayer, layerOptions)(name, (it) => {
     gatewayTests(it)
-    if (options.budgets !== false) gatewayBudgetTests(it)
+    gatewayBudgetTests(it)
   })

@@ -841,8 +841,6 @@ const ledgerTests = (it: Vitest.MethodsNonLive<LedgerStore>) => {
 export interface LedgerContractOptions {
   /** Scenarios of the budgets' interleaving property (BudgetProperty.ts); env BUDGET_PROPERTY_RUNS overrides. */
   readonly budgetRuns?: number
-  /** false: the store does not keep budgets yet (DynamoDB until it does): their tests are skipped. */
-  readonly budgets?: boolean
 }
 
 /** Declares the ledger store contract on `storeLayer` (built once for the suite). */
@@ -853,7 +851,6 @@ export const ledgerStoreContract = <E>(
 ): void =>
   layer(storeLayer, layerOptions)(name, (it) => {
     ledgerTests(it)
-    if (options.budgets === false) return
     budgetTests(it)
     const runs = Number(process.env["BUDGET_PROPERTY_RUNS"] ?? options.budgetRuns ?? 30)
     budgetProperty(it, runs)
