@@ -12,9 +12,11 @@
  *                          without it the parameter must already exist
  *   ownerKeyParameter      the owner key's SecureString parameter (default /model-platform/owner-key),
  *                          created by the operator before the first deploy (docs/lambda.md)
+ *   accountsUrl            the account service's public address (default: the HTTP API's + /accounts)
  *   retainData             "false" to delete the table and bucket with the stack (default keep)
  *
- * The owner's email is the stack's CloudFormation parameter OwnerEmail, given at deploy time.
+ * The owner's email is the stack's CloudFormation parameter OwnerEmail, given at deploy time, as
+ * are SmtpUrl and SmtpFrom (the account service's mail; docs/lambda-deploy.md).
  * Account and region come from the CLI's environment (CDK_DEFAULT_ACCOUNT, CDK_DEFAULT_REGION).
  */
 import { App } from "aws-cdk-lib"
@@ -48,6 +50,7 @@ export const buildApp = async (options: AppOptions = {}): Promise<{ readonly app
   const catalogueFile = contextString(app, "catalogueFile")
   const catalogueParameterName = contextString(app, "catalogueParameter")
   const ownerKeyParameterName = contextString(app, "ownerKeyParameter")
+  const accountsUrl = contextString(app, "accountsUrl")
   const account = process.env["CDK_DEFAULT_ACCOUNT"]
   const region = process.env["CDK_DEFAULT_REGION"]
   const props: PlatformStackProps = {
@@ -56,6 +59,7 @@ export const buildApp = async (options: AppOptions = {}): Promise<{ readonly app
     ...(catalogueFile === undefined ? {} : { catalogueJson: Fs.readFileSync(catalogueFile, "utf8") }),
     ...(catalogueParameterName === undefined ? {} : { catalogueParameterName }),
     ...(ownerKeyParameterName === undefined ? {} : { ownerKeyParameterName }),
+    ...(accountsUrl === undefined ? {} : { accountsUrl }),
     ...(account === undefined && region === undefined
       ? {}
       : { env: { ...(account === undefined ? {} : { account }), ...(region === undefined ? {} : { region }) } }),

@@ -7,12 +7,16 @@
  *   ./platform node adapters/lambda/cdk/bundle.ts [entry] [outDir]
  *
  * Everything is bundled, the AWS SDK included (the runtime's copy is not pinned), for Node 22
- * on arm64 (the bundle is plain JavaScript: no native module is allowed in it).
+ * on arm64 (the bundle is plain JavaScript: no native module is allowed in it). Beside it goes the
+ * one file the code reads at run time: @simplewebauthn/browser's UMD bundle, which the account
+ * pages serve (a function has no node_modules to find it in; src/Accounts.ts reads it there).
  */
+import { webAuthnBundleFile } from "@model-platform/node-http/Accounts"
 import * as esbuild from "esbuild"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { WEBAUTHN_BUNDLE_FILE } from "../src/Accounts.ts"
 
 const here = Path.dirname(fileURLToPath(import.meta.url))
 
@@ -64,6 +68,7 @@ export const bundle = async (options: BundleOptions = {}): Promise<BundleResult>
     mainFields: ["module", "main"],
     metafile: true
   })
+  Fs.copyFileSync(webAuthnBundleFile(), Path.join(outDir, WEBAUTHN_BUNDLE_FILE))
   const output = Object.entries(result.metafile.outputs).find(([file]) => Path.resolve(file) === outFile)?.[1]
   return {
     outDir,

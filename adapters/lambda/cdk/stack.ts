@@ -4,23 +4,26 @@
  * - one DynamoDB table, declared by the stores' own `tableDefinition` (src/DynamoTable.ts: keys,
  *   billing mode, indexes, TTL attribute), plus point-in-time recovery;
  * - one S3 bucket for blobs (no public access, S3-managed encryption, TLS only);
- * - two functions from the same esbuild bundle (Node 22, arm64): `ApiFunction` answers the HTTP
- *   API (API Gateway v2, payload 2.0, every route), `StreamFunction` answers a Function URL with
- *   response streaming (SSE), which API Gateway can not carry;
- * - one IAM role for both: read/write on the table (and its indexes) and the bucket, GetParameter
+ * - three functions from the same esbuild bundle (Node 22, arm64): `ApiFunction` answers the HTTP
+ *   API (API Gateway v2, payload 2.0, every route but the account service's), `AccountsFunction`
+ *   its `/accounts` routes (the account service, docs/accounts.md), `StreamFunction` a Function
+ *   URL with response streaming (SSE), which API Gateway can not carry;
+ * - one IAM role for all three: read/write on the table (and its indexes) and the bucket, GetParameter
  *   on the catalogue parameter and the owner key parameter, writing to their own log groups;
  *   nothing else;
  * - configuration (src/Config.ts): the catalogue JSON in SSM Parameter Store (its name in
  *   CATALOGUE_PARAMETER, read at cold start), the owner key's secret in an SSM SecureString
  *   parameter the operator creates before the first deploy (its name in OWNER_KEY_SECRET_ID, read
  *   at the first start only), the bootstrap owner's email as a CloudFormation parameter
- *   (OWNER_EMAIL).
+ *   (OWNER_EMAIL), the account service's mail as two more (SMTP_URL, no echo, and SMTP_FROM;
+ *   empty: no account service) and its address (ACCOUNTS_URL: the HTTP API's + /accounts unless
+ *   given).
  *
  * The table is not described twice: its keys and indexes come from the stores' `tableDefinition`,
  * the environment variables' names and the parameters' default names from src/Config.ts.
  */
 import { CfnOutput, CfnParameter, Duration, RemovalPolicy, Stack, type StackProps } from "aws-cdk-lib"
-import { HttpApi } from "aws-cdk-lib/aws-apigatewayv2"
+import { HttpApi, HttpMethod } from "aws-cdk-lib/aws-apigatewayv2"
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations"
 import type { KeySchemaElement, Projection } from "@aws-sdk/client-dynamodb"
 import { type Attribute, AttributeType, BillingMode, ProjectionType, Table } from "aws-cdk-lib/aws-dynamodb"
@@ -80,6 +83,8 @@ const projectionOf = (projection: Projection | undefined) => {
 export const HANDLERS = {
   /** API Gateway HTTP API, payload format 2.0, buffered answer. */
   api: "index.handler",
+  /** The HTTP API's /accounts routes: the same handler, in a function of its own. */
+  accounts: "index.handler",
   /** Function URL with RESPONSE_STREAM: an `awslambda.streamifyResponse` handler. */
   stream: "index.streamHandler"
 } as const
@@ -105,6 +110,11 @@ export interface PlatformStackProps extends StackProps {
    * SecureString parameters: the operator creates it before the first deploy (docs/lambda.md).
    */
   readonly ownerKeyParameterName?: string
+  /**
+   * ACCOUNTS_URL: the account service's public address (mailed links; passkeys are bound to its
+   * host). Default: the HTTP API's endpoint + /accounts. Give it when a custom domain fronts the API.
+   */
+  readonly accountsUrl?: string
   /** Keep the table and the bucket when the stack is deleted (default true). */
   readonly retainData?: boolean
   /** Memory of both functions in MB (default 1024: more memory is more CPU, a faster cold start). */
@@ -118,6 +128,7 @@ export class PlatformStack extends Stack {
   readonly bucket: Bucket
   readonly role: Role
   readonly apiFunction: LambdaFunction
+  readonly accountsFunction: LambdaFunction
   readonly streamFunction: LambdaFunction
   readonly httpApi: HttpApi
   readonly catalogueParameterName: string
@@ -182,6 +193,19 @@ export class PlatformStack extends Stack {
       allowedPattern: "^[^@\\s]+@[^@\\s]+$",
       constraintDescription: "an email address"
     })
+    // The account service's mail. No echo: the URL holds the relay's password. The functions'
+    // configuration still shows it to whoever may read that (docs/lambda-deploy.md).
+    const smtpUrl = new CfnParameter(this, "SmtpUrl", {
+      type: "String",
+      noEcho: true,
+      default: "",
+      description: "smtp://user:pass@host:587 or smtps://user:pass@host:465 of the account service's mail; empty: no account service"
+    })
+    const smtpFrom = new CfnParameter(this, "SmtpFrom", {
+      type: "String",
+      default: "",
+      description: "The From address of the account service's mail, e.g. Model Platform <no-reply@example.com>"
+    })
 
     // ---- functions ---------------------------------------------------------------------------
     this.role = new Role(this, "FunctionRole", {
@@ -204,6 +228,8 @@ export class PlatformStack extends Stack {
       [ENV.catalogueParameter]: this.catalogueParameterName,
       [ENV.ownerEmail]: ownerEmail.valueAsString,
       [ENV.ownerKeySecretId]: this.ownerKeyParameterName,
+      [ENV.smtpUrl]: smtpUrl.valueAsString,
+      [ENV.smtpFrom]: smtpFrom.valueAsString,
       NODE_OPTIONS: "--enable-source-maps"
     }
     const makeFunction = (name: string, handler: string, timeout: Duration, description: string) => {
@@ -228,6 +254,14 @@ export class PlatformStack extends Stack {
     }
     // API Gateway gives up after 29 s whatever the function does: a little more is enough
     this.apiFunction = makeFunction("ApiFunction", HANDLERS.api, Duration.seconds(30), "Model platform API (HTTP API)")
+    // Its own function (same code and environment): its own logs, metrics and concurrency, so
+    // the account pages can be watched or throttled apart from the API.
+    this.accountsFunction = makeFunction(
+      "AccountsFunction",
+      HANDLERS.accounts,
+      Duration.seconds(30),
+      "Model platform account service (/accounts on the HTTP API)"
+    )
     this.streamFunction = makeFunction(
       "StreamFunction",
       HANDLERS.stream,
@@ -240,6 +274,13 @@ export class PlatformStack extends Stack {
       description: "Model platform API: every route to ApiFunction",
       defaultIntegration: new HttpLambdaIntegration("ApiIntegration", this.apiFunction)
     })
+    const accountsIntegration = new HttpLambdaIntegration("AccountsIntegration", this.accountsFunction)
+    for (const path of ["/accounts", "/accounts/{proxy+}"]) {
+      this.httpApi.addRoutes({ path, methods: [HttpMethod.ANY], integration: accountsIntegration })
+    }
+    // Known only once the API exists; every function gets it (GET /identity's manage_url).
+    const accountsUrl = props.accountsUrl ?? `${this.httpApi.apiEndpoint}/accounts`
+    for (const fn of [this.apiFunction, this.accountsFunction, this.streamFunction]) fn.addEnvironment(ENV.accountsUrl, accountsUrl)
     // the app authenticates with its own API keys, as behind the HTTP API
     const streamUrl = this.streamFunction.addFunctionUrl({
       authType: FunctionUrlAuthType.NONE,
@@ -248,6 +289,7 @@ export class PlatformStack extends Stack {
 
     new CfnOutput(this, "ApiUrl", { value: this.httpApi.apiEndpoint, description: "HTTP API (buffered, 29 s)" })
     new CfnOutput(this, "StreamUrl", { value: streamUrl.url, description: "Function URL (streaming)" })
+    new CfnOutput(this, "AccountsUrl", { value: accountsUrl, description: "The account service (sign up at /sign-up)" })
     new CfnOutput(this, "TableName", { value: this.table.tableName })
     new CfnOutput(this, "BucketName", { value: this.bucket.bucketName })
     new CfnOutput(this, "CatalogueParameter", { value: this.catalogueParameterName })

@@ -1,8 +1,9 @@
 /**
  * The deployment entry point: cdk/bundle.ts bundles this module into `index.mjs`, and the stack's
- * two functions run its exports (cdk/stack.ts HANDLERS):
+ * functions run its exports (cdk/stack.ts HANDLERS):
  *
- *   handler        API Gateway HTTP API (payload 2.0): the answer is buffered (ApiFunction)
+ *   handler        API Gateway HTTP API (payload 2.0): the answer is buffered (ApiFunction, and
+ *                  AccountsFunction for the /accounts routes)
  *   streamHandler  Function URL with invoke mode RESPONSE_STREAM: the answer is written on
  *                  Lambda's response stream as it is produced (StreamFunction; Streaming.ts)
  *
@@ -16,13 +17,23 @@
  * First start: when the table has no account yet, the owner account is made with a key whose
  * secret the operator made beforehand (scripts/new-owner-key.ts) and keeps in the SecureString
  * parameter OWNER_KEY_SECRET_ID. The secret is read only then, and never logged.
+ *
+ * The account service (/accounts, Accounts.ts) is served when SMTP_URL is set: a function has no
+ * disk for the Node server's outbox, and without mail nobody could confirm an address. Every
+ * function of the stack gets the same environment, so each serves it (the HTTP API routes
+ * /accounts to AccountsFunction, which runs `handler` too).
  */
 import { SSMClient } from "@aws-sdk/client-ssm"
+import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
+// The Node shell's SMTP sender is runtime neutral (nodemailer only): imported by its module, it
+// brings nodemailer into the bundle and nothing else of that shell.
+import { SmtpEmailSender } from "@model-platform/node-http/SmtpEmailSender"
 import { errorBody } from "@model-platform/core/api/ErrorShape"
 import type { Owner } from "@model-platform/core/Bootstrap"
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda"
-import { ConfigProvider, Effect, Option } from "effect"
-import { INIT_MARKS, loadCatalogue, readLambdaConfig, readOwnerSecret } from "./Config.ts"
+import { ConfigProvider, Effect, Option, Redacted } from "effect"
+import type { AccountsOptions } from "./Accounts.ts"
+import { ENV, INIT_MARKS, type LambdaConfig, LambdaConfigError, loadCatalogue, readLambdaConfig, readOwnerSecret } from "./Config.ts"
 import { makeDocumentClient } from "./DynamoTable.ts"
 import { payloadV2 } from "./Events.ts"
 import { type InvocationContext, type LambdaHandler, makeHandler } from "./Handler.ts"
@@ -30,6 +41,24 @@ import { makeStreamHandler, streamifyResponse } from "./Streaming.ts"
 
 /** How long the init phase waits for the platform (Lambda allows 10 s for the whole init). */
 const INIT_WAIT_MILLIS = 8_000
+
+/** The account service's options: with SMTP_URL (an empty one is unset), which needs SMTP_FROM. */
+const accountsOptions = (config: LambdaConfig): Effect.Effect<AccountsOptions | undefined, LambdaConfigError> => {
+  const url = Option.getOrUndefined(Option.filter(config.smtpUrl, (value) => Redacted.value(value) !== ""))
+  const from = Option.getOrUndefined(Option.filter(config.smtpFrom, (value) => value !== ""))
+  if (url === undefined) {
+    console.log(`The account service is off: ${ENV.smtpUrl} is not set (a function has no disk for an outbox); /accounts answers 503`)
+    return Effect.succeed(undefined)
+  }
+  if (from === undefined) {
+    return Effect.fail(new LambdaConfigError({ message: `${ENV.smtpUrl} is set but ${ENV.smtpFrom} is not: set it to the address mail is sent from` }))
+  }
+  return Effect.succeed({
+    accountsUrl: Option.getOrUndefined(config.accountsUrl),
+    emailSender: SmtpEmailSender({ url, from }),
+    network: SimulatedNetwork.fromConfig
+  })
+}
 
 const startPlatform = Effect.gen(function*() {
   const config = yield* readLambdaConfig
@@ -43,8 +72,10 @@ const startPlatform = Effect.gen(function*() {
     )
     return readOwnerSecret(ssm, config.ownerKeySecretId)
   })
+  const accounts = yield* accountsOptions(config)
   return makeHandler({
     catalogue,
+    accounts,
     ownerEmail: config.ownerEmail,
     publicUrl: Option.getOrUndefined(config.publicUrl),
     ownerSecret,

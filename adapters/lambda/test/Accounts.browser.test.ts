@@ -95,10 +95,12 @@ accountsBrowserFlow({
         emailSender: SmtpEmailSender({ url: Redacted.make(smtpUrl), from: "Model Platform <no-reply@test.local>" })
       }
     }
+    // A handler starts building at once: the first makes the owner before the others start, as
+    // containers starting together could race for it (docs/lambda.md "The owner key").
     api = makeHandler(options)
+    await api.firstStart()
     accounts = [makeHandler(options), makeHandler(options)]
-    // One first start at a time: the first makes the owner, the others find it.
-    for (const handler of [api, ...accounts]) await handler.firstStart()
+    for (const handler of accounts) await handler.firstStart()
     return {
       url: `http://127.0.0.1:${port}`,
       accounts: `http://localhost:${port}/accounts`,

@@ -3,8 +3,10 @@
  * is a stub directory) and checked with aws-cdk-lib/assertions: the resources the Lambda shell
  * needs, the table exactly as the stores define it (src/DynamoTable.ts), and an IAM policy that
  * grants the functions the table, the bucket, the catalogue and owner key parameters and their
- * logs, and nothing else. Also the bundle script, on a small fixture entry and on the real one.
+ * logs, and nothing else; the HTTP API's routes to the API and accounts functions. Also the bundle
+ * script, on a small fixture entry and on the real one (with the WebAuthn bundle beside it).
  */
+import { readWebAuthnBundle } from "@model-platform/node-http/Accounts"
 import { Match, Template } from "aws-cdk-lib/assertions"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -14,6 +16,7 @@ import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import { buildApp } from "../cdk/app.ts"
 import { bundle, DEFAULT_ENTRY } from "../cdk/bundle.ts"
 import { DEFAULT_CATALOGUE_PARAMETER, DEFAULT_OWNER_KEY_PARAMETER, ENV, HANDLERS, type PlatformStack } from "../cdk/stack.ts"
+import { WEBAUTHN_BUNDLE_FILE } from "../src/Accounts.ts"
 import { PK, SK, tableDefinition, TTL_ATTRIBUTE } from "../src/DynamoTable.ts"
 
 const here = Path.dirname(fileURLToPath(import.meta.url))
@@ -68,10 +71,11 @@ describe("PlatformStack", () => {
   it("creates exactly the resources of the design", () => {
     template.resourceCountIs("AWS::DynamoDB::Table", 1)
     template.resourceCountIs("AWS::S3::Bucket", 1)
-    template.resourceCountIs("AWS::Lambda::Function", 2)
+    template.resourceCountIs("AWS::Lambda::Function", 3)
     template.resourceCountIs("AWS::IAM::Role", 1)
     template.resourceCountIs("AWS::ApiGatewayV2::Api", 1)
-    template.resourceCountIs("AWS::ApiGatewayV2::Route", 1)
+    template.resourceCountIs("AWS::ApiGatewayV2::Route", 3)
+    template.resourceCountIs("AWS::ApiGatewayV2::Integration", 2)
     template.resourceCountIs("AWS::Lambda::Url", 1)
     // referenced, not created: the catalogue without catalogueFile, the owner key always (SecureString)
     template.resourceCountIs("AWS::SSM::Parameter", 0)
@@ -129,43 +133,62 @@ describe("PlatformStack", () => {
     })
   })
 
-  it("two Node 22 arm64 functions from the bundle, with the table, bucket and configuration in their environment", () => {
+  it("three Node 22 arm64 functions from the bundle, with the table, bucket and configuration in their environment", () => {
     const tableId = onlyId(template, "AWS::DynamoDB::Table")
     const bucketId = onlyId(template, "AWS::S3::Bucket")
     const roleId = onlyId(template, "AWS::IAM::Role")
-    for (const handler of [HANDLERS.api, HANDLERS.stream]) {
-      template.hasResourceProperties("AWS::Lambda::Function", {
+    const apiId = onlyId(template, "AWS::ApiGatewayV2::Api")
+    const functions = template.findResources("AWS::Lambda::Function") as Resources
+    const handlers = [[stack.apiFunction, HANDLERS.api, 30], [stack.accountsFunction, HANDLERS.accounts, 30], [stack.streamFunction, HANDLERS.stream, 300]] as const
+    for (const [fn, handler, timeout] of handlers) {
+      const properties = functions[stack.getLogicalId(fn.node.defaultChild as never)]!.Properties!
+      assert.deepInclude(properties, {
         Runtime: "nodejs22.x",
         Architectures: ["arm64"],
         Handler: handler,
-        Role: { "Fn::GetAtt": [roleId, "Arn"] },
-        Environment: {
-          Variables: {
-            [ENV.table]: { Ref: tableId },
-            [ENV.bucket]: { Ref: bucketId },
-            [ENV.catalogueParameter]: DEFAULT_CATALOGUE_PARAMETER,
-            [ENV.ownerEmail]: { Ref: "OwnerEmail" },
-            [ENV.ownerKeySecretId]: DEFAULT_OWNER_KEY_PARAMETER,
-            NODE_OPTIONS: "--enable-source-maps"
-          }
+        Timeout: timeout,
+        Role: { "Fn::GetAtt": [roleId, "Arn"] }
+      })
+      // The same environment for every function: one platform, the account service's included.
+      assert.deepStrictEqual(properties["Environment"], {
+        Variables: {
+          [ENV.table]: { Ref: tableId },
+          [ENV.bucket]: { Ref: bucketId },
+          [ENV.catalogueParameter]: DEFAULT_CATALOGUE_PARAMETER,
+          [ENV.ownerEmail]: { Ref: "OwnerEmail" },
+          [ENV.ownerKeySecretId]: DEFAULT_OWNER_KEY_PARAMETER,
+          [ENV.smtpUrl]: { Ref: "SmtpUrl" },
+          [ENV.smtpFrom]: { Ref: "SmtpFrom" },
+          [ENV.accountsUrl]: { "Fn::Join": ["", [{ "Fn::GetAtt": [apiId, "ApiEndpoint"] }, "/accounts"]] },
+          NODE_OPTIONS: "--enable-source-maps"
         }
       })
     }
-    template.hasResourceProperties("AWS::Lambda::Function", { Handler: HANDLERS.api, Timeout: 30 })
-    template.hasResourceProperties("AWS::Lambda::Function", { Handler: HANDLERS.stream, Timeout: 300 })
     template.hasParameter("OwnerEmail", { Type: "String", AllowedPattern: Match.anyValue() })
+    // The SMTP URL holds the relay's password: never echoed; both empty by default (no account service).
+    template.hasParameter("SmtpUrl", { Type: "String", NoEcho: true, Default: "" })
+    template.hasParameter("SmtpFrom", { Type: "String", Default: "" })
   })
 
-  it("an HTTP API sending every route to the API function (payload 2.0)", () => {
-    const apiFunctionId = stack.getLogicalId(stack.apiFunction.node.defaultChild as never)
+  it("an HTTP API sending /accounts and /accounts/* to the accounts function, every other route to the API function (payload 2.0)", () => {
     template.hasResourceProperties("AWS::ApiGatewayV2::Api", { ProtocolType: "HTTP" })
-    template.hasResourceProperties("AWS::ApiGatewayV2::Route", { RouteKey: "$default" })
-    template.hasResourceProperties("AWS::ApiGatewayV2::Integration", {
-      IntegrationType: "AWS_PROXY",
-      PayloadFormatVersion: "2.0",
-      IntegrationUri: { "Fn::GetAtt": [apiFunctionId, "Arn"] }
+    const integrations = template.findResources("AWS::ApiGatewayV2::Integration") as Resources
+    /** The function each route's integration invokes. */
+    const routes = Object.values(template.findResources("AWS::ApiGatewayV2::Route") as Resources).map((route) => {
+      const target = JSON.stringify(route.Properties!["Target"])
+      const integrationId = Object.keys(integrations).find((id) => target.includes(`"${id}"`))!
+      const integration = integrations[integrationId]!.Properties!
+      assert.deepInclude(integration, { IntegrationType: "AWS_PROXY", PayloadFormatVersion: "2.0" })
+      return [route.Properties!["RouteKey"], (integration["IntegrationUri"] as { "Fn::GetAtt": [string, string] })["Fn::GetAtt"][0]]
     })
+    const id = (fn: typeof stack.apiFunction) => stack.getLogicalId(fn.node.defaultChild as never)
+    assert.sameDeepMembers(routes, [
+      ["$default", id(stack.apiFunction)],
+      ["ANY /accounts", id(stack.accountsFunction)],
+      ["ANY /accounts/{proxy+}", id(stack.accountsFunction)]
+    ])
     template.hasResourceProperties("AWS::ApiGatewayV2::Stage", { StageName: "$default", AutoDeploy: true })
+    template.hasOutput("AccountsUrl", {})
   })
 
   it("a Function URL streaming the stream function's responses", () => {
@@ -184,7 +207,7 @@ describe("PlatformStack", () => {
     const bucketId = onlyId(template, "AWS::S3::Bucket")
     const roleId = onlyId(template, "AWS::IAM::Role")
     const logGroupIds = Object.keys(template.findResources("AWS::Logs::LogGroup"))
-    assert.strictEqual(logGroupIds.length, 2)
+    assert.strictEqual(logGroupIds.length, 3)
 
     // the role: assumed by Lambda only, no managed policy (not even the basic execution role)
     const role = template.findResources("AWS::IAM::Role")[roleId]!
@@ -255,10 +278,12 @@ describe("PlatformStack", () => {
     }
   })
 
-  it("who may invoke the functions: the HTTP API for one, the public Function URL for the other", () => {
+  it("who may invoke the functions: the HTTP API for two (one permission per route), the public Function URL for the third", () => {
     const permissions = Object.values(template.findResources("AWS::Lambda::Permission") as Resources).map((p) => p.Properties!)
-    assert.strictEqual(permissions.length, 3)
+    assert.strictEqual(permissions.length, 5)
     assert.sameDeepMembers(permissions.map((p) => [p["Action"], p["Principal"]]), [
+      ["lambda:InvokeFunction", "apigateway.amazonaws.com"],
+      ["lambda:InvokeFunction", "apigateway.amazonaws.com"],
       ["lambda:InvokeFunction", "apigateway.amazonaws.com"],
       ["lambda:InvokeFunctionUrl", "*"],
       ["lambda:InvokeFunction", "*"]
@@ -269,11 +294,12 @@ describe("PlatformStack", () => {
 })
 
 describe("PlatformStack options", () => {
-  it("creates the catalogue parameter from a file, minified, on the tier its size needs; names another owner key parameter", async () => {
+  it("creates the catalogue parameter from a file, minified, on the tier its size needs; names another owner key parameter and the accounts address", async () => {
     const { template } = await synth({
       catalogueFile: DEMO_CATALOGUE,
       catalogueParameter: "/mp/test/catalogue",
       ownerKeyParameter: "/mp/test/owner-key",
+      accountsUrl: "https://accounts.example.com/accounts",
       retainData: "false"
     })
     const minified = JSON.stringify(JSON.parse(Fs.readFileSync(DEMO_CATALOGUE, "utf8")))
@@ -285,7 +311,11 @@ describe("PlatformStack options", () => {
     })
     template.hasResourceProperties("AWS::Lambda::Function", {
       Environment: {
-        Variables: Match.objectLike({ [ENV.catalogueParameter]: "/mp/test/catalogue", [ENV.ownerKeySecretId]: "/mp/test/owner-key" })
+        Variables: Match.objectLike({
+          [ENV.catalogueParameter]: "/mp/test/catalogue",
+          [ENV.ownerKeySecretId]: "/mp/test/owner-key",
+          [ENV.accountsUrl]: "https://accounts.example.com/accounts"
+        })
       }
     })
     template.hasResource("AWS::DynamoDB::Table", { DeletionPolicy: "Delete" })
@@ -331,6 +361,9 @@ describe("bundle.ts", () => {
     assert.isTrue(Fs.existsSync(DEFAULT_ENTRY), "src/lambda.ts")
     const result = await bundle({ outDir: Path.join(temp, "real-bundle") })
     console.log(`bundle of src/lambda.ts: ${(result.bytes / 1024).toFixed(0)} KB in ${result.millis} ms`)
-    assert.sameMembers([...result.exports], [HANDLERS.api, HANDLERS.stream].map((handler) => handler.split(".")[1]!))
+    const named = new Set([HANDLERS.api, HANDLERS.accounts, HANDLERS.stream].map((handler) => handler.split(".")[1]!))
+    assert.sameMembers([...result.exports], [...named])
+    // The account pages' WebAuthn bundle beside index.mjs, where src/Accounts.ts reads it.
+    assert.strictEqual(Fs.readFileSync(Path.join(result.outDir, WEBAUTHN_BUNDLE_FILE), "utf8"), readWebAuthnBundle())
   }, 60_000)
 })

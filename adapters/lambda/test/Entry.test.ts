@@ -10,8 +10,10 @@ import { generateSecret, hashSecret } from "@model-platform/core/Keys"
 import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import { bundle } from "../cdk/bundle.ts"
+import { WEBAUTHN_BUNDLE_FILE } from "../src/Accounts.ts"
 import { ENV } from "../src/Config.ts"
 import { createTable, DynamoConfig, makeDocumentClient } from "../src/DynamoTable.ts"
 import type { InvocationContext } from "../src/Handler.ts"
@@ -50,10 +52,11 @@ let containers = 0
 /**
  * A new container: a fresh instance of the entry module (its own URL, so its own module state),
  * its init phase awaited by the import. The modules it imports hold no state of their own.
+ * `moduleUrl`: another build of it (the deployment bundle).
  */
-const newContainer = async (env: Record<string, string>): Promise<Entry> => {
+const newContainer = async (env: Record<string, string>, moduleUrl = new URL("../src/lambda.ts", import.meta.url).href): Promise<Entry> => {
   for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value)
-  const url = new URL(`../src/lambda.ts?container=${++containers}`, import.meta.url).href
+  const url = `${moduleUrl}?container=${++containers}`
   return await import(/* @vite-ignore */ url) as Entry
 }
 
@@ -199,4 +202,76 @@ describe("src/lambda.ts", () => {
     expect(logs.slice(before).some((line) => line.includes(ENV.ownerEmail))).toBe(true)
     vi.stubEnv(ENV.ownerEmail, OWNER_EMAIL)
   }, 30_000)
+})
+
+describe("src/lambda.ts: the account service", () => {
+  const ACCOUNTS_URL = "https://accounts.lambda.test/accounts"
+  const PASSWORD = "smtp-password-never-logged"
+  let tableName: string
+
+  beforeAll(async () => {
+    tableName = await newTable()
+  })
+
+  /** A container with the account service's variables, unset again after `body`. */
+  const withAccounts = async (env: Record<string, string>, body: (entry: Entry) => Promise<void>, moduleUrl?: string) => {
+    try {
+      await body(await newContainer({ [ENV.table]: tableName, [ENV.ownerKeySecretId]: OWNER_KEY, ...env }, moduleUrl))
+    } finally {
+      for (const name of [ENV.smtpUrl, ENV.smtpFrom, ENV.accountsUrl]) vi.stubEnv(name, undefined)
+    }
+  }
+  const mail = { [ENV.smtpUrl]: `smtp://platform:${PASSWORD}@127.0.0.1:2525`, [ENV.smtpFrom]: "Model Platform <no-reply@lambda.test>" }
+
+  it("without SMTP_URL it is off: its pages answer 503, and the log says why", async () => {
+    const before = logs.length
+    await withAccounts({}, async (entry) => {
+      expect((await call(entry, "/accounts/sign-up")).status).toBe(503)
+      expect(logs.slice(before).some((line) => line.includes(`account service is off: ${ENV.smtpUrl} is not set`))).toBe(true)
+    })
+  }, 30_000)
+
+  it("with SMTP_URL, SMTP_FROM and ACCOUNTS_URL it serves the pages at ACCOUNTS_URL, never logging the SMTP password", async () => {
+    await withAccounts({ ...mail, [ENV.accountsUrl]: ACCOUNTS_URL }, async (entry) => {
+      const signUp = await call(entry, "/accounts/sign-up")
+      expect(signUp.status).toBe(200)
+      expect(await signUp.text()).toContain('id="sign-up"')
+      const identity = await call(entry, "/identity", bearer(secret))
+      expect(await identity.json()).toMatchObject({ manage_url: `${ACCOUNTS_URL}/sign-up` })
+    })
+    for (const line of logs) expect(line).not.toContain(PASSWORD)
+  }, 30_000)
+
+  it("SMTP_URL without SMTP_FROM, or without ACCOUNTS_URL and PUBLIC_URL, answers 503 and names what is missing", async () => {
+    let before = logs.length
+    await withAccounts({ [ENV.smtpUrl]: mail[ENV.smtpUrl], [ENV.accountsUrl]: ACCOUNTS_URL }, async (entry) => {
+      expect((await call(entry, "/models")).status).toBe(503)
+      expect(logs.slice(before).some((line) => line.includes(`${ENV.smtpFrom} is not`))).toBe(true)
+    })
+    before = logs.length
+    await withAccounts(mail, async (entry) => {
+      expect((await call(entry, "/models")).status).toBe(503)
+      expect(logs.slice(before).some((line) => line.includes(ENV.accountsUrl) && line.includes(ENV.publicUrl))).toBe(true)
+    })
+    for (const line of logs) expect(line).not.toContain(PASSWORD)
+  }, 30_000)
+
+  it("the deployment bundle serves the WebAuthn script from the file cdk/bundle.ts puts beside index.mjs", async () => {
+    Fs.mkdirSync(Path.join(here, "..", "dist"), { recursive: true })
+    const outDir = Fs.mkdtempSync(Path.join(here, "..", "dist", ".entry-test-"))
+    try {
+      const { outFile } = await bundle({ outDir, minify: false })
+      // Marked, so the answer shows which copy was read.
+      Fs.appendFileSync(Path.join(outDir, WEBAUTHN_BUNDLE_FILE), "\n/* beside index.mjs */\n")
+      await withAccounts({ ...mail, [ENV.accountsUrl]: ACCOUNTS_URL }, async (entry) => {
+        const script = await call(entry, "/accounts/webauthn.js")
+        expect(script.status).toBe(200)
+        const text = await script.text()
+        expect(text).toContain("SimpleWebAuthnBrowser")
+        expect(text).toContain("/* beside index.mjs */")
+      }, pathToFileURL(outFile).href)
+    } finally {
+      Fs.rmSync(outDir, { recursive: true, force: true })
+    }
+  }, 60_000)
 })

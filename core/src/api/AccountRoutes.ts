@@ -25,7 +25,7 @@
  * Every POST must come from the account service's origin (Origin header) and carry the CSRF token
  * (form field `csrf` or header `x-csrf-token`); AccountRequests.ts has the cookies and checks.
  * Page errors are readable pages with the fitting status; JSON errors are the platform's shape.
- * A shell without AccountService (Lambda, for now) answers 503 pages under /accounts.
+ * A shell without AccountService (Lambda without SMTP_URL) answers 503 pages under /accounts.
  */
 import { Effect, Option, Schema } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
