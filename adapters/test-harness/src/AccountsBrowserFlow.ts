@@ -18,13 +18,11 @@
  * CHROMIUM_PATH or /usr/bin/chromium.
  */
 import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
-import { type ParsedMail, simpleParser } from "mailparser"
 import { existsSync, mkdirSync } from "node:fs"
-import type * as Net from "node:net"
 import { join } from "node:path"
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core"
-import { SMTPServer } from "smtp-server"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Mailbox, recipients, startSmtp } from "./LocalSmtp.ts"
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
 
@@ -61,38 +59,7 @@ export interface AccountsFlowOptions {
   readonly start: (setup: FlowSetup) => Promise<PlatformUnderTest>
 }
 
-// ---- a local SMTP server -------------------------------------------------------------------------
-
-interface Mailbox {
-  readonly port: number
-  readonly received: Array<ParsedMail>
-  readonly close: () => Promise<void>
-}
-
-const startSmtp = (): Promise<Mailbox> =>
-  new Promise((done) => {
-    const received: Array<ParsedMail> = []
-    const server = new SMTPServer({
-      logger: false,
-      disabledCommands: ["STARTTLS"],
-      authOptional: true,
-      onData: (stream, _session, callback) => {
-        simpleParser(stream).then((mail) => {
-          received.push(mail)
-          callback()
-        }, (error: Error) => callback(error))
-      }
-    })
-    server.listen(0, "127.0.0.1", () =>
-      done({
-        port: (server.server.address() as Net.AddressInfo).port,
-        received,
-        close: () => new Promise((closed) => server.close(() => closed()))
-      }))
-  })
-
-const recipients = (mail: ParsedMail): Array<string> =>
-  (Array.isArray(mail.to) ? mail.to : mail.to === undefined ? [] : [mail.to]).flatMap((to) => to.value.map((v) => v.address ?? ""))
+// ---- mail: a local SMTP server (LocalSmtp.ts) -----------------------------------------------------
 
 /** The newest mail to `address` whose text holds a link matching `pattern`, waited for. */
 const linkIn = async (mailbox: Mailbox, address: string, pattern: RegExp, after = 0): Promise<string> => {
@@ -128,7 +95,7 @@ export const accountsBrowserFlow = (options: AccountsFlowOptions) => {
       machine = await startReferenceMachine({ port: 0 })
       mailbox = await startSmtp()
       platform = await options.start({
-        smtpUrl: `smtp://127.0.0.1:${mailbox.port}`,
+        smtpUrl: mailbox.url,
         machineUrl: machine.url,
         recoveryDelayMs: RECOVERY_DELAY_MS
       })
