@@ -30,8 +30,10 @@
 import type { TransactWriteItem } from "@aws-sdk/client-dynamodb"
 import {
   type Allocation,
+  byCreditTotal,
   byScope,
   creditProblem,
+  type CreditTotal,
   type LedgerEntry,
   LedgerStore,
   type NewReservation,
@@ -89,7 +91,8 @@ export const LEDGER_PREFIX = {
   balance: "BALANCE#",
   entry: "ENTRY#",
   ref: "REF#",
-  pending: "PENDING#"
+  pending: "PENDING#",
+  credits: "CREDITS#"
 } as const
 
 /**
@@ -111,6 +114,14 @@ export const LedgerKeys = {
   entryRef: (accountId: string, ref: string): ItemKey => ({ pk: ledgerPk(accountId), sk: `${LEDGER_PREFIX.ref}${ref}` }),
   /** Holds an entry id, so that ids stay unique across accounts (as a primary key). */
   entryId: (entryId: string): ItemKey => ({ pk: `LEDGERENTRY#${entryId}`, sk: "LEDGERENTRY" }),
+  /**
+   * The credits of one type posted in one UTC month, summed (`creditTotals`): added in each post's
+   * transaction, so a statement never reads the usage entries.
+   */
+  credits: (accountId: string, month: string, type: string): ItemKey => ({
+    pk: ledgerPk(accountId),
+    sk: `${LEDGER_PREFIX.credits}${month}#${type}`
+  }),
   /** The reservation itself, whatever its status. */
   reservation: (ref: string): ItemKey => ({ pk: `RESERVATION#${ref}`, sk: "RESERVATION" }),
   /** A pending reservation in its account's list, oldest first; deleted when it finishes. */
@@ -144,6 +155,12 @@ const EntryItem = Schema.Struct({
   type: literalAttr(["credit_added", "plan_credit_granted", "usage"]),
   ref: StringAttr,
   created_at: TimestampAttr
+})
+
+const CreditTotalItem = Schema.Struct({
+  month: StringAttr,
+  type: literalAttr(["credit_added", "plan_credit_granted"]),
+  amount: BigIntAttr
 })
 
 /** The reservation item, and its two index items (copies taken while it is pending). */
@@ -233,6 +250,7 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
     const budgetItems = makeBudgets(tableName, table)
     const decodeBalance = decode(BalanceItem)
     const decodeEntry = decode(EntryItem)
+    const decodeCreditTotal = decode(CreditTotalItem)
     const decodeReservation = decode(ReservationItem)
 
     const die = (operation: string, problem: string) => Effect.die(new Error(`LedgerStore.${operation}: ${problem}`))
@@ -377,9 +395,20 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
       const problem = creditProblem(entry)
       if (problem !== undefined) return yield* die("post", problem)
       const stamp = yield* writeStamp
+      const month = entry.created_at.slice(0, 7)
       const result = yield* transact("post", [
         ...entryItems(entry, stamp, 0),
-        addToBalance(entry.account_id, entry.machine_id, { posted: entry.amount, held: 0n })
+        addToBalance(entry.account_id, entry.machine_id, { posted: entry.amount, held: 0n }),
+        // Last, so that the indexes of the conditional items above stay as they were.
+        {
+          Update: {
+            TableName: tableName,
+            Key: keyOf(LedgerKeys.credits(entry.account_id, month, entry.type)),
+            UpdateExpression: "SET #month = :month, #type = :type ADD #amount :amount",
+            ExpressionAttributeNames: { "#month": "month", "#type": "type", "#amount": "amount" },
+            ExpressionAttributeValues: { ":month": str(month), ":type": str(entry.type), ":amount": num(entry.amount) }
+          }
+        }
       ])
       if (result.committed) return "posted" as const
       if (result.failed.includes(0)) return "duplicate" as const
@@ -410,6 +439,15 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
       const found: Array<LedgerEntry> = []
       for (const item of items) found.push(toEntry(yield* decodeEntry(item)))
       return found
+    })
+
+    const creditTotals = Effect.fn("LedgerStore.creditTotals")(function*(accountId: string) {
+      const totals: Array<CreditTotal> = []
+      for (const item of yield* accountItems(accountId, LEDGER_PREFIX.credits)) {
+        const total = yield* decodeCreditTotal(item)
+        if (total.amount !== 0n) totals.push(total)
+      }
+      return totals.sort(byCreditTotal)
     })
 
     const reserve = Effect.fn("LedgerStore.reserve")(function*(reservation: NewReservation) {
@@ -517,6 +555,7 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
       post,
       balances,
       entries,
+      creditTotals,
       reserve,
       reservation,
       pending,

@@ -13,6 +13,7 @@ import {
   type BudgetState,
   byScope,
   creditProblem,
+  creditTotalsOf,
   firstOverBudget,
   type LedgerEntry,
   LedgerStore,
@@ -93,6 +94,7 @@ const LedgerStoreFast = Layer.sync(LedgerStore, () => {
         const all = [...(entries.get(accountId) ?? [])].reverse()
         return limit === undefined ? all : all.slice(0, limit)
       }),
+    creditTotals: (accountId) => Effect.sync(() => creditTotalsOf(entries.get(accountId) ?? [])),
     reserve: (reservation) =>
       Effect.sync(() => {
         if (reservations.has(reservation.ref)) return "duplicate" as const

@@ -23,6 +23,7 @@ import {
 } from "@model-platform/core/ports/LedgerStore"
 import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
 import { budgetTests } from "./BudgetContract.ts"
+import { creditTotalsTests } from "./CreditTotalsContract.ts"
 import { budgetProperty } from "./BudgetProperty.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
@@ -852,6 +853,7 @@ export const ledgerStoreContract = <E>(
   layer(storeLayer, layerOptions)(name, (it) => {
     ledgerTests(it)
     budgetTests(it)
+    creditTotalsTests(it)
     const runs = Number(process.env["BUDGET_PROPERTY_RUNS"] ?? options.budgetRuns ?? 30)
     budgetProperty(it, runs)
   })

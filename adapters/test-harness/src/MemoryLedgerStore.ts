@@ -15,6 +15,7 @@ import {
   type BudgetState,
   byScope,
   creditProblem,
+  creditTotalsOf,
   firstOverBudget,
   type LedgerEntry,
   LedgerStore,
@@ -175,6 +176,9 @@ export const LedgerStoreMemory: Layer.Layer<LedgerStore> = Layer.effect(
         return limit === undefined ? all : all.slice(0, limit)
       })
 
+    const creditTotals = (accountId: string) =>
+      Effect.map(Ref.get(state), (s) => creditTotalsOf(s.accounts.get(accountId)?.entries ?? []))
+
     const reserve = (reservation: NewReservation) =>
       modifyOrDie(state, (s): Step<"reserved" | "insufficient" | "duplicate" | "over_budget"> => {
         const problem = reservationProblem(reservation)
@@ -305,6 +309,7 @@ export const LedgerStoreMemory: Layer.Layer<LedgerStore> = Layer.effect(
       post,
       balances,
       entries,
+      creditTotals,
       reserve,
       reservation,
       pending,

@@ -445,6 +445,7 @@ describe("ledger invariants (property, memory store)", () => {
             post: (e) => scheduled(`post ${e.ref}`, inner.post(e)),
             balances: (a) => scheduled("balances", inner.balances(a)),
             entries: (a, l) => scheduled("entries", inner.entries(a, l)),
+            creditTotals: (a) => scheduled("creditTotals", inner.creditTotals(a)),
             reserve: (r) => scheduled(`reserve ${r.ref}`, inner.reserve(r)),
             reservation: (ref) => scheduled(`reservation ${ref}`, inner.reservation(ref)),
             pending: (a) => scheduled("pending", inner.pending(a)),

@@ -42,6 +42,13 @@ export interface LedgerEntry {
   readonly created_at: Timestamp
 }
 
+/** Credits of one type added to an account in one UTC month (YYYY-MM), micro-credits. */
+export interface CreditTotal {
+  readonly month: string
+  readonly type: CreditEntryType
+  readonly amount: bigint
+}
+
 /** An amount taken from (held in, or charged to) one scope. */
 export interface Allocation {
   readonly machine_id: string | null
@@ -157,6 +164,14 @@ export class LedgerStore extends Context.Service<LedgerStore, {
 
   /** The account's entries, newest first (equal created_at: last inserted first); `limit` or all. */
   readonly entries: (accountId: string, limit?: number) => Effect.Effect<ReadonlyArray<LedgerEntry>>
+
+  /**
+   * The account's credit entries summed per UTC month of created_at and credit type (statements:
+   * docs/billing.md "Statements"), ordered by month then type; only non-zero sums. Never reads
+   * the usage entries (one per call: millions), so it costs the number of credits, not of calls.
+   * Equals `creditTotalsOf(entries)`.
+   */
+  readonly creditTotals: (accountId: string) => Effect.Effect<ReadonlyArray<CreditTotal>>
 
   /**
    * Atomically: checks that every allocation's scope has available >= its amount, then records
@@ -335,3 +350,19 @@ export const settlementProblem = (reservation: Reservation, settlement: Settleme
   }
   return undefined
 }
+
+/** What `creditTotals` must answer: the credit entries summed per UTC month and type, in its order. */
+export const creditTotalsOf = (entries: Iterable<LedgerEntry>): Array<CreditTotal> => {
+  const sums = new Map<string, CreditTotal>()
+  for (const e of entries) {
+    if (e.type === "usage") continue
+    const month = e.created_at.slice(0, 7)
+    const id = `${month} ${e.type}`
+    sums.set(id, { month, type: e.type, amount: (sums.get(id)?.amount ?? 0n) + e.amount })
+  }
+  return [...sums.values()].filter((t) => t.amount !== 0n).sort(byCreditTotal)
+}
+
+/** By month, then by type. */
+export const byCreditTotal = (a: CreditTotal, b: CreditTotal): number =>
+  a.month < b.month ? -1 : a.month > b.month ? 1 : a.type < b.type ? -1 : a.type > b.type ? 1 : 0

@@ -34,8 +34,10 @@
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import {
+  byCreditTotal,
   byScope,
   creditProblem,
+  type CreditEntryType,
   type EntryType,
   type LedgerEntry,
   LedgerStore,
@@ -202,6 +204,20 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
         Effect.orDie
       )
 
+    // `type <> 'usage'` is the predicate of the partial index ledger_credit_entries (migration 0016).
+    const creditTotals = (accountId: string) =>
+      sql<{ readonly month: string; readonly type: CreditEntryType; readonly amount: string }>`
+        SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM') AS month, type, sum(amount)::text AS amount
+        FROM ledger_entries WHERE account_id = ${accountId} AND type <> 'usage'
+        GROUP BY 1, 2`.pipe(
+        Effect.map((rows) =>
+          rows.map((r) => ({ month: r.month, type: r.type, amount: BigInt(r.amount) }))
+            .filter((t) => t.amount !== 0n)
+            .sort(byCreditTotal)
+        ),
+        Effect.orDie
+      )
+
     const reserve = (reservation: NewReservation) => {
       const problem = reservationProblem(reservation)
       if (problem !== undefined) return die("reserve", problem)
@@ -328,6 +344,7 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
       post,
       balances,
       entries,
+      creditTotals,
       reserve,
       reserveInOrder,
       reservation,

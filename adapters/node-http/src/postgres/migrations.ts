@@ -14,6 +14,8 @@ import { usageRollups } from "./migrations/0011_usage_rollups.ts"
 import { ledgerBudgets } from "./migrations/0012_ledger_budgets.ts"
 import { billingSettings } from "./migrations/0013_billing_settings.ts"
 import { alerts } from "./migrations/0014_alerts.ts"
+import { usageRollupLevels } from "./migrations/0015_usage_rollup_levels.ts"
+import { ledgerCreditEntries } from "./migrations/0016_ledger_credit_entries.ts"
 
 const accountsKeysIdempotency = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -610,7 +612,9 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   // server: scripts/ci-postgres.sh stop, then start).
   "0012_ledger_budgets": ledgerBudgets,
   "0013_billing_settings": billingSettings,
-  "0014_alerts": alerts
+  "0014_alerts": alerts,
+  "0015_usage_rollup_levels": usageRollupLevels,
+  "0016_ledger_credit_entries": ledgerCreditEntries
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */
