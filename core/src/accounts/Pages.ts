@@ -24,7 +24,8 @@ export interface PageContext {
   readonly version?: string | undefined
 }
 
-const STYLE = `
+/** The pages' look, shared with the billing page (billing/BillingPage.ts). */
+export const STYLE = `
   body { font-family: system-ui, sans-serif; background: #f5f6f8; color: #1d2330; margin: 0; }
   main { max-width: 32rem; margin: 3rem auto; background: #fff; border-radius: 12px; padding: 2rem;
          box-shadow: 0 2px 12px rgba(0,0,0,.08); }
@@ -88,15 +89,15 @@ ${body}
 </html>
 `
 
-const csrfField = (ctx: PageContext) => `<input type="hidden" name="csrf" value="${escapeHtml(ctx.csrf)}">`
+export const csrfField = (ctx: PageContext) => `<input type="hidden" name="csrf" value="${escapeHtml(ctx.csrf)}">`
 
 /** The error line every page can carry: shown by the server, or filled in by the page script. */
-const errorLine = (error: string | undefined) =>
+export const errorLine = (error: string | undefined) =>
   error === undefined
     ? `<p class="error" role="alert" id="error" hidden></p>`
     : `<p class="error" role="alert" id="error">${escapeHtml(error)}</p>`
 
-const okLine = (message: string | undefined) =>
+export const okLine = (message: string | undefined) =>
   message === undefined ? "" : `<p class="ok" role="status" id="notice">${escapeHtml(message)}</p>`
 
 /** Sign up: an email and "Create a passkey". */
@@ -323,6 +324,7 @@ ${
         : `<dt>Wallet</dt><dd id="identity-wallet">${escapeHtml(options.identity.wallet_address)}</dd>`
     }
 </dl>
+<p><a href="${escapeHtml(ctx.base)}/billing" id="billing-link">Billing: balance, usage, receipts and automatic top-ups</a></p>
 <h2>Passkeys</h2>
 <ul class="list" id="passkeys">
 ${

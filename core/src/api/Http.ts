@@ -30,6 +30,7 @@ import { StablecoinRail } from "../ports/StablecoinRail.ts"
 import * as TestCardProcessor from "../TestCardProcessor.ts"
 import { PlatformApi } from "./Api.ts"
 import { AccountRoutes } from "./AccountRoutes.ts"
+import { BillingPageRoutes } from "./BillingPageRoutes.ts"
 import { CheckoutRoutes } from "./Checkout.ts"
 import { ErrorShapeMiddleware, fallbackRoute, SchemaErrors } from "./ErrorShape.ts"
 import { INFERENCE_OPENAPI_PATH, InferenceApi } from "./InferenceApi.ts"
@@ -208,6 +209,7 @@ export const AppRoutes = Layer.mergeAll(
   SimulatedRoutes,
   CheckoutRoutes,
   AccountRoutes,
+  BillingPageRoutes,
   HttpApiScalar.layer(PlatformApi, { path: DOCS_PATH }),
   RootRoute,
   InferenceRoutes,
