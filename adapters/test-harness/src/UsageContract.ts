@@ -398,6 +398,46 @@ const usageTests = (it: Vitest.MethodsNonLive<UsageStore>) => {
         )
       }))
 
+    it.effect("ranges of whole calendar months, with and without days at their ends", () =>
+      Effect.gen(function*() {
+        const store = yield* UsageStore
+        const account = yield* freshAccount
+        const records: Array<UsageRecord> = []
+        // the first and last millisecond of each month of 2026-01 .. 2026-05, and the 15th
+        for (let month = 0; month < 5; month++) {
+          for (const instant of [Date.UTC(2026, month, 1), Date.UTC(2026, month, 15, 12), Date.UTC(2026, month + 1, 1) - 1]) {
+            records.push(yield* recorded(account, {
+              at: toTimestamp(instant),
+              key_id: month % 2 === 0 ? "key_a" : "key_b",
+              model: `model-${month}`,
+              credits: BigInt(month + 1) * 1_000n
+            }))
+          }
+        }
+        const ranges: ReadonlyArray<readonly [string, string]> = [
+          ["2026-01-01", "2026-05-31"],
+          ["2026-02-01", "2026-02-28"],
+          ["2026-01-31", "2026-02-01"],
+          ["2026-01-15", "2026-04-15"],
+          ["2026-01-02", "2026-03-31"],
+          ["2026-02-01", "2026-04-30"],
+          ["2026-03-01", "2026-03-30"],
+          ["2025-12-01", "2026-06-30"]
+        ]
+        for (const [from, to] of ranges) {
+          for (const filter of [{}, { key_id: "key_a" }, { service: "chat", key_id: "key_b" }]) {
+            const days: UsageDays = { account_id: account, from, to, ...filter }
+            for (const groupBy of DIMENSIONS) {
+              assert.deepStrictEqual(
+                yield* store.report(days, groupBy),
+                reportOf(records, days, groupBy),
+                `${from}..${to} ${JSON.stringify(filter)} by ${groupBy}`
+              )
+            }
+          }
+        }
+      }))
+
     it.effect("a duplicate record is not counted twice, also when replays race", () =>
       Effect.gen(function*() {
         const store = yield* UsageStore
@@ -418,7 +458,8 @@ const usageTests = (it: Vitest.MethodsNonLive<UsageStore>) => {
         const opsArb = fc.array(
           fc.record({
             ref: fc.nat({ max: 11 }),
-            day: fc.nat({ max: 4 }),
+            // from 2026-02-27 over the next three months: ranges take whole months and their ends
+            day: fc.oneof(fc.nat({ max: 4 }), fc.nat({ max: 95 })),
             // within its day: the first and last millisecond are the edges that matter
             time: fc.constantFrom(0, 1, 12 * HOUR, DAY - 1),
             key: fc.constantFrom("key_a", "key_b"),
@@ -432,8 +473,8 @@ const usageTests = (it: Vitest.MethodsNonLive<UsageStore>) => {
         )
         const queriesArb = fc.array(
           fc.record({
-            from: fc.nat({ max: 5 }),
-            length: fc.nat({ max: 5 }),
+            from: fc.oneof(fc.nat({ max: 5 }), fc.nat({ max: 96 })),
+            length: fc.oneof(fc.nat({ max: 5 }), fc.nat({ max: 96 })),
             groupBy: fc.constantFrom(...DIMENSIONS),
             key: fc.option(fc.constantFrom("key_a", "key_b", "key_none"), { nil: undefined }),
             service: fc.option(fc.constantFrom("chat", "embeddings"), { nil: undefined })
@@ -451,7 +492,6 @@ const usageTests = (it: Vitest.MethodsNonLive<UsageStore>) => {
                 const refs = yield* Effect.all(Array.from({ length: 12 }, () => freshRef))
                 const firsts = new Map<string, UsageRecord>()
                 for (const op of ops) {
-                  // from 2026-02-27 over the end of February
                   const record = yield* usageRecord(op.other ? otherAccount : account, {
                     ref: refs[op.ref]!,
                     at: toTimestamp(Date.UTC(2026, 1, 27) + op.day * DAY + op.time),

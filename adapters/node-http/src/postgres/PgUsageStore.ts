@@ -7,8 +7,10 @@
  * - list / spent: by (account_id, at) (or (account_id, key_id, at)) through their indexes; ties of
  *   `at` ordered by ref in byte order (COLLATE "C"), as every store orders them.
  *
- * - report: from usage_rollups (migration 0011_usage_rollups), which a trigger on usage_records
- *   keeps in the same transaction as each insert; one grouped read of the account's days.
+ * - report: from the rollups, which a trigger on usage_records keeps in the same transaction as
+ *   each insert (migrations 0011_usage_rollups, 0015_usage_rollup_levels): by day from the day
+ *   totals (the daily rollups when filtered by key or service); by another dimension, whole
+ *   calendar months from the monthly rollups and the days at the range's ends from the daily ones.
  * - stream: keyset pages `(at, ref COLLATE "C") > (cursor)` in the order of the index
  *   (account_id, at, ref COLLATE "C"), `LIMIT pageSize`: each page is one short query (no cursor
  *   holds a connection between pages, which matters on the one-connection PGlite).
@@ -87,6 +89,35 @@ const toGroup = (row: GroupRow): UsageGroup => ({
   from_trial: BigInt(row.from_trial)
 })
 
+/** Days [from, to], YYYY-MM-DD, both included. */
+type DayRange = readonly [string, string]
+
+const DAY_MS = 86_400_000
+const dayAt = (millis: number) => new Date(millis).toISOString().slice(0, 10)
+const millisOf = (day: string) => Date.parse(`${day}T00:00:00.000Z`)
+
+/**
+ * The whole calendar months within [from, to] (their first days, first and last) and the days of
+ * the range outside them (at most two runs, at its ends).
+ */
+export const splitByMonths = (
+  from: string,
+  to: string
+): { readonly months: DayRange | undefined; readonly days: ReadonlyArray<DayRange> } => {
+  const f = new Date(millisOf(from))
+  const t = new Date(millisOf(to))
+  // The first month starting on or after `from`; the last month ending on or before `to`.
+  const first = from.endsWith("-01") ? from : dayAt(Date.UTC(f.getUTCFullYear(), f.getUTCMonth() + 1, 1))
+  const lastEnd = dayAt(Date.UTC(t.getUTCFullYear(), t.getUTCMonth() + 1, 1) - DAY_MS) === to
+    ? to
+    : dayAt(Date.UTC(t.getUTCFullYear(), t.getUTCMonth(), 1) - DAY_MS)
+  if (first > lastEnd) return { months: undefined, days: [[from, to]] }
+  const days: Array<DayRange> = []
+  if (from < first) days.push([from, dayAt(millisOf(first) - DAY_MS)])
+  if (lastEnd < to) days.push([dayAt(millisOf(lastEnd) + DAY_MS), to])
+  return { months: [first, `${lastEnd.slice(0, 7)}-01`], days }
+}
+
 export const UsageStorePg: Layer.Layer<UsageStore, never, SqlClient.SqlClient> = Layer.effect(
   UsageStore,
   Effect.gen(function*() {
@@ -142,35 +173,58 @@ export const UsageStorePg: Layer.Layer<UsageStore, never, SqlClient.SqlClient> =
         Effect.withSpan("UsageStore.spent")
       )
 
-    /** The rollup column of each dimension; a day is grouped as a date, then written YYYY-MM-DD once per group. */
-    const dimension: Record<UsageDimension, { readonly key: string; readonly column: string }> = {
-      day: { key: "to_char(day, 'YYYY-MM-DD')", column: "day" },
-      service: { key: "service", column: "service" },
-      model: { key: "model", column: "model" },
-      key: { key: "key_id", column: "key_id" },
-      agent: { key: "agent_id", column: "agent_id" }
+    const totals = sql.literal(
+      "sum(calls)::text AS calls, sum(list_credits)::text AS list_credits, sum(credits)::text AS credits, " +
+        "sum(from_allowance)::text AS from_allowance, sum(from_trial)::text AS from_trial"
+    )
+    const measures = sql.literal("calls, list_credits, credits, from_allowance, from_trial")
+    const filters = (q: UsageDays) => [
+      sql`account_id = ${q.account_id}`,
+      ...(q.key_id === undefined ? [] : [sql`key_id = ${q.key_id}`]),
+      ...(q.service === undefined ? [] : [sql`service = ${q.service}`])
+    ]
+    const dayIn = ([from, to]: DayRange) => sql`(day >= ${from}::date AND day <= ${to}::date)`
+
+    /** A day's text, written once per day; the other dimensions are columns of the rollups. */
+    const column: Record<Exclude<UsageDimension, "day">, string> = {
+      service: "service",
+      model: "model",
+      key: "key_id",
+      agent: "agent_id"
     }
 
-    const report = (q: UsageDays, groupBy: UsageDimension) =>
-      sql<GroupRow>`
-        SELECT ${sql.literal(dimension[groupBy].key)} AS key, sum(calls)::text AS calls,
-               sum(list_credits)::text AS list_credits, sum(credits)::text AS credits,
-               sum(from_allowance)::text AS from_allowance, sum(from_trial)::text AS from_trial
-        FROM usage_rollups
-        WHERE ${
-        sql.and([
-          sql`account_id = ${q.account_id}`,
-          sql`day >= ${q.from}::date`,
-          sql`day <= ${q.to}::date`,
-          ...(q.key_id === undefined ? [] : [sql`key_id = ${q.key_id}`]),
-          ...(q.service === undefined ? [] : [sql`service = ${q.service}`])
-        ])
-      }
-        GROUP BY ${sql.literal(dimension[groupBy].column)}`.pipe(
-        Effect.map((rows) => rows.map(toGroup).sort(byGroupKey)),
+    const byDay = (q: UsageDays) =>
+      q.key_id === undefined && q.service === undefined
+        ? sql<GroupRow>`
+          SELECT to_char(day, 'YYYY-MM-DD') AS key, ${totals} FROM usage_day_totals
+          WHERE ${sql.and([sql`account_id = ${q.account_id}`, dayIn([q.from, q.to])])} GROUP BY day`
+        : sql<GroupRow>`
+          SELECT to_char(day, 'YYYY-MM-DD') AS key, ${totals} FROM usage_rollups
+          WHERE ${sql.and([...filters(q), dayIn([q.from, q.to])])} GROUP BY day`
+
+    /** Whole months from the monthly rollups, the days at the ends from the daily ones. */
+    const byColumn = (q: UsageDays, name: string) => {
+      const { months, days } = splitByMonths(q.from, q.to)
+      const dim = sql.literal(name)
+      const daily = days.length === 0
+        ? []
+        : [sql`SELECT ${dim} AS key, ${measures} FROM usage_rollups WHERE ${sql.and([...filters(q), sql.or(days.map(dayIn))])}`]
+      const monthly = months === undefined ? [] : [sql`
+        SELECT ${dim} AS key, ${measures} FROM usage_rollups_monthly
+        WHERE ${sql.and([...filters(q), sql`month >= ${months[0]}::date AND month <= ${months[1]}::date`])}`]
+      const parts = [...monthly, ...daily]
+      return sql<GroupRow>`SELECT key, ${totals} FROM (${sql.join(" UNION ALL ", false)(parts)}) AS u GROUP BY key`
+    }
+
+    const report = (q: UsageDays, groupBy: UsageDimension): Effect.Effect<ReadonlyArray<UsageGroup>> => {
+      if (q.from > q.to) return Effect.succeed([])
+      const rows = groupBy === "day" ? byDay(q) : byColumn(q, column[groupBy])
+      return rows.pipe(
+        Effect.map((groups) => groups.map(toGroup).sort(byGroupKey)),
         Effect.orDie,
         Effect.withSpan("UsageStore.report")
       )
+    }
 
     const page = (q: UsageQuery) => (after: UsageCursor | undefined, limit: number) =>
       sql<UsageRow>`
