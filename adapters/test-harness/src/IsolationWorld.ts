@@ -123,7 +123,8 @@ export const stringsOf = (value: unknown, out: Set<string> = new Set()): Set<str
 
 /**
  * Builds an account's world through the API with `key` (every permission): keys (one for
- * snapshots holding `snapshotPermissions`, one for inference, one revoked), a credit order paid by
+ * snapshots holding `snapshotPermissions`, one for inference, one revoked), monthly limits (the
+ * account's and the inference key's), a credit order paid by
  * card, a pending order with a stablecoin deposit address, a pending package order, two paid gift
  * orders (one ticket left unredeemed, one redeemed by the account itself), their receipts, and a
  * chat and an embedding call through /v1 with two of its keys. Every write carries an
@@ -152,6 +153,9 @@ export const buildWorld = async (client: Client, name: string, key: string, snap
   const inferenceKey = await createKey("inference", ["inference", "read"])
   const revoked = await createKey("revoked", ["read"])
   await ok("DELETE", `/keys/${revoked.id}`, { key })
+  // Monthly limits: the inference key's own, and the account's with its alert settings.
+  await write("POST", "/billing/keys/:id/limit", `/billing/keys/${inferenceKey.id}/limit`, { monthly_limit_credits: 500 })
+  await write("POST", "/billing/limits", "/billing/limits", { monthly_limit_credits: 900, alert_points: [50, 90], alert_email: true })
 
   const order = async (body: Record<string, unknown>) => {
     const created = await write("POST", "/orders", "/orders", body)

@@ -1,11 +1,13 @@
-/** The billing summary: tiers from purchased credits, the month's spend from usage records. */
+/** The billing summary: tiers from purchased credits, the month's spend from the account's budget. */
 import { assert, describe, it } from "@effect/vitest"
 import type { Caller } from "@model-platform/core/ApiKeys"
 import { makeBillingSummary, usageTierFor, utcMonth } from "@model-platform/core/billing/Summary"
 import { Catalogue } from "@model-platform/core/Catalogue"
 import { Ledger } from "@model-platform/core/Ledger"
 import { Orders } from "@model-platform/core/OrderService"
-import { UsageStore, type UsageRecord } from "@model-platform/core/ports/UsageStore"
+import { ACCOUNT_BUDGET, budgetClaims } from "@model-platform/core/billing/Limits"
+import { BillingSettingsStore } from "@model-platform/core/ports/BillingSettingsStore"
+import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
 import * as TestCardProcessor from "@model-platform/core/TestCardProcessor"
 import { toTimestamp } from "@model-platform/core/Time"
 import { Effect, Layer } from "effect"
@@ -13,7 +15,8 @@ import { TestClock } from "effect/testing"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
 import { LedgerStoreMemory } from "../src/MemoryLedgerStore.ts"
 import { OrderStoreMemory } from "../src/MemoryOrderStore.ts"
-import { UsageStoreMemory } from "../src/MemoryUsageStore.ts"
+import { BillingSettingsStoreMemory } from "../src/MemoryBillingSettingsStore.ts"
+import { KeyStoreMemory } from "../src/MemoryStores.ts"
 import { SimulatedChain } from "../src/SimulatedChain.ts"
 
 const T0 = Date.UTC(2026, 2, 15, 12, 0, 0, 0)
@@ -24,6 +27,8 @@ const services = Orders.layer.pipe(
   Layer.provideMerge(Layer.mergeAll(
     LedgerStoreMemory,
     OrderStoreMemory,
+    KeyStoreMemory,
+    BillingSettingsStoreMemory,
     Catalogue.layer(fixtureCatalogue),
     TestCardProcessor.layer({ baseUrl: "https://platform.test" }),
     SimulatedChain.layer
@@ -38,12 +43,6 @@ const caller: Caller = {
     created_at: toTimestamp(T0), last_used_at: null, revoked_at: null
   }
 } as unknown as Caller
-
-const usage = (ref: string, at: number, credits: bigint): UsageRecord => ({
-  ref, account_id: "acct_bill", at: toTimestamp(at), key_id: "key_bill", agent_id: null, machine_id: "m-eu-a",
-  service: "chat", model: "chat-small", unit: "tokens", quantity: 10n, input_tokens: 5n, output_tokens: 5n,
-  list_credits: credits, credits, from_allowance: 0n, from_trial: 0n
-})
 
 describe("usageTierFor", () => {
   const tiers = fixtureCatalogue.tiers
@@ -67,26 +66,33 @@ describe("usageTierFor", () => {
 })
 
 describe("billing summary", () => {
-  it.effect("balance in credits, token and USD; spent 0 without a usage store", () =>
+  it.effect("balance in credits, token and USD; nothing spent, the tier's limit, no alert points", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(T0)
       yield* (yield* Ledger).credit("acct_bill", { ref: "grant", machine_id: null, amount: 2_500_500_000n, type: "credit_added" })
       const summary = yield* (yield* makeBillingSummary)(caller)
       assert.deepStrictEqual(summary.balance, { credits: 2500.5, token: 2.5005, usd: 2.5005 })
-      assert.strictEqual(summary.month.spent_credits, 0)
+      assert.deepStrictEqual(summary.month, { spent_credits: 0, limit_credits: 1000, own_limit_credits: null, alert_points: [] })
       assert.strictEqual(summary.usage_tier.purchased_credits, 0)
       assert.strictEqual(summary.credits_per_usd, 1000)
     }).pipe(Effect.provide(services)))
 
-  it.effect("with a usage store: this UTC month's charged credits only", () =>
+  it.effect("the month: what the account's budget was charged this UTC month, its own limit, the alert points", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(T0)
-      const store = yield* UsageStore
-      yield* store.record(usage("u1", Date.UTC(2026, 2, 1), 1_500_000n))
-      yield* store.record(usage("u2", T0 - 1000, 250_000n))
-      yield* store.record(usage("u3", Date.UTC(2026, 1, 28, 23, 59), 9_000_000n))
+      const ledger = yield* Ledger
+      yield* ledger.credit("acct_bill", { ref: "grant", machine_id: null, amount: 100n * M, type: "credit_added" })
+      const charge = Effect.fnUntraced(function*(month: string, reserved: bigint, actual: bigint) {
+        const r = yield* ledger.reserve("acct_bill", null, reserved, toTimestamp(T0 + 60_000), budgetClaims("key_bill", month, 1000n * M))
+        assert.strictEqual(r._tag, "Reserved")
+        if (r._tag === "Reserved") yield* ledger.settle(r.ref, actual)
+      })
+      yield* charge("2026-03", 2n * M, 1_500_000n)
+      yield* charge("2026-03", M, 250_000n)
+      yield* charge("2026-02", 9n * M, 9n * M) // last month's: not this month's spend
+      yield* (yield* LedgerStore).setBudgetLimit("acct_bill", ACCOUNT_BUDGET, 300n * M)
+      yield* (yield* BillingSettingsStore).update("acct_bill", { alert_points: [50, 80] })
       const summary = yield* (yield* makeBillingSummary)(caller)
-      assert.strictEqual(summary.month.spent_credits, 1.75)
-      assert.strictEqual(summary.month.limit_credits, 1000)
-    }).pipe(Effect.provide(Layer.merge(services, UsageStoreMemory))))
+      assert.deepStrictEqual(summary.month, { spent_credits: 1.75, limit_credits: 300, own_limit_credits: 300, alert_points: [50, 80] })
+    }).pipe(Effect.provide(services)))
 })

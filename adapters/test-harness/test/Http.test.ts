@@ -3,6 +3,7 @@ import { fixtureCatalogue } from "../src/Fixtures.ts"
 import { boundarySuite } from "../src/BoundarySuite.ts"
 import { platformHttpSuite } from "../src/HttpSuite.ts"
 import { permissionMatrixSuite } from "../src/PermissionMatrix.ts"
+import { billingLimitsSuite } from "../src/BillingLimitsSuite.ts"
 import { startInProcess } from "../src/InProcess.ts"
 
 platformHttpSuite("in-process, memory stores", () => startInProcess(fixtureCatalogue))
@@ -10,3 +11,5 @@ platformHttpSuite("in-process, memory stores", () => startInProcess(fixtureCatal
 permissionMatrixSuite("in-process, memory stores", () => startInProcess(fixtureCatalogue))
 
 boundarySuite("in-process, memory stores", () => startInProcess(fixtureCatalogue))
+
+billingLimitsSuite("in-process, memory stores", (catalogue) => startInProcess(catalogue))

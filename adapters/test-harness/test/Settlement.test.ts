@@ -71,7 +71,7 @@ const catalogue: CatalogueConfig = {
   packages: [],
   payments: { card: { processor: "test" }, stablecoin: null, charging_starts_at: null },
   prices: { credits_per_usd: 1000, services: [{ service: "chat", group: "g", name: "chat", unit: "mtok", unit_label: "u", credits_per_unit: 1, allowances: { free: 0, builder: 0, scale: 0, trial: 0 } }] },
-  tiers: [{ tier: 0, name: "t", purchased_credits: 0, rpm: 100_000, monthly_limit_credits: 0 }]
+  tiers: [{ tier: 0, name: "t", purchased_credits: 0, rpm: 100_000, monthly_limit_credits: 1_000_000 }]
 }
 
 type Stores = Layer.Success<typeof MemoryPlatformStores>

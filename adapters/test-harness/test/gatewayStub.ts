@@ -121,7 +121,7 @@ export const stubCatalogue = (options: { readonly forecastCreditsPerRequest?: nu
   // Charging is open (a card rail) when some model is priced.
   payments: { card: options.forecastCreditsPerRequest ? { processor: "test" } : null, stablecoin: null, charging_starts_at: null },
   prices: { credits_per_usd: null, services: [{ service: "svc", group: "g", name: "svc", unit: "u", unit_label: "u", credits_per_unit: 0, allowances: { free: 0, builder: 0, scale: 0, trial: 0 } }] },
-  tiers: [{ tier: 0, name: "t", purchased_credits: 0, rpm: 100_000, monthly_limit_credits: 0 }]
+  tiers: [{ tier: 0, name: "t", purchased_credits: 0, rpm: 100_000, monthly_limit_credits: 1_000_000 }]
 })
 
 /** The gateway's runtime (dispose it after); `stub` may be changed while it runs. */

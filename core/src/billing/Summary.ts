@@ -1,20 +1,20 @@
 /**
  * GET /billing, the billing summary (docs/payments.md "Billing summary"): the balance in credits,
  * network token and USD, the usage tier reached by the credits bought, this UTC month's spend
- * against the tier's monthly limit, the automatic top-up and invoicing state, and the charging
- * gate. Derived on every read from the ledger, the receipts and the catalogue: nothing here is a
- * stored counter that could drift.
+ * against the limit in force (the account budget's, billing/Limits.ts: what admission checks),
+ * the alert points, the automatic top-up and invoicing state, and the charging gate. Derived on
+ * every read from the ledger, its budgets, the receipts, the settings and the catalogue.
  */
-import { Clock, Effect, Option } from "effect"
+import { Effect, Option } from "effect"
 import type { Caller } from "../ApiKeys.ts"
 import { AutoReload } from "./AutoReload.ts"
 import type { AutoReload as AutoReloadView, BillingSummary } from "./Schemas.ts"
 import { Catalogue } from "../Catalogue.ts"
 import { Ledger } from "../Ledger.ts"
-import { usageTierFor } from "./Tiers.ts"
+import { makeLimits } from "./Limits.ts"
+import { monthlyLimitAt, tierTable, usageTierFor } from "./Tiers.ts"
 import { creditsToMicro, microToCredits } from "../Money.ts"
 import { Orders } from "../OrderService.ts"
-import { UsageStore } from "../ports/UsageStore.ts"
 import { toTimestamp } from "../Time.ts"
 
 /** 1 credit = 0.001 network token (the spec's unit of account). */
@@ -42,26 +42,24 @@ export const AUTO_RELOAD_OFF: AutoReloadView = {
 }
 
 /**
- * Builds the summary function over the services. The month's spend comes from the UsageStore when
- * the shell provides one (usage records of this UTC month), else it is 0: nothing was charged yet.
+ * Builds the summary function over the services. The month's spend is what the account's budget
+ * was charged this UTC month (billing/Limits.ts monthSpend), the number its limit is checked on.
  */
 export const makeBillingSummary = Effect.gen(function*() {
   const ledger = yield* Ledger
   const orders = yield* Orders
   const catalogue = yield* Catalogue
-  const usage = yield* Effect.serviceOption(UsageStore)
   const autoReload = yield* Effect.serviceOption(AutoReload)
+  const limits = yield* makeLimits
+  const table = tierTable(catalogue.config.tiers)
   const perUsd = catalogue.config.prices.credits_per_usd
 
   return Effect.fn("Billing.summary")(function*(caller: Caller) {
     const accountId = caller.account.id
     const balance = yield* ledger.balance(accountId)
     const micro = creditsToMicro(balance.total_credits) ?? 0n
-    const tier = usageTierFor(catalogue.config.tiers, yield* orders.purchasedCredits(accountId))
-    const month = utcMonth(yield* Clock.currentTimeMillis)
-    const spent = Option.isSome(usage)
-      ? yield* usage.value.spent({ account_id: accountId, from: month.from, to: month.to })
-      : 0n
+    const purchased = yield* orders.purchasedCredits(accountId)
+    const tier = usageTierFor(catalogue.config.tiers, purchased)
     return {
       balance: {
         credits: balance.total_credits,
@@ -70,12 +68,7 @@ export const makeBillingSummary = Effect.gen(function*() {
         usd: perUsd === null || perUsd <= 0 ? 0 : microToCredits(micro / BigInt(perUsd))
       },
       usage_tier: tier,
-      month: {
-        spent_credits: microToCredits(spent),
-        limit_credits: tier.monthly_limit_credits,
-        own_limit_credits: null,
-        alert_points: []
-      },
+      month: yield* limits.monthSpend(accountId, monthlyLimitAt(table, purchased)),
       auto_reload: Option.isSome(autoReload) ? yield* autoReload.value.view(accountId) : AUTO_RELOAD_OFF,
       invoicing: null,
       charging: yield* orders.charging,

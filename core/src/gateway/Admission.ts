@@ -5,8 +5,9 @@
  * recorded (`last_used_at`, at most once per TOUCH_INTERVAL_MS), the call counted against the key's
  * rpm (the tier from purchased credits, cached per account for tierCacheMs; past it 429
  * rate_limited with Retry-After) and, for a priced call, the upper bound of its cost reserved for
- * the first machine (402 insufficient_credit; past a monthly limit, 402 monthly_limit_reached or
- * key_monthly_limit_reached: docs/billing.md).
+ * the first machine (402 insufficient_credit) against the account's and the key's monthly limits
+ * of this UTC month, the account's at the tier's limit from the same cached purchases (past one,
+ * 402 monthly_limit_reached or key_monthly_limit_reached: docs/billing.md).
  *
  * The reservation's ref is journaled before it is asked for (Settlement.opened), so a process
  * killed from then on has it released at restart; an admission that fails or is interrupted before
@@ -20,7 +21,8 @@ import { Effect, Schema } from "effect"
 import { ApiKeys, type Caller, TOUCH_INTERVAL_MS } from "../ApiKeys.ts"
 import { makeBatcher } from "../Batcher.ts"
 import type { CatalogueConfig, MachineConfig } from "../CatalogueConfig.ts"
-import { rpmAt, tierTable } from "../billing/Tiers.ts"
+import { budgetClaims, monthOf } from "../billing/Limits.ts"
+import { monthlyLimitAt, rpmAt, tierTable } from "../billing/Tiers.ts"
 import { inferenceError } from "../Errors.ts"
 import { generateId } from "../Keys.ts"
 import { spendingOrder } from "../Ledger.ts"
@@ -65,20 +67,24 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
     const orders = yield* OrderStore
     const tiers = tierTable(catalogue.tiers)
 
-    // -- tiers (purchased credits cached per account) --
+    // -- tiers (purchased credits cached per account): the rpm and the monthly limit --
     const purchased = new Map<string, { value: bigint; at: number }>()
-    const rpmOf = (accountId: string, now: number) =>
+    const purchasedOf = (accountId: string, now: number) =>
       Effect.gen(function*() {
         const cached = purchased.get(accountId)
-        let value: bigint
-        if (cached !== undefined && now - cached.at < config.tierCacheMs) {
-          value = cached.value
-        } else {
-          value = yield* orders.purchasedCredits(accountId)
-          purchased.set(accountId, { value, at: now })
-        }
-        return rpmAt(tiers, value)
+        if (cached !== undefined && now - cached.at < config.tierCacheMs) return cached.value
+        const value = yield* orders.purchasedCredits(accountId)
+        purchased.set(accountId, { value, at: now })
+        return value
       })
+    /**
+     * The monthly limits a priced call of `caller` admitted at `now` counts against
+     * (billing/Limits.ts budgetClaims): the account's, at the tier's limit unless it set its own,
+     * and the key's, in the UTC month of `now`.
+     */
+    const claimsFor = (caller: Caller, now: number) =>
+      Effect.map(purchasedOf(caller.account.id, now), (value) =>
+        budgetClaims(caller.key.id, monthOf(now), monthlyLimitAt(tiers, value)))
 
     // -- per key, in process: when admission last recorded its use (last_used_at at most once per
     // TOUCH_INTERVAL_MS) and when it last admitted a call (speculative dispatch) --
@@ -111,7 +117,8 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
         const ref = bound === undefined ? undefined : yield* generateId("usage")
         const expiresAt = now + config.reservationTtlMs
         const step = Effect.gen(function*() {
-          const rpm = yield* rpmOf(caller.account.id, now)
+          const bought = yield* purchasedOf(caller.account.id, now)
+          const rpm = rpmAt(tiers, bought)
           const windowStart = windowStartOf(now, config.rateWindowMs)
           // Journaled first: a process killed from here on has the reservation released at restart.
           if (ref !== undefined) yield* settlement.opened(ref)
@@ -129,7 +136,8 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
               scopes: spendingOrder(first.id),
               amount: bound,
               created_at: Time.toTimestamp(now),
-              expires_at: Time.toTimestamp(expiresAt)
+              expires_at: Time.toTimestamp(expiresAt),
+              budgets: budgetClaims(caller.key.id, monthOf(now), monthlyLimitAt(tiers, bought))
             }
           }))
           if (admission._tag === "KeyRevoked") {
@@ -188,5 +196,5 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
         )
       })
 
-    return { admit, likelyAdmitted } as const
+    return { admit, likelyAdmitted, claimsFor } as const
   })

@@ -262,9 +262,11 @@ const make = (config: GatewayConfig) =>
         const bound = priced ? costOf(price, boundOf(vc)) : undefined
         const expiresAt = Time.toTimestamp(now + reservationTtlMs)
 
+        // A reservation made again for another machine claims the call's monthly limits too.
         const reserve = (machineId: string) =>
           Effect.map(
-            ledger.reserve(caller.account.id, machineId, bound ?? 0n, expiresAt),
+            Effect.flatMap(admission.claimsFor(caller, now), (budgets) =>
+              ledger.reserve(caller.account.id, machineId, bound ?? 0n, expiresAt, budgets)),
             (r) =>
               r._tag === "Reserved"
                 ? { ref: r.ref, machineId, allocations: r.allocations, expiresAt: now + reservationTtlMs } satisfies Held

@@ -1,0 +1,27 @@
+/**
+ * The monthly limits' HTTP suite (test-harness BillingLimitsSuite.ts) through the real Node server:
+ * on memory stores, on the embedded Postgres (PGlite), and on a PostgreSQL server when
+ * TEST_DATABASE_URL is set, where 64 concurrent calls of a limited key race across a pool of
+ * connections.
+ */
+import { billingLimitsSuite } from "@model-platform/test-harness/BillingLimitsSuite"
+import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
+import { Layer } from "effect"
+import { describe } from "vitest"
+import { Database } from "../src/postgres/Database.ts"
+import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
+import { freshDatabaseUrl, startNodeServer } from "./support.ts"
+
+billingLimitsSuite("node-http, memory stores", (catalogue) => startNodeServer(catalogue, MemoryPlatformStores))
+
+billingLimitsSuite("node-http, embedded Postgres", (catalogue) =>
+  startNodeServer(catalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY })))))
+
+const serverUrl = process.env.TEST_DATABASE_URL
+describe.skipIf(serverUrl === undefined)("on a PostgreSQL server (TEST_DATABASE_URL)", () => {
+  billingLimitsSuite("node-http, PostgreSQL server", async (catalogue) =>
+    startNodeServer(
+      catalogue,
+      PgPlatformStores.pipe(Layer.provide(Database.layer({ databaseUrl: await freshDatabaseUrl(serverUrl!), dataDir: "" })))
+    ))
+})
