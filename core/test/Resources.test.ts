@@ -284,7 +284,7 @@ describe("Billing", () => {
       usage_by_service: [{ service: "chat", name: "Chat", calls: 40, list_credits: 180, credits: 150 }],
       other_usage_credits: 50,
       closing_credits: 950,
-      payments: [{ receipt_id: "rcpt_1", paid_at: T, title: "1000 credits", amount_usd: 10, credits: 1000, paid_with: "card" }],
+      payments: [receipt],
       payments_total_usd: 10
     })
   })
@@ -294,6 +294,7 @@ describe("Billing", () => {
     accepts(Billing.InvoicingResponse, { invoicing: "requested" })
     refusesAt(Billing.InvoicingRequest, {}, "note")
     refusesAt(Billing.InvoicingRequest, { note: "x".repeat(2001) }, "note")
+    refusesAt(Billing.InvoicingRequest, { note: "a\u0000b" }, "note")
   })
 })
 

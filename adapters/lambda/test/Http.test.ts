@@ -1,4 +1,5 @@
 import { billingAlertsSuite } from "@model-platform/test-harness/BillingAlertsSuite"
+import { billingStatementsSuite } from "@model-platform/test-harness/BillingStatementsSuite"
 import { billingUsageSuite } from "@model-platform/test-harness/BillingUsageSuite"
 import { boundarySuite, type RawSender, readAll } from "@model-platform/test-harness/BoundarySuite"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
@@ -12,6 +13,8 @@ platformHttpSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue)
 permissionMatrixSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue))
 
 billingUsageSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue))
+
+billingStatementsSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue))
 
 billingAlertsSuite("lambda (API Gateway v2)", ({ catalogue, smtpUrl }) => startLambda(catalogue, { smtpUrl }))
 

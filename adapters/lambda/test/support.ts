@@ -16,12 +16,14 @@ import { SmtpEmailSender } from "@model-platform/node-http/SmtpEmailSender"
 import type { AlertsShell } from "@model-platform/test-harness/BillingAlertsSuite"
 import { Catalogue } from "@model-platform/core/Catalogue"
 import { createAccount } from "@model-platform/test-harness/Accounts"
-import type { UsageShell } from "@model-platform/test-harness/BillingUsageSuite"
+import type { StatementsShell } from "@model-platform/test-harness/BillingStatementsSuite"
+import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
 import { UsageStore } from "@model-platform/core/ports/UsageStore"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { DynamoPlatformStores } from "../src/DynamoPlatformStores.ts"
 import { DynamoStores } from "../src/DynamoStores.ts"
 import { UsageStoreDynamo } from "../src/DynamoUsageStore.ts"
+import { LedgerStoreDynamo } from "../src/DynamoLedgerStore.ts"
 import { createTable, DynamoConfig, type DynamoSettings, makeDocumentClient } from "../src/DynamoTable.ts"
 import { isTextualContentType } from "../src/Events.ts"
 import { type InvocationContext, type LambdaHandler, makeHandler } from "../src/Handler.ts"
@@ -168,7 +170,7 @@ const saveCardOn = (catalogue: CatalogueConfig, dynamo: DynamoSettings): AlertsS
 export const startLambda = async (
   catalogue: CatalogueConfig,
   options: { readonly smtpUrl?: string } = {}
-): Promise<UsageShell & AlertsShell & { readonly startupMs: number; readonly handler: LambdaHandler }> => {
+): Promise<StatementsShell & AlertsShell & { readonly startupMs: number; readonly handler: LambdaHandler }> => {
   const local = await startDynamoLocal()
   try {
     const dynamo = await tableOn(local)
@@ -211,6 +213,12 @@ export const startLambda = async (
           Effect.runPromise(
             Effect.flatMap(UsageStore, (usage) => Effect.forEach(records, usage.record, { discard: true })).pipe(
               Effect.provide(UsageStoreDynamo.pipe(Layer.provide(DynamoConfig.layer(dynamo))))
+            )
+          ),
+        postCredits: (entries) =>
+          Effect.runPromise(
+            Effect.flatMap(LedgerStore, (ledger) => Effect.forEach(entries, ledger.post, { discard: true })).pipe(
+              Effect.provide(LedgerStoreDynamo.pipe(Layer.provide(DynamoConfig.layer(dynamo))))
             )
           ),
         close

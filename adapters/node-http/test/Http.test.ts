@@ -1,6 +1,7 @@
 /** The shared HTTP suite through the real Node server, on every store the Node shell has. */
 import { MAX_HEADER_BYTES } from "@model-platform/core/Limits"
 import { type AlertsSetup, billingAlertsSuite } from "@model-platform/test-harness/BillingAlertsSuite"
+import { billingStatementsSuite } from "@model-platform/test-harness/BillingStatementsSuite"
 import { billingUsageSuite } from "@model-platform/test-harness/BillingUsageSuite"
 import { boundarySuite, nodeRawSender } from "@model-platform/test-harness/BoundarySuite"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
@@ -23,6 +24,11 @@ platformHttpSuite("node-http, embedded Postgres", () =>
 billingUsageSuite("node-http, memory stores", () => startNodeServer(fixtureCatalogue, MemoryPlatformStores))
 
 billingUsageSuite("node-http, embedded Postgres", () =>
+  startNodeServer(fixtureCatalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY })))))
+
+billingStatementsSuite("node-http, memory stores", () => startNodeServer(fixtureCatalogue, MemoryPlatformStores))
+
+billingStatementsSuite("node-http, embedded Postgres", () =>
   startNodeServer(fixtureCatalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY })))))
 
 /** Alert mail over the suite's SMTP server. */
@@ -87,6 +93,11 @@ describe.skipIf(serverUrl === undefined)("on a PostgreSQL server (TEST_DATABASE_
       PgPlatformStores.pipe(Layer.provide(Database.layer({ databaseUrl: await freshDatabaseUrl(serverUrl!), dataDir: "" })))
     ))
   billingUsageSuite("node-http, PostgreSQL server", async () =>
+    startNodeServer(
+      fixtureCatalogue,
+      PgPlatformStores.pipe(Layer.provide(Database.layer({ databaseUrl: await freshDatabaseUrl(serverUrl!), dataDir: "" })))
+    ))
+  billingStatementsSuite("node-http, PostgreSQL server", async () =>
     startNodeServer(
       fixtureCatalogue,
       PgPlatformStores.pipe(Layer.provide(Database.layer({ databaseUrl: await freshDatabaseUrl(serverUrl!), dataDir: "" })))

@@ -4,7 +4,8 @@ import { AutoReload } from "@model-platform/core/billing/AutoReload"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 import { createAccount } from "@model-platform/test-harness/Accounts"
 import type { AlertsShell } from "@model-platform/test-harness/BillingAlertsSuite"
-import type { UsageShell } from "@model-platform/test-harness/BillingUsageSuite"
+import type { StatementsShell } from "@model-platform/test-harness/BillingStatementsSuite"
+import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
 import { UsageStore } from "@model-platform/core/ports/UsageStore"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, type Layer, ManagedRuntime, Redacted } from "effect"
@@ -16,7 +17,7 @@ export const startNodeServer = async <E>(
   catalogue: CatalogueConfig,
   stores: Layer.Layer<Stores, E>,
   options: { readonly platform?: ServerOptions["platform"] } = {}
-): Promise<UsageShell & AlertsShell & { readonly url: string; readonly firstStart: boolean }> => {
+): Promise<StatementsShell & AlertsShell & { readonly url: string; readonly firstStart: boolean }> => {
   const runtime = ManagedRuntime.make(
     serverLayer({ catalogue, port: 0, host: "127.0.0.1", ownerEmail: "owner@test.local", platform: options.platform }, stores)
   )
@@ -32,6 +33,8 @@ export const startNodeServer = async <E>(
     saveCard: (accountId, card) => runtime.runPromise(Effect.flatMap(AutoReload, (autoReload) => autoReload.saveCard(accountId, card))),
     recordUsage: (records) =>
       runtime.runPromise(Effect.flatMap(UsageStore, (usage) => Effect.forEach(records, usage.record, { discard: true }))),
+    postCredits: (entries) =>
+      runtime.runPromise(Effect.flatMap(LedgerStore, (ledger) => Effect.forEach(entries, ledger.post, { discard: true }))),
     close: () => runtime.dispose()
   }
 }

@@ -7,6 +7,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { ApiKeys } from "../ApiKeys.ts"
 import { AlertsHandlers } from "../billing/AlertsHandlers.ts"
 import { LimitsHandlers } from "../billing/LimitsHandlers.ts"
+import { StatementsHandlers } from "../billing/StatementsHandlers.ts"
 import { makeBillingSummary } from "../billing/Summary.ts"
 import { UsageHandlers } from "../billing/UsageHandlers.ts"
 import { Catalogue } from "../Catalogue.ts"
@@ -120,5 +121,6 @@ export const PlatformHandlers = Layer.mergeAll(
   UsageHandlers,
   LimitsHandlers,
   AlertsHandlers,
+  StatementsHandlers,
   IdentityHandlers
 )

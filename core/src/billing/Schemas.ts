@@ -7,6 +7,7 @@ import { Schema } from "effect"
 import { CreditAmount } from "../Money.ts"
 import { CreditOrderUsd, PaymentMethod } from "../Orders.ts"
 import { ALERT_KINDS } from "../ports/AlertStore.ts"
+import { Text } from "../Text.ts"
 import { Timestamp } from "../Time.ts"
 
 // ---- Calendar values ----------------------------------------------------------------------
@@ -240,18 +241,7 @@ export type StatementMonth = typeof StatementMonth.Type
 export const StatementMonthList = Schema.Struct({ data: Schema.Array(StatementMonth) })
 export type StatementMonthList = typeof StatementMonthList.Type
 
-/** One payment of the month, as on its receipt. */
-export const StatementPayment = Schema.Struct({
-  receipt_id: Schema.String,
-  paid_at: Timestamp,
-  title: Schema.String,
-  amount_usd: Schema.Number,
-  credits: CreditAmount,
-  paid_with: PaymentMethod
-})
-export type StatementPayment = typeof StatementPayment.Type
-
-/** A month's statement: opening + added - used = closing. */
+/** A month's statement: opening + added - used = closing; payments are the month's receipts. */
 export const Statement = Schema.Struct({
   month: UtcMonth,
   opening_credits: CreditAmount,
@@ -266,15 +256,18 @@ export const Statement = Schema.Struct({
   })),
   other_usage_credits: CreditAmount,
   closing_credits: CreditAmount,
-  payments: Schema.Array(StatementPayment),
+  payments: Schema.Array(Receipt),
   payments_total_usd: Schema.Number
 })
 export type Statement = typeof Statement.Type
 
 // ---- Invoicing (POST /billing/invoicing) --------------------------------------------------
 
+/** A note for the person who reviews the request: who to invoice, a purchase order. */
+export const MAX_INVOICING_NOTE_LENGTH = 2000
+
 export const InvoicingRequest = Schema.Struct({
-  note: Schema.String.check(Schema.isMaxLength(2000, { expected: "a note of at most 2000 characters" }))
+  note: Text(0, MAX_INVOICING_NOTE_LENGTH)
 })
 export type InvoicingRequest = typeof InvoicingRequest.Type
 

@@ -15,6 +15,7 @@ import { makeLimits } from "./Limits.ts"
 import { monthlyLimitAt, tierTable, usageTierFor } from "./Tiers.ts"
 import { creditsToMicro, microToCredits } from "../Money.ts"
 import { Orders } from "../OrderService.ts"
+import { BillingSettingsStore } from "../ports/BillingSettingsStore.ts"
 import { toTimestamp } from "../Time.ts"
 
 /** 1 credit = 0.001 network token (the spec's unit of account). */
@@ -50,6 +51,7 @@ export const makeBillingSummary = Effect.gen(function*() {
   const orders = yield* Orders
   const catalogue = yield* Catalogue
   const autoReload = yield* Effect.serviceOption(AutoReload)
+  const settings = yield* Effect.serviceOption(BillingSettingsStore)
   const limits = yield* makeLimits
   const table = tierTable(catalogue.config.tiers)
   const perUsd = catalogue.config.prices.credits_per_usd
@@ -70,7 +72,8 @@ export const makeBillingSummary = Effect.gen(function*() {
       usage_tier: tier,
       month: yield* limits.monthSpend(accountId, monthlyLimitAt(table, purchased)),
       auto_reload: Option.isSome(autoReload) ? yield* autoReload.value.view(accountId) : AUTO_RELOAD_OFF,
-      invoicing: null,
+      // POST /billing/invoicing keeps the request in the billing settings (billing/Statements.ts).
+      invoicing: Option.isSome(settings) ? (yield* settings.value.get(accountId)).invoicing?.state ?? null : null,
       charging: yield* orders.charging,
       credits_per_usd: perUsd ?? 0
     } satisfies BillingSummary
