@@ -14,7 +14,7 @@
  * nothing). A refusal is shown on the page with its status (400, 403, 402 for a declined card);
  * nothing a person sends can make a 500.
  */
-import { Effect, Option, Schema } from "effect"
+import { Clock, Effect, Option, Schema } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import { AccountService } from "../accounts/AccountService.ts"
 import * as Pages from "../accounts/Pages.ts"
@@ -22,7 +22,7 @@ import type { Caller } from "../ApiKeys.ts"
 import { Alerts } from "../billing/Alerts.ts"
 import { AutoReload } from "../billing/AutoReload.ts"
 import { billingPage, type BillingPageView, receiptPage } from "../billing/BillingPage.ts"
-import { makeLimits } from "../billing/Limits.ts"
+import { monthOf } from "../billing/Limits.ts"
 import { SetAutoReload } from "../billing/Schemas.ts"
 import { makeBillingSummary } from "../billing/Summary.ts"
 import { makeUsageReports } from "../billing/Usage.ts"
@@ -40,7 +40,6 @@ type Extras = Pick<BillingPageView, "notice" | "error" | "cardError" | "settings
 const makePages = Effect.gen(function*() {
   const summary = yield* makeBillingSummary
   const reports = yield* makeUsageReports
-  const limits = yield* makeLimits
   const alerts = yield* Alerts
   const autoReload = yield* AutoReload
   const orders = yield* Orders
@@ -50,13 +49,13 @@ const makePages = Effect.gen(function*() {
 
   const render = (s: SignedIn, caller: Caller, extras: Extras = {}, status = 200) =>
     Effect.gen(function*() {
-      const [sum, lim, listed, receipts] = yield* Effect.all([
+      const period = monthOf(yield* Clock.currentTimeMillis)
+      const [sum, usage, listed, receipts] = yield* Effect.all([
         summary(caller),
-        limits.view(caller),
+        reports.report(caller, { month: period, group_by: "day" }),
         alerts.list(caller, PAGE_ALERTS),
         orders.receipts(caller)
       ], { concurrency: 4 })
-      const usage = yield* reports.report(caller, { month: lim.month.period, group_by: "day" })
       // Shown, so seen: marked after they were read, and shown with `seen` as it was before.
       const unseen = listed.data.filter((a) => !a.seen).map((a) => a.id)
       if (unseen.length > 0) yield* alerts.markSeen(caller.account.id, unseen)
@@ -64,11 +63,11 @@ const makePages = Effect.gen(function*() {
         email: s.live.person.email,
         balance: { credits: sum.balance.credits, usd: sum.balance.usd },
         month: {
-          period: lim.month.period,
-          // What was charged this month (usage records), against the limit in force (the budgets').
+          period,
+          // GET /billing's month: the account budget's spend against the limit in force.
           spent_credits: sum.month.spent_credits,
-          limit_credits: lim.month.limit_credits,
-          own_limit: lim.month.own_limit_credits !== null
+          limit_credits: sum.month.limit_credits,
+          own_limit: sum.month.own_limit_credits !== null
         },
         days: usage.data.map((d) => ({ day: d.key, credits: d.credits, calls: d.calls })),
         alerts: listed.data,
@@ -94,7 +93,7 @@ const makePages = Effect.gen(function*() {
       const result = yield* Effect.result(autoReload.saveCard(caller.account.id, parsed.card))
       if (result._tag === "Failure") return yield* render(s, caller, { cardError: result.failure.error.message }, 400)
       if (result.success._tag === "Declined") {
-        return yield* render(s, caller, { cardError: `The card was declined: ${result.success.message}` }, 402)
+        return yield* render(s, caller, { cardError: `${result.success.message} Nothing was saved.` }, 402)
       }
       return yield* render(s, caller, { notice: `Card saved: ${result.success.auto_reload.card ?? ""}.` })
     })

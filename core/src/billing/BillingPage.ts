@@ -105,7 +105,7 @@ export const usageChart = (period: string, days: ReadonlyArray<UsageDay>): strin
   const n = daysInMonth(period)
   const byDay = new Map(days.map((d) => [Number(d.day.slice(8, 10)), d]))
   const top = niceCeiling(Math.max(0, ...days.map((d) => d.credits)))
-  const [W, H, left, right, upper, bottom] = [640, 220, 64, 8, 12, 28]
+  const [W, H, left, right, upper, bottom] = [640, 230, 64, 8, 12, 34]
   const plotW = W - left - right
   const plotH = H - upper - bottom
   const slot = plotW / n
@@ -140,6 +140,7 @@ export const usageChart = (period: string, days: ReadonlyArray<UsageDay>): strin
 ${ticks}
 <line class="axis" x1="${left}" x2="${W - right}" y1="${upper + plotH}" y2="${upper + plotH}"/>
 ${bars}
+${days.length === 0 ? `<text x="${left + plotW / 2}" y="${upper + plotH / 2}" text-anchor="middle">No usage this month yet</text>` : ""}
 ${xLabels}
 <text x="${left}" y="${H - 2}" text-anchor="start">day of ${escapeHtml(monthName(period))} (UTC)</text>
 <text x="12" y="${upper + plotH / 2}" text-anchor="middle" transform="rotate(-90 12 ${upper + plotH / 2})">credits</text>
@@ -185,12 +186,14 @@ ${
 const spendBar = (month: BillingPageView["month"]) => {
   const share = month.limit_credits > 0 ? month.spent_credits / month.limit_credits : month.spent_credits > 0 ? 1 : 0
   const percent = Math.min(100, Math.max(0, share * 100))
+  // Any spend shows at least a sliver, so a small spend is not read as none.
+  const width = month.spent_credits > 0 ? `max(3px, ${percent.toFixed(2)}%)` : "0"
   return `<p id="month-spend"><strong>${escapeHtml(formatCredits(month.spent_credits))}</strong> of ${
     escapeHtml(formatCredits(month.limit_credits))
   } credits spent in ${escapeHtml(monthName(month.period))} (${month.own_limit ? "your own monthly limit" : "your tier's monthly limit"})</p>
 <div class="bar${share >= 1 ? " over" : ""}" role="progressbar" aria-label="This month's spend against the monthly limit" aria-valuemin="0" aria-valuemax="100" aria-valuenow="${
     percent.toFixed(0)
-  }"><span style="width: ${percent.toFixed(2)}%"></span></div>`
+  }"><span style="width: ${width}"></span></div>`
 }
 
 const cardForm = (ctx: PageContext, view: BillingPageView) =>
@@ -268,7 +271,8 @@ export const receiptPage = (ctx: PageContext, email: string, r: Receipt): string
 <dt>Receipt</dt><dd id="receipt-id">${escapeHtml(r.id)}</dd>
 <dt>Paid</dt><dd>${escapeHtml(when(r.paid_at))}</dd>
 <dt>Account</dt><dd>${escapeHtml(email)}</dd>
-<dt>Item</dt><dd id="receipt-title">${escapeHtml(r.title)}${r.auto_reload ? " (automatic top-up)" : ""}</dd>
+<dt>Item</dt><dd id="receipt-title">${escapeHtml(r.title)}</dd>
+<dt>Payment</dt><dd id="receipt-kind">${r.auto_reload ? "automatic top-up, charged to the saved card" : "a purchase"}</dd>
 <dt>Credits</dt><dd>${escapeHtml(formatCredits(r.credits))}</dd>
 <dt>Paid with</dt><dd>${escapeHtml(r.paid_with)}</dd>
 <dt>Amount</dt><dd class="big" id="receipt-amount">${escapeHtml(r.amount.text)}</dd>

@@ -1,0 +1,255 @@
+/**
+ * The billing page end to end (issue 11, docs/billing.md "The billing page"), as a person meets it
+ * in headless Chromium, on any shell (the shell's `start`, as for AccountsBrowserFlow.ts: the demo
+ * catalogue on the reference machine started here, mail through the local SMTP server started here).
+ *
+ * A person signs up with a passkey, creates a key, buys credits, opens the billing page, saves the
+ * test card 4242…, and turns automatic top-ups on with a threshold just below the balance; priced
+ * model calls with the key cross it, and the page shows the top-up's receipt (automatic top-up) and
+ * today's bar in the usage chart. Then the card 4000 0000 0000 0341 (saved, every later charge
+ * declined) replaces it, the threshold is raised above the balance, a call crosses it, and the
+ * page shows last_error. Screenshots go to the caller's `artifacts` directory.
+ */
+import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
+import { existsSync, mkdirSync } from "node:fs"
+import { join } from "node:path"
+import { type Browser, chromium, type Page } from "playwright-core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { FlowSetup, PlatformUnderTest } from "./AccountsBrowserFlow.ts"
+import { type Mailbox, recipients, startSmtp } from "./LocalSmtp.ts"
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
+
+export interface BillingFlowOptions {
+  readonly shell: string
+  readonly artifacts: string
+  readonly start: (setup: FlowSetup) => Promise<PlatformUnderTest>
+}
+
+const waitFor = async <A>(what: string, probe: () => Promise<A | undefined>, ms = 20_000): Promise<A> => {
+  const deadline = Date.now() + ms
+  while (Date.now() < deadline) {
+    const found = await probe()
+    if (found !== undefined) return found
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  throw new Error(`waited ${ms} ms for ${what}`)
+}
+
+export const billingPageFlow = (options: BillingFlowOptions) => {
+  const haveChromium = existsSync(CHROMIUM)
+  if (!haveChromium) console.warn(`billing page flow (${options.shell}): no Chromium at ${CHROMIUM}; run scripts/ensure-chromium.sh`)
+
+  describe.skipIf(!haveChromium)(`the billing page in a headless browser (${options.shell})`, () => {
+    let machine: ReferenceMachine
+    let mailbox: Mailbox
+    let browser: Browser
+    let platform: PlatformUnderTest | undefined
+    let url = ""
+    let accounts = ""
+
+    beforeAll(async () => {
+      mkdirSync(options.artifacts, { recursive: true })
+      machine = await startReferenceMachine({ port: 0 })
+      mailbox = await startSmtp()
+      platform = await options.start({ smtpUrl: mailbox.url, machineUrl: machine.url, recoveryDelayMs: 60_000 })
+      url = platform.url
+      accounts = platform.accounts
+      browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        headless: true,
+        args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync"]
+      })
+    }, 120_000)
+
+    afterAll(async () => {
+      await browser?.close()
+      await platform?.stop()
+      await mailbox?.close()
+      await machine?.close()
+    })
+
+    const shot = (page: Page, name: string) => page.screenshot({ path: join(options.artifacts, `${name}.png`), fullPage: true })
+
+    const api = async (secret: string, path: string) => {
+      const response = await fetch(url + path, { headers: { authorization: `Bearer ${secret}` } })
+      return { status: response.status, body: await response.json() as any }
+    }
+
+    const call = async (secret: string) => {
+      const response = await fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "ref-chat", machine: "ref-local", messages: [{ role: "user", content: "Hello there" }], max_tokens: 16 })
+      })
+      const body = await response.text()
+      expect(response.status, body).toBe(200)
+    }
+
+    const balance = async (secret: string): Promise<number> => (await api(secret, "/credits")).body.total_credits
+
+    /** Signs a new person up with a passkey, confirms by mail, creates a key; answers its secret. */
+    const signUp = async (page: Page, email: string) => {
+      await page.goto(`${accounts}/sign-up`)
+      await page.fill("#email", email)
+      await page.click("#sign-up")
+      await page.waitForURL(/\/accounts\/check-email/, { timeout: 15_000 })
+      const link = await waitFor("the confirmation mail", async () =>
+        mailbox.received.filter((m) => recipients(m).includes(email))
+          .map((m) => /https?:\/\/\S+\/confirm\?token=[\w-]+/.exec(m.text ?? "")?.[0]).find((l) => l !== undefined))
+      await page.goto(link)
+      await page.click("#confirm")
+      await page.waitForURL(/\/accounts\/welcome/)
+      await page.fill("#key-name", "billing key")
+      await page.click("#create-key")
+      return (await page.locator("#key-secret").textContent())!.trim()
+    }
+
+    const buy = async (page: Page, amountUsd: number) => {
+      await page.goto(`${accounts}/manage`)
+      await page.fill("#buy-amount", String(amountUsd))
+      await page.click("#buy-credits")
+      await page.click("#pay-link")
+      await page.getByTestId("card-number").fill("4242 4242 4242 4242")
+      await page.getByTestId("expiry").fill("12/34")
+      await page.getByTestId("cvc").fill("123")
+      await page.getByTestId("pay").click()
+      await page.getByTestId("paid").waitFor({ timeout: 15_000 })
+    }
+
+    const saveCard = async (page: Page, number: string) => {
+      await page.fill("#card-number", number)
+      await page.fill("#card-expiry", "12/34")
+      await page.fill("#card-cvc", "123")
+      await page.click("#save-card")
+      await page.locator("#notice").waitFor()
+    }
+
+    const setAutoReload = async (page: Page, threshold: number, amountUsd: number) => {
+      await page.check("#auto-reload-enabled")
+      await page.fill("#auto-reload-threshold", String(threshold))
+      await page.fill("#auto-reload-amount", String(amountUsd))
+      await page.click("#save-auto-reload")
+      await page.locator("#notice").waitFor()
+      expect(await page.locator("#notice").textContent()).toContain("on")
+    }
+
+    it("a card, automatic top-ups, their receipt, the usage chart and a failed top-up's error", async () => {
+      const started = Date.now()
+      const context = await browser.newContext()
+      const page = await context.newPage()
+      const cdp = await context.newCDPSession(page)
+      await cdp.send("WebAuthn.enable")
+      await cdp.send("WebAuthn.addVirtualAuthenticator", {
+        options: { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true }
+      })
+      const secret = await signUp(page, `billing-${Date.now()}@test.local`)
+      await buy(page, 10)
+      expect(await balance(secret)).toBe(10_000)
+
+      // The manage page links to the billing page.
+      await page.goto(`${accounts}/manage`)
+      await page.click("#billing-link")
+      await page.waitForURL(/\/accounts\/billing$/)
+      expect(await page.locator("#balance").textContent()).toContain("10,000 credits")
+      expect(await page.locator("#receipts li").count()).toBe(1)
+      expect(await page.locator("#usage-chart rect.day").count()).toBe(0)
+      await shot(page, "01-billing-new")
+
+      // Enabling without a card is refused on the page.
+      await page.check("#auto-reload-enabled")
+      await page.fill("#auto-reload-threshold", "9000")
+      await page.fill("#auto-reload-amount", "5")
+      await page.click("#save-auto-reload")
+      await page.locator("#settings-error").waitFor()
+      await shot(page, "02-auto-reload-needs-card")
+
+      // A card number the processor refuses, then the good one.
+      await page.fill("#card-number", "4000 0000 0000 0002")
+      await page.fill("#card-expiry", "12/34")
+      await page.fill("#card-cvc", "123")
+      await page.click("#save-card")
+      await page.locator("#card-error").waitFor()
+      await shot(page, "03-card-declined")
+      await saveCard(page, "4242 4242 4242 4242")
+      expect(await page.locator("#saved-card").textContent()).toContain("4242")
+
+      // A priced call (settled in the background: its charge is waited for) tells what a call
+      // costs, a few thousandths of a credit; the threshold goes a few calls below the balance.
+      await call(secret)
+      const afterOne = await waitFor("the first call's charge", async () => {
+        const b = await balance(secret)
+        return b < 10_000 ? b : undefined
+      })
+      const perCall = 10_000 - afterOne
+      await page.goto(`${accounts}/billing`)
+      await setAutoReload(page, Math.round((afterOne - perCall * 2.5) * 1e6) / 1e6, 5)
+      await shot(page, "04-auto-reload-on")
+
+      // Calls cross the threshold: one automatic top-up, its receipt on the page.
+      const topUpReceipt = async () => {
+        const receipts = (await api(secret, "/billing/receipts")).body.data as Array<{ auto_reload: boolean }>
+        return receipts.some((r) => r.auto_reload) ? true : undefined
+      }
+      for (let i = 0; i < 20 && (await topUpReceipt()) === undefined; i++) await call(secret)
+      await waitFor("the automatic top-up's receipt", topUpReceipt).catch(async (error) => {
+        await page.goto(`${accounts}/billing`)
+        await shot(page, "05-no-top-up")
+        const state = await Promise.all(["/billing/alerts", "/billing/auto-reload", "/credits"].map((p) => api(secret, p)))
+        throw new Error(`${error}\n${JSON.stringify(state.map((s) => s.body))}`)
+      })
+      await page.goto(`${accounts}/billing`)
+      const topUp = page.locator(`#receipts li[data-auto-reload="true"]`)
+      expect(await topUp.count()).toBe(1)
+      expect(await topUp.textContent()).toContain("$5.00")
+      const today = new Date().toISOString().slice(0, 10)
+      expect(await page.locator(`#usage-chart rect.day[data-day="${today}"]`).count()).toBe(1)
+      expect(await page.locator("#usage-chart title").first().textContent()).toContain("Usage by day")
+      expect(await page.locator(`#alerts li[data-kind="auto_reload_paid"] .badge.new`).count()).toBe(1)
+      await shot(page, "05-topped-up")
+      // Seen once shown: the next view lists it without "new".
+      await page.reload()
+      expect(await page.locator(`#alerts li[data-kind="auto_reload_paid"]`).count()).toBe(1)
+      expect(await page.locator("#alerts .badge.new").count()).toBe(0)
+      expect((await api(secret, "/billing/alerts")).body.data.every((a: { seen: boolean }) => a.seen)).toBe(true)
+
+      // Its printable receipt.
+      await topUp.getByRole("link", { name: "receipt" }).click()
+      await page.locator("#receipt-amount").waitFor()
+      expect(await page.locator("#receipt-title").textContent()).toContain("Automatic top-up")
+      expect(await page.locator("#receipt-kind").textContent()).toContain("automatic top-up")
+      await shot(page, "06-receipt")
+      await page.emulateMedia({ media: "print" })
+      await shot(page, "07-receipt-print")
+      await page.emulateMedia({ media: "screen" })
+
+      // The card whose charges fail; a threshold above the balance; the next call's crossing fails.
+      await page.goto(`${accounts}/billing`)
+      await saveCard(page, "4000 0000 0000 0341")
+      expect(await page.locator("#saved-card").textContent()).toContain("0341")
+      await setAutoReload(page, Math.ceil((await balance(secret)) + 1_000), 5)
+      const lastError = async () => (await api(secret, "/billing/auto-reload")).body.last_error ?? undefined
+      for (let i = 0; i < 5 && (await lastError()) === undefined; i++) await call(secret)
+      await waitFor("last_error", lastError)
+      await page.goto(`${accounts}/billing`)
+      await page.locator("#auto-reload-error").waitFor()
+      expect(await page.locator(`#alerts li[data-kind="auto_reload_failed"]`).count()).toBe(1)
+      expect(await page.locator(`#receipts li[data-auto-reload="true"]`).count()).toBe(1)
+      await shot(page, "08-top-up-failed")
+
+      // A form posted without the session's CSRF token changes nothing.
+      const refused = await page.evaluate(async (base) => {
+        const r = await fetch(`${base}/billing/auto-reload`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: "enabled=false&threshold_credits=1&amount_usd=5&csrf=wrong"
+        })
+        return r.status
+      }, accounts)
+      expect(refused).toBe(403)
+      expect((await api(secret, "/billing/auto-reload")).body.enabled).toBe(true)
+      console.log(`billing page flow (${options.shell}): ${Date.now() - started} ms`)
+      await context.close()
+    }, 180_000)
+  })
+}
