@@ -212,6 +212,8 @@ export const accountsBrowserFlow = (options: AccountsFlowOptions) => {
 
       // The first API key: its secret once, and how to call a model with it.
       await page.fill("#key-name", "first key")
+      // The second person's key may also manage the account (the form ticks inference and read).
+      if (n === 2) await page.check('#key-permissions input[value="manage"]')
       await page.click("#create-key")
       const secret = (await page.locator("#key-secret").textContent())!.trim()
       expect(secret).toMatch(/^mpk_/)
@@ -220,6 +222,7 @@ export const accountsBrowserFlow = (options: AccountsFlowOptions) => {
       const me = await api(secret, "GET", "/me")
       expect(me.status).toBe(200)
       expect(me.body.email).toBe(email)
+      expect(me.body.key.permissions).toEqual(n === 2 ? ["inference", "read", "manage"] : ["inference", "read"])
       const keyId = me.body.key.id as string
 
       // Credits through the checkout page, then a model call with the key.

@@ -37,7 +37,7 @@ export const STYLE = `
           border: 1px solid #c8ccd4; border-radius: 6px; }
   fieldset { border: 0; padding: 0; margin: .75rem 0 0; } legend { font-size: .85rem; margin-bottom: .25rem; }
   .check { display: inline-flex; align-items: center; gap: .3rem; margin-right: 1rem; font-size: .9rem; }
-  #key-permissions .check { display: flex; margin: .2rem 0; }
+  #key-permissions .check { display: flex; align-items: baseline; gap: .5rem; margin: .3rem 0; }
   button { margin-top: 1.25rem; width: 100%; padding: .75rem; font-size: 1rem; border: 0; border-radius: 6px;
            background: #3a5bd9; color: #fff; cursor: pointer; }
   button.secondary { background: #eef1fb; color: #2c46a8; }
@@ -188,7 +188,7 @@ ${
     PERMISSION_CHOICES.map(({ value, label }) =>
       `<label class="check"><input type="checkbox" name="permission" value="${value}"${
         DEFAULT_PERSON_KEY_PERMISSIONS.includes(value) ? " checked" : ""
-      }> ${escapeHtml(label)} <span class="note">(${value})</span></label>`
+      }><span>${escapeHtml(label)} <span class="note">(${value})</span></span></label>`
     ).join("\n")
   }
 </fieldset>
