@@ -1,0 +1,105 @@
+/**
+ * The Lambda shell as a browser meets it, for the browser tests: the handlers over a fresh table
+ * on DynamoDB Local behind a local stand-in for API Gateway, routed as cdk/stack.ts routes
+ * (/accounts and /accounts/* to the accounts function, with two containers taking turns; the rest
+ * to the API function). The same stand-in as Accounts.browser.test.ts, shared by
+ * BillingPage.browser.test.ts.
+ */
+import { parseCatalogue } from "@model-platform/core/CatalogueConfig"
+import { SmtpEmailSender } from "@model-platform/node-http/SmtpEmailSender"
+import type { FlowSetup, PlatformUnderTest } from "@model-platform/test-harness/AccountsBrowserFlow"
+import { Effect, Redacted } from "effect"
+import { readFileSync } from "node:fs"
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import type * as Net from "node:net"
+import { resolve } from "node:path"
+import { type LambdaHandler, makeHandler } from "../src/Handler.ts"
+import { startDynamoLocal } from "./dynamoLocal.ts"
+import { invocationContext, requestToEvent, resultToResponse, tableOn } from "./support.ts"
+
+const demo = readFileSync(resolve(import.meta.dirname, "../../node-http/catalogue.demo.json"), "utf8")
+
+/** Headers of one hop, which API Gateway does not pass on. */
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade"])
+
+/** cdk/stack.ts's routes to the accounts function: `ANY /accounts` and `ANY /accounts/{proxy+}`. */
+const isAccountsRoute = (path: string) => path === "/accounts" || path.startsWith("/accounts/")
+
+/** The web Request a browser's request to the stand-in for API Gateway is. */
+const toRequest = async (incoming: IncomingMessage, origin: string): Promise<Request> => {
+  const headers = new Headers()
+  for (let i = 0; i < incoming.rawHeaders.length; i += 2) {
+    const name = incoming.rawHeaders[i]!.toLowerCase()
+    if (!HOP_BY_HOP.has(name)) headers.append(name, incoming.rawHeaders[i + 1]!)
+  }
+  const chunks: Array<Buffer> = []
+  for await (const chunk of incoming) chunks.push(chunk as Buffer)
+  const body = Buffer.concat(chunks)
+  return new Request(origin + (incoming.url ?? "/"), {
+    method: incoming.method ?? "GET",
+    headers,
+    ...(body.length === 0 ? {} : { body })
+  })
+}
+
+const send = async (response: Response, outgoing: ServerResponse) => {
+  const headers: Array<[string, string]> = []
+  response.headers.forEach((value, name) => {
+    if (name !== "set-cookie") headers.push([name, value])
+  })
+  for (const cookie of response.headers.getSetCookie()) headers.push(["set-cookie", cookie])
+  outgoing.writeHead(response.status, headers.flat())
+  outgoing.end(Buffer.from(await response.arrayBuffer()))
+}
+
+/** Starts the platform for a browser flow (AccountsBrowserFlow.ts FlowSetup). */
+export const startLambdaForBrowser = async ({ smtpUrl, machineUrl, recoveryDelayMs }: FlowSetup): Promise<PlatformUnderTest> => {
+  const catalogue = Effect.runSync(parseCatalogue(demo.replace("http://127.0.0.1:8101/v1", machineUrl)))
+  const local = await startDynamoLocal()
+  const dynamo = await tableOn(local)
+  let api: LambdaHandler | undefined
+  let accounts: Array<LambdaHandler> = []
+  let turn = 0
+  const gateway = createServer((incoming, outgoing) => {
+    const origin = `http://localhost:${(gateway.address() as Net.AddressInfo).port}`
+    toRequest(incoming, origin)
+      .then(async (request) => {
+        const handler = isAccountsRoute(new URL(request.url).pathname) ? accounts[turn++ % accounts.length]! : api!
+        return resultToResponse(await handler(await requestToEvent(request), invocationContext))
+      })
+      .then((response) => send(response, outgoing))
+      .catch((error: unknown) => {
+        console.error("the stand-in for API Gateway failed", error)
+        outgoing.writeHead(502).end()
+      })
+  })
+  await new Promise<void>((listening) => gateway.listen(0, "127.0.0.1", listening))
+  const port = (gateway.address() as Net.AddressInfo).port
+  // What every function of the stack gets from the same environment (lambda.ts).
+  const options = {
+    catalogue,
+    ownerEmail: "owner@test.local",
+    publicUrl: `http://localhost:${port}`,
+    dynamo,
+    accounts: {
+      recoveryDelayMs,
+      emailSender: SmtpEmailSender({ url: Redacted.make(smtpUrl), from: "Model Platform <no-reply@test.local>" })
+    }
+  }
+  // A handler starts building at once: the first makes the owner before the others start, as
+  // containers starting together could race for it (docs/lambda.md "The owner key").
+  api = makeHandler(options)
+  await api.firstStart()
+  accounts = [makeHandler(options), makeHandler(options)]
+  for (const handler of accounts) await handler.firstStart()
+  return {
+    url: `http://127.0.0.1:${port}`,
+    accounts: `http://localhost:${port}/accounts`,
+    stop: async () => {
+      await new Promise((closed) => gateway.close(closed))
+      for (const handler of [api, ...accounts]) await handler?.dispose()
+      dynamo.client.destroy()
+      await local.stop()
+    }
+  }
+}
