@@ -12,6 +12,7 @@
  */
 import { GetParameterCommand, type SSMClient } from "@aws-sdk/client-ssm"
 import { type CatalogueConfig, parseCatalogue } from "@model-platform/core/CatalogueConfig"
+import { RecoveryDelayConfig } from "@model-platform/core/accounts/AccountsConfig"
 import { looksLikeSecret } from "@model-platform/core/Keys"
 import { Config, Effect, Schema } from "effect"
 
@@ -50,7 +51,9 @@ export const LambdaConfig = Config.all({
   publicUrl: Config.String(ENV.publicUrl).pipe(Config.option),
   accountsUrl: Config.String(ENV.accountsUrl).pipe(Config.option),
   smtpUrl: Config.Redacted(ENV.smtpUrl).pipe(Config.option),
-  smtpFrom: Config.String(ENV.smtpFrom).pipe(Config.option)
+  smtpFrom: Config.String(ENV.smtpFrom).pipe(Config.option),
+  /** ACCOUNTS_RECOVERY_DELAY_HOURS, the rule both shells read (core/src/accounts/AccountsConfig.ts). */
+  recoveryDelayMs: RecoveryDelayConfig
 })
 export type LambdaConfig = Config.Success<typeof LambdaConfig>
 

@@ -55,6 +55,7 @@ const accountsOptions = (config: LambdaConfig): Effect.Effect<AccountsOptions | 
   }
   return Effect.succeed({
     accountsUrl: Option.getOrUndefined(config.accountsUrl),
+    recoveryDelayMs: config.recoveryDelayMs,
     emailSender: SmtpEmailSender({ url, from }),
     network: SimulatedNetwork.fromConfig
   })
