@@ -164,8 +164,11 @@ export const makeUsageReports = Effect.gen(function*() {
       key_id: query.key,
       service: query.service
     })
-    // One string per page of records: few, large writes.
-    const lines = Stream.mapArray(records, (page) => [page.map(usageRecordLine).join("")] as const)
+    // One string per page of records: few, large writes. The next page is read and formatted while
+    // one is written (at most two pages ahead: memory stays bounded).
+    const lines = Stream.mapArray(records, (page) => [page.map(usageRecordLine).join("")] as const).pipe(
+      Stream.bufferArray({ capacity: 2 })
+    )
     return { filename, body: Stream.concat(Stream.make(USAGE_CSV_HEADER), lines) } satisfies UsageCsvExport
   })
 
