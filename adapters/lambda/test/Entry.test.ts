@@ -273,5 +273,7 @@ describe("src/lambda.ts: the account service", () => {
     } finally {
       Fs.rmSync(outDir, { recursive: true, force: true })
     }
-  }, 60_000)
+    // esbuild bundles the whole platform, then the bundle is imported: a minute when the
+    // machine is busy with other test files.
+  }, 180_000)
 })
