@@ -607,9 +607,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0009_token_subjects": tokenSubjects,
   "0010_identities": identities,
   "0011_usage_rollups": usageRollups,
-  // Registered after 0013: the migrator runs only ids above the latest it has applied, so a
-  // database migrated to 0013 before this entry existed never gets 0012 (recreate it; a test
-  // server: scripts/ci-postgres.sh stop, then start).
   "0012_ledger_budgets": ledgerBudgets,
   "0013_billing_settings": billingSettings,
   "0014_alerts": alerts,
