@@ -162,6 +162,7 @@ export const billingPageFlow = (options: BillingFlowOptions) => {
       await page.fill("#auto-reload-amount", "5")
       await page.click("#save-auto-reload")
       await page.locator("#settings-error").waitFor()
+      expect(await page.locator("#settings-error").textContent()).toContain("Save a card")
       await shot(page, "02-auto-reload-needs-card")
 
       // A card number the processor refuses, then the good one.

@@ -116,6 +116,10 @@ const makePages = Effect.gen(function*() {
           posted
         }, 400)
       }
+      // The API's refusal names the API; a person is told where the card goes on this page.
+      if (body.value.enabled && (yield* autoReload.view(caller.account.id)).card === null) {
+        return yield* render(s, caller, { settingsError: "Save a card above first: automatic top-ups charge the saved card.", posted }, 400)
+      }
       const result = yield* Effect.result(autoReload.set(caller, body.value))
       if (result._tag === "Failure") {
         return yield* render(s, caller, { settingsError: result.failure.error.message.replace(/^enabled: /, ""), posted }, 400)

@@ -140,7 +140,7 @@ export const usageChart = (period: string, days: ReadonlyArray<UsageDay>): strin
 ${ticks}
 <line class="axis" x1="${left}" x2="${W - right}" y1="${upper + plotH}" y2="${upper + plotH}"/>
 ${bars}
-${days.length === 0 ? `<text x="${left + plotW / 2}" y="${upper + plotH / 2}" text-anchor="middle">No usage this month yet</text>` : ""}
+${days.length === 0 ? `<text x="${left + plotW / 2}" y="${upper + plotH / 4}" text-anchor="middle">No usage this month yet</text>` : ""}
 ${xLabels}
 <text x="${left}" y="${H - 2}" text-anchor="start">day of ${escapeHtml(monthName(period))} (UTC)</text>
 <text x="12" y="${upper + plotH / 2}" text-anchor="middle" transform="rotate(-90 12 ${upper + plotH / 2})">credits</text>
