@@ -48,6 +48,10 @@
  *                      what the spans of Effect.fn / withSpan / the SQL client cost
  *   --no-journal       the server keeps no metering journal (main.ts keeps one: FileMeteringJournal)
  *   --keep-db          do not drop the benchmark's database at the end
+ *   --alerts           the account has alert points (50, 80, 100) and a low-balance threshold (1
+ *                      credit, never crossed), so billing's check after each settled batch makes
+ *                      all its reads (docs/billing.md "Alerts"); without it the account configured
+ *                      nothing and billing reads its settings once per SETTINGS_CACHE_MS (5 s)
  *   --spans            record the server's Effect spans (each SQL statement by its text, each store
  *                      and use-case span) and print their mean wall time per platform call, per run;
  *                      a diagnostic: recording costs time itself, so latencies of such a run are higher
@@ -61,6 +65,7 @@ import { Gateway } from "@model-platform/core/gateway/Gateway"
 import { MachineHttpLayer } from "@model-platform/core/gateway/MachineHttp"
 import { Ledger } from "@model-platform/core/Ledger"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
+import { BillingSettingsStore } from "@model-platform/core/ports/BillingSettingsStore"
 import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
 import { UsageStore } from "@model-platform/core/ports/UsageStore"
 import { MachineClient } from "@model-platform/core/ports/MachineClient"
@@ -335,6 +340,12 @@ const runServer = async () => {
     yield* (yield* AccountStore).insert({ id: accountId, email: `${accountId}@bench.local`, created_at: new Date().toISOString() })
     const key = yield* (yield* ApiKeys).issue(accountId, { name: "bench", permissions: ["inference", "read"] })
     yield* (yield* Ledger).credit(accountId, { ref: `bench_grant_${accountId}`, machine_id: null, amount: INITIAL_CREDIT, type: "credit_added" })
+    if (has("alerts")) {
+      yield* (yield* BillingSettingsStore).update(accountId, {
+        alert_points: [50, 80, 100],
+        auto_reload: { enabled: false, threshold: 1_000_000n, amount_usd: 5, card: null }
+      })
+    }
     return { url: `http://127.0.0.1:${server.address.port}` as string, secret: key.secret, accountId, database: version }
   })
   const ready = await runtime.runPromise(setup)

@@ -169,7 +169,7 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
   // Alerts and automatic top-ups (docs/billing.md), told by the gateway when balances change.
   const alerts = Alerts.layer.pipe(Layer.provide(options.alertMail ?? Layer.empty))
   const topUps = TopUps.layer.pipe(Layer.provideMerge(alerts), Layer.provide(Layer.mergeAll(rails, money)))
-  const billing = Layer.mergeAll(AutoReload.layer, BillingWatch.layer).pipe(Layer.provideMerge(topUps), Layer.provide(rails))
+  const billing = AutoReload.layer.pipe(Layer.provideMerge(BillingWatch.layer), Layer.provideMerge(topUps), Layer.provide(rails))
   const health = options.healthCheck === undefined ? Layer.empty : HealthChecker.layer(config, options.healthCheck)
   const gateway = Gateway.layer(options.gateway).pipe(
     Layer.provideMerge(health),

@@ -6,7 +6,7 @@
  * lives in the top-up state the engine swaps (billing/TopUp.ts). Either change re-arms the
  * top-up and lifts the wait after a failure (TopUps.resume).
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { Caller } from "../ApiKeys.ts"
 import { Catalogue } from "../Catalogue.ts"
 import * as Errors from "../Errors.ts"
@@ -17,6 +17,7 @@ import * as Time from "../Time.ts"
 import type { AutoReload as AutoReloadView, SetAutoReload } from "./Schemas.ts"
 import type { BillingSettings } from "./Settings.ts"
 import { TopUps } from "./TopUp.ts"
+import { BillingWatch } from "./Watch.ts"
 
 /** The largest threshold a record keeps (an int8 of micro-credits). */
 export const MAX_THRESHOLD_MICRO = 2n ** 63n - 1n
@@ -42,6 +43,10 @@ export class AutoReload extends Context.Service<AutoReload, {
     Effect.gen(function*() {
       const settingsStore = yield* BillingSettingsStore
       const topUps = yield* TopUps
+      const watch = Option.getOrUndefined(yield* Effect.serviceOption(BillingWatch))
+      /** After a change: armed again, the wait after a failure lifted, the watch reading the settings anew. */
+      const changed = (accountId: string) =>
+        Effect.andThen(topUps.resume(accountId), watch === undefined ? Effect.void : watch.forget(accountId))
       const processor = yield* CardProcessor
       const catalogue = yield* Catalogue
       const cardsTaken = catalogue.config.payments.card !== null
@@ -82,7 +87,7 @@ export class AutoReload extends Context.Service<AutoReload, {
         yield* settingsStore.update(accountId, {
           auto_reload: { enabled: body.enabled, threshold, amount_usd: body.amount_usd, card: current.auto_reload.card }
         })
-        yield* topUps.resume(accountId)
+        yield* changed(accountId)
         return yield* view(accountId)
       })
 
@@ -104,7 +109,7 @@ export class AutoReload extends Context.Service<AutoReload, {
             }
           }
         })
-        yield* topUps.resume(accountId)
+        yield* changed(accountId)
         return { _tag: "Saved", auto_reload: yield* view(accountId) } satisfies SaveCardResult
       })
 

@@ -7,12 +7,14 @@
  * - `refused`: a priced call refused at a monthly limit raises monthly_limit_reached or
  *   key_monthly_limit_reached (once per month).
  *
- * Cheap on the hot path: per account and batch one read of its billing settings, and nothing
- * more for an account with no alert points, no threshold and top-ups off. Checks of one account
- * never overlap in a process: batches settling while one runs ask for one more run after it
- * (coalesced), so a stream of batches costs at most one check at a time per account. The
- * checks are level-triggered (spend >= point, balance < threshold, read fresh each time), so a
- * check skipped or failed is made good by the account's next settlement.
+ * Cheap on the hot path: an account with no alert points, no threshold and top-ups off costs one
+ * read of its billing settings, and then none for SETTINGS_CACHE_MS (that answer is kept; a
+ * change made in this process forgets it at once, one made elsewhere is seen within that time).
+ * Checks of one account never overlap in a process: batches settling while one runs ask for one
+ * more run, at least RECHECK_MS after the last one started, so a stream of batches costs at most
+ * one check at a time per account and a few a second. The checks are level-triggered (spend >=
+ * point, balance < threshold, read fresh each time), so a check skipped, delayed or failed is
+ * made good by a later one.
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { Catalogue } from "../Catalogue.ts"
@@ -26,12 +28,18 @@ import { TopUps } from "./TopUp.ts"
 
 /** How long an account's tier limit (from its purchased credits) is reused, as admission caches it. */
 const TIER_CACHE_MS = 10_000
+/** How long "this account configured nothing" is believed without reading its settings again. */
+export const SETTINGS_CACHE_MS = 5_000
+/** The least time between the starts of two checks of one account in a process. */
+export const RECHECK_MS = 200
 
 export class BillingWatch extends Context.Service<BillingWatch, {
   /** The accounts charged by a batch of settlements (any order, repeats allowed). Never fails. */
   readonly settled: (accountIds: Iterable<string>) => Effect.Effect<void>
   /** A priced call was refused at a monthly limit ("account" or "key:<id>") of `month`. Never fails. */
   readonly refused: (accountId: string, budget: string, month: string, limit: bigint) => Effect.Effect<void>
+  /** The account's settings changed in this process: read them again at its next check. */
+  readonly forget: (accountId: string) => Effect.Effect<void>
 }>()("@model-platform/core/billing/BillingWatch") {
   static readonly layer: Layer.Layer<
     BillingWatch,
@@ -74,13 +82,24 @@ const makeWatch = Effect.gen(function*() {
     }
   })
 
+  /** Accounts seen with nothing configured, and when. */
+  const unconfigured = new Map<string, number>()
+
   const check = (accountId: string) =>
     Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const seen = unconfigured.get(accountId)
+      if (seen !== undefined && now - seen < SETTINGS_CACHE_MS) return
       const settings = yield* settingsStore.get(accountId)
       const auto = settings.auto_reload
       const watchSpend = settings.alert_points.length > 0
       const watchBalance = auto.enabled || auto.threshold > 0n
-      if (!watchSpend && !watchBalance) return
+      if (!watchSpend && !watchBalance) {
+        if (unconfigured.size >= 10_000) unconfigured.clear()
+        unconfigured.set(accountId, now)
+        return
+      }
+      unconfigured.delete(accountId)
       yield* Effect.all([
         watchSpend ? spend(accountId, settings.alert_points) : Effect.void,
         watchBalance ? topUps.check(accountId, auto) : Effect.void
@@ -104,22 +123,30 @@ const makeWatch = Effect.gen(function*() {
       running.set(accountId, entry)
       // Deciding to stop and leaving the map are one synchronous step: a request arriving after
       // it starts a run of its own, one arriving before it is served by another round here.
-      const loop: Effect.Effect<void> = Effect.andThen(
-        check(accountId),
-        Effect.suspend(() => {
-          if (entry.again) {
-            entry.again = false
-            return loop
-          }
-          running.delete(accountId)
-          return Effect.void
-        })
-      )
-      return Effect.onInterrupt(loop, () => Effect.sync(() => running.delete(accountId)))
+      const loop = (started: number): Effect.Effect<void> =>
+        Effect.andThen(
+          check(accountId),
+          Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            if (!entry.again) {
+              running.delete(accountId)
+              return Effect.void
+            }
+            const wait = started + RECHECK_MS - now
+            return Effect.andThen(
+              wait > 0 ? Effect.sleep(wait) : Effect.void,
+              Effect.suspend(() => {
+                entry.again = false
+                return Effect.flatMap(Clock.currentTimeMillis, loop)
+              })
+            )
+          })
+        )
+      return Effect.onInterrupt(Effect.flatMap(Clock.currentTimeMillis, loop), () => Effect.sync(() => running.delete(accountId)))
     })
 
   return BillingWatch.of({
     settled: (accountIds) => Effect.forEach(new Set(accountIds), watch, { concurrency: "unbounded", discard: true }),
-    refused: (accountId, budget, month, limit) => Effect.asVoid(alerts.raise(accountId, limitReachedAlert(budget, month, limit)))
+    refused: (accountId, budget, month, limit) => Effect.asVoid(alerts.raise(accountId, limitReachedAlert(budget, month, limit))),
+    forget: (accountId) => Effect.sync(() => void unconfigured.delete(accountId))
   })
 })
