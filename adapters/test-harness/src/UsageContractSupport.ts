@@ -1,0 +1,96 @@
+/**
+ * What the usage store's contract suites share (UsageContract.ts, UsageReportContract.ts): fresh
+ * accounts and refs, full records, the ranges and snapshots the tests compare.
+ */
+import { assert } from "@effect/vitest"
+import { Cause, Effect, Exit, Stream } from "effect"
+import { generateId } from "@model-platform/core/Keys"
+import {
+  dayOf,
+  reportOf,
+  type UsageDays,
+  type UsageDimension,
+  type UsageQuery,
+  type UsageRecord,
+  UsageStore
+} from "@model-platform/core/ports/UsageStore"
+import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+
+/** Store layers may open a database, which takes a few seconds on embedded Postgres. */
+export const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
+
+export const unbounded = { concurrency: "unbounded" } as const
+
+/** A fixed instant plus `ms`. */
+export const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
+export const HOUR = 3_600_000
+export const DAY = 24 * HOUR
+
+export const freshAccount = generateId("acct")
+export const freshRef = generateId("usage")
+
+/** A record of `accountId` with every field set; `fields` overrides. */
+export const usageRecord = Effect.fnUntraced(function*(accountId: string, fields: Partial<UsageRecord> = {}) {
+  const record: UsageRecord = {
+    ref: yield* freshRef,
+    account_id: accountId,
+    at: at(0),
+    key_id: "key_a",
+    agent_id: null,
+    machine_id: "m_1",
+    service: "chat",
+    model: "ref-chat",
+    unit: "tokens",
+    quantity: 1_500n,
+    input_tokens: 1_000n,
+    output_tokens: 500n,
+    list_credits: 3_000n,
+    credits: 2_000n,
+    from_allowance: 600n,
+    from_trial: 400n,
+    ...fields
+  }
+  return record
+})
+
+/** Records and checks it was new. */
+export const recorded = Effect.fnUntraced(function*(accountId: string, fields: Partial<UsageRecord> = {}) {
+  const record = yield* usageRecord(accountId, fields)
+  assert.strictEqual(yield* (yield* UsageStore).record(record), "Recorded")
+  return record
+})
+
+export const wholeRange = (accountId: string): UsageQuery => ({ account_id: accountId, from: at(-400 * DAY), to: at(400 * DAY) })
+
+export const DIMENSIONS: ReadonlyArray<UsageDimension> = ["day", "service", "model", "key", "agent"]
+
+export const wholeDays = (accountId: string): UsageDays => ({
+  account_id: accountId,
+  from: dayOf(at(-400 * DAY)),
+  to: dayOf(at(400 * DAY))
+})
+
+/** What the store shows of an account: "changes nothing" compares these. */
+export const snapshot = Effect.fnUntraced(function*(accountId: string) {
+  const store = yield* UsageStore
+  const query = wholeRange(accountId)
+  return {
+    list: yield* store.list(query),
+    spent: yield* store.spent(query),
+    report: yield* store.report(wholeDays(accountId), "model")
+  }
+})
+
+/** The whole stream, collected (tests only: small ranges). */
+export const streamed = (query: UsageQuery, pageSize?: number) =>
+  Effect.flatMap(UsageStore, (store) => Stream.runCollect(store.stream(query, { pageSize })))
+
+/** Store failures are defects: input that breaks the port's rules must die, not succeed or fail. */
+export const assertDies = <A, E, R>(effect: Effect.Effect<A, E, R>, what: string) =>
+  Effect.gen(function*() {
+    const exit = yield* Effect.exit(effect)
+    assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause), `${what}: expected a defect, got ${exit}`)
+  })
+
+export const sum = (records: ReadonlyArray<UsageRecord>) => records.reduce((acc, r) => acc + r.credits, 0n)
+
