@@ -1,115 +1,19 @@
 /**
  * Accounts for people end to end on the Lambda shell (the shared flow of
- * adapters/test-harness/src/AccountsBrowserFlow.ts): the handler over a fresh table on DynamoDB
+ * adapters/test-harness/src/AccountsBrowserFlow.ts): the handlers over a fresh table on DynamoDB
  * Local, mail through the SMTP sender lambda.ts uses, the demo catalogue.
  *
- * Chromium reaches the functions through a small local HTTP server standing in for API Gateway:
- * each request becomes the payload 2.0 event API Gateway would send (support.ts), routed as
- * cdk/stack.ts routes it: /accounts and /accounts/* to the accounts function, the rest to the API
- * function. Every function is its own handler over the same table, as separate containers are, and
- * the accounts function has two containers taking turns, so no step of a ceremony or a session may
- * live in one container's memory. The browser opens http://localhost:<port> (passkeys need a secure
- * context, which localhost is); PUBLIC_URL is that address, so the account service is at
- * PUBLIC_URL/accounts. Screenshots in adapters/lambda/test-artifacts/accounts/ (gitignored).
+ * Chromium reaches the functions through the local stand-in for API Gateway of lambdaBrowser.ts,
+ * routed as cdk/stack.ts routes: the accounts function has two containers taking turns, so no step
+ * of a ceremony or a session may live in one container's memory. Screenshots in
+ * adapters/lambda/test-artifacts/accounts/ (gitignored).
  */
-import { parseCatalogue } from "@model-platform/core/CatalogueConfig"
-import { SmtpEmailSender } from "@model-platform/node-http/SmtpEmailSender"
 import { accountsBrowserFlow } from "@model-platform/test-harness/AccountsBrowserFlow"
-import { Effect, Redacted } from "effect"
-import { readFileSync } from "node:fs"
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import type * as Net from "node:net"
 import { resolve } from "node:path"
-import { type LambdaHandler, makeHandler } from "../src/Handler.ts"
-import { startDynamoLocal } from "./dynamoLocal.ts"
-import { invocationContext, requestToEvent, resultToResponse, tableOn } from "./support.ts"
-
-const demo = readFileSync(resolve(import.meta.dirname, "../../node-http/catalogue.demo.json"), "utf8")
-
-/** Headers of one hop, which API Gateway does not pass on. */
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade"])
-
-/** cdk/stack.ts's routes to the accounts function: `ANY /accounts` and `ANY /accounts/{proxy+}`. */
-const isAccountsRoute = (path: string) => path === "/accounts" || path.startsWith("/accounts/")
-
-/** The web Request a browser's request to the stand-in for API Gateway is. */
-const toRequest = async (incoming: IncomingMessage, origin: string): Promise<Request> => {
-  const headers = new Headers()
-  for (let i = 0; i < incoming.rawHeaders.length; i += 2) {
-    const name = incoming.rawHeaders[i]!.toLowerCase()
-    if (!HOP_BY_HOP.has(name)) headers.append(name, incoming.rawHeaders[i + 1]!)
-  }
-  const chunks: Array<Buffer> = []
-  for await (const chunk of incoming) chunks.push(chunk as Buffer)
-  const body = Buffer.concat(chunks)
-  return new Request(origin + (incoming.url ?? "/"), {
-    method: incoming.method ?? "GET",
-    headers,
-    ...(body.length === 0 ? {} : { body })
-  })
-}
-
-const send = async (response: Response, outgoing: ServerResponse) => {
-  const headers: Array<[string, string]> = []
-  response.headers.forEach((value, name) => {
-    if (name !== "set-cookie") headers.push([name, value])
-  })
-  for (const cookie of response.headers.getSetCookie()) headers.push(["set-cookie", cookie])
-  outgoing.writeHead(response.status, headers.flat())
-  outgoing.end(Buffer.from(await response.arrayBuffer()))
-}
+import { startLambdaForBrowser } from "./lambdaBrowser.ts"
 
 accountsBrowserFlow({
   shell: "lambda, DynamoDB Local, SMTP",
   artifacts: resolve(import.meta.dirname, "../test-artifacts/accounts"),
-  start: async ({ smtpUrl, machineUrl, recoveryDelayMs }) => {
-    const catalogue = Effect.runSync(parseCatalogue(demo.replace("http://127.0.0.1:8101/v1", machineUrl)))
-    const local = await startDynamoLocal()
-    const dynamo = await tableOn(local)
-    let api: LambdaHandler | undefined
-    let accounts: Array<LambdaHandler> = []
-    let turn = 0
-    const gateway = createServer((incoming, outgoing) => {
-      const origin = `http://localhost:${(gateway.address() as Net.AddressInfo).port}`
-      toRequest(incoming, origin)
-        .then(async (request) => {
-          const handler = isAccountsRoute(new URL(request.url).pathname) ? accounts[turn++ % accounts.length]! : api!
-          return resultToResponse(await handler(await requestToEvent(request), invocationContext))
-        })
-        .then((response) => send(response, outgoing))
-        .catch((error: unknown) => {
-          console.error("the stand-in for API Gateway failed", error)
-          outgoing.writeHead(502).end()
-        })
-    })
-    await new Promise<void>((listening) => gateway.listen(0, "127.0.0.1", listening))
-    const port = (gateway.address() as Net.AddressInfo).port
-    // What every function of the stack gets from the same environment (lambda.ts).
-    const options = {
-      catalogue,
-      ownerEmail: "owner@test.local",
-      publicUrl: `http://localhost:${port}`,
-      dynamo,
-      accounts: {
-        recoveryDelayMs,
-        emailSender: SmtpEmailSender({ url: Redacted.make(smtpUrl), from: "Model Platform <no-reply@test.local>" })
-      }
-    }
-    // A handler starts building at once: the first makes the owner before the others start, as
-    // containers starting together could race for it (docs/lambda.md "The owner key").
-    api = makeHandler(options)
-    await api.firstStart()
-    accounts = [makeHandler(options), makeHandler(options)]
-    for (const handler of accounts) await handler.firstStart()
-    return {
-      url: `http://127.0.0.1:${port}`,
-      accounts: `http://localhost:${port}/accounts`,
-      stop: async () => {
-        await new Promise((closed) => gateway.close(closed))
-        for (const handler of [api, ...accounts]) await handler?.dispose()
-        dynamo.client.destroy()
-        await local.stop()
-      }
-    }
-  }
+  start: startLambdaForBrowser
 })

@@ -2,12 +2,11 @@
  * The Lambda shell as a browser meets it, for the browser tests: the handlers over a fresh table
  * on DynamoDB Local behind a local stand-in for API Gateway, routed as cdk/stack.ts routes
  * (/accounts and /accounts/* to the accounts function, with two containers taking turns; the rest
- * to the API function). The same stand-in as Accounts.browser.test.ts, shared by
- * BillingPage.browser.test.ts.
+ * to the API function). Used by Accounts.browser.test.ts and BillingPage.browser.test.ts.
  */
 import { parseCatalogue } from "@model-platform/core/CatalogueConfig"
 import { SmtpEmailSender } from "@model-platform/node-http/SmtpEmailSender"
-import type { FlowSetup, PlatformUnderTest } from "@model-platform/test-harness/AccountsBrowserFlow"
+import type { FlowSetup, PlatformUnderTest } from "@model-platform/test-harness/BrowserWorld"
 import { Effect, Redacted } from "effect"
 import { readFileSync } from "node:fs"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"

@@ -1,53 +1,14 @@
 /**
  * Accounts for people end to end on the Node server (the shared flow of
- * adapters/test-harness/src/AccountsBrowserFlow.ts): PostgreSQL (a fresh database on
- * TEST_DATABASE_URL, else the embedded PGlite), the demo catalogue, mail through the SMTP sender.
+ * adapters/test-harness/src/AccountsBrowserFlow.ts), started by nodeBrowser.ts.
  * Screenshots in adapters/node-http/test-artifacts/accounts/ (gitignored).
  */
-import { parseCatalogue } from "@model-platform/core/CatalogueConfig"
 import { accountsBrowserFlow } from "@model-platform/test-harness/AccountsBrowserFlow"
-import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
-import { HttpServer } from "effect/http"
-import { readFileSync } from "node:fs"
 import { resolve } from "node:path"
-import { Database } from "../src/postgres/Database.ts"
-import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
-import { serverLayer } from "../src/Server.ts"
-import { SmtpEmailSender } from "../src/SmtpEmailSender.ts"
-import { freshDatabaseUrl } from "./support.ts"
-
-const demo = readFileSync(resolve(import.meta.dirname, "../catalogue.demo.json"), "utf8")
+import { startNodeForBrowser } from "./nodeBrowser.ts"
 
 accountsBrowserFlow({
   shell: "node-http, PostgreSQL, SMTP",
   artifacts: resolve(import.meta.dirname, "../test-artifacts/accounts"),
-  start: async ({ smtpUrl, machineUrl, recoveryDelayMs }) => {
-    const catalogue = Effect.runSync(parseCatalogue(demo.replace("http://127.0.0.1:8101/v1", machineUrl)))
-    const serverUrl = process.env.TEST_DATABASE_URL
-    const database = serverUrl === undefined
-      ? Database.layer({ dataDir: Database.MEMORY })
-      : Database.layer({ databaseUrl: await freshDatabaseUrl(serverUrl), dataDir: "" })
-    const runtime = ManagedRuntime.make(
-      serverLayer(
-        {
-          catalogue,
-          port: 0,
-          host: "127.0.0.1",
-          ownerEmail: "owner@test.local",
-          accounts: {
-            recoveryDelayMs,
-            emailSender: SmtpEmailSender({ url: Redacted.make(smtpUrl), from: "Model Platform <no-reply@test.local>" })
-          }
-        },
-        PgPlatformStores.pipe(Layer.provide(database))
-      )
-    )
-    const server = await runtime.runPromise(Effect.service(HttpServer.HttpServer))
-    if (server.address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
-    return {
-      url: `http://127.0.0.1:${server.address.port}`,
-      accounts: `http://localhost:${server.address.port}/accounts`,
-      stop: () => runtime.dispose()
-    }
-  }
+  start: startNodeForBrowser
 })

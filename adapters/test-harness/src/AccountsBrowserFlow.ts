@@ -17,161 +17,35 @@
  * test-artifacts/accounts/). Skipped (with a message) when no Chromium is installed at
  * CHROMIUM_PATH or /usr/bin/chromium.
  */
-import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
-import { existsSync, mkdirSync } from "node:fs"
-import { join } from "node:path"
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core"
+import type { BrowserContext, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Mailbox, recipients, startSmtp } from "./LocalSmtp.ts"
+import { type BrowserWorld, type FlowOptions, haveChromium, startBrowserWorld } from "./BrowserWorld.ts"
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
 
 /** Short, so the test sees a recovery link refused before its delay and working after it. */
 const RECOVERY_DELAY_MS = 3_000
 
-/** What the flow hands the shell's `start`. */
-export interface FlowSetup {
-  /** The local SMTP server, `smtp://127.0.0.1:<port>` (no TLS, no authentication): send mail there. */
-  readonly smtpUrl: string
-  /** The reference machine's OpenAI base URL: the demo catalogue's `http://127.0.0.1:8101/v1` becomes this. */
-  readonly machineUrl: string
-  /** The account service's recovery delay (AccountsConfig.recoveryDelayMs). */
-  readonly recoveryDelayMs: number
-}
-
-/** The platform a shell started for the flow. */
-export interface PlatformUnderTest {
-  /** Where API clients call it, e.g. `http://127.0.0.1:<port>`. */
-  readonly url: string
-  /**
-   * The account service as a person opens it, `http://localhost:<port>/accounts` (its
-   * ACCOUNTS_URL): passkeys need a secure context, which localhost is and 127.0.0.1 is not.
-   */
-  readonly accounts: string
-  readonly stop: () => Promise<void>
-}
-
-export interface AccountsFlowOptions {
-  /** Names the suite, e.g. "node-http, PostgreSQL, SMTP". */
-  readonly shell: string
-  /** Where the screenshots go. */
-  readonly artifacts: string
-  readonly start: (setup: FlowSetup) => Promise<PlatformUnderTest>
-}
-
-// ---- mail: a local SMTP server (LocalSmtp.ts) -----------------------------------------------------
-
-/** The newest mail to `address` whose text holds a link matching `pattern`, waited for. */
-const linkIn = async (mailbox: Mailbox, address: string, pattern: RegExp, after = 0): Promise<string> => {
-  const deadline = Date.now() + 15_000
-  while (Date.now() < deadline) {
-    const mails = mailbox.received.slice(after).filter((m) => recipients(m).includes(address))
-    for (const mail of mails.reverse()) {
-      const link = pattern.exec(mail.text ?? "")?.[0]
-      if (link !== undefined) return link
-    }
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error(`no mail to ${address} with a link like ${pattern}`)
-}
-
-// ---- the flow ----------------------------------------------------------------------------------
-
-export const accountsBrowserFlow = (options: AccountsFlowOptions) => {
-  const haveChromium = existsSync(CHROMIUM)
-  if (!haveChromium) console.warn(`accounts browser flow (${options.shell}): no Chromium at ${CHROMIUM}; run scripts/ensure-chromium.sh`)
-  const ARTIFACTS = options.artifacts
-
-  describe.skipIf(!haveChromium)(`accounts for people in a headless browser (${options.shell})`, () => {
-    let machine: ReferenceMachine
-    let mailbox: Mailbox
-    let browser: Browser
-    let platform: PlatformUnderTest | undefined
+export const accountsBrowserFlow = (options: FlowOptions) => {
+  describe.skipIf(!haveChromium("accounts browser flow"))(`accounts for people in a headless browser (${options.shell})`, () => {
+    let world: BrowserWorld | undefined
     let url = "" // the platform, as the API clients call it
     let accounts = "" // the account service, as a person opens it (localhost: a secure context)
 
     beforeAll(async () => {
-      mkdirSync(ARTIFACTS, { recursive: true })
-      machine = await startReferenceMachine({ port: 0 })
-      mailbox = await startSmtp()
-      platform = await options.start({
-        smtpUrl: mailbox.url,
-        machineUrl: machine.url,
-        recoveryDelayMs: RECOVERY_DELAY_MS
-      })
-      url = platform.url
-      accounts = platform.accounts
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        headless: true,
-        args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync"]
-      })
+      world = await startBrowserWorld({ ...options, recoveryDelayMs: RECOVERY_DELAY_MS })
+      url = world.url
+      accounts = world.accounts
     }, 120_000)
 
     afterAll(async () => {
-      await browser?.close()
-      await platform?.stop()
-      await mailbox?.close()
-      await machine?.close()
+      await world?.stop()
     })
 
-  /** A JSON call with a person's key. */
-    const api = async (secret: string, method: string, path: string, body?: unknown) => {
-      const headers: Record<string, string> = { authorization: `Bearer ${secret}` }
-      if (body !== undefined) {
-        headers["content-type"] = "application/json"
-        headers["idempotency-key"] = crypto.randomUUID()
-      }
-      const response = await fetch(url + path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
-      return { status: response.status, body: await response.json() as any }
-    }
-
-    const shot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true })
-
-    /** A browser context with its own virtual authenticator (a person's device). */
-    const device = async () => {
-      const context = await browser.newContext()
-      const page = await context.newPage()
-      const cdp = await context.newCDPSession(page)
-      await cdp.send("WebAuthn.enable")
-      const authenticator = () =>
-        cdp.send("WebAuthn.addVirtualAuthenticator", {
-          options: { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true }
-        }).then((r) => r.authenticatorId)
-      const first = await authenticator()
-      /** The person's device is replaced by a new one (the old one gone: its passkey with it). */
-      const replace = async () => {
-        await cdp.send("WebAuthn.removeVirtualAuthenticator", { authenticatorId: first })
-        await authenticator()
-      }
-      return { context, page, replace }
-    }
-
-    /** Pays the open checkout page with the test card. */
-    const payByCard = async (page: Page) => {
-      await page.getByTestId("card-number").fill("4242 4242 4242 4242")
-      await page.getByTestId("expiry").fill("12/34")
-      await page.getByTestId("cvc").fill("123")
-      await page.getByTestId("pay").click()
-      await page.getByTestId("paid").waitFor({ timeout: 15_000 })
-    }
-
-    /** Buys credits on the manage page and pays them on the checkout page; answers the order's id. */
-    const buy = async (page: Page, amountUsd: number, options: { gift?: boolean; shots?: string } = {}) => {
-      await page.goto(`${accounts}/manage`)
-      await page.fill("#buy-amount", String(amountUsd))
-      if (options.gift === true) await page.check("#buy-gift")
-      await page.click("#buy-credits")
-      await page.locator("#pay-link").waitFor()
-      const orderId = (await page.locator("#order-id").textContent())!.trim()
-      if (options.shots !== undefined) await shot(page, `${options.shots}-order`)
-      await page.click("#pay-link")
-      await page.getByTestId("card-number").waitFor()
-      if (options.shots !== undefined) await shot(page, `${options.shots}-checkout`)
-      await payByCard(page)
-      if (options.shots !== undefined) await shot(page, `${options.shots}-paid`)
-      return orderId
-    }
+    const api = (secret: string, method: string, path: string, body?: unknown) => world!.api(secret, method, path, body)
+    const shot = (page: Page, name: string) => world!.shot(page, name)
+    const device = () => world!.device()
+    const buy = (page: Page, amountUsd: number, buying?: { gift?: boolean; shots?: string }) => world!.buy(page, amountUsd, buying)
+    const linkIn = (address: string, pattern: RegExp, after?: number) => world!.linkIn(address, pattern, after)
 
     interface Person {
       readonly email: string
@@ -199,7 +73,7 @@ export const accountsBrowserFlow = (options: AccountsFlowOptions) => {
       await shot(page, `${p}-02-check-email`)
 
       // Confirm from the mail the SMTP server received: GET shows a button, POST confirms.
-      const confirm = await linkIn(mailbox, email, /https?:\/\/\S+\/confirm\?token=[\w-]+/)
+      const confirm = await linkIn(email, /https?:\/\/\S+\/confirm\?token=[\w-]+/)
       expect(confirm.startsWith(`${accounts}/confirm?token=`)).toBe(true)
       await page.goto(confirm)
       await shot(page, `${p}-03-confirm`)
@@ -324,12 +198,12 @@ export const accountsBrowserFlow = (options: AccountsFlowOptions) => {
       // Person 2 loses every passkey: recovery by email on a new device, usable after the delay.
       const fresh = await device()
       await fresh.page.goto(`${accounts}/recover`)
-      const mailsBefore = mailbox.received.length
+      const mailsBefore = world!.mailbox.received.length
       await fresh.page.fill("#email", two.email)
       await fresh.page.click("#recover")
       await fresh.page.locator("#recovery-sent").waitFor()
       await shot(fresh.page, "p2-12-recovery-requested")
-      const recover = await linkIn(mailbox, two.email, /https?:\/\/\S+\/recover\?token=[\w-]+/, mailsBefore)
+      const recover = await linkIn(two.email, /https?:\/\/\S+\/recover\?token=[\w-]+/, mailsBefore)
       await fresh.page.goto(recover)
       await fresh.page.click("#register-passkey")
       await fresh.page.locator("#error:not([hidden])").waitFor()

@@ -10,21 +10,9 @@
  * declined) replaces it, the threshold is raised above the balance, a call crosses it, and the
  * page shows last_error. Screenshots go to the caller's `artifacts` directory.
  */
-import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
-import { existsSync, mkdirSync } from "node:fs"
-import { join } from "node:path"
-import { type Browser, chromium, type Page } from "playwright-core"
+import type { Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { FlowSetup, PlatformUnderTest } from "./AccountsBrowserFlow.ts"
-import { type Mailbox, recipients, startSmtp } from "./LocalSmtp.ts"
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
-
-export interface BillingFlowOptions {
-  readonly shell: string
-  readonly artifacts: string
-  readonly start: (setup: FlowSetup) => Promise<PlatformUnderTest>
-}
+import { type BrowserWorld, type FlowOptions, haveChromium, startBrowserWorld } from "./BrowserWorld.ts"
 
 const waitFor = async <A>(what: string, probe: () => Promise<A | undefined>, ms = 20_000): Promise<A> => {
   const deadline = Date.now() + ms
@@ -36,45 +24,25 @@ const waitFor = async <A>(what: string, probe: () => Promise<A | undefined>, ms 
   throw new Error(`waited ${ms} ms for ${what}`)
 }
 
-export const billingPageFlow = (options: BillingFlowOptions) => {
-  const haveChromium = existsSync(CHROMIUM)
-  if (!haveChromium) console.warn(`billing page flow (${options.shell}): no Chromium at ${CHROMIUM}; run scripts/ensure-chromium.sh`)
-
-  describe.skipIf(!haveChromium)(`the billing page in a headless browser (${options.shell})`, () => {
-    let machine: ReferenceMachine
-    let mailbox: Mailbox
-    let browser: Browser
-    let platform: PlatformUnderTest | undefined
+export const billingPageFlow = (options: FlowOptions) => {
+  describe.skipIf(!haveChromium("billing page flow"))(`the billing page in a headless browser (${options.shell})`, () => {
+    let world: BrowserWorld | undefined
     let url = ""
     let accounts = ""
 
     beforeAll(async () => {
-      mkdirSync(options.artifacts, { recursive: true })
-      machine = await startReferenceMachine({ port: 0 })
-      mailbox = await startSmtp()
-      platform = await options.start({ smtpUrl: mailbox.url, machineUrl: machine.url, recoveryDelayMs: 60_000 })
-      url = platform.url
-      accounts = platform.accounts
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        headless: true,
-        args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync"]
-      })
+      world = await startBrowserWorld({ ...options, recoveryDelayMs: 60_000 })
+      url = world.url
+      accounts = world.accounts
     }, 120_000)
 
     afterAll(async () => {
-      await browser?.close()
-      await platform?.stop()
-      await mailbox?.close()
-      await machine?.close()
+      await world?.stop()
     })
 
-    const shot = (page: Page, name: string) => page.screenshot({ path: join(options.artifacts, `${name}.png`), fullPage: true })
-
-    const api = async (secret: string, path: string) => {
-      const response = await fetch(url + path, { headers: { authorization: `Bearer ${secret}` } })
-      return { status: response.status, body: await response.json() as any }
-    }
+    const shot = (page: Page, name: string) => world!.shot(page, name)
+    const api = (secret: string, path: string) => world!.api(secret, "GET", path)
+    const buy = (page: Page, amountUsd: number) => world!.buy(page, amountUsd)
 
     const call = async (secret: string) => {
       const response = await fetch(`${url}/v1/chat/completions`, {
@@ -94,27 +62,12 @@ export const billingPageFlow = (options: BillingFlowOptions) => {
       await page.fill("#email", email)
       await page.click("#sign-up")
       await page.waitForURL(/\/accounts\/check-email/, { timeout: 15_000 })
-      const link = await waitFor("the confirmation mail", async () =>
-        mailbox.received.filter((m) => recipients(m).includes(email))
-          .map((m) => /https?:\/\/\S+\/confirm\?token=[\w-]+/.exec(m.text ?? "")?.[0]).find((l) => l !== undefined))
-      await page.goto(link)
+      await page.goto(await world!.linkIn(email, /https?:\/\/\S+\/confirm\?token=[\w-]+/))
       await page.click("#confirm")
       await page.waitForURL(/\/accounts\/welcome/)
       await page.fill("#key-name", "billing key")
       await page.click("#create-key")
       return (await page.locator("#key-secret").textContent())!.trim()
-    }
-
-    const buy = async (page: Page, amountUsd: number) => {
-      await page.goto(`${accounts}/manage`)
-      await page.fill("#buy-amount", String(amountUsd))
-      await page.click("#buy-credits")
-      await page.click("#pay-link")
-      await page.getByTestId("card-number").fill("4242 4242 4242 4242")
-      await page.getByTestId("expiry").fill("12/34")
-      await page.getByTestId("cvc").fill("123")
-      await page.getByTestId("pay").click()
-      await page.getByTestId("paid").waitFor({ timeout: 15_000 })
     }
 
     const saveCard = async (page: Page, number: string) => {
@@ -136,13 +89,7 @@ export const billingPageFlow = (options: BillingFlowOptions) => {
 
     it("a card, automatic top-ups, their receipt, the usage chart and a failed top-up's error", async () => {
       const started = Date.now()
-      const context = await browser.newContext()
-      const page = await context.newPage()
-      const cdp = await context.newCDPSession(page)
-      await cdp.send("WebAuthn.enable")
-      await cdp.send("WebAuthn.addVirtualAuthenticator", {
-        options: { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true }
-      })
+      const { context, page } = await world!.device()
       const secret = await signUp(page, `billing-${Date.now()}@test.local`)
       await buy(page, 10)
       expect(await balance(secret)).toBe(10_000)
@@ -239,7 +186,7 @@ export const billingPageFlow = (options: BillingFlowOptions) => {
       await shot(page, "08-top-up-failed")
 
       // A form posted without the session's CSRF token changes nothing.
-      const refused = await page.evaluate(async (base) => {
+      const refused = await page.evaluate(async (base: string) => {
         const r = await fetch(`${base}/billing/auto-reload`, {
           method: "POST",
           headers: { "content-type": "application/x-www-form-urlencoded" },
