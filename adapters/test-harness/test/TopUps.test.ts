@@ -1,0 +1,119 @@
+/**
+ * Automatic top-ups after a crash (core/src/billing/TopUp.ts), on memory stores: a claim left
+ * charging is taken over only once it is stale, and the takeover repeats the same charge (the
+ * processor answers the first outcome: no second charge) and completes the order, credits and
+ * receipt once; Orders.healPaid writes a top-up's missing receipt with auto_reload.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Alerts } from "@model-platform/core/billing/Alerts"
+import { DEFAULT_BILLING_SETTINGS } from "@model-platform/core/billing/Settings"
+import { STALE_CHARGE_MS, TopUps } from "@model-platform/core/billing/TopUp"
+import { Catalogue } from "@model-platform/core/Catalogue"
+import { generateId } from "@model-platform/core/Keys"
+import { Ledger } from "@model-platform/core/Ledger"
+import { MICRO_PER_CREDIT } from "@model-platform/core/Money"
+import { AUTO_RELOAD_ORDER_KIND, Orders, PAYMENT_WINDOW_MS } from "@model-platform/core/OrderService"
+import { AlertStore } from "@model-platform/core/ports/AlertStore"
+import { BillingSettingsStore } from "@model-platform/core/ports/BillingSettingsStore"
+import { CardProcessor } from "@model-platform/core/ports/CardProcessor"
+import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
+import { OrderStore } from "@model-platform/core/ports/OrderStore"
+import { StablecoinRail } from "@model-platform/core/ports/StablecoinRail"
+import * as TestCardProcessor from "@model-platform/core/TestCardProcessor"
+import * as Time from "@model-platform/core/Time"
+import { Clock, Effect, Layer } from "effect"
+import { fixtureCatalogue } from "../src/Fixtures.ts"
+import { AlertStoreMemory } from "../src/MemoryAlertStore.ts"
+import { BillingSettingsStoreMemory } from "../src/MemoryBillingSettingsStore.ts"
+import { LedgerStoreMemory } from "../src/MemoryLedgerStore.ts"
+import { OrderStoreMemory } from "../src/MemoryOrderStore.ts"
+import { MemoryStores } from "../src/MemoryStores.ts"
+
+const THRESHOLD = 1_000n * MICRO_PER_CREDIT
+const processor = TestCardProcessor.make({ baseUrl: "" })
+const charges: Array<string> = []
+const counting = CardProcessor.of({
+  ...processor,
+  chargeSaved: (charge) => Effect.tap(processor.chargeSaved(charge), () => Effect.sync(() => charges.push(charge.idempotency_key)))
+})
+
+const stores = Layer.mergeAll(MemoryStores, AlertStoreMemory, LedgerStoreMemory, OrderStoreMemory, BillingSettingsStoreMemory)
+const services = Layer.mergeAll(TopUps.layer, Orders.layer).pipe(
+  Layer.provideMerge(Alerts.layer),
+  Layer.provideMerge(Ledger.layer),
+  Layer.provide(Layer.mergeAll(Layer.succeed(CardProcessor, counting), StablecoinRail.layerSimulated, Catalogue.layer(fixtureCatalogue))),
+  Layer.provideMerge(stores)
+)
+
+/** An account below the threshold with top-ups on and a saved 4242 card. */
+const accountBelow = Effect.gen(function*() {
+  const account = yield* generateId("acct")
+  yield* (yield* Ledger).credit(account, { ref: "seed", machine_id: null, amount: THRESHOLD - 1n, type: "credit_added" })
+  const saved = yield* processor.saveCard(account, { number: "4242424242424242", exp_month: 12, exp_year: 2099, cvc: "123" })
+  if (saved._tag !== "Saved") return yield* Effect.die(new Error("the card did not save"))
+  const auto = {
+    ...DEFAULT_BILLING_SETTINGS.auto_reload,
+    enabled: true,
+    threshold: THRESHOLD,
+    amount_usd: 5,
+    card: { processor: "test", reference: saved.reference, description: saved.description, saved_at: yield* Time.now }
+  }
+  yield* (yield* BillingSettingsStore).update(account, { auto_reload: auto })
+  return { account, auto, reference: saved.reference }
+})
+
+const posted = (account: string) =>
+  Effect.gen(function*() {
+    return (yield* (yield* LedgerStore).balances(account)).reduce((s, b) => s + b.posted, 0n)
+  })
+
+describe("automatic top-ups after a crash", () => {
+  it.effect("a claim left charging: untouched while fresh, then taken over once, charging the same key once", () =>
+    Effect.gen(function*() {
+      const { account, auto, reference } = yield* accountBelow
+      const topUps = yield* TopUps
+      const alertStore = yield* AlertStore
+      const orderId = yield* generateId(AUTO_RELOAD_ORDER_KIND)
+      const now = yield* Clock.currentTimeMillis
+      // A process claimed the crossing and charged the card, then died before recording anything.
+      const claim = { version: 1, phase: "charging" as const, order_id: orderId, day: Time.toTimestamp(now).slice(0, 10), charges_on_day: 1, last_error: null }
+      assert.isTrue(yield* alertStore.swapTopUp(account, undefined, { ...claim, updated_at: Time.toTimestamp(now - STALE_CHARGE_MS + 60_000) }))
+      yield* counting.chargeSaved({ reference, account_id: account, amount_cents: 500n, currency: "USD", description: "x", idempotency_key: orderId })
+      assert.deepStrictEqual(charges.filter((c) => c === orderId).length, 1)
+
+      yield* topUps.check(account, auto)
+      assert.strictEqual((yield* topUps.state(account))?.version, 1, "a fresh claim is left to its process")
+
+      assert.isTrue(yield* alertStore.swapTopUp(account, 1, { ...claim, version: 2, updated_at: Time.toTimestamp(now - STALE_CHARGE_MS) }))
+      yield* topUps.check(account, auto)
+      yield* topUps.check(account, auto)
+      const receipts = (yield* (yield* OrderStore).listReceipts(account)).filter((r) => r.auto_reload)
+      assert.deepStrictEqual(receipts.map((r) => r.order_id), [orderId])
+      assert.strictEqual(yield* posted(account), THRESHOLD - 1n + 5_000n * MICRO_PER_CREDIT)
+      assert.strictEqual((yield* (yield* OrderStore).findOrder(orderId))?.status, "paid")
+      // The processor was asked again with the same key: it answered the first charge, made no other.
+      assert.strictEqual(new Set(charges.filter((c) => c === orderId)).size, 1)
+      const state = yield* topUps.state(account)
+      assert.strictEqual(state?.phase, "armed")
+      assert.strictEqual(state?.charges_on_day, 1)
+    }).pipe(Effect.provide(services)))
+
+  it.effect("Orders.healPaid completes a paid top-up without its receipt, with auto_reload", () =>
+    Effect.gen(function*() {
+      const orders = yield* OrderStore
+      const account = yield* generateId("acct")
+      const id = yield* generateId(AUTO_RELOAD_ORDER_KIND)
+      const now = yield* Clock.currentTimeMillis
+      yield* orders.insertOrder({
+        id, account_id: account, type: "credits", title: "Automatic top-up: 5,000 credits", amount_cents: 500n, currency: "USD",
+        credits: 5_000n * MICRO_PER_CREDIT, machine_id: null, package_id: null, gift: false, status: "pending", payment_method: "card",
+        card_session_id: null, checkout_url: null, deposit: null, created_at: Time.toTimestamp(now),
+        expires_at: Time.toTimestamp(now + PAYMENT_WINDOW_MS), paid_at: null, paid_with: null
+      })
+      assert.isTrue(yield* orders.markPaid(id, "card", Time.toTimestamp(now)))
+      assert.isAtLeast(yield* (yield* Orders).healPaid, 1)
+      const receipt = (yield* orders.listReceipts(account))[0]
+      assert.strictEqual(receipt?.auto_reload, true)
+      assert.strictEqual(yield* posted(account), 5_000n * MICRO_PER_CREDIT)
+    }).pipe(Effect.provide(services)))
+})
