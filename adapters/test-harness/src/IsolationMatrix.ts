@@ -53,6 +53,11 @@ type IdKind =
   | { readonly _tag: "shared"; readonly why: string }
   /** Any of A's material that is not a live ticket code (POST /credits/redeem's `code`). */
   | { readonly _tag: "not_a_ticket" }
+  /**
+   * Not an id but a period of the asker's own account (a statement's month): every account may
+   * ask for any; others' answers must hold nothing of A's, as for a keyed read.
+   */
+  | { readonly _tag: "own_period"; readonly value: () => string }
 
 const owned = (kind: OwnedKind): IdKind => ({ _tag: "owned", kind })
 const catalogue: IdKind = { _tag: "shared", why: "a catalogue id, the same for every account" }
@@ -64,7 +69,9 @@ export const PATH_ID_KINDS: Readonly<Record<string, IdKind>> = {
   operators: catalogue,
   orders: owned("order"),
   keys: owned("key"),
-  receipts: owned("receipt")
+  receipts: owned("receipt"),
+  // This month: the one A's world has activity in.
+  statements: { _tag: "own_period", value: () => new Date().toISOString().slice(0, 7) }
 }
 
 /** Body fields naming an id (by name: `id`, `*_id`, `code`, `to`), for every write endpoint. */
@@ -149,6 +156,16 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
     const endpoints = platformEndpoints()
     const withPathIds = endpoints.filter((e) => e.pathParams.length > 0)
     const keyedReads = endpoints.filter((e) => e.method === "GET" && e.access._tag === "key" && e.pathParams.length === 0)
+    /** Keyed reads whose path names only periods of the asker's own account (a statement's month). */
+    const periodReads = endpoints.filter((e) =>
+      e.method === "GET" && e.access._tag === "key" && e.pathParams.length > 0 &&
+      pathResources(e).every(({ resource }) => PATH_ID_KINDS[resource]?._tag === "own_period")
+    )
+    const periodPath = (e: ApiEndpoint) =>
+      pathResources(e).reduce((path, { param, resource }) => {
+        const kind = PATH_ID_KINDS[resource]
+        return kind?._tag === "own_period" ? path.replace(`:${param}`, kind.value()) : path
+      }, e.path) + minimalQuery(e)
     const bodyIdWrites = endpoints
       .filter((e) => e.method !== "GET" && e.access._tag === "key" && e.bodyJsonSchema !== undefined)
       .map((e) => ({ endpoint: e, fields: [...bodyFields(e.bodyJsonSchema, e.components)].filter(isIdField) }))
@@ -181,7 +198,8 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
       ...keyedReads.map((e) => e.path + minimalQuery(e)),
       ...withPathIds
         .filter((e) => e.method === "GET" && e.access._tag === "key")
-        .flatMap((e) => ownedIdsFor(e, world).flatMap(({ ids }) => ids.map((id) => fillPath(e, () => id) + minimalQuery(e))))
+        .flatMap((e) => ownedIdsFor(e, world).flatMap(({ ids }) => ids.map((id) => fillPath(e, () => id) + minimalQuery(e)))),
+      ...periodReads.map((e) => periodPath(e))
     ]
     const snapshot = (world: World) => snapshotOf(client, world, statePaths(world), options.idle)
 
@@ -313,11 +331,26 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
     for (const e of withPathIds) {
       const kinds = pathResources(e).map(({ resource }) => PATH_ID_KINDS[resource])
       const shared = kinds.find((k) => k?._tag === "shared")
-      const title = shared?._tag === "shared" ? `${labelOf(e)}: not checked, ${shared.why}` : `${labelOf(e)}: A's ids asked by others -> 404, nothing of A's`
+      const title = shared?._tag === "shared"
+        ? `${labelOf(e)}: not checked, ${shared.why}`
+        : periodReads.includes(e)
+        ? `${labelOf(e)}: each asker reads its own, nothing of A's`
+        : `${labelOf(e)}: A's ids asked by others -> 404, nothing of A's`
       it(title, async () => {
         needsTwo()
         if (kinds.some((k) => k === undefined)) throw new Error(`add the id kind of ${e.path} to IsolationMatrix PATH_ID_KINDS`)
         if (shared !== undefined) return
+        if (periodReads.includes(e)) {
+          // Each asker reads its own period: 200, and nothing of A's in it.
+          const path = periodPath(e)
+          for (const { who, key } of askers(e)) {
+            const answer = await call("GET", path, { key })
+            checks++
+            expect(answer.status, `${who}: GET ${path}: ${answer.text.slice(0, 200)}`).toBe(200)
+            expect(leaks(answer, path), `${who}: GET ${path}`).toEqual([])
+          }
+          return
+        }
         const before = await snapshot(A)
         const bodies: Array<{ body: unknown; idempotencyKey: string | undefined }> = [{ body: minimalBody(e), idempotencyKey: undefined }]
         for (const w of A.writes.filter((w) => w.template === e.path && w.method === e.method)) {
