@@ -1,12 +1,12 @@
 /**
  * The billing page for a person and its printable receipts (docs/billing.md "The billing page"),
- * as pure functions from data to HTML in the account pages' look (accounts/Pages.ts). The routes
+ * as pure functions from data to HTML in the account pages' look (accounts/PageFrame.ts). The routes
  * are api/BillingPageRoutes.ts. Every value that reaches the page is HTML-escaped; the pages carry
  * no script (the account service's CSP allows none inline), so the usage chart is inline SVG drawn
  * here. Elements tests look for carry stable ids (#balance, #month-spend, #usage-chart, #alerts,
  * #receipts, #saved-card, #card-form, #auto-reload-form, #auto-reload-error, ...).
  */
-import { csrfField, errorLine, okLine, type PageContext, STYLE } from "../accounts/Pages.ts"
+import { csrfField, errorLine, okLine, type PageContext, STYLE } from "../accounts/PageFrame.ts"
 import { escapeHtml } from "../CheckoutPage.ts"
 import type { Alert, AutoReload, Receipt } from "./Schemas.ts"
 
