@@ -167,7 +167,7 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
             // docs/billing.md "Monthly limits": the account's limit, or the key's ("key:<id>").
             const ofKey = reserved.budget !== "account"
             // Billing raises the limit-reached alert (once a month; docs/billing.md "Alerts").
-            yield* settlement.limitReached(caller.account.id, reserved.budget, Time.toTimestamp(now).slice(0, 7), reserved.limit)
+            yield* settlement.limitReached(caller.account.id, reserved.budget, monthOf(now), reserved.limit)
             return yield* inferenceError(
               402,
               ofKey ? "key_monthly_limit_reached" : "monthly_limit_reached",
