@@ -54,7 +54,13 @@ export const STYLE = `
 
 const v = (ctx: PageContext) => ctx.version === undefined ? "" : `?v=${escapeHtml(ctx.version)}`
 
-export const layout = (ctx: PageContext, title: string, body: string, options: { readonly script?: boolean } = {}): string =>
+/** A page: `script` loads the passkey scripts; `style` is added to the shared look (the billing page's). */
+export const layout = (
+  ctx: PageContext,
+  title: string,
+  body: string,
+  options: { readonly script?: boolean; readonly style?: string } = {}
+): string =>
   `<!doctype html>
 <html lang="en">
 <head>
@@ -64,7 +70,7 @@ export const layout = (ctx: PageContext, title: string, body: string, options: {
 <meta name="csrf-token" content="${escapeHtml(ctx.csrf)}">
 <meta name="accounts-base" content="${escapeHtml(ctx.base)}">
 <title>${escapeHtml(title)}</title>
-<style>${STYLE}</style>
+<style>${STYLE}${options.style ?? ""}</style>
 ${
     options.script === true
       ? `<script src="${escapeHtml(ctx.base)}/webauthn.js${v(ctx)}" defer></script>

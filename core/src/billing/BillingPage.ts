@@ -6,7 +6,7 @@
  * here. Elements tests look for carry stable ids (#balance, #month-spend, #usage-chart, #alerts,
  * #receipts, #saved-card, #card-form, #auto-reload-form, #auto-reload-error, ...).
  */
-import { csrfField, errorLine, okLine, type PageContext, STYLE } from "../accounts/PageFrame.ts"
+import { csrfField, errorLine, layout, okLine, type PageContext } from "../accounts/PageFrame.ts"
 import { escapeHtml } from "../CheckoutPage.ts"
 import type { Alert, AutoReload, Receipt } from "./Schemas.ts"
 
@@ -37,7 +37,8 @@ export interface BillingPageView {
   readonly posted?: { readonly enabled: boolean; readonly threshold: string; readonly amount: string } | undefined
 }
 
-const PAGE_STYLE = `${STYLE}
+/** What the billing page adds to the account pages' look (accounts/PageFrame.ts). */
+const BILLING_STYLE = `
   main { max-width: 46rem; }
   .big { font-size: 2rem; font-weight: 600; margin: .25rem 0; }
   .bar { background: #eceef2; border-radius: 6px; height: .9rem; overflow: hidden; }
@@ -53,24 +54,7 @@ const PAGE_STYLE = `${STYLE}
   input[type=checkbox] { width: auto; }
   @media print { body { background: #fff; } main { box-shadow: none; margin: 0 auto; } .no-print { display: none; } }`
 
-const layout = (ctx: PageContext, title: string, body: string): string =>
-  `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<meta name="csrf-token" content="${escapeHtml(ctx.csrf)}">
-<title>${escapeHtml(title)}</title>
-<style>${PAGE_STYLE}</style>
-</head>
-<body>
-<main>
-${body}
-</main>
-</body>
-</html>
-`
+const page = (ctx: PageContext, title: string, body: string): string => layout(ctx, title, body, { style: BILLING_STYLE })
 
 /** Credits for a person: grouped, up to 6 decimals (the amounts are exact to the micro-credit). */
 export const formatCredits = (credits: number): string => credits.toLocaleString("en-US", { maximumFractionDigits: 6 })
@@ -237,7 +221,7 @@ ${csrfField(ctx)}
 
 /** The billing page of the signed-in person's account. */
 export const billingPage = (ctx: PageContext, view: BillingPageView): string =>
-  layout(
+  page(
     ctx,
     "Billing",
     `<nav class="no-print"><span>${escapeHtml(view.email)}</span><a href="${escapeHtml(ctx.base)}/manage" id="manage-link">Your account</a></nav>
@@ -261,7 +245,7 @@ ${settingsForm(ctx, view)}`
 
 /** A receipt to print (or save as PDF from the browser's print dialog). */
 export const receiptPage = (ctx: PageContext, email: string, r: Receipt): string =>
-  layout(
+  page(
     ctx,
     `Receipt ${r.id}`,
     `<nav class="no-print"><a href="${escapeHtml(ctx.base)}/billing" id="billing-link">Back to billing</a><span>Print this page to keep it.</span></nav>
