@@ -13,18 +13,19 @@
  *   scopes the call may spend, in spending order; `settle` charges the real cost and releases the
  *   rest, `void` releases everything; each exactly once. A reservation whose call never comes back
  *   expires (`expireDue`) and is released. Pending reservations count against available.
- * - Spending order for a call on machine M: credits pinned to M, then account-wide credits.
- *   Pinned credits are only ever spent by calls on their machine. (The monthly plan allowance and
- *   the one-time trial come first later: they become sources prepended by `spendingSources`;
- *   `allocate` already takes any ordered list of sources.)
+ * - Spending order for a call on machine M: the month's allowance of the call's service, then its
+ *   one-time trial (grants, billing/Allowances.ts), then credits pinned to M, then account-wide
+ *   credits. Pinned credits are only ever spent by calls on their machine. Grants are not ledger
+ *   scopes: what they cover is never a ledger entry (the store keeps per grant and period what was
+ *   spent and held); `takeGrants` takes from them first and `allocate` takes the rest from scopes.
  * - Atomicity lives in the store, rules here: the service reads available per scope, computes the
  *   allocations with `allocate`, and asks the store to apply them all or none; when a concurrent
  *   call got there first the store answers "insufficient" and the service re-reads and tries
  *   again, at most RESERVE_ATTEMPTS times, before answering Insufficient. A store with
  *   `reserveInOrder` (Postgres: one round trip instead of two) does the read and the allocation
- *   itself, by the same rule over the scopes of `spendingSources` in order; when sources that are
- *   not ledger scopes join `spendingSources` (allowance, trial), that path must learn them too.
- * - Settlement charges the real cost against the reservation's allocations in their order. Only a
+ *   itself, by the same rules over the grants, then the scopes of `spendingSources`, in order.
+ * - Settlement charges the real cost against the reservation's grant holds, then its allocations,
+ *   in their order (`settlementCharges`). Only a
  *   machine reporting more usage than was reserved can exceed it: that excess is charged
  *   account-wide, may take the account-wide balance below zero, and is recorded on the
  *   reservation (and returned) so it can be reported.
@@ -42,6 +43,9 @@ import {
   byScope,
   type CreditEntryType,
   firstOverBudget,
+  type GrantClaim,
+  type GrantHold,
+  type GrantState,
   type LedgerEntry,
   LedgerStore,
   type OrderedReservation,
@@ -106,7 +110,42 @@ export const allocate = (sources: ReadonlyArray<Source>, amount: bigint): Alloca
   return remaining === 0n ? { _tag: "Allocated", allocations } : { _tag: "Insufficient", available: total }
 }
 
+/** A grant a call may take from, with what it has left now (size - spent - held). */
+export interface GrantSource {
+  readonly grant: string
+  readonly period: string
+  readonly available: bigint
+}
+
+/** What a grant has left of its size, from its state (none: all of it). Never below zero. */
+export const grantAvailable = (claim: GrantClaim, state: GrantState | undefined): bigint => {
+  const left = claim.size - (state === undefined ? 0n : state.spent + state.held)
+  return left > 0n ? left : 0n
+}
+
+/**
+ * Takes `amount` from the grants in order, each giving what it has left: the holds (positive
+ * only) and what is left of the amount for the ledger's scopes.
+ */
+export const takeGrants = (
+  grants: ReadonlyArray<GrantSource>,
+  amount: bigint
+): { readonly holds: ReadonlyArray<GrantHold>; readonly rest: bigint } => {
+  const holds: Array<GrantHold> = []
+  let rest = amount
+  for (const g of grants) {
+    if (rest === 0n) break
+    if (g.available <= 0n) continue
+    const take = g.available < rest ? g.available : rest
+    holds.push({ grant: g.grant, period: g.period, amount: take })
+    rest -= take
+  }
+  return { holds, rest }
+}
+
 export interface Charges {
+  /** What each grant held is charged (positive), in the reservation's order; no zero charges. */
+  readonly grants: ReadonlyArray<GrantHold>
   /** What each scope is charged (positive), in the reservation's order; no zero charges. */
   readonly charges: ReadonlyArray<Allocation>
   /** The part of the actual cost above the reservation, included in the account-wide charge. */
@@ -114,14 +153,26 @@ export interface Charges {
 }
 
 /**
- * What settling a reservation with these allocations charges for an actual cost: the
- * allocations in order, each up to its amount; anything left is excess, charged account-wide
- * (added to the account-wide charge when there is one, appended otherwise).
+ * What settling a reservation with these grant holds and allocations charges for an actual cost:
+ * the grant holds in order, then the allocations in order, each up to its amount; anything left
+ * is excess, charged account-wide (added to the account-wide charge when there is one, appended
+ * otherwise). Grants cover only what they held: an over-report is paid with credits.
  */
-export const settlementCharges = (allocations: ReadonlyArray<Allocation>, actual: bigint): Charges => {
+export const settlementCharges = (
+  grantHolds: ReadonlyArray<GrantHold>,
+  allocations: ReadonlyArray<Allocation>,
+  actual: bigint
+): Charges => {
   if (actual < 0n) throw new RangeError(`settlementCharges: negative actual cost ${actual}`)
+  const grants: Array<GrantHold> = []
   const charges: Array<Allocation> = []
   let remaining = actual
+  for (const hold of grantHolds) {
+    if (remaining === 0n) break
+    const take = hold.amount < remaining ? hold.amount : remaining
+    if (take > 0n) grants.push({ grant: hold.grant, period: hold.period, amount: take })
+    remaining -= take
+  }
   for (const allocation of allocations) {
     if (remaining === 0n) break
     const take = allocation.amount < remaining ? allocation.amount : remaining
@@ -134,7 +185,7 @@ export const settlementCharges = (allocations: ReadonlyArray<Allocation>, actual
     if (index === -1) charges.push({ machine_id: null, amount: excess })
     else charges[index] = { machine_id: null, amount: charges[index]!.amount + excess }
   }
-  return { charges, excess }
+  return { grants, charges, excess }
 }
 
 /**
@@ -263,6 +314,17 @@ export const reserveOrdered = (store: LedgerStore["Service"]) =>
       return { machine_id: scope, available: balance === undefined ? 0n : available(balance) }
     }))
   const claims = request.budgets ?? []
+  const grantClaims = request.grants ?? []
+  /** Each grant claimed, with what it has left now. */
+  const grantsNow: Effect.Effect<ReadonlyArray<GrantSource & { readonly size: bigint }>> = grantClaims.length === 0
+    ? Effect.succeed([])
+    : Effect.map(store.grants(request.account_id), (states) =>
+      grantClaims.map((claim) => ({
+        grant: claim.grant,
+        period: claim.period,
+        size: claim.size,
+        available: grantAvailable(claim, states.find((g) => g.grant === claim.grant && g.period === claim.period))
+      })))
   /** The first claim over its limit as the budgets are now (undefined: none, or no claims). */
   const overBudgetNow = Effect.gen(function*() {
     if (claims.length === 0) return undefined
@@ -276,13 +338,23 @@ export const reserveOrdered = (store: LedgerStore["Service"]) =>
   })
   return Effect.gen(function*() {
     for (let attempt = 1;; attempt++) {
-      const allocation = allocate(yield* sourcesNow, request.amount)
+      const grants = yield* grantsNow
+      const { holds, rest } = takeGrants(grants, request.amount)
+      const allocation = allocate(yield* sourcesNow, rest)
       if (allocation._tag === "Insufficient") {
-        return (yield* overBudgetNow) ?? { _tag: "insufficient", available: allocation.available } as const
+        const left = grants.reduce((sum, g) => sum + g.available, 0n)
+        return (yield* overBudgetNow) ?? { _tag: "insufficient", available: allocation.available + left } as const
       }
-      const { scopes: _, amount: __, ...reservation } = request
-      const result = yield* store.reserve({ ...reservation, allocations: allocation.allocations })
-      if (result === "reserved") return { _tag: "reserved", allocations: allocation.allocations } as const
+      const { scopes: _, amount: __, grants: ___, ...reservation } = request
+      const sized = holds.map((h) => ({ ...h, size: grants.find((g) => g.grant === h.grant && g.period === h.period)!.size }))
+      const result = yield* store.reserve({
+        ...reservation,
+        allocations: allocation.allocations,
+        ...(sized.length === 0 ? {} : { grants: sized })
+      })
+      if (result === "reserved") {
+        return { _tag: "reserved", allocations: allocation.allocations, ...(holds.length === 0 ? {} : { grants: holds }) } as const
+      }
       if (result === "duplicate") return { _tag: "duplicate" } as const
       if (result === "over_budget") {
         const over = yield* overBudgetNow
@@ -301,10 +373,11 @@ export const reserveOrdered = (store: LedgerStore["Service"]) =>
         }
         continue
       }
-      // A concurrent call took credits between our read and our write.
+      // A concurrent call took credits (or a grant) between our read and our write.
       if (attempt >= RESERVE_ATTEMPTS) {
         const total = (yield* sourcesNow).reduce((sum, s) => s.available > 0n ? sum + s.available : sum, 0n)
-        return { _tag: "insufficient", available: total } as const
+        const left = (yield* grantsNow).reduce((sum, g) => sum + g.available, 0n)
+        return { _tag: "insufficient", available: total + left } as const
       }
     }
   })
@@ -313,10 +386,11 @@ export const reserveOrdered = (store: LedgerStore["Service"]) =>
 /** What settling a reservation to `actual` writes: its charges as usage entries (`Settlement`). */
 export const settlementOf = (ref: string, actual: bigint, reserved: ReservedHint) =>
   Effect.gen(function*() {
-    const { charges, excess } = settlementCharges(reserved.allocations, actual)
+    const { grants, charges, excess } = settlementCharges(reserved.grants ?? [], reserved.allocations, actual)
     const at = yield* Time.now
     const entries = yield* usageEntries(reserved.account_id, ref, charges, at)
-    return { ref, at, charged: actual, excess, entries } satisfies Settlement
+    const charged = charges.reduce((sum, c) => sum + c.amount, 0n)
+    return { ref, at, charged, excess, entries, ...(grants.length === 0 ? {} : { grants }) } satisfies Settlement
   })
 
 export const ACTIVITY_DEFAULT_LIMIT = 50
@@ -342,7 +416,13 @@ export type CreditResult =
   | { readonly _tag: "Duplicate" }
 
 export type ReserveResult =
-  | { readonly _tag: "Reserved"; readonly ref: string; readonly allocations: ReadonlyArray<Allocation> }
+  | {
+    readonly _tag: "Reserved"
+    readonly ref: string
+    readonly allocations: ReadonlyArray<Allocation>
+    /** What it holds of grants (empty: none). */
+    readonly grants: ReadonlyArray<GrantHold>
+  }
   /** What the call's sources have available in total (callers answer 402 insufficient_credit). */
   | { readonly _tag: "Insufficient"; readonly available: bigint }
   /** A claimed budget's limit would be passed (LedgerStore's over_budget): nothing is held. */
@@ -356,10 +436,12 @@ export type NotPending =
 export type SettleResult =
   | {
     readonly _tag: "Settled"
-    /** The actual cost charged, of which `excess` went above the reservation. */
+    /** The credits charged (the actual cost less what grants covered), of which `excess` went above the reservation. */
     readonly charged: bigint
     readonly excess: bigint
     readonly entries: ReadonlyArray<LedgerEntry>
+    /** What grants covered (empty: nothing). */
+    readonly grants: ReadonlyArray<GrantHold>
   }
   | NotPending
 
@@ -369,6 +451,7 @@ export type VoidResult = { readonly _tag: "Voided" } | NotPending
 export interface ReservedHint {
   readonly account_id: string
   readonly allocations: ReadonlyArray<Allocation>
+  readonly grants?: ReadonlyArray<GrantHold> | undefined
 }
 
 export class Ledger extends Context.Service<Ledger, {
@@ -379,14 +462,16 @@ export class Ledger extends Context.Service<Ledger, {
    * until settled, voided or expired at `expiresAt`. Choose expiresAt beyond the longest a call
    * can take: a settle after expiry finds the reservation expired and charges nothing.
    * `budgets`: the monthly limits it counts against (billing/Limits.ts budgetClaims), checked in
-   * the same store step; OverBudget when one has no room.
+   * the same store step; OverBudget when one has no room. `grants`: what it takes from first
+   * (billing/Allowances.ts grantClaims); the budgets count only what the credits pay.
    */
   readonly reserve: (
     accountId: string,
     machineId: string | null,
     amount: bigint,
     expiresAt: Time.Timestamp,
-    budgets?: ReadonlyArray<BudgetClaim>
+    budgets?: ReadonlyArray<BudgetClaim>,
+    grants?: ReadonlyArray<GrantClaim>
   ) => Effect.Effect<ReserveResult>
   /**
    * Charges the call's real cost (micro-credits, >= 0) and releases the rest; once. `reserved`,
@@ -434,7 +519,8 @@ export class Ledger extends Context.Service<Ledger, {
         machineId: string | null,
         amount: bigint,
         expiresAt: Time.Timestamp,
-        budgets?: ReadonlyArray<BudgetClaim>
+        budgets?: ReadonlyArray<BudgetClaim>,
+        grants?: ReadonlyArray<GrantClaim>
       ) {
         if (amount < 0n) return yield* Effect.die(new RangeError(`Ledger.reserve: negative amount ${amount}`))
         const ref = yield* generateId("usage")
@@ -446,10 +532,11 @@ export class Ledger extends Context.Service<Ledger, {
           amount,
           created_at: yield* Time.now,
           expires_at: expiresAt,
-          ...(budgets === undefined || budgets.length === 0 ? {} : { budgets })
+          ...(budgets === undefined || budgets.length === 0 ? {} : { budgets }),
+          ...(grants === undefined || grants.length === 0 ? {} : { grants })
         })
         if (result._tag === "reserved") {
-          return { _tag: "Reserved", ref, allocations: result.allocations } satisfies ReserveResult
+          return { _tag: "Reserved", ref, allocations: result.allocations, grants: result.grants ?? [] } satisfies ReserveResult
         }
         if (result._tag === "insufficient") {
           return { _tag: "Insufficient", available: result.available } satisfies ReserveResult
@@ -480,7 +567,13 @@ export class Ledger extends Context.Service<Ledger, {
         const settlement = yield* settlementOf(ref, actual, reservation)
         const result = yield* store.settle(settlement)
         if (result === "settled") {
-          return { _tag: "Settled", charged: actual, excess: settlement.excess, entries: settlement.entries } satisfies SettleResult
+          return {
+            _tag: "Settled",
+            charged: settlement.charged,
+            excess: settlement.excess,
+            entries: settlement.entries,
+            grants: settlement.grants ?? []
+          } satisfies SettleResult
         }
         // Lost a race with another settle, a void or an expiry.
         return yield* finished(ref, yield* store.reservation(ref))

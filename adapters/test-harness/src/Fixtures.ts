@@ -2,7 +2,8 @@
  * A small, fixed catalogue the shared tests rely on: three machines serving one chat model with
  * different health, scores and regions (so the route order is known), an embedding model, two
  * operators, packages and tiers, a credit price, and both payment rails (the test card processor,
- * the simulated chain).
+ * the simulated chain). No free allowance or trial (a priced call needs credits here); the
+ * allowance suite has its own catalogue.
  */
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 
@@ -71,7 +72,7 @@ export const fixtureCatalogue: CatalogueConfig = {
   prices: {
     credits_per_usd: 1000,
     services: [
-      { service: "chat", group: "inference", name: "Chat", unit: "mtok", unit_label: "million tokens", credits_per_unit: 1, allowances: { ...zeroAllowances, free: 100, trial: 500 } },
+      { service: "chat", group: "inference", name: "Chat", unit: "mtok", unit_label: "million tokens", credits_per_unit: 1, allowances: { ...zeroAllowances, builder: 5000, scale: 30000 } },
       { service: "embeddings", group: "inference", name: "Embeddings", unit: "mtok", unit_label: "million tokens", credits_per_unit: 0.02, allowances: zeroAllowances }
     ]
   },

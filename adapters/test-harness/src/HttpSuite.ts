@@ -209,7 +209,7 @@ export const platformHttpSuite = (shell: string, start: () => Promise<ShellUnder
         expect(res.json.unit).toBe("credit")
         expect(res.json.services[0]).toEqual({
           service: "chat", group: "inference", name: "Chat", unit: "mtok", unit_label: "million tokens",
-          credits_per_unit: 1, allowances: { free: 100, builder: 0, scale: 0, trial: 500 }
+          credits_per_unit: 1, allowances: { free: 0, builder: 5000, scale: 30000, trial: 0 }
         })
         expect(res.json.models).toContainEqual({
           model: "embed-small", service: "embeddings", input_credits_per_mtok: 0.02, output_credits_per_mtok: 0, credits_per_request: 0

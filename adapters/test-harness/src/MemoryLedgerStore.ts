@@ -6,7 +6,8 @@
  * Input that breaks the port's rules (a usage entry posted as a credit, an allocation pinned to
  * another machine, a non-positive amount...) is a defect, as a violated constraint is in SQL.
  * Budgets (docs/billing.md "Monthly limits") live in the same state: a reservation's claims are
- * checked and held in the same `Ref.modify` as its balance.
+ * checked and held in the same `Ref.modify` as its balance, and so are its grants (the allowance,
+ * the trial: docs/billing.md "Allowances and the trial").
  */
 import { Effect, Layer, Ref } from "effect"
 import {
@@ -14,6 +15,8 @@ import {
   budgetLimitProblem,
   type BudgetState,
   byScope,
+  type GrantHold,
+  type GrantState,
   creditProblem,
   creditTotalsOf,
   firstOverBudget,
@@ -47,6 +50,8 @@ interface State {
   readonly limits: ReadonlyMap<string, bigint>
   /** Per budget and month, by monthKey. */
   readonly months: ReadonlyMap<string, BudgetMonth>
+  /** Per grant and period, by monthKey (the period in the month's place). */
+  readonly grants: ReadonlyMap<string, BudgetMonth>
 }
 
 interface BudgetMonth {
@@ -73,6 +78,25 @@ const adjustBudgets = (
   return months
 }
 
+/** Adds to the held and spent of grants: `held` per hold (its sign given), `spent` from the charges. */
+const adjustGrants = (
+  state: State,
+  accountId: string,
+  holds: ReadonlyArray<GrantHold>,
+  sign: 1n | -1n,
+  charges: ReadonlyArray<GrantHold> = []
+): ReadonlyMap<string, BudgetMonth> => {
+  if (holds.length === 0) return state.grants
+  const grants = new Map(state.grants)
+  for (const hold of holds) {
+    const key = monthKey(accountId, hold.period, hold.grant)
+    const current = grants.get(key) ?? { spent: 0n, held: 0n }
+    const charge = charges.find((c) => c.grant === hold.grant && c.period === hold.period)?.amount ?? 0n
+    grants.set(key, { spent: current.spent + charge, held: current.held + sign * hold.amount })
+  }
+  return grants
+}
+
 const emptyAccount: AccountLedger = { entries: [], refs: new Set(), scopes: new Map() }
 
 /** Either [result, next state] or a reason to die (leaving the state unchanged). */
@@ -85,12 +109,17 @@ const modifyOrDie = <A>(ref: Ref.Ref<State>, f: (state: State) => Step<A>): Effe
   }).pipe(Effect.flatMap((step) => "defect" in step ? Effect.die(new Error(step.defect)) : Effect.succeed(step[0])))
 
 const copyReservation = (r: Reservation): Reservation => {
-  const { budgets, ...rest } = r
-  const copy: Reservation = { ...rest, allocations: r.allocations.map((a) => ({ ...a })) }
-  // Only the budget and month of each claim are kept; none claimed: no `budgets` at all.
-  return budgets === undefined || budgets.length === 0
-    ? copy
-    : { ...copy, budgets: budgets.map(({ budget, month }) => ({ budget, month })) }
+  const { budgets, grants, ...rest } = r
+  // Only the budget and month of each claim are kept, and the grant holds without their sizes;
+  // none: no `budgets` (`grants`) at all.
+  return {
+    ...rest,
+    allocations: r.allocations.map((a) => ({ ...a })),
+    ...(budgets === undefined || budgets.length === 0 ? {} : { budgets: budgets.map(({ budget, month }) => ({ budget, month })) }),
+    ...(grants === undefined || grants.length === 0
+      ? {}
+      : { grants: grants.map(({ amount, grant, period }) => ({ grant, period, amount })) })
+  }
 }
 
 /** Newest first: later created_at first, then later insertion first. */
@@ -130,6 +159,7 @@ const release = (
   return {
     ...state,
     months: adjustBudgets(state, reservation, { held: -reservedAmount(reservation.allocations), spent: 0n }),
+    grants: adjustGrants(state, reservation.account_id, reservation.grants ?? [], -1n),
     accounts: new Map(state.accounts).set(reservation.account_id, { ...account, scopes }),
     reservations: new Map(state.reservations).set(reservation.ref, { ...reservation, status, finished_at: at })
   }
@@ -143,7 +173,8 @@ export const LedgerStoreMemory: Layer.Layer<LedgerStore> = Layer.effect(
       reservations: new Map(),
       ids: new Set(),
       limits: new Map(),
-      months: new Map()
+      months: new Map(),
+      grants: new Map()
     })
 
     const post = (entry: LedgerEntry) =>
@@ -190,6 +221,10 @@ export const LedgerStoreMemory: Layer.Layer<LedgerStore> = Layer.effect(
         })
         const amount = reservedAmount(reservation.allocations)
         if (firstOverBudget(reservation.budgets ?? [], stateOf, amount) !== undefined) return ["over_budget", s]
+        for (const hold of reservation.grants ?? []) {
+          const g = s.grants.get(monthKey(reservation.account_id, hold.period, hold.grant)) ?? { spent: 0n, held: 0n }
+          if (g.spent + g.held + hold.amount > hold.size) return ["insufficient", s]
+        }
         const account = s.accounts.get(reservation.account_id) ?? emptyAccount
         for (const allocation of reservation.allocations) {
           const scope = account.scopes.get(scopeKey(allocation.machine_id))
@@ -207,6 +242,7 @@ export const LedgerStoreMemory: Layer.Layer<LedgerStore> = Layer.effect(
         return ["reserved", {
           ...s,
           months: adjustBudgets(s, stored, { held: amount, spent: 0n }),
+          grants: adjustGrants(s, reservation.account_id, stored.grants ?? [], 1n),
           accounts: new Map(s.accounts).set(reservation.account_id, { ...account, scopes }),
           reservations: new Map(s.reservations).set(reservation.ref, stored)
         }]
@@ -260,7 +296,8 @@ export const LedgerStoreMemory: Layer.Layer<LedgerStore> = Layer.effect(
           accounts: new Map(s.accounts).set(found.account_id, next),
           reservations: new Map(s.reservations).set(found.ref, settled),
           ids,
-          months: adjustBudgets(s, found, { held: -reservedAmount(found.allocations), spent: settlement.charged })
+          months: adjustBudgets(s, found, { held: -reservedAmount(found.allocations), spent: settlement.charged }),
+          grants: adjustGrants(s, found.account_id, found.grants ?? [], -1n, settlement.grants ?? [])
         }]
       }).pipe(Effect.withSpan("LedgerStore.settle"))
 
@@ -305,6 +342,18 @@ export const LedgerStoreMemory: Layer.Layer<LedgerStore> = Layer.effect(
         return [...found.values()].sort((a, b) => a.budget < b.budget ? -1 : a.budget > b.budget ? 1 : 0)
       })
 
+    const grants = (accountId: string) =>
+      Effect.map(Ref.get(state), (s): ReadonlyArray<GrantState> => {
+        const found: Array<GrantState> = []
+        for (const [key, { held, spent }] of s.grants) {
+          const [account, period, grant] = key.split("\u0000") as [string, string, string]
+          if (account === accountId && (spent !== 0n || held !== 0n)) found.push({ grant, period, spent, held })
+        }
+        return found.sort((a, b) =>
+          a.grant < b.grant ? -1 : a.grant > b.grant ? 1 : a.period < b.period ? -1 : a.period > b.period ? 1 : 0
+        )
+      })
+
     return LedgerStore.of({
       post,
       balances,
@@ -317,7 +366,8 @@ export const LedgerStoreMemory: Layer.Layer<LedgerStore> = Layer.effect(
       void: voidReservation,
       expire,
       setBudgetLimit,
-      budgets
+      budgets,
+      grants
     })
   })
 )

@@ -344,7 +344,7 @@ describe("ledger rules (pure)", () => {
     fc.assert(
       fc.property(allocationsArb, fc.bigInt({ min: 0n, max: 80_000_000n }), (allocations, actual) => {
         const reserved = sumOf(allocations.map((a) => a.amount))
-        const { charges, excess } = settlementCharges(allocations, actual)
+        const { charges, excess } = settlementCharges([], allocations, actual)
         expect(excess).toBe(max0(actual - reserved))
         expect(sumOf(charges.map((c) => c.amount))).toBe(actual)
         expect(new Set(charges.map((c) => scopeKey(c.machine_id))).size).toBe(charges.length)
@@ -466,7 +466,8 @@ describe("ledger invariants (property, memory store)", () => {
             void: (ref, at) => scheduled(`void ${ref}`, inner.void(ref, at)),
             expire: (now) => scheduled("expire", inner.expire(now)),
             setBudgetLimit: (a, budget, limit) => scheduled(`limit ${budget}`, inner.setBudgetLimit(a, budget, limit)),
-            budgets: (a, month) => scheduled(`budgets ${month}`, inner.budgets(a, month))
+            budgets: (a, month) => scheduled(`budgets ${month}`, inner.budgets(a, month)),
+            grants: (a) => scheduled("grants", inner.grants(a))
           })
 
           const calls = Effect.gen(function*() {

@@ -21,6 +21,7 @@ import { Effect, Schema } from "effect"
 import { ApiKeys, type Caller, TOUCH_INTERVAL_MS } from "../ApiKeys.ts"
 import { makeBatcher } from "../Batcher.ts"
 import type { CatalogueConfig, MachineConfig } from "../CatalogueConfig.ts"
+import { allowanceTable, grantClaims } from "../billing/Allowances.ts"
 import { budgetClaims, monthOf } from "../billing/Limits.ts"
 import { monthlyLimitAt, rpmAt, tierTable } from "../billing/Tiers.ts"
 import { inferenceError } from "../Errors.ts"
@@ -58,6 +59,8 @@ export interface Candidate {
   readonly first: MachineConfig
   /** The cost bound to reserve; undefined for a call that reserves nothing (unpriced). */
   readonly bound: bigint | undefined
+  /** The call's service: its allowance and trial are taken from first. */
+  readonly service: string
 }
 
 export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfig, settlement: Settlement) =>
@@ -66,6 +69,7 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
     const store = yield* GatewayStore
     const orders = yield* OrderStore
     const tiers = tierTable(catalogue.tiers)
+    const allowances = allowanceTable(catalogue)
 
     // -- tiers (purchased credits cached per account): the rpm and the monthly limit --
     const purchased = new Map<string, { value: bigint; at: number }>()
@@ -78,13 +82,17 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
         return value
       })
     /**
-     * The monthly limits a priced call of `caller` admitted at `now` counts against
-     * (billing/Limits.ts budgetClaims): the account's, at the tier's limit unless it set its own,
-     * and the key's, in the UTC month of `now`.
+     * What a priced call of `caller` on `service` admitted at `now` reserves against: the monthly
+     * limits it counts against (billing/Limits.ts budgetClaims: the account's, at the tier's limit
+     * unless it set its own, and the key's, in the UTC month of `now`) and the grants it takes
+     * from first (billing/Allowances.ts grantClaims: the month's allowance, the trial).
      */
-    const claimsFor = (caller: Caller, now: number) =>
-      Effect.map(purchasedOf(caller.account.id, now), (value) =>
-        budgetClaims(caller.key.id, monthOf(now), monthlyLimitAt(tiers, value)))
+    const claimsOf = (caller: Caller, service: string, now: number, bought: bigint) => ({
+      budgets: budgetClaims(caller.key.id, monthOf(now), monthlyLimitAt(tiers, bought)),
+      grants: grantClaims(allowances, service, monthOf(now))
+    })
+    const claimsFor = (caller: Caller, service: string, now: number) =>
+      Effect.map(purchasedOf(caller.account.id, now), (bought) => claimsOf(caller, service, now, bought))
 
     // -- per key, in process: when admission last recorded its use (last_used_at at most once per
     // TOUCH_INTERVAL_MS) and when it last admitted a call (speculative dispatch) --
@@ -112,7 +120,7 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
     const admissions = makeBatcher((batch: ReadonlyArray<Admission>) => store.admit(batch), config.storeBatch)
 
     /** Admits a call: its first reservation (undefined when it reserves nothing), or why not. */
-    const admit = ({ bound, caller, endpoint, first, now }: Candidate) =>
+    const admit = ({ bound, caller, endpoint, first, now, service }: Candidate) =>
       Effect.gen(function*() {
         const ref = bound === undefined ? undefined : yield* generateId("usage")
         const expiresAt = now + config.reservationTtlMs
@@ -137,7 +145,7 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
               amount: bound,
               created_at: Time.toTimestamp(now),
               expires_at: Time.toTimestamp(expiresAt),
-              budgets: budgetClaims(caller.key.id, monthOf(now), monthlyLimitAt(tiers, bought))
+              ...claimsOf(caller, service, now, bought)
             }
           }))
           if (admission._tag === "KeyRevoked") {
@@ -160,7 +168,7 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
             return yield* inferenceError(
               402,
               "insufficient_credit",
-              `Insufficient credit: this call may cost up to ${microToCredits(bound ?? 0n)} credits and the balance usable on this machine is ${microToCredits(reserved.available)} credits. Add credits${endpoint === "/v1/chat/completions" ? ", or lower max_tokens" : ""}.`
+              `Insufficient credit: this call may cost up to ${microToCredits(bound ?? 0n)} credits and the balance usable on this machine (with what is left of this service's allowance and trial) is ${microToCredits(reserved.available)} credits. Add credits${endpoint === "/v1/chat/completions" ? ", or lower max_tokens" : ""}.`
             )
           }
           if (reserved?._tag === "over_budget") {
@@ -186,7 +194,7 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
           stateOf(caller).admittedAt = now
           return reserved === undefined || ref === undefined
             ? undefined
-            : { ref, machineId: first.id, allocations: reserved.allocations, expiresAt } satisfies Held
+            : { ref, machineId: first.id, allocations: reserved.allocations, grants: reserved.grants ?? [], expiresAt } satisfies Held
         })
         return yield* step.pipe(
           Effect.onExit((exit) =>

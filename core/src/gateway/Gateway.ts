@@ -265,11 +265,11 @@ const make = (config: GatewayConfig) =>
         // A reservation made again for another machine claims the call's monthly limits too.
         const reserve = (machineId: string) =>
           Effect.map(
-            Effect.flatMap(admission.claimsFor(caller, now), (budgets) =>
-              ledger.reserve(caller.account.id, machineId, bound ?? 0n, expiresAt, budgets)),
+            Effect.flatMap(admission.claimsFor(caller, vc.model.service, now), ({ budgets, grants }) =>
+              ledger.reserve(caller.account.id, machineId, bound ?? 0n, expiresAt, budgets, grants)),
             (r) =>
               r._tag === "Reserved"
-                ? { ref: r.ref, machineId, allocations: r.allocations, expiresAt: now + reservationTtlMs } satisfies Held
+                ? { ref: r.ref, machineId, allocations: r.allocations, grants: r.grants, expiresAt: now + reservationTtlMs } satisfies Held
                 : r
           ).pipe(Effect.tap((r) => ("_tag" in r ? Effect.void : settlement.opened(r.ref))))
 
@@ -294,7 +294,7 @@ const make = (config: GatewayConfig) =>
         })
 
         // The call's reservation, a scoped resource: released when the call ends, unless metering took it.
-        const held = yield* settlement.hold(admission.admit({ caller, endpoint, now, first, bound }).pipe(Effect.onError(() => abandon)))
+        const held = yield* settlement.hold(admission.admit({ caller, endpoint, now, first, bound, service: vc.model.service }).pipe(Effect.onError(() => abandon)))
 
         const attempts = dispatch.attempts({
           call: vc,

@@ -30,11 +30,12 @@
 import { Cause, Clock, Effect, Exit, FiberSet, Option, Random, type Scope } from "effect"
 import type { Caller } from "../ApiKeys.ts"
 import { makeBatcher } from "../Batcher.ts"
+import { grantParts } from "../billing/Allowances.ts"
 import { BillingWatch } from "../billing/Watch.ts"
 import { generateId } from "../Keys.ts"
 import { Ledger, settlementOf } from "../Ledger.ts"
 import { GatewayStore, type Metered, type MeteredResult } from "../ports/GatewayStore.ts"
-import type { Allocation } from "../ports/LedgerStore.ts"
+import type { Allocation, GrantHold } from "../ports/LedgerStore.ts"
 import { MeteringJournal } from "../ports/MeteringJournal.ts"
 import { isStoreUnavailableCause, StoreUnavailable } from "../ports/StoreUnavailable.ts"
 import type { UsageRecord } from "../ports/UsageStore.ts"
@@ -66,6 +67,8 @@ export interface Held {
   readonly ref: string
   readonly machineId: string
   readonly allocations: ReadonlyArray<Allocation>
+  /** What it holds of the allowance and the trial (billing/Allowances.ts). */
+  readonly grants: ReadonlyArray<GrantHold>
   /** When the reservation expires (epoch ms): metering is retried until then. */
   readonly expiresAt: number
 }
@@ -161,7 +164,11 @@ export const makeSettlement = (config: SettlementConfig) =>
         const list = costOf(c.price, c.usage)
         const settlement = c.held === undefined
           ? undefined
-          : yield* settlementOf(c.held.ref, list, { account_id: c.caller.account.id, allocations: c.held.allocations })
+          : yield* settlementOf(c.held.ref, list, {
+            account_id: c.caller.account.id,
+            allocations: c.held.allocations,
+            grants: c.held.grants
+          })
         const { unit, quantity } = unitOf(c.call, c.price, c.usage)
         const record: UsageRecord = {
           ref: c.held?.ref ?? (yield* generateId("usage")),
@@ -178,9 +185,8 @@ export const makeSettlement = (config: SettlementConfig) =>
           output_tokens: c.usage.output_tokens,
           list_credits: list,
           // Only a priced call holds a reservation; the store writes 0 when it is no longer pending.
-          credits: settlement === undefined ? 0n : list,
-          from_allowance: 0n,
-          from_trial: 0n
+          credits: settlement === undefined ? 0n : settlement.charged,
+          ...grantParts(settlement?.grants ?? [])
         }
         return { settlement, record } satisfies Metered
       })
@@ -253,7 +259,7 @@ export const makeSettlement = (config: SettlementConfig) =>
     const abandon = (ref: string, exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> =>
       Exit.isFailure(exit) && (Cause.hasDies(exit.cause) || Cause.hasInterrupts(exit.cause))
         ? Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          release({ ref, machineId: "", allocations: [], expiresAt: now + config.reservationTtlMs }))
+          release({ ref, machineId: "", allocations: [], grants: [], expiresAt: now + config.reservationTtlMs }))
         : closed(ref)
 
     /**

@@ -50,9 +50,10 @@ export interface Metered {
   /** The settlement of the call's reservation; undefined when it held none (unpriced). */
   readonly settlement: Settlement | undefined
   /**
-   * The call's usage record, `credits` as charged when the settlement applies. When the
-   * reservation is no longer pending (expired or voided meanwhile: nothing is charged) the
-   * record is written with credits 0.
+   * The call's usage record, `credits`, `from_allowance` and `from_trial` as the settlement charges
+   * them. When the reservation is no longer pending the record is written with what was charged:
+   * settled already (a replay), the reservation's `charged` as credits and the record's own grant
+   * parts; expired or voided meanwhile, nothing (credits, from_allowance and from_trial 0).
    */
   readonly record: UsageRecord
 }
@@ -122,14 +123,16 @@ const composeGatewayStore = (stores: {
     return Effect.forEach(calls, ({ record, settlement }) =>
       Effect.gen(function*() {
         const settled = settlement === undefined ? "none" as const : yield* stores.ledger.settle(settlement)
-        let credits = record.credits
+        let charged = record
         if (settlement !== undefined && settled === "not_pending") {
           // Settled already: a replay (the gateway's journal, a retry) of a commit that died between
           // its two writes; the record says what was charged then. Expired or voided: nothing.
           const reservation = yield* stores.ledger.reservation(settlement.ref)
-          credits = reservation?.status === "settled" ? reservation.charged ?? 0n : 0n
+          charged = reservation?.status === "settled"
+            ? { ...record, credits: reservation.charged ?? 0n }
+            : { ...record, credits: 0n, from_allowance: 0n, from_trial: 0n }
         }
-        const written = yield* stores.usage.record(credits === record.credits ? record : { ...record, credits })
+        const written = yield* stores.usage.record(charged)
         return { settlement: settled, record: written } satisfies MeteredResult
       }))
   }

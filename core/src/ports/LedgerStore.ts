@@ -86,6 +86,12 @@ export interface Reservation {
    * holds is released from them when it finishes, and a settlement's charge is spent in them.
    */
   readonly budgets?: ReadonlyArray<Pick<BudgetClaim, "budget" | "month">> | undefined
+  /**
+   * What it holds of grants (the allowance, the trial), in spending order, before its allocations
+   * (absent when it holds none): released when it finishes; a settlement's grant charges are
+   * spent in them.
+   */
+  readonly grants?: ReadonlyArray<GrantHold> | undefined
 }
 
 export type NewReservation =
@@ -93,7 +99,44 @@ export type NewReservation =
   & {
     /** The monthly limits the reservation counts against (none: no limit applies). */
     readonly budgets?: ReadonlyArray<BudgetClaim> | undefined
+    /**
+     * What to hold of grants, with each grant's size: admitted only when, for each, spent + held +
+     * amount <= size (else "insufficient", nothing changed), in the same atomic step as the rest.
+     */
+    readonly grants?: ReadonlyArray<GrantHold & { readonly size: bigint }> | undefined
   }
+
+/**
+ * A grant (docs/billing.md "Allowances and the trial"): credits of one service an account may use
+ * without paying, before its credits. "allowance:<service>" has `size` in each UTC month (period
+ * YYYY-MM: nothing carries over), "trial:<service>" once (period "once"). Per grant and period the
+ * store keeps `spent` (what settlements took) and `held` (what pending reservations hold); a
+ * reservation takes min(size - spent - held, what is left of its amount) from each grant in
+ * order, then its allocations take the rest. So spent + held never passes the size.
+ */
+export interface GrantClaim {
+  /** "allowance:<service>" or "trial:<service>". */
+  readonly grant: string
+  /** YYYY-MM for an allowance, "once" for a trial. */
+  readonly period: string
+  /** Micro-credits the period has in all, >= 0. */
+  readonly size: bigint
+}
+
+/** An amount held in (or charged to) one grant's period: positive. */
+export interface GrantHold {
+  readonly grant: string
+  readonly period: string
+  readonly amount: bigint
+}
+
+/** A grant's period as the store keeps it. */
+export interface GrantState {
+  readonly grant: string
+  readonly period: string
+  readonly spent: bigint
+  readonly held: bigint
+}
 
 /**
  * A monthly spending limit a reservation counts against (docs/billing.md "Monthly limits"): the
@@ -123,8 +166,10 @@ export interface BudgetState {
   readonly held: bigint
 }
 
-/** A reservation whose allocations the store makes: from `scopes`, in that order. */
-export interface OrderedReservation extends Omit<NewReservation, "allocations"> {
+/** A reservation whose holds the store makes: from `grants`, then from `scopes`, in that order. */
+export interface OrderedReservation extends Omit<NewReservation, "allocations" | "grants"> {
+  /** Distinct grants (by grant and period), in spending order; taken from before any scope. */
+  readonly grants?: ReadonlyArray<GrantClaim> | undefined
   /** Distinct scopes (null: account-wide), in spending order. */
   readonly scopes: ReadonlyArray<string | null>
   /** Micro-credits, >= 0. */
@@ -132,7 +177,13 @@ export interface OrderedReservation extends Omit<NewReservation, "allocations"> 
 }
 
 export type ReserveInOrderResult =
-  | { readonly _tag: "reserved"; readonly allocations: ReadonlyArray<Allocation> }
+  /** `grants`: what was held of each grant (positive only; absent or empty: none). */
+  | {
+    readonly _tag: "reserved"
+    readonly allocations: ReadonlyArray<Allocation>
+    readonly grants?: ReadonlyArray<GrantHold> | undefined
+  }
+  /** `available`: what the grants have left and the scopes have available, summed. */
   | { readonly _tag: "insufficient"; readonly available: bigint }
   | { readonly _tag: "duplicate" }
   /** A budget's limit would be passed: the first such claim, its limit in force and spent + held. */
@@ -142,8 +193,16 @@ export type ReserveInOrderResult =
 export interface Settlement {
   readonly ref: string
   readonly at: Timestamp
-  /** The real cost of the call (>= 0). */
+  /**
+   * The credits charged (>= 0): the call's real cost less what its grants covered, and the sum of
+   * the entries (negated). Budgets count this.
+   */
   readonly charged: bigint
+  /**
+   * What each grant the reservation holds is charged (positive, at most its hold; absent or
+   * empty: none). It moves from the grant's held to its spent; the rest of the hold is released.
+   */
+  readonly grants?: ReadonlyArray<GrantHold> | undefined
   /** The part of `charged` above the reservation (>= 0), charged account-wide. */
   readonly excess: bigint
   /** Usage entries of the reservation's account: negative, at most one per scope. */
@@ -237,6 +296,12 @@ export class LedgerStore extends Context.Service<LedgerStore, {
    * (non-zero) spent or held in that month.
    */
   readonly budgets: (accountId: string, month: string) => Effect.Effect<ReadonlyArray<BudgetState>>
+
+  /**
+   * The account's grants (docs/billing.md "Allowances and the trial"): every grant and period with
+   * anything (non-zero) spent or held, by grant, then period.
+   */
+  readonly grants: (accountId: string) => Effect.Effect<ReadonlyArray<GrantState>>
 }>()("@model-platform/core/ports/LedgerStore") {}
 
 /** The key of a scope in maps and in stores that cannot key on null: "" is account-wide. */
@@ -276,8 +341,48 @@ export const reservationProblem = (reservation: NewReservation): string | undefi
     if (seen.has(key)) return `two allocations in one scope (${key || "account-wide"})`
     seen.add(key)
   }
-  return budgetClaimsProblem(reservation.budgets ?? [])
+  return budgetClaimsProblem(reservation.budgets ?? []) ?? grantHoldsProblem(reservation.grants ?? [])
 }
+
+const GRANT = /^(allowance|trial):[^\s]+$/
+const PERIOD = /^(\d{4}-(0[1-9]|1[0-2])|once)$/
+
+/** Why a grant and period are not ones a store keeps, or undefined. */
+export const grantProblem = (grant: string, period: string): string | undefined =>
+  !GRANT.test(grant)
+    ? `a grant is "allowance:<service>" or "trial:<service>", got ${JSON.stringify(grant)}`
+    : !PERIOD.test(period)
+    ? `a grant period is YYYY-MM or "once", got ${JSON.stringify(period)}`
+    : undefined
+
+/** Why grant claims (OrderedReservation.grants) must be refused, or undefined. */
+export const grantClaimsProblem = (claims: ReadonlyArray<GrantClaim>): string | undefined => {
+  const seen = new Set<string>()
+  for (const claim of claims) {
+    const problem = grantProblem(claim.grant, claim.period)
+    if (problem !== undefined) return problem
+    if (claim.size < 0n) return `negative grant size ${claim.size}`
+    const key = `${claim.grant} ${claim.period}`
+    if (seen.has(key)) return `grant ${key} claimed twice`
+    seen.add(key)
+  }
+  return undefined
+}
+
+/** Why a reservation's grant holds (NewReservation.grants) must be refused, or undefined. */
+export const grantHoldsProblem = (
+  holds: ReadonlyArray<GrantHold & { readonly size: bigint }>
+): string | undefined => {
+  for (const hold of holds) {
+    if (hold.amount <= 0n) return `grant holds must be positive, got ${hold.amount}`
+    if (hold.amount > hold.size) return `a hold of ${hold.amount} in a grant of ${hold.size}`
+  }
+  return grantClaimsProblem(holds)
+}
+
+/** What a reservation holds of grants in all. */
+export const grantsAmount = (holds: ReadonlyArray<Pick<GrantHold, "amount">> | undefined): bigint =>
+  (holds ?? []).reduce((sum, h) => sum + h.amount, 0n)
 
 /** "account", or "key:<id>" with a non-empty id. */
 export const budgetProblem = (budget: string): string | undefined =>
@@ -347,6 +452,17 @@ export const settlementProblem = (reservation: Reservation, settlement: Settleme
     scopes.add(key)
     if (refs.has(entry.ref)) return `entry ref ${entry.ref} twice`
     refs.add(entry.ref)
+  }
+  const charged = settlement.entries.reduce((sum, e) => sum - e.amount, 0n)
+  if (charged !== settlement.charged) return `entries charge ${charged} but the settlement says ${settlement.charged}`
+  const charges = new Set<string>()
+  for (const charge of settlement.grants ?? []) {
+    const key = `${charge.grant} ${charge.period}`
+    const hold = (reservation.grants ?? []).find((h) => h.grant === charge.grant && h.period === charge.period)
+    if (hold === undefined) return `charges grant ${key}, which the reservation does not hold`
+    if (charge.amount <= 0n || charge.amount > hold.amount) return `charges ${charge.amount} of a hold of ${hold.amount} in ${key}`
+    if (charges.has(key)) return `charges grant ${key} twice`
+    charges.add(key)
   }
   return undefined
 }

@@ -1,0 +1,70 @@
+/**
+ * Allowances and the trial (docs/billing.md "Allowances and the trial"): the price table's
+ * `allowances {free, builder, scale, trial}` per service, made real as ledger grants
+ * (ports/LedgerStore.ts GrantClaim).
+ *
+ * - Every account has its plan's allowance of each service in each UTC month: "allowance:<service>"
+ *   with the month as its period, so nothing carries over. Without a plan that is the `free`
+ *   column; a plan's column (`builder`, `scale`) replaces it (`allowanceColumn`: the hook the plans
+ *   issue fills in).
+ * - Every account has the `trial` of each service once: "trial:<service>", period "once".
+ * - A priced call claims both, in that order, before its credits (pinned to its machine, then
+ *   account-wide): admission holds them in the same store step as the credits and the monthly
+ *   limits, and settlement spends the call's cost in the same order (Ledger.settlementCharges).
+ *   Monthly limits count only what credits pay.
+ */
+import type { CatalogueConfig } from "../CatalogueConfig.ts"
+import { creditsToMicro } from "../Money.ts"
+import type { GrantClaim, GrantHold } from "../ports/LedgerStore.ts"
+
+/** The grant of a service's monthly allowance. */
+export const allowanceGrant = (service: string): string => `allowance:${service}`
+
+/** The grant of a service's one-time trial. */
+export const trialGrant = (service: string): string => `trial:${service}`
+
+/** The period of every trial: it is had once. */
+export const TRIAL_PERIOD = "once"
+
+/** Which column of `allowances` an account has each month: `free` until plans exist. */
+export type AllowanceColumn = "free" | "builder" | "scale"
+
+/** The micro-credits of each service's allowance (by column) and trial, from the price table. */
+export type AllowanceTable = ReadonlyMap<string, CatalogueConfig["prices"]["services"][number]["allowances"]>
+
+export const allowanceTable = (catalogue: Pick<CatalogueConfig, "prices">): AllowanceTable =>
+  new Map(catalogue.prices.services.map((s) => [s.service, s.allowances]))
+
+const micro = (credits: number): bigint => creditsToMicro(credits) ?? 0n
+
+/**
+ * The grants a priced call of `service` in `month` (YYYY-MM) takes from before credits: the
+ * month's allowance of `column`, then the trial; those of size 0 left out.
+ */
+export const grantClaims = (
+  table: AllowanceTable,
+  service: string,
+  month: string,
+  column: AllowanceColumn = "free"
+): ReadonlyArray<GrantClaim> => {
+  const allowances = table.get(service)
+  if (allowances === undefined) return []
+  const claims: Array<GrantClaim> = [
+    { grant: allowanceGrant(service), period: month, size: micro(allowances[column]) },
+    { grant: trialGrant(service), period: TRIAL_PERIOD, size: micro(allowances.trial) }
+  ]
+  return claims.filter((c) => c.size > 0n)
+}
+
+/** What grant charges covered, as a usage record carries it: the allowance's part and the trial's. */
+export const grantParts = (
+  charges: ReadonlyArray<GrantHold>
+): { readonly from_allowance: bigint; readonly from_trial: bigint } => {
+  let from_allowance = 0n
+  let from_trial = 0n
+  for (const c of charges) {
+    if (c.grant.startsWith("allowance:")) from_allowance += c.amount
+    else if (c.grant.startsWith("trial:")) from_trial += c.amount
+  }
+  return { from_allowance, from_trial }
+}
