@@ -25,6 +25,7 @@ import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
 import { budgetTests } from "./BudgetContract.ts"
 import { creditTotalsTests } from "./CreditTotalsContract.ts"
 import { budgetProperty } from "./BudgetProperty.ts"
+import { grantTests } from "./GrantContract.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
@@ -853,6 +854,7 @@ export const ledgerStoreContract = <E>(
   layer(storeLayer, layerOptions)(name, (it) => {
     ledgerTests(it)
     budgetTests(it)
+    grantTests(it)
     creditTotalsTests(it)
     const runs = Number(process.env["BUDGET_PROPERTY_RUNS"] ?? options.budgetRuns ?? 30)
     budgetProperty(it, runs)
