@@ -26,6 +26,7 @@ import { budgetTests } from "./BudgetContract.ts"
 import { creditTotalsTests } from "./CreditTotalsContract.ts"
 import { budgetProperty } from "./BudgetProperty.ts"
 import { grantTests } from "./GrantContract.ts"
+import { grantProperty } from "./GrantProperty.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
@@ -858,4 +859,5 @@ export const ledgerStoreContract = <E>(
     creditTotalsTests(it)
     const runs = Number(process.env["BUDGET_PROPERTY_RUNS"] ?? options.budgetRuns ?? 30)
     budgetProperty(it, runs)
+    grantProperty(it, runs)
   })
