@@ -55,6 +55,7 @@ import { RateLimitStore, windowStartOf } from "@model-platform/core/ports/RateLi
 import { reportOf, type UsageDays, type UsageRecord, UsageStore } from "@model-platform/core/ports/UsageStore"
 import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
 import { gatewayBudgetTests } from "./GatewayBudgetContract.ts"
+import { gatewayGrantTests } from "./GatewayGrantContract.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
@@ -1039,4 +1040,5 @@ export const gatewayStoreContract = <E>(name: string, storesLayer: Layer.Layer<P
   layer(storesLayer, layerOptions)(name, (it) => {
     gatewayTests(it)
     gatewayBudgetTests(it)
+    gatewayGrantTests(it)
   })
