@@ -3,6 +3,7 @@ import { fixtureCatalogue } from "../src/Fixtures.ts"
 import { boundarySuite } from "../src/BoundarySuite.ts"
 import { platformHttpSuite } from "../src/HttpSuite.ts"
 import { permissionMatrixSuite } from "../src/PermissionMatrix.ts"
+import { billingAllowancesSuite } from "../src/BillingAllowancesSuite.ts"
 import { billingLimitsSuite } from "../src/BillingLimitsSuite.ts"
 import { startInProcess } from "../src/InProcess.ts"
 
@@ -13,3 +14,4 @@ permissionMatrixSuite("in-process, memory stores", () => startInProcess(fixtureC
 boundarySuite("in-process, memory stores", () => startInProcess(fixtureCatalogue))
 
 billingLimitsSuite("in-process, memory stores", (catalogue) => startInProcess(catalogue))
+billingAllowancesSuite("in-process, memory stores", (catalogue) => startInProcess(catalogue))
