@@ -14,7 +14,10 @@
  * - Budgets (DynamoBudgets.ts): reserve reads the account's limits, then its transaction also
  *   holds, per claim, a check that the limit is still as read and the month item's update
  *   conditioned on `used <= limit - amount`; finishing a reservation releases (settle: charges)
- *   its claims in the same transaction.
+ *   its claims in the same transaction. The budgets hold the allocations' sum only.
+ * - Grants (DynamoGrants.ts: the allowance, the trial): reserve's transaction also holds, per
+ *   grant hold, the grant period item's update conditioned on `used <= size - amount`; finishing
+ *   a reservation releases its holds (settle: spends each grant's charge) in the same transaction.
  * - A cancelled transaction is read through its CancellationReasons: ConditionalCheckFailed on a
  *   given item means "duplicate", "insufficient" or "not_pending" as the port defines them (or a
  *   defect: a duplicate entry id, a usage ref that exists); TransactionConflict means another
@@ -34,6 +37,7 @@ import {
   byScope,
   creditProblem,
   type CreditTotal,
+  type GrantHold,
   type LedgerEntry,
   LedgerStore,
   type NewReservation,
@@ -62,6 +66,7 @@ import {
 } from "./DynamoAttributes.ts"
 import { budgetsAttribute, BudgetsAttr, budgetsOf, makeBudgets } from "./DynamoBudgets.ts"
 import { makeItemTable } from "./DynamoErrors.ts"
+import { grantsAttribute, GrantsAttr, grantsOf, makeGrants } from "./DynamoGrants.ts"
 import { DynamoConfig, type ItemKey } from "./DynamoTable.ts"
 
 // ---------------------------------------------------------------------------------------------
@@ -177,7 +182,8 @@ const ReservationItem = Schema.Struct({
   excess: Schema.optionalKey(BigIntAttr),
   /** While pending: the sort key of its item in the account's pending list. */
   pending_sk: Schema.optionalKey(StringAttr),
-  budgets: Schema.optionalKey(BudgetsAttr)
+  budgets: Schema.optionalKey(BudgetsAttr),
+  grants: Schema.optionalKey(GrantsAttr)
 })
 
 /** A reservation as read, with what finishing it needs to find its index items. */
@@ -198,7 +204,8 @@ const toReservation = (item: typeof ReservationItem.Type): StoredReservation => 
     finished_at: item.finished_at ?? null,
     charged: item.charged ?? null,
     excess: item.excess ?? null,
-    ...budgetsOf(item.budgets)
+    ...budgetsOf(item.budgets),
+    ...grantsOf(item.grants)
   },
   pendingSk: item.pending_sk
 })
@@ -235,7 +242,9 @@ const pendingAttributes = (reservation: NewReservation, pendingSk: string): Item
   created_at: str(reservation.created_at),
   expires_at: str(reservation.expires_at),
   pending_sk: str(pendingSk),
-  ...budgetsAttribute(reservation.budgets)
+  ...budgetsAttribute(reservation.budgets),
+  // Without their sizes: only the holds are kept.
+  ...grantsAttribute(reservation.grants?.map(({ amount, grant, period }) => ({ grant, period, amount })))
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -248,6 +257,7 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
     const table = makeItemTable(client, tableName, "LedgerStore")
     const { createItem, deleteItem, getItem, queryItems, transact } = table
     const budgetItems = makeBudgets(tableName, table)
+    const grantItems = makeGrants(tableName, table)
     const decodeBalance = decode(BalanceItem)
     const decodeEntry = decode(EntryItem)
     const decodeCreditTotal = decode(CreditTotalItem)
@@ -319,6 +329,8 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
         readonly at: Timestamp
         readonly totals?: { readonly charged: bigint; readonly excess: bigint }
         readonly postings?: ReadonlyArray<Allocation>
+        /** Settle: what each grant held is charged (absent: 0). */
+        readonly grantCharges?: ReadonlyArray<GrantHold>
       }
     ): Array<TransactWriteItem> => {
       const { reservation, pendingSk } = stored
@@ -365,7 +377,8 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
           reservation.budgets ?? [],
           reservedAmount(reservation.allocations),
           totals?.charged ?? 0n
-        )
+        ),
+        ...grantItems.releaseItems(reservation.account_id, reservation.grants ?? [], finish.grantCharges ?? [])
       ]
     }
 
@@ -457,8 +470,13 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
       const pendingKey = LedgerKeys.pending(reservation.account_id, reservation.created_at, stamp, reservation.ref)
       const attributes = pendingAttributes(reservation, pendingKey.sk)
       const claims = reservation.budgets ?? []
+      // The budgets count what the credits pay: the allocations, not the grants.
       const amount = reservedAmount(reservation.allocations)
       const base = 3 + reservation.allocations.length
+      // From `grantBase` on, one item per grant hold.
+      const grantBase = base + 2 * claims.length
+      const inClaims = (i: number) => i >= base && i < grantBase
+      const grantHolds = grantItems.holdItems(reservation.account_id, reservation.grants ?? [])
       for (let attempt = 1;; attempt++) {
         const limits = claims.length === 0 ? new Map<string, bigint>() : yield* budgetItems.limits(reservation.account_id)
         const result = yield* transact("reserve", [
@@ -466,16 +484,18 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
           createItem(pendingKey, attributes),
           createItem(LedgerKeys.expiry(reservation.ref, reservation.expires_at), attributes),
           ...reservation.allocations.map((allocation) => holdInBalance(reservation.account_id, allocation)),
-          ...budgetItems.claimItems(reservation.account_id, claims, amount, limits)
+          ...budgetItems.claimItems(reservation.account_id, claims, amount, limits),
+          ...grantHolds
         ])
         if (result.committed) return "reserved" as const
         if (result.failed.includes(0)) return "duplicate" as const
         // From `base` on, per claim: the limit check (even), the month's hold (odd).
-        if (result.failed.some((i) => i >= base && (i - base) % 2 === 0)) {
+        if (result.failed.some((i) => inClaims(i) && (i - base) % 2 === 0)) {
           if (attempt < LIMIT_CHANGED_RETRIES) continue // a limit changed since it was read
           return yield* die("reserve", `the limits changed ${attempt} times while ${reservation.ref} was reserved`)
         }
-        if (result.failed.some((i) => i >= base)) return "over_budget" as const
+        if (result.failed.some(inClaims)) return "over_budget" as const
+        // A scope without the amount, or a grant without room for its hold.
         if (result.failed.every((i) => i >= 3)) return "insufficient" as const
         return yield* die("reserve", `index items of ${reservation.ref} exist`)
       }
@@ -505,7 +525,8 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
           status: "settled",
           at: settlement.at,
           totals: { charged: settlement.charged, excess: settlement.excess },
-          postings: settlement.entries
+          postings: settlement.entries,
+          grantCharges: settlement.grants ?? []
         }),
         ...settlement.entries.flatMap((entry, seq) => entryItems(entry, stamp, seq))
       ])
@@ -563,7 +584,8 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
       void: voidReservation,
       expire,
       setBudgetLimit: budgetItems.setBudgetLimit,
-      budgets: budgetItems.budgets
+      budgets: budgetItems.budgets,
+      grants: grantItems.grants
     })
   })
 )
