@@ -4,9 +4,8 @@
  * (/accounts and /accounts/* to the accounts function, with two containers taking turns; the rest
  * to the API function). Used by Accounts.browser.test.ts and BillingPage.browser.test.ts.
  */
-import { parseCatalogue } from "@model-platform/core/CatalogueConfig"
 import { SmtpEmailSender } from "@model-platform/node-http/SmtpEmailSender"
-import type { FlowSetup, PlatformUnderTest } from "@model-platform/test-harness/BrowserWorld"
+import { type FlowSetup, flowCatalogue, type PlatformUnderTest } from "@model-platform/test-harness/BrowserWorld"
 import { Effect, Redacted } from "effect"
 import { readFileSync } from "node:fs"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
@@ -53,7 +52,7 @@ const send = async (response: Response, outgoing: ServerResponse) => {
 
 /** Starts the platform for a browser flow (AccountsBrowserFlow.ts FlowSetup). */
 export const startLambdaForBrowser = async ({ smtpUrl, machineUrl, recoveryDelayMs }: FlowSetup): Promise<PlatformUnderTest> => {
-  const catalogue = Effect.runSync(parseCatalogue(demo.replace("http://127.0.0.1:8101/v1", machineUrl)))
+  const catalogue = flowCatalogue(demo, machineUrl)
   const local = await startDynamoLocal()
   const dynamo = await tableOn(local)
   let api: LambdaHandler | undefined

@@ -4,8 +4,7 @@
  * embedded PGlite), the demo catalogue pointed at the flow's reference machine, mail through the
  * SMTP sender. The browser opens http://localhost:<port> (passkeys need a secure context).
  */
-import { parseCatalogue } from "@model-platform/core/CatalogueConfig"
-import type { FlowSetup, PlatformUnderTest } from "@model-platform/test-harness/BrowserWorld"
+import { type FlowSetup, flowCatalogue, type PlatformUnderTest } from "@model-platform/test-harness/BrowserWorld"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { readFileSync } from "node:fs"
@@ -20,7 +19,7 @@ const demo = readFileSync(resolve(import.meta.dirname, "../catalogue.demo.json")
 
 /** Starts the platform for a browser flow (AccountsBrowserFlow.ts FlowSetup). */
 export const startNodeForBrowser = async ({ smtpUrl, machineUrl, recoveryDelayMs }: FlowSetup): Promise<PlatformUnderTest> => {
-  const catalogue = Effect.runSync(parseCatalogue(demo.replace("http://127.0.0.1:8101/v1", machineUrl)))
+  const catalogue = flowCatalogue(demo, machineUrl)
   const serverUrl = process.env.TEST_DATABASE_URL
   const database = serverUrl === undefined
     ? Database.layer({ dataDir: Database.MEMORY })

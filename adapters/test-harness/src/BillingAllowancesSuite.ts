@@ -84,7 +84,7 @@ export const billingAllowancesSuite = (shell: string, start: (catalogue: Catalog
     }
 
     it("the price table lists the service's allowances", async () => {
-      const prices = (await client.ok("GET", "/billing/prices")).json
+      const prices = (await client.call("GET", "/billing/prices")).json
       expect(prices.services.find((s: any) => s.service === "forecasts").allowances).toEqual({ free: FREE, builder: 0, scale: 0, trial: TRIAL })
     })
 

@@ -4,8 +4,8 @@
  * catalogue on the reference machine started here, mail through the local SMTP server started here).
  *
  * A person signs up with a passkey, creates a key, buys credits, opens the billing page, saves the
- * test card 4242…, and turns automatic top-ups on with a threshold just below the balance; priced
- * model calls with the key cross it, and the page shows the top-up's receipt (automatic top-up) and
+ * test card 4242…, uses up the free allowance and the trial with calls (the page shows them used),
+ * and turns automatic top-ups on with a threshold just below the balance; priced model calls cross it, and the page shows the top-up's receipt (automatic top-up) and
  * today's bar in the usage chart. Then the card 4000 0000 0000 0341 (saved, every later charge
  * declined) replaces it, the threshold is raised above the balance, a call crosses it, and the
  * page shows last_error. Screenshots go to the caller's `artifacts` directory.
@@ -137,14 +137,25 @@ export const billingPageFlow = (options: FlowOptions) => {
       await saveCard(page, "4242 4242 4242 4242")
       expect(await page.locator("#saved-card").textContent()).toContain("4242")
 
-      // A priced call (settled in the background: its charge is waited for) tells what a call
-      // costs, a few thousandths of a credit; the threshold goes a few calls below the balance.
-      await call(secret)
-      const afterOne = await waitFor("the first call's charge", async () => {
+      // Calls use the free allowance and the trial first (cut to 0.05 credits each for the flow:
+      // flowCatalogue), then credits; the page shows them used up.
+      await callUntil(secret, async () => (await balance(secret)) < 10_000 ? true : undefined)
+      const paying = await waitFor("the first charge in credits", async () => {
         const b = await balance(secret)
         return b < 10_000 ? b : undefined
       })
-      const perCall = 10_000 - afterOne
+      await page.goto(`${accounts}/billing`)
+      const chat = page.locator(`#grants tr[data-service="chat"]`)
+      expect(await chat.textContent()).toContain("0.05 of 0.05 credits used")
+      await shot(page, "04-allowance-used")
+      // A priced call (settled in the background: its charge is waited for) tells what a call
+      // costs, a few thousandths of a credit; the threshold goes a few calls below the balance.
+      await call(secret)
+      const afterOne = await waitFor("the next call's charge", async () => {
+        const b = await balance(secret)
+        return b < paying ? b : undefined
+      })
+      const perCall = paying - afterOne
       await page.goto(`${accounts}/billing`)
       await setAutoReload(page, Math.round((afterOne - perCall * 2.5) * 1e6) / 1e6, 5)
       await shot(page, "04-auto-reload-on")

@@ -5,11 +5,33 @@
  * a DevTools virtual authenticator, a link from a mail, buying credits on the manage page and
  * paying them on the checkout page, a call of the API with a person's key.
  */
+import { type CatalogueConfig, parseCatalogue } from "@model-platform/core/CatalogueConfig"
 import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
+import { Effect } from "effect"
 import { existsSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core"
 import { type Mailbox, recipients, startSmtp } from "./LocalSmtp.ts"
+
+/**
+ * The demo catalogue (its JSON text) pointed at the flow's reference machine, with each service's
+ * free allowance and trial cut to 0.05 credits: a few chat calls use them up (the billing page
+ * shows them used), and the calls after them are paid with credits, as the flows need.
+ */
+export const flowCatalogue = (demoJson: string, machineUrl: string): CatalogueConfig => {
+  const demo = Effect.runSync(parseCatalogue(demoJson.replace("http://127.0.0.1:8101/v1", machineUrl)))
+  const small = (n: number) => Math.min(n, 0.05)
+  return {
+    ...demo,
+    prices: {
+      ...demo.prices,
+      services: demo.prices.services.map((s) => ({
+        ...s,
+        allowances: { ...s.allowances, free: small(s.allowances.free), trial: small(s.allowances.trial) }
+      }))
+    }
+  }
+}
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
 

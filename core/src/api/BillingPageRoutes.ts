@@ -4,8 +4,9 @@
  * this one has its session cookie, its CSRF token and its Origin check (AccountPages.ts), and
  * uses the billing use-cases with the person's account as the caller.
  *
- *   GET  /accounts/billing                 balance, month's spend, usage chart, alerts, receipts,
- *                                          the saved card and the automatic top-up settings
+ *   GET  /accounts/billing                 balance, month's spend, usage chart, the allowance and
+ *                                          trial used, alerts, receipts, the saved card and the
+ *                                          automatic top-up settings
  *   GET  /accounts/billing/receipts/{id}   a receipt to print
  *   POST /accounts/billing/card            save or replace the card (CardProcessor.saveCard)
  *   POST /accounts/billing/auto-reload     the automatic top-up settings
@@ -20,6 +21,7 @@ import { AccountService } from "../accounts/AccountService.ts"
 import * as Pages from "../accounts/Pages.ts"
 import type { Caller } from "../ApiKeys.ts"
 import { Alerts } from "../billing/Alerts.ts"
+import { grantsView } from "../billing/Allowances.ts"
 import { AutoReload } from "../billing/AutoReload.ts"
 import { billingPage, type BillingPageView, receiptPage } from "../billing/BillingPage.ts"
 import { monthOf } from "../billing/Limits.ts"
@@ -28,7 +30,9 @@ import { makeBillingSummary } from "../billing/Summary.ts"
 import { makeUsageReports } from "../billing/Usage.ts"
 import { parseCheckoutForm } from "../CheckoutPage.ts"
 import { Orders } from "../OrderService.ts"
+import { Catalogue } from "../Catalogue.ts"
 import { AccountStore } from "../ports/AccountStore.ts"
+import { LedgerStore } from "../ports/LedgerStore.ts"
 import { formFields, page, sameToken, seeOther } from "./AccountRequests.ts"
 import { at, checkedPost, guardPage, personCaller, requireSession, type Response, type Service, type SignedIn } from "./AccountPages.ts"
 
@@ -43,6 +47,8 @@ const makePages = Effect.gen(function*() {
   const alerts = yield* Alerts
   const autoReload = yield* AutoReload
   const orders = yield* Orders
+  const ledger = yield* LedgerStore
+  const catalogue = yield* Catalogue
 
   const notReady = (s: SignedIn) =>
     page(Pages.errorPage(s.ctx, "Not ready yet", "Your account is not ready yet. Try again shortly.", { href: at("/manage"), label: "Your account" }), 409)
@@ -50,12 +56,13 @@ const makePages = Effect.gen(function*() {
   const render = (s: SignedIn, caller: Caller, extras: Extras = {}, status = 200) =>
     Effect.gen(function*() {
       const period = monthOf(yield* Clock.currentTimeMillis)
-      const [sum, usage, listed, receipts] = yield* Effect.all([
+      const [sum, usage, listed, receipts, grants] = yield* Effect.all([
         summary(caller),
         reports.report(caller, { month: period, group_by: "day" }),
         alerts.list(caller, PAGE_ALERTS),
-        orders.receipts(caller)
-      ], { concurrency: 4 })
+        orders.receipts(caller),
+        ledger.grants(caller.account.id)
+      ], { concurrency: 5 })
       // Shown, so seen: marked after they were read, and shown with `seen` as it was before.
       const unseen = listed.data.filter((a) => !a.seen).map((a) => a.id)
       if (unseen.length > 0) yield* alerts.markSeen(caller.account.id, unseen)
@@ -70,6 +77,7 @@ const makePages = Effect.gen(function*() {
           own_limit: sum.month.own_limit_credits !== null
         },
         days: usage.data.map((d) => ({ day: d.key, credits: d.credits, calls: d.calls })),
+        grants: grantsView(catalogue.config, grants, period),
         alerts: listed.data,
         receipts: receipts.data,
         autoReload: sum.auto_reload,

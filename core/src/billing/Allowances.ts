@@ -14,8 +14,8 @@
  *   Monthly limits count only what credits pay.
  */
 import type { CatalogueConfig } from "../CatalogueConfig.ts"
-import { creditsToMicro } from "../Money.ts"
-import type { GrantClaim, GrantHold } from "../ports/LedgerStore.ts"
+import { creditsToMicro, microToCredits } from "../Money.ts"
+import type { GrantClaim, GrantHold, GrantState } from "../ports/LedgerStore.ts"
 
 /** The grant of a service's monthly allowance. */
 export const allowanceGrant = (service: string): string => `allowance:${service}`
@@ -67,4 +67,42 @@ export const grantParts = (
     else if (c.grant.startsWith("trial:")) from_trial += c.amount
   }
   return { from_allowance, from_trial }
+}
+
+/** One grant as a person sees it: credits used (spent and held) of its size. */
+export interface GrantUse {
+  readonly used: number
+  readonly size: number
+}
+
+/** A service's allowance this month and its trial, as the billing page shows them. */
+export interface ServiceGrants {
+  readonly service: string
+  readonly name: string
+  readonly allowance: GrantUse
+  readonly trial: GrantUse
+}
+
+/**
+ * Per service of the price table with an allowance or a trial: what of it is used in `month`
+ * (held by calls in flight included), from the store's grant states (LedgerStore.grants).
+ */
+export const grantsView = (
+  catalogue: Pick<CatalogueConfig, "prices">,
+  states: ReadonlyArray<GrantState>,
+  month: string,
+  column: AllowanceColumn = "free"
+): ReadonlyArray<ServiceGrants> => {
+  const used = (grant: string, period: string) => {
+    const state = states.find((g) => g.grant === grant && g.period === period)
+    return state === undefined ? 0 : microToCredits(state.spent + state.held)
+  }
+  return catalogue.prices.services
+    .filter((s) => s.allowances[column] > 0 || s.allowances.trial > 0)
+    .map((s) => ({
+      service: s.service,
+      name: s.name,
+      allowance: { used: used(allowanceGrant(s.service), month), size: s.allowances[column] },
+      trial: { used: used(trialGrant(s.service), TRIAL_PERIOD), size: s.allowances.trial }
+    }))
 }

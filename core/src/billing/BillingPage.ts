@@ -4,10 +4,11 @@
  * are api/BillingPageRoutes.ts. Every value that reaches the page is HTML-escaped; the pages carry
  * no script (the account service's CSP allows none inline), so the usage chart is inline SVG drawn
  * here. Elements tests look for carry stable ids (#balance, #month-spend, #usage-chart, #alerts,
- * #receipts, #saved-card, #card-form, #auto-reload-form, #auto-reload-error, ...).
+ * #receipts, #grants, #saved-card, #card-form, #auto-reload-form, #auto-reload-error, ...).
  */
 import { csrfField, errorLine, layout, okLine, type PageContext } from "../accounts/PageFrame.ts"
 import { escapeHtml } from "../CheckoutPage.ts"
+import type { ServiceGrants } from "./Allowances.ts"
 import type { Alert, AutoReload, Receipt } from "./Schemas.ts"
 
 /** One day of the chart: YYYY-MM-DD and what was charged (credits, a display number). */
@@ -24,6 +25,8 @@ export interface BillingPageView {
   readonly month: { readonly period: string; readonly spent_credits: number; readonly limit_credits: number; readonly own_limit: boolean }
   /** The month's days with usage (others are drawn as empty days). */
   readonly days: ReadonlyArray<UsageDay>
+  /** Each service's free allowance this month and its trial (billing/Allowances.ts grantsView). */
+  readonly grants: ReadonlyArray<ServiceGrants>
   /** Newest first; `seen` as it was before this view marked them seen. */
   readonly alerts: ReadonlyArray<Alert>
   readonly receipts: ReadonlyArray<Receipt>
@@ -219,6 +222,17 @@ ${csrfField(ctx)}
 <p class="note">At most a few automatic top-ups a day; after a failure none until the settings or the card change.</p>`
 }
 
+const grantCell = (g: ServiceGrants["allowance"]) =>
+  g.size === 0 ? "none" : `${escapeHtml(formatCredits(g.used))} of ${escapeHtml(formatCredits(g.size))} credits used`
+
+/** What calls may use before credits: each service's allowance this month and its trial. */
+const grantsTable = (grants: ReadonlyArray<ServiceGrants>) =>
+  grants.length === 0 ? "" : `<h2>Free allowance and trial</h2>
+<table id="grants"><thead><tr><th>Service</th><th>This month's allowance</th><th>Trial (once)</th></tr></thead><tbody>
+${grants.map((g) => `<tr data-service="${escapeHtml(g.service)}"><td>${escapeHtml(g.name)}</td><td>${grantCell(g.allowance)}</td><td>${grantCell(g.trial)}</td></tr>`).join("\n")}
+</tbody></table>
+<p class="note">Calls use these first, then credits. The allowance starts again each month; the trial does not.</p>`
+
 /** The billing page of the signed-in person's account. */
 export const billingPage = (ctx: PageContext, view: BillingPageView): string =>
   page(
@@ -235,6 +249,7 @@ ${errorLine(view.error)}
 ${spendBar(view.month)}
 <h2>Usage by day</h2>
 ${usageChart(view.month.period, view.days)}
+${grantsTable(view.grants)}
 <h2>Alerts</h2>
 ${alertsList(view.alerts)}
 <h2>Receipts</h2>
