@@ -325,8 +325,11 @@ export const reserveOrdered = (store: LedgerStore["Service"]) =>
         size: claim.size,
         available: grantAvailable(claim, states.find((g) => g.grant === claim.grant && g.period === claim.period))
       })))
-  /** The first claim over its limit as the budgets are now (undefined: none, or no claims). */
-  const overBudgetNow = Effect.gen(function*() {
+  /**
+   * The first claim that `amount` (what credits pay: the grants' part counts in no budget) would
+   * take over its limit as the budgets are now (undefined: none, or no claims).
+   */
+  const overBudgetNow = (amount: bigint) => Effect.gen(function*() {
     if (claims.length === 0) return undefined
     const states = new Map<string, BudgetState>()
     for (const month of new Set(claims.map((c) => c.month))) {
@@ -334,7 +337,7 @@ export const reserveOrdered = (store: LedgerStore["Service"]) =>
     }
     const stateOf = (claim: BudgetClaim) =>
       states.get(`${claim.month}/${claim.budget}`) ?? { limit: null, spent: 0n, held: 0n }
-    return firstOverBudget(claims, stateOf, request.amount)
+    return firstOverBudget(claims, stateOf, amount)
   })
   return Effect.gen(function*() {
     for (let attempt = 1;; attempt++) {
@@ -343,7 +346,7 @@ export const reserveOrdered = (store: LedgerStore["Service"]) =>
       const allocation = allocate(yield* sourcesNow, rest)
       if (allocation._tag === "Insufficient") {
         const left = grants.reduce((sum, g) => sum + g.available, 0n)
-        return (yield* overBudgetNow) ?? { _tag: "insufficient", available: allocation.available + left } as const
+        return (yield* overBudgetNow(rest)) ?? { _tag: "insufficient", available: allocation.available + left } as const
       }
       const { scopes: _, amount: __, grants: ___, ...reservation } = request
       const sized = holds.map((h) => ({ ...h, size: grants.find((g) => g.grant === h.grant && g.period === h.period)!.size }))
@@ -357,7 +360,7 @@ export const reserveOrdered = (store: LedgerStore["Service"]) =>
       }
       if (result === "duplicate") return { _tag: "duplicate" } as const
       if (result === "over_budget") {
-        const over = yield* overBudgetNow
+        const over = yield* overBudgetNow(rest)
         if (over !== undefined) return over
         // Released since (a settle, void or expiry, or a limit raised): try again; the last try
         // answers the first claim as it is now.
