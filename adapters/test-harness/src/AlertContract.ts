@@ -8,8 +8,9 @@
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { generateId } from "@model-platform/core/Keys"
 import { type AlertKind, type AlertRecord, AlertStore, type TopUpState } from "@model-platform/core/ports/AlertStore"
-import { Cause, Effect, Exit, type Layer } from "effect"
+import { Effect, type Layer } from "effect"
 import fc from "fast-check"
+import { assertDies } from "./ContractSupport.ts"
 
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
 const unbounded = { concurrency: "unbounded" } as const
@@ -41,11 +42,6 @@ const stateOf = (version: number, overrides: Partial<TopUpState> = {}): TopUpSta
   ...overrides
 })
 
-const assertDies = <A, E, R>(effect: Effect.Effect<A, E, R>, what: string) =>
-  Effect.gen(function*() {
-    const exit = yield* Effect.exit(effect)
-    assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause), `${what}: expected a defect, got ${exit}`)
-  })
 
 const alertTests = (it: Vitest.MethodsNonLive<AlertStore>) => {
   describe("alerts", () => {

@@ -15,8 +15,9 @@ import {
 } from "@model-platform/core/billing/Settings"
 import { generateId } from "@model-platform/core/Keys"
 import { BillingSettingsStore } from "@model-platform/core/ports/BillingSettingsStore"
-import { Cause, Effect, Exit, type Layer } from "effect"
+import { Effect, type Layer } from "effect"
 import fc from "fast-check"
+import { assertDies } from "./ContractSupport.ts"
 
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
 const unbounded = { concurrency: "unbounded" } as const
@@ -30,11 +31,6 @@ const card: SavedCard = {
   saved_at: "2026-11-23T10:20:30.456Z"
 }
 
-const assertDies = <A, E, R>(effect: Effect.Effect<A, E, R>, what: string) =>
-  Effect.gen(function*() {
-    const exit = yield* Effect.exit(effect)
-    assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause), `${what}: expected a defect, got ${exit}`)
-  })
 
 // ---- arbitraries for the property -------------------------------------------------------
 

@@ -9,7 +9,7 @@
  * reservations that must stay pending expire in 2100, the expiry test works in 2000 (y2k).
  */
 import { assert, describe, type Vitest } from "@effect/vitest"
-import { Cause, Effect, Exit } from "effect"
+import { Effect } from "effect"
 import { reserveOrdered, usageEntries } from "@model-platform/core/Ledger"
 import { generateId } from "@model-platform/core/Keys"
 import {
@@ -21,6 +21,7 @@ import {
   reservedAmount
 } from "@model-platform/core/ports/LedgerStore"
 import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+import { assertDies, fundedAccount as fundedAt } from "./ContractSupport.ts"
 
 const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
 const NEVER = toTimestamp(Date.UTC(2100, 0, 1))
@@ -35,23 +36,7 @@ const claim = (budget: string, default_limit: bigint | null = null, month = MONT
 })
 
 /** A fresh account with `amount` account-wide credits. */
-const fundedAccount = Effect.fnUntraced(function*(amount: bigint) {
-  const store = yield* LedgerStore
-  const account = yield* generateId("acct")
-  if (amount > 0n) {
-    const posted = yield* store.post({
-      id: yield* generateId("led"),
-      account_id: account,
-      machine_id: null,
-      amount,
-      type: "credit_added",
-      ref: yield* generateId("order"),
-      created_at: at(0)
-    })
-    assert.strictEqual(posted, "posted")
-  }
-  return account
-})
+const fundedAccount = (amount: bigint) => fundedAt(amount, at(0))
 
 /** An account-wide reservation of `amount` claiming `claims`. */
 const budgeted = Effect.fnUntraced(function*(
@@ -132,11 +117,6 @@ const everything = Effect.fnUntraced(function*(account: string, months: Readonly
   }
 })
 
-const assertDies = <A, E, R>(effect: Effect.Effect<A, E, R>, what: string) =>
-  Effect.gen(function*() {
-    const exit = yield* Effect.exit(effect)
-    assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause), `${what}: expected a defect, got ${exit}`)
-  })
 
 export const budgetTests = (it: Vitest.MethodsNonLive<LedgerStore>) => {
   describe("budgets", () => {

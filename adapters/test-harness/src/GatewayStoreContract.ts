@@ -21,7 +21,7 @@
  * reservation was charged.
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
-import { Cause, Effect, Exit, type Layer } from "effect"
+import { Effect, type Layer } from "effect"
 import type { AccountRecord } from "@model-platform/core/Account"
 import type { PlatformStores } from "@model-platform/core/api/Http"
 import { generateId, type KeyRecord } from "@model-platform/core/Keys"
@@ -56,6 +56,7 @@ import { reportOf, type UsageDays, type UsageRecord, UsageStore } from "@model-p
 import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
 import { gatewayBudgetTests } from "./GatewayBudgetContract.ts"
 import { gatewayGrantTests } from "./GatewayGrantContract.ts"
+import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
@@ -258,11 +259,6 @@ const assertConsistent = Effect.fnUntraced(function*(accountId: string) {
 })
 
 /** Store failures are defects: input that breaks the port's rules must die, not succeed or fail. */
-const assertDies = <A, E, R>(effect: Effect.Effect<A, E, R>, what: string) =>
-  Effect.gen(function*() {
-    const exit = yield* Effect.exit(effect)
-    assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause), `${what}: expected a defect, got ${exit}`)
-  })
 
 const pendingReservation = (request: OrderedReservation, allocations: ReadonlyArray<Allocation>): Reservation => ({
   ref: request.ref,

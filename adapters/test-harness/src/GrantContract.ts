@@ -11,7 +11,7 @@
  * expire in 2100, the expiry test works in 1990 (an era no other suite expires in).
  */
 import { assert, describe, type Vitest } from "@effect/vitest"
-import { Cause, Effect, Exit } from "effect"
+import { Effect } from "effect"
 import { generateId } from "@model-platform/core/Keys"
 import { reserveOrdered, settlementOf } from "@model-platform/core/Ledger"
 import {
@@ -24,6 +24,7 @@ import {
   type ReserveInOrderResult
 } from "@model-platform/core/ports/LedgerStore"
 import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+import { assertDies, fundedAccount as fundedAt } from "./ContractSupport.ts"
 
 const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
 const NEVER = toTimestamp(Date.UTC(2100, 0, 1))
@@ -37,22 +38,7 @@ const trial = (size: bigint): GrantClaim => ({ grant: "trial:chat", period: "onc
 const grantState = (grant: string, period: string, spent: bigint, held: bigint): GrantState => ({ grant, period, spent, held })
 
 /** A fresh account with `amount` account-wide credits. */
-const fundedAccount = Effect.fnUntraced(function*(amount: bigint) {
-  const store = yield* LedgerStore
-  const account = yield* generateId("acct")
-  if (amount > 0n) {
-    yield* store.post({
-      id: yield* generateId("led"),
-      account_id: account,
-      machine_id: null,
-      amount,
-      type: "credit_added",
-      ref: yield* generateId("order"),
-      created_at: at(0)
-    })
-  }
-  return account
-})
+const fundedAccount = (amount: bigint) => fundedAt(amount, at(0))
 
 /** Reserves `amount` for a call on no machine: grants first, then account-wide credits. */
 const reserve = Effect.fnUntraced(function*(
@@ -101,11 +87,6 @@ const wideBalance = Effect.fnUntraced(function*(account: string) {
   return { posted: wide?.posted ?? 0n, held: wide?.held ?? 0n }
 })
 
-const assertDies = <A, E, R>(effect: Effect.Effect<A, E, R>, what: string) =>
-  Effect.gen(function*() {
-    const exit = yield* Effect.exit(effect)
-    assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause), `${what}: expected a defect, got ${exit}`)
-  })
 
 export const grantTests = (it: Vitest.MethodsNonLive<LedgerStore>) => {
   describe("grants (the allowance, the trial)", () => {

@@ -9,7 +9,7 @@
  * never touches another test's reservations.
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
-import { Cause, Effect, Exit, type Layer } from "effect"
+import { Effect, type Layer } from "effect"
 import { allocate, auditAccount, spendingSources, usageEntries } from "@model-platform/core/Ledger"
 import { generateId } from "@model-platform/core/Keys"
 import {
@@ -27,6 +27,7 @@ import { creditTotalsTests } from "./CreditTotalsContract.ts"
 import { budgetProperty } from "./BudgetProperty.ts"
 import { grantTests } from "./GrantContract.ts"
 import { grantProperty } from "./GrantProperty.ts"
+import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
@@ -142,11 +143,6 @@ const assertConsistent = Effect.fnUntraced(function*(accountId: string) {
 })
 
 /** Store failures are defects: input that breaks the port's rules must die, not succeed or fail. */
-const assertDies = <A, E, R>(effect: Effect.Effect<A, E, R>, what: string) =>
-  Effect.gen(function*() {
-    const exit = yield* Effect.exit(effect)
-    assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause), `${what}: expected a defect, got ${exit}`)
-  })
 
 const expectedReservation = (r: NewReservation, overrides: Partial<Reservation> = {}): Reservation => ({
   ...r,

@@ -7,7 +7,7 @@
  * earlier runs have written to). Times are explicit.
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
-import { Cause, Effect, Exit, type Layer } from "effect"
+import { Effect, Exit, type Layer } from "effect"
 import { generateId } from "@model-platform/core/Keys"
 import {
   type DepositAddress,
@@ -18,6 +18,7 @@ import {
   type TicketRecord
 } from "@model-platform/core/ports/OrderStore"
 import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
@@ -124,11 +125,6 @@ const makeTransfer = Effect.fnUntraced(function*(address: string, overrides: Par
 })
 
 /** Store failures are defects: a broken rule (a duplicate id) must die, not succeed or fail. */
-const assertDies = <A, E, R>(effect: Effect.Effect<A, E, R>, what: string) =>
-  Effect.gen(function*() {
-    const exit = yield* Effect.exit(effect)
-    assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause), `${what}: expected a defect, got ${exit}`)
-  })
 
 /** Inserts an order and checks it reads back as given. */
 const saved = Effect.fnUntraced(function*(accountId: string, overrides: Partial<OrderRecord> = {}) {

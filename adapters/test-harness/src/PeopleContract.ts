@@ -20,8 +20,9 @@ import {
 import { generateId } from "@model-platform/core/Keys"
 import { PeopleStore } from "@model-platform/core/ports/PeopleStore"
 import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
-import { Cause, Effect, Exit, type Layer } from "effect"
+import { Effect, type Layer } from "effect"
 import fc from "fast-check"
+import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
@@ -33,11 +34,6 @@ const MINUTE = 60_000
 const T0 = Math.floor(Date.now() / 1000) * 1000
 const at = (offsetMs = 0): Timestamp => toTimestamp(T0 + offsetMs)
 
-const assertDies = <A, E, R>(effect: Effect.Effect<A, E, R>, what: string) =>
-  Effect.gen(function*() {
-    const exit = yield* Effect.exit(effect)
-    assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause), `${what}: expected a defect, got ${exit}`)
-  })
 
 // ---------------------------------------------------------------------------------------------
 // fresh records

@@ -6,10 +6,11 @@
  * counters of windows long past, so tests never count in them), and never assume an empty store.
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
-import { Cause, Effect, Exit, type Layer } from "effect"
+import { Effect, type Layer } from "effect"
 import fc from "fast-check"
 import { generateId } from "@model-platform/core/Keys"
 import { RateLimitStore, windowStartOf } from "@model-platform/core/ports/RateLimitStore"
+import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
@@ -23,11 +24,6 @@ const thisMinute = () => windowStartOf(Date.now(), MINUTE)
 
 const freshBucket = Effect.map(generateId("key"), (id) => `rpm:${id}`)
 
-const assertDies = <A, E, R>(effect: Effect.Effect<A, E, R>, what: string) =>
-  Effect.gen(function*() {
-    const exit = yield* Effect.exit(effect)
-    assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause), `${what}: expected a defect, got ${exit}`)
-  })
 
 const oneTo = (n: number) => Array.from({ length: n }, (_, i) => i + 1)
 const sorted = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)

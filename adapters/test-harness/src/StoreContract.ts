@@ -8,13 +8,14 @@
  * earlier runs (or other suites) have written to.
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
-import { Cause, Effect, Exit, type Layer } from "effect"
+import { Effect, Exit, type Layer } from "effect"
 import type { AccountRecord } from "@model-platform/core/Account"
 import { generateId, type KeyRecord } from "@model-platform/core/Keys"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
 import { IdempotencyStore } from "@model-platform/core/ports/IdempotencyStore"
 import { KeyStore } from "@model-platform/core/ports/KeyStore"
 import { toTimestamp } from "@model-platform/core/Time"
+import { assertDies } from "./ContractSupport.ts"
 
 type Stores = AccountStore | KeyStore | IdempotencyStore
 
@@ -57,11 +58,6 @@ const makeKey = Effect.fnUntraced(function*(accountId: string, overrides: Partia
 })
 
 /** Store failures are defects: a broken rule (a duplicate id) must die, not succeed or fail. */
-const assertDies = <A, E, R>(effect: Effect.Effect<A, E, R>, what: string) =>
-  Effect.gen(function*() {
-    const exit = yield* Effect.exit(effect)
-    assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause), `${what}: expected a defect, got ${exit}`)
-  })
 
 const unbounded = { concurrency: "unbounded" } as const
 

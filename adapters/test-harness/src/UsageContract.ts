@@ -18,8 +18,8 @@ import {
   type UsageRecord,
   UsageStore
 } from "@model-platform/core/ports/UsageStore"
+import { assertDies } from "./ContractSupport.ts"
 import {
-  assertDies,
   at,
   freshAccount,
   freshRef,

@@ -3,7 +3,7 @@
  * accounts and refs, full records, the ranges and snapshots the tests compare.
  */
 import { assert } from "@effect/vitest"
-import { Cause, Effect, Exit, Stream } from "effect"
+import { Effect, Stream } from "effect"
 import { generateId } from "@model-platform/core/Keys"
 import {
   dayOf,
@@ -15,6 +15,7 @@ import {
   UsageStore
 } from "@model-platform/core/ports/UsageStore"
 import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
 export const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
@@ -86,11 +87,6 @@ export const streamed = (query: UsageQuery, pageSize?: number) =>
   Effect.flatMap(UsageStore, (store) => Stream.runCollect(store.stream(query, { pageSize })))
 
 /** Store failures are defects: input that breaks the port's rules must die, not succeed or fail. */
-export const assertDies = <A, E, R>(effect: Effect.Effect<A, E, R>, what: string) =>
-  Effect.gen(function*() {
-    const exit = yield* Effect.exit(effect)
-    assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause), `${what}: expected a defect, got ${exit}`)
-  })
 
 export const sum = (records: ReadonlyArray<UsageRecord>) => records.reduce((acc, r) => acc + r.credits, 0n)
 
