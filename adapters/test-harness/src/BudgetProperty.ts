@@ -19,7 +19,7 @@
  *
  * Reservations here live in 1995 (created and expiring), an era no other suite expires in.
  */
-import { assert, type Vitest } from "@effect/vitest"
+import type { Vitest } from "@effect/vitest"
 import fc from "fast-check"
 import { Effect } from "effect"
 import { auditAccount, reserveOrdered, settlementOf } from "@model-platform/core/Ledger"
@@ -34,6 +34,7 @@ import {
   reservedAmount
 } from "@model-platform/core/ports/LedgerStore"
 import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+import { type RunOnStore, schedulerGate, schedulerProperty } from "./SchedulerGate.ts"
 
 const y1995 = (ms: number): Timestamp => toTimestamp(Date.UTC(1995, 0, 1) + ms)
 const MONTHS = ["2026-01", "2026-02"] as const
@@ -195,7 +196,7 @@ class Model {
 // ---------------------------------------------------------------------------------------------
 // the property
 
-const runScenario = (s: fc.Scheduler, scenario: Scenario, run: <A>(e: Effect.Effect<A, never, LedgerStore>) => Promise<A>) =>
+const runScenario = (s: fc.Scheduler, scenario: Scenario, run: RunOnStore) =>
   run(Effect.gen(function*() {
     const inner = yield* LedgerStore
     const account = yield* generateId("acct")
@@ -256,22 +257,7 @@ const runScenario = (s: fc.Scheduler, scenario: Scenario, run: <A>(e: Effect.Eff
         }
       })
 
-    /** Runs `op` when the scheduler says, alone (the scheduler waits for it), then checks. */
-    const gate = <A>(label: string, op: Effect.Effect<A>, after: (a: A) => void = () => {}) =>
-      Effect.suspend(() => {
-        let finished!: () => void
-        const done = new Promise<void>((resolve) => (finished = resolve))
-        const act = async (release: () => Promise<void>) => {
-          await release()
-          await done
-        }
-        return Effect.promise(() => s.schedule(Promise.resolve(label), label, undefined, act)).pipe(
-          Effect.andThen(op),
-          Effect.tap((a) => Effect.sync(() => after(a))),
-          Effect.tap(() => check(label)),
-          Effect.ensuring(Effect.sync(() => finished()))
-        )
-      })
+    const gate = schedulerGate(s, check)
 
     /** The store's answer to a reservation, as the model sees it when it runs. */
     const predict = (amount: bigint, claims: ReadonlyArray<BudgetClaim>) => {
@@ -393,17 +379,10 @@ const runScenario = (s: fc.Scheduler, scenario: Scenario, run: <A>(e: Effect.Eff
 
 /** Declares the property on the contract's store; `numRuns` scenarios (fewer on a slow store). */
 export const budgetProperty = (it: Vitest.MethodsNonLive<LedgerStore>, numRuns: number) =>
-  it.effect("property: any interleaving of budgeted calls and limit changes keeps every limit (fc.scheduler)", () =>
-    Effect.gen(function*() {
-      const services = yield* Effect.context<LedgerStore>()
-      const run = <A>(effect: Effect.Effect<A, never, LedgerStore>) => Effect.runPromiseWith(services)(effect)
-      yield* Effect.promise(() =>
-        fc.assert(
-          fc.asyncProperty(fc.scheduler(), scenarioArb, async (s, scenario) => {
-            const violations = await s.waitFor(runScenario(s, scenario, run))
-            assert.deepStrictEqual(violations, [])
-          }),
-          { numRuns }
-        )
-      )
-    }), 600_000)
+  schedulerProperty(
+    it,
+    "property: any interleaving of budgeted calls and limit changes keeps every limit (fc.scheduler)",
+    scenarioArb,
+    runScenario,
+    numRuns
+  )

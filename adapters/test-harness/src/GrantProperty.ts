@@ -18,7 +18,7 @@
  *
  * Reservations here live in 1985 (created and expiring), an era no other suite expires in.
  */
-import { assert, type Vitest } from "@effect/vitest"
+import type { Vitest } from "@effect/vitest"
 import fc from "fast-check"
 import { Effect } from "effect"
 import { auditAccount, grantAvailable, reserveOrdered, settlementOf, takeGrants } from "@model-platform/core/Ledger"
@@ -32,6 +32,7 @@ import {
   reservedAmount
 } from "@model-platform/core/ports/LedgerStore"
 import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+import { type RunOnStore, schedulerGate, schedulerProperty } from "./SchedulerGate.ts"
 
 const y1985 = (ms: number): Timestamp => toTimestamp(Date.UTC(1985, 0, 1) + ms)
 const MONTHS = ["2026-01", "2026-02"] as const
@@ -113,7 +114,7 @@ class Model {
   }
 }
 
-const runScenario = (s: fc.Scheduler, scenario: Scenario, run: <A>(e: Effect.Effect<A, never, LedgerStore>) => Promise<A>) =>
+const runScenario = (s: fc.Scheduler, scenario: Scenario, run: RunOnStore) =>
   run(Effect.gen(function*() {
     const inner = yield* LedgerStore
     const account = yield* generateId("acct")
@@ -170,22 +171,7 @@ const runScenario = (s: fc.Scheduler, scenario: Scenario, run: <A>(e: Effect.Eff
         expect(wide.posted === model.posted && wide.held === model.creditsHeld(), `${label}: balance ${wide.posted}/${wide.held}`)
       })
 
-    /** Runs `op` when the scheduler says, alone (the scheduler waits for it), then checks. */
-    const gate = <A>(label: string, op: Effect.Effect<A>, after: (a: A) => void = () => {}) =>
-      Effect.suspend(() => {
-        let finished!: () => void
-        const done = new Promise<void>((resolve) => (finished = resolve))
-        const act = async (release: () => Promise<void>) => {
-          await release()
-          await done
-        }
-        return Effect.promise(() => s.schedule(Promise.resolve(label), label, undefined, act)).pipe(
-          Effect.andThen(op),
-          Effect.tap((a) => Effect.sync(() => after(a))),
-          Effect.tap(() => check(label)),
-          Effect.ensuring(Effect.sync(() => finished()))
-        )
-      })
+    const gate = schedulerGate(s, check)
 
     const gated = LedgerStore.of({
       ...inner,
@@ -282,17 +268,10 @@ const runScenario = (s: fc.Scheduler, scenario: Scenario, run: <A>(e: Effect.Eff
 
 /** Declares the property on the contract's store; `numRuns` scenarios (fewer on a slow store). */
 export const grantProperty = (it: Vitest.MethodsNonLive<LedgerStore>, numRuns: number) =>
-  it.effect("property: any interleaving of calls keeps every allowance and trial within its size, month by month (fc.scheduler)", () =>
-    Effect.gen(function*() {
-      const services = yield* Effect.context<LedgerStore>()
-      const run = <A>(effect: Effect.Effect<A, never, LedgerStore>) => Effect.runPromiseWith(services)(effect)
-      yield* Effect.promise(() =>
-        fc.assert(
-          fc.asyncProperty(fc.scheduler(), scenarioArb, async (s, scenario) => {
-            const violations = await s.waitFor(runScenario(s, scenario, run))
-            assert.deepStrictEqual(violations, [])
-          }),
-          { numRuns }
-        )
-      )
-    }), 600_000)
+  schedulerProperty(
+    it,
+    "property: any interleaving of calls keeps every allowance and trial within its size, month by month (fc.scheduler)",
+    scenarioArb,
+    runScenario,
+    numRuns
+  )
