@@ -54,6 +54,9 @@ const BILLING_STYLE = `
   .badge.new { background: #fff3d6; color: #8a5a00; }
   ul.list li.alert { display: block; } ul.list li.alert .when { color: #6b7280; font-size: .8rem; }
   .row { display: flex; gap: .75rem; } .row > div { flex: 1; }
+  table.grants { width: 100%; border-collapse: collapse; font-size: .9rem; }
+  table.grants th { text-align: left; font-weight: 600; color: #6b7280; font-size: .8rem; }
+  table.grants th, table.grants td { padding: .4rem .5rem .4rem 0; border-bottom: 1px solid #eceef2; }
   input[type=checkbox] { width: auto; }
   @media print { body { background: #fff; } main { box-shadow: none; margin: 0 auto; } .no-print { display: none; } }`
 
@@ -228,7 +231,7 @@ const grantCell = (g: ServiceGrants["allowance"]) =>
 /** What calls may use before credits: each service's allowance this month and its trial. */
 const grantsTable = (grants: ReadonlyArray<ServiceGrants>) =>
   grants.length === 0 ? "" : `<h2>Free allowance and trial</h2>
-<table id="grants"><thead><tr><th>Service</th><th>This month's allowance</th><th>Trial (once)</th></tr></thead><tbody>
+<table id="grants" class="grants"><thead><tr><th>Service</th><th>This month's allowance</th><th>Trial (once)</th></tr></thead><tbody>
 ${grants.map((g) => `<tr data-service="${escapeHtml(g.service)}"><td>${escapeHtml(g.name)}</td><td>${grantCell(g.allowance)}</td><td>${grantCell(g.trial)}</td></tr>`).join("\n")}
 </tbody></table>
 <p class="note">Calls use these first, then credits. The allowance starts again each month; the trial does not.</p>`
