@@ -15,6 +15,8 @@ import {
   creditProblem,
   creditTotalsOf,
   firstOverBudget,
+  type GrantHold,
+  type GrantState,
   type LedgerEntry,
   LedgerStore,
   type Reservation,
@@ -53,6 +55,22 @@ const LedgerStoreFast = Layer.sync(LedgerStore, () => {
       m.spent += spent
     }
   }
+  // Grants (docs/billing.md "Allowances and the trial"): spent and held by `account\0grant\0period`.
+  const grantStates = new Map<string, { spent: bigint; held: bigint }>()
+  const grantState = (accountId: string, grant: string, period: string) => {
+    const key = `${accountId}\u0000${grant}\u0000${period}`
+    let g = grantStates.get(key)
+    if (g === undefined) grantStates.set(key, (g = { spent: 0n, held: 0n }))
+    return g
+  }
+  /** Releases a reservation's grant holds, spending the charges (a settlement's) in them. */
+  const releaseGrants = (r: Reservation, charges: ReadonlyArray<GrantHold> = []) => {
+    for (const hold of r.grants ?? []) {
+      const g = grantState(r.account_id, hold.grant, hold.period)
+      g.held -= hold.amount
+      g.spent += charges.find((c) => c.grant === hold.grant && c.period === hold.period)?.amount ?? 0n
+    }
+  }
   const scopesOf = (accountId: string) => {
     let s = scopes.get(accountId)
     if (s === undefined) scopes.set(accountId, (s = new Map()))
@@ -76,6 +94,7 @@ const LedgerStoreFast = Layer.sync(LedgerStore, () => {
     if (r === undefined || r.status !== "pending") return false
     for (const a of r.allocations) adjust(r.account_id, a.machine_id, 0n, -a.amount)
     adjustBudgets(r, -reservedAmount(r.allocations), 0n)
+    releaseGrants(r)
     reservations.set(ref, { ...r, status, finished_at: at })
     return true
   }
@@ -105,16 +124,23 @@ const LedgerStoreFast = Layer.sync(LedgerStore, () => {
           ...budgetMonth(reservation.account_id, claim.month, claim.budget)
         })
         if (firstOverBudget(claims, stateOf, amount) !== undefined) return "over_budget" as const
+        const holds = reservation.grants ?? []
+        for (const h of holds) {
+          const g = grantState(reservation.account_id, h.grant, h.period)
+          if (g.spent + g.held + h.amount > h.size) return "insufficient" as const
+        }
         const s = scopesOf(reservation.account_id)
         for (const a of reservation.allocations) {
           const scope = s.get(scopeKey(a.machine_id))
           if (scope === undefined || scope.posted - scope.held < a.amount) return "insufficient" as const
         }
         for (const a of reservation.allocations) adjust(reservation.account_id, a.machine_id, 0n, a.amount)
-        const { budgets: _, ...fields } = reservation
+        const { budgets: _, grants: __, ...fields } = reservation
+        for (const h of holds) grantState(reservation.account_id, h.grant, h.period).held += h.amount
         const stored: Reservation = {
           ...fields,
           ...(claims.length === 0 ? {} : { budgets: claims.map(({ budget, month }) => ({ budget, month })) }),
+          ...(holds.length === 0 ? {} : { grants: holds.map(({ amount, grant, period }) => ({ grant, period, amount })) }),
           status: "pending",
           finished_at: null,
           charged: null,
@@ -135,6 +161,7 @@ const LedgerStoreFast = Layer.sync(LedgerStore, () => {
         if (problem !== undefined) throw new Error(problem)
         for (const a of r.allocations) adjust(r.account_id, a.machine_id, 0n, -a.amount)
         adjustBudgets(r, -reservedAmount(r.allocations), settlement.charged)
+        releaseGrants(r, settlement.grants)
         for (const entry of settlement.entries) append(entry)
         reservations.set(r.ref, { ...r, status: "settled", finished_at: settlement.at, charged: settlement.charged, excess: settlement.excess })
         return "settled" as const
@@ -164,6 +191,17 @@ const LedgerStoreFast = Layer.sync(LedgerStore, () => {
           found.set(budget, { budget, limit: found.get(budget)?.limit ?? null, spent, held })
         }
         return [...found.values()].sort((a, b) => (a.budget < b.budget ? -1 : a.budget > b.budget ? 1 : 0))
+      }),
+    grants: (accountId) =>
+      Effect.sync(() => {
+        const found: Array<GrantState> = []
+        for (const [key, { held, spent }] of grantStates) {
+          const [account, grant, period] = key.split("\u0000") as [string, string, string]
+          if (account === accountId && (spent !== 0n || held !== 0n)) found.push({ grant, period, spent, held })
+        }
+        return found.sort((a, b) =>
+          a.grant < b.grant ? -1 : a.grant > b.grant ? 1 : a.period < b.period ? -1 : a.period > b.period ? 1 : 0
+        )
       })
   })
 })

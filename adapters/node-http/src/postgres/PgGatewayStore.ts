@@ -1,9 +1,10 @@
 /**
  * The gateway store port on Postgres: a batch of admissions is one call of `gateway_admit_batch`
- * (which locks the batch's budget month rows, then calls `gateway_admit` once per admission), a
- * batch of metered calls one call of `gateway_commit` (migrations 0007 and 0012, ./migrations.ts). The inputs are
- * checked here as the individual stores check them (a broken one is a defect), so what the
- * functions raise is only what needs the rows (an entry of another account or machine).
+ * (which locks the batch's budget and grant month rows, then calls `gateway_admit` once per
+ * admission), a batch of metered calls one call of `gateway_commit` (migrations 0007, 0012 and
+ * 0017, ./migrations.ts). The inputs are checked here as the individual stores check them (a
+ * broken one is a defect), so what the functions raise is only what needs the rows (an entry of
+ * another account or machine, a grant charge beyond the reservation's hold).
  */
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -14,10 +15,10 @@ import {
   type Metered,
   type MeteredResult
 } from "@model-platform/core/ports/GatewayStore"
-import { scopeKey } from "@model-platform/core/ports/LedgerStore"
+import { type GrantHold, scopeKey } from "@model-platform/core/ports/LedgerStore"
 import { hitProblem } from "@model-platform/core/ports/RateLimitStore"
 import { usageRecordProblem } from "@model-platform/core/ports/UsageStore"
-import { claimArrays } from "./PgBudgets.ts"
+import { claimArrays, grantClaimArrays, grantHoldArrays, grantHoldsOf } from "./PgBudgets.ts"
 import { orderedReservationProblem, settlementShapeProblem } from "./PgLedgerStore.ts"
 import { makePruner } from "./PgRateLimitStore.ts"
 
@@ -38,6 +39,9 @@ interface AdmitRow {
   readonly budget: string | null
   readonly lim: string | bigint | null
   readonly used: string | bigint | null
+  readonly grant_names: ReadonlyArray<string> | null
+  readonly grant_periods: ReadonlyArray<string> | null
+  readonly grant_amounts: ReadonlyArray<string | bigint> | null
 }
 
 const toAdmission = (row: AdmitRow): AdmissionResult => {
@@ -60,7 +64,12 @@ const toAdmission = (row: AdmitRow): AdmissionResult => {
     case "reserved": {
       const amounts = row.amounts ?? []
       const allocations = (row.scopes ?? []).map((scope, i) => ({ machine_id: machineOf(scope), amount: BigInt(amounts[i]!) }))
-      return { _tag: "Admitted", count, reserved: { _tag: "reserved", allocations } }
+      const grants = grantHoldsOf(row.grant_names, row.grant_periods, row.grant_amounts)
+      return {
+        _tag: "Admitted",
+        count,
+        reserved: { _tag: "reserved", allocations, ...(grants.length === 0 ? {} : { grants }) }
+      }
     }
   }
 }
@@ -69,9 +78,19 @@ const toAdmission = (row: AdmitRow): AdmissionResult => {
 const toJsonb = (value: unknown): string =>
   JSON.stringify(value, (_, v: unknown) => (typeof v === "bigint" ? v.toString() : v))
 
-/** A metered call as `gateway_commit` reads it: the settlement's entries as parallel arrays. */
+/** A settlement's grant charges as `gateway_commit` reads them. */
+const grantChargesItem = (charges: ReadonlyArray<GrantHold> | undefined) => {
+  const { grants, periods, amounts } = grantHoldArrays(charges)
+  return { grants, grant_periods: periods, grant_amounts: amounts }
+}
+
+/**
+ * A metered call as `gateway_commit` reads it: the settlement's entries and grant charges as
+ * parallel arrays.
+ */
 const commitItem = ({ record, settlement }: Metered) => ({
   settlement: settlement === undefined ? null : {
+    ...grantChargesItem(settlement.grants),
     ref: settlement.ref,
     at: settlement.at,
     charged: settlement.charged,
@@ -109,8 +128,8 @@ export const GatewayStorePg: Layer.Layer<GatewayStore, never, SqlClient.SqlClien
         if (problem !== undefined) return Effect.die(new Error(`GatewayStore.admit: ${problem}`))
       }
       // One lock order for every batch (key rows, rpm rows, balance rows): by account, then key;
-      // a key's own admissions keep the order given. (Budget month rows are locked before all of
-      // them, by gateway_admit_batch.)
+      // a key's own admissions keep the order given. (Budget and grant month rows are locked
+      // before all of them, by gateway_admit_batch.)
       const order = admissions.map((_, i) => i).sort((i, j) => {
         const a = admissions[i]!, b = admissions[j]!
         return a.account_id < b.account_id ? -1 : a.account_id > b.account_id ? 1
@@ -120,6 +139,7 @@ export const GatewayStorePg: Layer.Layer<GatewayStore, never, SqlClient.SqlClien
         const a = admissions[i]!
         const r = a.reservation
         const claims = claimArrays(r?.budgets)
+        const grants = grantClaimArrays(r?.grants)
         return {
           account_id: a.account_id,
           key_id: a.key_id,
@@ -137,13 +157,16 @@ export const GatewayStorePg: Layer.Layer<GatewayStore, never, SqlClient.SqlClien
           expires_at: r?.expires_at ?? null,
           budgets: claims.budgets,
           budget_months: claims.months,
-          budget_defaults: claims.defaults
+          budget_defaults: claims.defaults,
+          grants: grants.grants,
+          grant_periods: grants.periods,
+          grant_sizes: grants.sizes
         }
       }))
       // One statement: the function admits the elements in the array's order.
       return Effect.gen(function*() {
         const rows = yield* sql<AdmitRow & { readonly n: number }>`
-          SELECT n, result, hits, scopes, amounts, available, budget, lim, used
+          SELECT n, result, hits, scopes, amounts, available, budget, lim, used, grant_names, grant_periods, grant_amounts
           FROM gateway_admit_batch(${items}::jsonb) ORDER BY n`.pipe(Effect.orDie)
         const results = new Array<AdmissionResult>(admissions.length)
         for (const row of rows) results[order[row.n - 1]!] = toAdmission(row)

@@ -23,8 +23,13 @@
  * - budgets (PgBudgets.ts, migration 0012_ledger_budgets): reserve and reserveInOrder pass the
  *   claims; the functions lock the claims' month rows, check them in claim order ('over_budget'),
  *   then the balance, and hold both; ledger_finish releases them (settle: charges them).
- * Deadlocks are avoided by one lock order: at most one reservation row first, then budget month
- * rows, then balance rows in scope order (collation "C"). `expire` finishes each due reservation in its own call.
+ * - grants (PgBudgets.ts, migration 0017_ledger_grants): kept in the budgets' month rows and
+ *   locked with them in one ordered call; reserve checks and holds the grant amounts given,
+ *   reserveInOrder takes from the grants first (core's takeGrants) and the budgets count only what
+ *   the scopes take; ledger_finish releases the holds (settle: spends the settlement's grant charges).
+ * Deadlocks are avoided by one lock order: at most one reservation row first, then budget and
+ * grant month rows, then balance rows in scope order (collation "C"). `expire` finishes each due
+ * reservation in its own call.
  * Statements are prepared once per connection by @effect/sql-pg (its default), and the
  * functions' plans are cached by the server.
  *
@@ -39,6 +44,7 @@ import {
   creditProblem,
   type CreditEntryType,
   type EntryType,
+  grantClaimsProblem,
   type LedgerEntry,
   LedgerStore,
   type NewReservation,
@@ -53,7 +59,15 @@ import {
   settlementProblem
 } from "@model-platform/core/ports/LedgerStore"
 import type { Timestamp } from "@model-platform/core/Time"
-import { budgetsOf, claimArrays, makeBudgets } from "./PgBudgets.ts"
+import {
+  budgetsOf,
+  claimArrays,
+  grantClaimArrays,
+  grantHoldArrays,
+  grantHoldsOf,
+  grantsOf,
+  makeBudgets
+} from "./PgBudgets.ts"
 
 const iso = (date: Date): string => date.toISOString()
 
@@ -99,6 +113,9 @@ interface ReservationRow {
   readonly excess: bigint | null
   readonly budgets: ReadonlyArray<string>
   readonly budget_months: ReadonlyArray<string>
+  readonly grant_names: ReadonlyArray<string>
+  readonly grant_periods: ReadonlyArray<string>
+  readonly grant_amounts: ReadonlyArray<bigint>
 }
 
 const toReservation = (row: ReservationRow): Reservation => ({
@@ -112,17 +129,21 @@ const toReservation = (row: ReservationRow): Reservation => ({
   finished_at: row.finished_at === null ? null : iso(row.finished_at),
   charged: row.charged === null ? null : BigInt(row.charged),
   excess: row.excess === null ? null : BigInt(row.excess),
-  ...budgetsOf(row)
+  ...budgetsOf(row),
+  ...grantsOf(row)
 })
 
 /**
  * The rules of `settlementProblem` that do not need the reservation, checked before the call:
  * against a reservation of the entries' own account and pinned machine, so what is left for
- * `ledger_finish` to check (it raises) is that they are the reservation's.
+ * `ledger_finish` to check (it raises) is that they are the reservation's, and that each grant
+ * charge is one of its grant holds, at most the hold (here checked against holds of exactly the
+ * charges: positive, each grant and period once).
  */
 export const settlementShapeProblem = (settlement: Settlement): string | undefined => {
   const first = settlement.entries[0]
   const pinned = settlement.entries.find((e) => e.machine_id !== null)?.machine_id ?? null
+  const grants = settlement.grants ?? []
   return settlementProblem({
     ref: settlement.ref,
     account_id: first?.account_id ?? "",
@@ -133,7 +154,8 @@ export const settlementShapeProblem = (settlement: Settlement): string | undefin
     expires_at: settlement.at,
     finished_at: null,
     charged: null,
-    excess: null
+    excess: null,
+    ...(grants.length === 0 ? {} : { grants })
   }, settlement)
 }
 
@@ -141,7 +163,8 @@ export const settlementShapeProblem = (settlement: Settlement): string | undefin
 export const orderedReservationProblem = (request: OrderedReservation): string | undefined =>
   request.amount < 0n
     ? `negative amount ${request.amount}`
-    : reservationProblem({ ...request, allocations: [] }) ??
+    : reservationProblem({ ...request, allocations: [], grants: [] }) ??
+      grantClaimsProblem(request.grants ?? []) ??
       (request.scopes.some((s) => s !== null && s !== request.machine_id)
         ? `credits pinned to another machine than ${request.machine_id ?? "no machine"} in the spending order`
         : new Set(request.scopes.map(scopeKey)).size !== request.scopes.length
@@ -155,7 +178,7 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
     const entryColumns = sql.literal("id, account_id, machine_id, amount, type, ref, created_at")
     const reservationColumns = sql.literal(
       "ref, account_id, machine_id, scopes, amounts, status, created_at, expires_at, finished_at, charged, excess, " +
-        "budgets, budget_months"
+        "budgets, budget_months, grant_names, grant_periods, grant_amounts"
     )
 
     const die = (operation: string, problem: string) => Effect.die(new Error(`LedgerStore.${operation}: ${problem}`))
@@ -224,13 +247,17 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
       const scopes = reservation.allocations.map((a) => scopeKey(a.machine_id))
       const amounts = reservation.allocations.map((a) => a.amount)
       const claims = claimArrays(reservation.budgets)
+      const holds = grantHoldArrays(reservation.grants)
+      const sizes = (reservation.grants ?? []).map((g) => g.size)
       return sql<{ readonly result: "reserved" | "insufficient" | "duplicate" | "over_budget" }>`
         SELECT ledger_reserve(${reservation.ref}, ${reservation.account_id}, ${reservation.machine_id},
                               ${scopes}::text[], ${amounts}::bigint[], ${reservation.created_at}::timestamptz,
                               ${reservation.expires_at}::timestamptz, ${claims.budgets}::text[],
                               ${claims.months}::text[],
                               ARRAY(SELECT NULLIF(d, '')::bigint FROM unnest(${claims.defaultsText}::text[])
-                                    WITH ORDINALITY AS t(d, i) ORDER BY t.i)) AS result`.pipe(
+                                    WITH ORDINALITY AS t(d, i) ORDER BY t.i),
+                              ${holds.grants}::text[], ${holds.periods}::text[], ${holds.amounts}::bigint[],
+                              ${sizes}::bigint[]) AS result`.pipe(
         Effect.map((rows) => rows[0]!.result),
         Effect.orDie,
         Effect.withSpan("LedgerStore.reserve")
@@ -241,6 +268,7 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
       const problem = orderedReservationProblem(request)
       if (problem !== undefined) return die("reserveInOrder", problem)
       const claims = claimArrays(request.budgets)
+      const grants = grantClaimArrays(request.grants)
       return sql<{
         readonly result: "reserved" | "insufficient" | "duplicate" | "over_budget"
         readonly scopes: ReadonlyArray<string> | null
@@ -249,13 +277,18 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
         readonly budget: string | null
         readonly lim: bigint | null
         readonly used: bigint | null
+        readonly grant_names: ReadonlyArray<string> | null
+        readonly grant_periods: ReadonlyArray<string> | null
+        readonly grant_amounts: ReadonlyArray<bigint> | null
       }>`
-        SELECT result, scopes, amounts, available, budget, lim, used FROM ledger_reserve_in_order(
+        SELECT result, scopes, amounts, available, budget, lim, used, grant_names, grant_periods, grant_amounts
+        FROM ledger_reserve_in_order(
           ${request.ref}, ${request.account_id}, ${request.machine_id}, ${request.scopes.map(scopeKey)}::text[],
           ${request.amount}::bigint, ${request.created_at}::timestamptz, ${request.expires_at}::timestamptz,
           ${claims.budgets}::text[], ${claims.months}::text[],
           ARRAY(SELECT NULLIF(d, '')::bigint FROM unnest(${claims.defaultsText}::text[]) WITH ORDINALITY AS t(d, i)
-                ORDER BY t.i))`.pipe(
+                ORDER BY t.i),
+          ${grants.grants}::text[], ${grants.periods}::text[], ${grants.sizes}::bigint[])`.pipe(
         Effect.map((rows): ReserveInOrderResult => {
           const row = rows[0]!
           if (row.result === "duplicate") return { _tag: "duplicate" }
@@ -264,9 +297,11 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
             return { _tag: "over_budget", budget: row.budget!, limit: BigInt(row.lim!), used: BigInt(row.used!) }
           }
           const amounts = row.amounts ?? []
+          const holds = grantHoldsOf(row.grant_names, row.grant_periods, row.grant_amounts)
           return {
             _tag: "reserved",
-            allocations: (row.scopes ?? []).map((scope, i) => ({ machine_id: machineOf(scope), amount: BigInt(amounts[i]!) }))
+            allocations: (row.scopes ?? []).map((scope, i) => ({ machine_id: machineOf(scope), amount: BigInt(amounts[i]!) })),
+            ...(holds.length === 0 ? {} : { grants: holds })
           }
         }),
         Effect.orDie,
@@ -299,13 +334,15 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
       settlement?: Settlement
     ) => {
       const entries = settlement?.entries ?? []
+      const charges = grantHoldArrays(settlement?.grants)
       return sql<{ readonly done: boolean }>`
         SELECT ledger_finish(${ref}, ${status}, ${at}::timestamptz, ${settlement?.charged ?? null}::bigint,
                              ${settlement?.excess ?? null}::bigint, ${entries.map((e) => e.id)}::text[],
                              ${entries.map((e) => e.account_id)}::text[],
                              ${entries.map((e) => scopeKey(e.machine_id))}::text[],
                              ${entries.map((e) => e.amount)}::bigint[], ${entries.map((e) => e.ref)}::text[],
-                             ${entries.map((e) => e.created_at)}::timestamptz[]) AS done`.pipe(
+                             ${entries.map((e) => e.created_at)}::timestamptz[], ${charges.grants}::text[],
+                             ${charges.periods}::text[], ${charges.amounts}::bigint[]) AS done`.pipe(
         Effect.map((rows) => rows[0]!.done)
       )
     }

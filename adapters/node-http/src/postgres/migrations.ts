@@ -16,6 +16,7 @@ import { billingSettings } from "./migrations/0013_billing_settings.ts"
 import { alerts } from "./migrations/0014_alerts.ts"
 import { usageRollupLevels } from "./migrations/0015_usage_rollup_levels.ts"
 import { ledgerCreditEntries } from "./migrations/0016_ledger_credit_entries.ts"
+import { ledgerGrants } from "./migrations/0017_ledger_grants.ts"
 
 const accountsKeysIdempotency = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -611,7 +612,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0013_billing_settings": billingSettings,
   "0014_alerts": alerts,
   "0015_usage_rollup_levels": usageRollupLevels,
-  "0016_ledger_credit_entries": ledgerCreditEntries
+  "0016_ledger_credit_entries": ledgerCreditEntries,
+  "0017_ledger_grants": ledgerGrants
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */
