@@ -6,7 +6,7 @@
  * previous process left pending. On Lambda the loop runs while a container is thawed.
  */
 import { Duration, Effect, Layer, Schedule } from "effect"
-import { Ledger } from "./Ledger.ts"
+import { Ledger } from "./money/Ledger.ts"
 
 export interface ReservationSweeperOptions {
   readonly intervalMs: number

@@ -7,7 +7,7 @@
  */
 import { QueryCommand, TransactionCanceledException, type TransactWriteItemsCommand } from "@aws-sdk/client-dynamodb"
 import { assert, layer } from "@effect/vitest"
-import { usageEntries } from "@model-platform/core/Ledger"
+import { usageEntries } from "@model-platform/core/money/LedgerRules"
 import { generateId } from "@model-platform/core/Keys"
 import { type BudgetClaim, LedgerStore, type NewReservation } from "@model-platform/core/ports/LedgerStore"
 import { toTimestamp } from "@model-platform/core/Time"

@@ -8,7 +8,8 @@
  */
 import { QueryCommand } from "@aws-sdk/client-dynamodb"
 import { assert, describe, layer } from "@effect/vitest"
-import { Ledger, usageEntries } from "@model-platform/core/Ledger"
+import { Ledger } from "@model-platform/core/money/Ledger"
+import { usageEntries } from "@model-platform/core/money/LedgerRules"
 import { generateId } from "@model-platform/core/Keys"
 import {
   type BudgetClaim,

@@ -11,7 +11,8 @@ import {
   TransactWriteItemsCommand
 } from "@aws-sdk/client-dynamodb"
 import { assert, describe, layer } from "@effect/vitest"
-import { Ledger, usageEntryRef } from "@model-platform/core/Ledger"
+import { Ledger } from "@model-platform/core/money/Ledger"
+import { usageEntryRef } from "@model-platform/core/money/LedgerRules"
 import { generateId } from "@model-platform/core/Keys"
 import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
 import { toTimestamp } from "@model-platform/core/Time"

@@ -15,7 +15,7 @@
 import { ApiKeys } from "@model-platform/core/ApiKeys"
 import { Catalogue } from "@model-platform/core/Catalogue"
 import { Gateway } from "@model-platform/core/gateway/Gateway"
-import { Ledger } from "@model-platform/core/Ledger"
+import { Ledger } from "@model-platform/core/money/Ledger"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
 import { MachineClient } from "@model-platform/core/ports/MachineClient"
 import { Effect, Layer, ManagedRuntime, Stream } from "effect"

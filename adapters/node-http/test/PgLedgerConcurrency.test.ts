@@ -13,7 +13,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { generateId } from "@model-platform/core/Keys"
-import { Ledger } from "@model-platform/core/Ledger"
+import { Ledger } from "@model-platform/core/money/Ledger"
 import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
 import { toTimestamp } from "@model-platform/core/Time"
 import { LedgerStoreMemory } from "@model-platform/test-harness/MemoryLedgerStore"

@@ -6,7 +6,7 @@
  */
 import { ApiKeys } from "@model-platform/core/ApiKeys"
 import { Catalogue } from "@model-platform/core/Catalogue"
-import { Ledger } from "@model-platform/core/Ledger"
+import { Ledger } from "@model-platform/core/money/Ledger"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
 import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
 import { UsageStore } from "@model-platform/core/ports/UsageStore"

@@ -10,7 +10,8 @@
  */
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
-import { reserveOrdered, usageEntries } from "@model-platform/core/Ledger"
+import { reserveOrdered } from "@model-platform/core/money/Ledger"
+import { usageEntries } from "@model-platform/core/money/LedgerRules"
 import { generateId } from "@model-platform/core/Keys"
 import {
   type BudgetClaim,

@@ -22,7 +22,8 @@
 import type { Vitest } from "@effect/vitest"
 import fc from "fast-check"
 import { Effect } from "effect"
-import { auditAccount, reserveOrdered, settlementOf } from "@model-platform/core/Ledger"
+import { reserveOrdered, settlementOf } from "@model-platform/core/money/Ledger"
+import { auditAccount } from "@model-platform/core/money/LedgerRules"
 import { generateId } from "@model-platform/core/Keys"
 import {
   type BudgetClaim,

@@ -6,7 +6,7 @@
  */
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
-import { usageEntries } from "@model-platform/core/Ledger"
+import { usageEntries } from "@model-platform/core/money/LedgerRules"
 import { generateId } from "@model-platform/core/Keys"
 import { type CreditEntryType, creditTotalsOf, type LedgerEntry, LedgerStore } from "@model-platform/core/ports/LedgerStore"
 import type { Timestamp } from "@model-platform/core/Time"

@@ -25,14 +25,8 @@ import { Effect, type Layer } from "effect"
 import type { AccountRecord } from "@model-platform/core/Account"
 import type { PlatformStores } from "@model-platform/core/api/Http"
 import { generateId, type KeyRecord } from "@model-platform/core/Keys"
-import {
-  allocate,
-  auditAccount,
-  type ReservedHint,
-  settlementOf,
-  spendingOrder,
-  spendingSources
-} from "@model-platform/core/Ledger"
+import { type ReservedHint, settlementOf } from "@model-platform/core/money/Ledger"
+import { allocate, auditAccount, spendingOrder, spendingSources } from "@model-platform/core/money/LedgerRules"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
 import {
   type Admission,

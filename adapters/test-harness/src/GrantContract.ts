@@ -13,7 +13,7 @@
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
 import { generateId } from "@model-platform/core/Keys"
-import { reserveOrdered, settlementOf } from "@model-platform/core/Ledger"
+import { reserveOrdered, settlementOf } from "@model-platform/core/money/Ledger"
 import {
   type BudgetClaim,
   type GrantClaim,

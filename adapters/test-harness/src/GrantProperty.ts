@@ -21,7 +21,8 @@
 import type { Vitest } from "@effect/vitest"
 import fc from "fast-check"
 import { Effect } from "effect"
-import { auditAccount, grantAvailable, reserveOrdered, settlementOf, takeGrants } from "@model-platform/core/Ledger"
+import { reserveOrdered, settlementOf } from "@model-platform/core/money/Ledger"
+import { auditAccount, grantAvailable, takeGrants } from "@model-platform/core/money/LedgerRules"
 import { generateId } from "@model-platform/core/Keys"
 import {
   type GrantClaim,

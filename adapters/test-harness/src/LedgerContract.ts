@@ -10,7 +10,7 @@
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
-import { allocate, auditAccount, spendingSources, usageEntries } from "@model-platform/core/Ledger"
+import { allocate, auditAccount, spendingSources, usageEntries } from "@model-platform/core/money/LedgerRules"
 import { generateId } from "@model-platform/core/Keys"
 import {
   type Allocation,

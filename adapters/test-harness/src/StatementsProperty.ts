@@ -11,7 +11,7 @@
 import { assert, layer } from "@effect/vitest"
 import { statementsOver } from "@model-platform/core/billing/Statements"
 import { generateId } from "@model-platform/core/Keys"
-import { usageEntries } from "@model-platform/core/Ledger"
+import { usageEntries } from "@model-platform/core/money/LedgerRules"
 import { type CreditEntryType, LedgerStore } from "@model-platform/core/ports/LedgerStore"
 import { UsageStore } from "@model-platform/core/ports/UsageStore"
 import type { Timestamp } from "@model-platform/core/Time"

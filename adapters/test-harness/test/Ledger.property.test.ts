@@ -18,14 +18,8 @@ import { Effect, Layer, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { describe, expect, it } from "vitest"
 import { ActivityList, CreditBalance } from "@model-platform/core/Credits"
-import {
-  allocate,
-  auditAccount,
-  Ledger,
-  settlementCharges,
-  type Source,
-  totals
-} from "@model-platform/core/Ledger"
+import { Ledger } from "@model-platform/core/money/Ledger"
+import { allocate, auditAccount, settlementCharges, type Source, totals } from "@model-platform/core/money/LedgerRules"
 import { creditsToMicro, MICRO_PER_CREDIT, microToCredits } from "@model-platform/core/Money"
 import {
   type Allocation,

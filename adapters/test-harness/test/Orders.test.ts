@@ -29,7 +29,7 @@ import {
 } from "@model-platform/core/CheckoutPage"
 import { RedeemResponse, Ticket, TicketList } from "@model-platform/core/Credits"
 import * as Errors from "@model-platform/core/Errors"
-import { Ledger } from "@model-platform/core/Ledger"
+import { Ledger } from "@model-platform/core/money/Ledger"
 import { creditsToMicro, MICRO_PER_CREDIT } from "@model-platform/core/Money"
 import {
   formatUnits,

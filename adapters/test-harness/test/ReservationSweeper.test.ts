@@ -4,7 +4,7 @@
  * settle charges nothing.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Ledger } from "@model-platform/core/Ledger"
+import { Ledger } from "@model-platform/core/money/Ledger"
 import { ReservationSweeper } from "@model-platform/core/ReservationSweeper"
 import * as Time from "@model-platform/core/Time"
 import { Clock, Effect, Layer } from "effect"

@@ -23,7 +23,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { Catalogue } from "../Catalogue.ts"
 import { generateId } from "../Keys.ts"
-import { Ledger } from "../Ledger.ts"
+import { Ledger } from "../money/Ledger.ts"
 import { MICRO_PER_CREDIT } from "../Money.ts"
 import { AUTO_RELOAD_ORDER_KIND, CURRENCY, PAYMENT_WINDOW_MS } from "../OrderService.ts"
 import { AlertStore, type TopUpState } from "../ports/AlertStore.ts"

@@ -14,7 +14,7 @@
  * GatewayStoreContract) holds both to the same answers.
  */
 import { Context, Effect, Layer } from "effect"
-import { reserveOrdered } from "../Ledger.ts"
+import { reserveOrdered } from "../money/Ledger.ts"
 import type { Timestamp } from "../Time.ts"
 import { KeyStore } from "./KeyStore.ts"
 import { LedgerStore, type OrderedReservation, type ReserveInOrderResult, type Settlement } from "./LedgerStore.ts"

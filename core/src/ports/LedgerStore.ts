@@ -1,7 +1,7 @@
 /**
  * Port: where the credit ledger is kept (DESIGN.md, Money). The rules (spending order, what a
- * settlement charges, retries) live in core/src/Ledger.ts; a store only applies what it is given,
- * but each operation below is ATOMIC — all of it happens or none of it, also between processes —
+ * settlement charges, retries) live in core/src/money/ (LedgerRules.ts, Ledger.ts); a store only
+ * applies what it is given, but each operation below is ATOMIC — all of it happens or none of it, also between processes —
  * because that is what keeps concurrent calls from overspending.
  *
  * Model. Amounts are bigint micro-credits. Per (account, scope) — scope = account-wide
