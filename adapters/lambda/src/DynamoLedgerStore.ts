@@ -88,7 +88,8 @@ export const expiryShard = (ref: string): number => {
   return hash % EXPIRY_SHARDS
 }
 
-const ledgerPk = (accountId: string) => `LEDGER#${accountId}`
+/** The partition of an account's ledger items. */
+export const ledgerPk = (accountId: string) => `LEDGER#${accountId}`
 const expiryPk = (shard: number) => `RESERVATIONS#PENDING#${shard}`
 
 /** Sort key prefixes inside an account's ledger partition, for `begins_with`. */
@@ -121,7 +122,8 @@ export const LedgerKeys = {
   entryId: (entryId: string): ItemKey => ({ pk: `LEDGERENTRY#${entryId}`, sk: "LEDGERENTRY" }),
   /**
    * The credits of one type posted in one UTC month, summed (`creditTotals`): added in each post's
-   * transaction, so a statement never reads the usage entries.
+   * transaction, so a statement never reads the usage entries. Its `revision` counts the writes
+   * to it (each post, each backfill write: BackfillCreditTotals.ts conditions on it).
    */
   credits: (accountId: string, month: string, type: string): ItemKey => ({
     pk: ledgerPk(accountId),
@@ -152,7 +154,8 @@ const BalanceItem = Schema.Struct({
   available: BigIntAttr
 })
 
-const EntryItem = Schema.Struct({
+/** An entry item's attributes (BackfillCreditTotals.ts reads them too). */
+export const EntryItem = Schema.Struct({
   id: StringAttr,
   account_id: StringAttr,
   machine_id: Schema.optionalKey(StringAttr),
@@ -210,7 +213,7 @@ const toReservation = (item: typeof ReservationItem.Type): StoredReservation => 
   pendingSk: item.pending_sk
 })
 
-const toEntry = (item: typeof EntryItem.Type): LedgerEntry => ({
+export const toEntry = (item: typeof EntryItem.Type): LedgerEntry => ({
   id: item.id,
   account_id: item.account_id,
   machine_id: item.machine_id ?? null,
@@ -417,9 +420,16 @@ export const LedgerStoreDynamo: Layer.Layer<LedgerStore, never, DynamoConfig> = 
           Update: {
             TableName: tableName,
             Key: keyOf(LedgerKeys.credits(entry.account_id, month, entry.type)),
-            UpdateExpression: "SET #month = :month, #type = :type ADD #amount :amount",
-            ExpressionAttributeNames: { "#month": "month", "#type": "type", "#amount": "amount" },
-            ExpressionAttributeValues: { ":month": str(month), ":type": str(entry.type), ":amount": num(entry.amount) }
+            // `revision` counts the item's writes, so that the backfill (BackfillCreditTotals.ts)
+            // can tell that a post landed between its reads and its write.
+            UpdateExpression: "SET #month = :month, #type = :type ADD #amount :amount, #revision :one",
+            ExpressionAttributeNames: { "#month": "month", "#type": "type", "#amount": "amount", "#revision": "revision" },
+            ExpressionAttributeValues: {
+              ":month": str(month),
+              ":type": str(entry.type),
+              ":amount": num(entry.amount),
+              ":one": num(1)
+            }
           }
         }
       ])
