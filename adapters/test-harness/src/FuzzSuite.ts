@@ -22,7 +22,8 @@
  *   - a 405 has an Allow header, which does not name the method sent.
  * Failures are collected (not stopped at the first) and reported per endpoint, grouped by cause.
  *
- * Replay: FUZZ_SEED (printed; random by default), FUZZ_RUNS (cases per endpoint, default 200),
+ * Replay: FUZZ_SEED (printed; random by default), FUZZ_RUNS (cases per endpoint; default 200, or
+ * the shell's own default),
  * FUZZ_ONLY (a substring of the endpoint labels to run, e.g. "POST /keys"), FUZZ_REPORT (a file to
  * write every failure to, as JSON). Each endpoint's cases come from its own seed (FUZZ_SEED and its
  * id), so FUZZ_ONLY replays the same cases.
@@ -76,9 +77,9 @@ export interface FuzzSettings {
   readonly report: string | undefined
 }
 
-export const fuzzSettings = (env: Record<string, string | undefined> = process.env): FuzzSettings => ({
+export const fuzzSettings = (env: Record<string, string | undefined> = process.env, defaultRuns = 200): FuzzSettings => ({
   seed: env.FUZZ_SEED !== undefined && env.FUZZ_SEED !== "" ? Number(env.FUZZ_SEED) : Math.floor(Math.random() * 2 ** 31),
-  numRuns: env.FUZZ_RUNS !== undefined && env.FUZZ_RUNS !== "" ? Number(env.FUZZ_RUNS) : 200,
+  numRuns: env.FUZZ_RUNS !== undefined && env.FUZZ_RUNS !== "" ? Number(env.FUZZ_RUNS) : defaultRuns,
   only: env.FUZZ_ONLY || undefined,
   report: env.FUZZ_REPORT || undefined
 })
@@ -311,9 +312,10 @@ const withTimeout = <A>(promise: Promise<A>, ms: number, what: string): Promise<
 
 const kindOfPathSegment: Readonly<Record<string, KnownKind>> = { keys: "key", orders: "order" }
 
-export const fuzzSuite = (shell: string, start: () => Promise<FuzzShell>) =>
+/** `defaultRuns`: cases per endpoint unless FUZZ_RUNS says otherwise. */
+export const fuzzSuite = (shell: string, start: () => Promise<FuzzShell>, defaultRuns = 200) =>
   describe(`fuzz on ${shell}`, () => {
-    const settings = fuzzSettings()
+    const settings = fuzzSettings(process.env, defaultRuns)
     const endpoints = platformEndpoints().filter((e) => settings.only === undefined || labelOf(e).includes(settings.only))
     let platform: FuzzShell
     let secret = ""
