@@ -7,6 +7,7 @@ import { Effect, Stream } from "effect"
 import { generateId } from "@model-platform/core/Keys"
 import {
   dayOf,
+  lineOf,
   reportOf,
   type UsageDays,
   type UsageDimension,
@@ -82,9 +83,13 @@ export const snapshot = Effect.fnUntraced(function*(accountId: string) {
   }
 })
 
-/** The whole stream, collected (tests only: small ranges). */
+/** The whole stream, collected (tests only: small ranges), each line with its CSV fields alone. */
 export const streamed = (query: UsageQuery, pageSize?: number) =>
-  Effect.flatMap(UsageStore, (store) => Stream.runCollect(store.stream(query, { pageSize })))
+  Effect.flatMap(UsageStore, (store) => Effect.map(Stream.runCollect(store.stream(query, { pageSize })), (lines) => Array.from(lines, lineOf)))
+
+/** What `stream` must answer for `query`: `list`, each record's CSV fields alone. */
+export const listedLines = (query: UsageQuery) =>
+  Effect.flatMap(UsageStore, (store) => Effect.map(store.list(query), (records) => records.map(lineOf)))
 
 /** Store failures are defects: input that breaks the port's rules must die, not succeed or fail. */
 

@@ -12,7 +12,7 @@
  * - Amounts are exact decimal credits from micro-credits (no float): 1500 micro-credits is
  *   `0.0015`; quantities are integers of the record's unit.
  */
-import type { UsageRecord } from "../ports/UsageStore.ts"
+import type { UsageLine } from "../ports/UsageStore.ts"
 import { USAGE_CSV_COLUMNS } from "./Schemas.ts"
 
 /** The header of the per-record CSV, exactly the spec's columns. */
@@ -52,7 +52,7 @@ export const creditsText = (micro: bigint): string => {
 }
 
 /** One record's line, in USAGE_CSV_COLUMNS order. */
-export const usageRecordLine = (r: UsageRecord): string =>
+export const usageRecordLine = (r: UsageLine): string =>
   `${r.at},${csvText(r.service)},${csvText(r.model)},${csvText(r.unit)},${r.quantity},${csvText(r.key_id)},` +
   `${csvText(r.agent_id ?? "")},${creditsText(r.from_allowance)},${creditsText(r.from_trial)},` +
   `${creditsText(r.list_credits)},${creditsText(r.credits)},${csvText(r.ref)}\r\n`

@@ -69,12 +69,33 @@ export class UsageStore extends Context.Service<UsageStore, {
    */
   readonly report: (query: UsageDays, groupBy: UsageDimension) => Effect.Effect<ReadonlyArray<UsageGroup>>
   /**
-   * The records `list` answers, in its order, read a page at a time (keyset pagination by
-   * (at, ref), `pageSize` records per page): constant memory whatever the range. Each page is its
-   * own read, so records written meanwhile may or may not appear; none appears twice.
+   * The records `list` answers, in its order, as the usage CSV's lines (`UsageLine`: a store may
+   * leave the other fields out, and one reading a database should, since this is the export of
+   * millions of records), read a page at a time (keyset pagination by (at, ref), `pageSize` records
+   * per page): constant memory whatever the range. Each page is its own read, so records written
+   * meanwhile may or may not appear; none appears twice.
    */
-  readonly stream: (query: UsageQuery, options?: { readonly pageSize?: number | undefined }) => Stream.Stream<UsageRecord>
+  readonly stream: (query: UsageQuery, options?: { readonly pageSize?: number | undefined }) => Stream.Stream<UsageLine>
 }>()("@model-platform/core/ports/UsageStore") {}
+
+/** What the usage CSV shows of a record (`stream`): its columns, USAGE_CSV_COLUMNS in billing/Schemas.ts. */
+export type UsageLine = Omit<UsageRecord, "account_id" | "machine_id" | "input_tokens" | "output_tokens">
+
+/** A record's CSV fields alone (contracts compare a stream with `list` through it). */
+export const lineOf = (r: UsageLine): UsageLine => ({
+  ref: r.ref,
+  at: r.at,
+  key_id: r.key_id,
+  agent_id: r.agent_id,
+  service: r.service,
+  model: r.model,
+  unit: r.unit,
+  quantity: r.quantity,
+  list_credits: r.list_credits,
+  credits: r.credits,
+  from_allowance: r.from_allowance,
+  from_trial: r.from_trial
+})
 
 /** Why a store must refuse this record, or undefined. Pure, shared by the stores. */
 export const usageRecordProblem = (record: UsageRecord): string | undefined => {
@@ -249,19 +270,19 @@ export interface UsageCursor {
 }
 
 /** Whether a record comes after the cursor in the listing order. */
-export const isAfterCursor = (cursor: UsageCursor, record: UsageRecord): boolean =>
+export const isAfterCursor = (cursor: UsageCursor, record: UsageCursor): boolean =>
   record.at > cursor.at || (record.at === cursor.at && record.ref > cursor.ref)
 
 /**
  * The stream of a store's pages: `page(after, limit)` answers at most `limit` records after the
  * cursor (from the start when undefined), in the listing order. A short page is the last.
  */
-export const pagedUsageStream = (
-  page: (after: UsageCursor | undefined, limit: number) => Effect.Effect<ReadonlyArray<UsageRecord>>,
+export const pagedUsageStream = <A extends UsageCursor>(
+  page: (after: UsageCursor | undefined, limit: number) => Effect.Effect<ReadonlyArray<A>>,
   pageSize: number | undefined
-): Stream.Stream<UsageRecord> => {
+): Stream.Stream<A> => {
   const size = Math.max(1, Math.floor(pageSize ?? DEFAULT_USAGE_PAGE_SIZE))
-  return Stream.paginate<UsageCursor | undefined, UsageRecord>(undefined, (after) =>
+  return Stream.paginate<UsageCursor | undefined, A>(undefined, (after) =>
     Effect.map(page(after, size), (records) => {
       const last = records[records.length - 1]
       return [

@@ -27,6 +27,7 @@ import {
   type UsageDays,
   type UsageDimension,
   type UsageGroup,
+  type UsageLine,
   type UsageQuery,
   type UsageRecord,
   usageRecordProblem,
@@ -51,6 +52,24 @@ interface UsageRow {
   readonly from_allowance: bigint
   readonly from_trial: bigint
 }
+
+/** A row of `stream`: the CSV's columns only (fewer values for the driver to decode). */
+type LineRow = Omit<UsageRow, "account_id" | "machine_id" | "input_tokens" | "output_tokens">
+
+const toLine = (row: LineRow): UsageLine => ({
+  ref: row.ref,
+  at: row.at.toISOString(),
+  key_id: row.key_id,
+  agent_id: row.agent_id,
+  service: row.service,
+  model: row.model,
+  unit: row.unit,
+  quantity: BigInt(row.quantity),
+  list_credits: BigInt(row.list_credits),
+  credits: BigInt(row.credits),
+  from_allowance: BigInt(row.from_allowance),
+  from_trial: BigInt(row.from_trial)
+})
 
 const toRecord = (row: UsageRow): UsageRecord => ({
   ref: row.ref,
@@ -226,9 +245,13 @@ export const UsageStorePg: Layer.Layer<UsageStore, never, SqlClient.SqlClient> =
       )
     }
 
+    const lineColumns = sql.literal(
+      "ref, at, key_id, agent_id, service, model, unit, quantity, list_credits, credits, from_allowance, from_trial"
+    )
+
     const page = (q: UsageQuery) => (after: UsageCursor | undefined, limit: number) =>
-      sql<UsageRow>`
-        SELECT ${columns} FROM usage_records
+      sql<LineRow>`
+        SELECT ${lineColumns} FROM usage_records
         WHERE ${
         after === undefined
           ? where(q)
@@ -236,7 +259,7 @@ export const UsageStorePg: Layer.Layer<UsageStore, never, SqlClient.SqlClient> =
       }
         ORDER BY at, ref COLLATE "C"
         LIMIT ${limit}`.pipe(
-        Effect.map((rows) => rows.map(toRecord)),
+        Effect.map((rows) => rows.map(toLine)),
         Effect.orDie,
         Effect.withSpan("UsageStore.page")
       )
