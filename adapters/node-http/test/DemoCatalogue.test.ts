@@ -4,6 +4,7 @@
  * document every field it uses.
  */
 import { CatalogueConfig, validateCatalogue } from "@model-platform/core/CatalogueConfig"
+import { rentOfferOf, subscribeOfferOf } from "@model-platform/core/plans/Offers"
 import { Schema } from "effect"
 import { readFileSync } from "node:fs"
 import { join, resolve } from "node:path"
@@ -21,6 +22,14 @@ describe("the demo catalogue", () => {
 
   it("decodes with CatalogueConfig and its references hold", () => {
     expect(validateCatalogue(demo)).toEqual([])
+  })
+
+  it("its rent and subscribe offers can be ordered (plans/Offers.ts)", () => {
+    for (const m of demo.machines) {
+      if (m.rent !== null) expect(rentOfferOf(m), `${m.id} rent`).toBeDefined()
+      if (m.subscribe !== null) expect(subscribeOfferOf(m), `${m.id} subscribe`).toBeDefined()
+    }
+    expect(demo.machines.some((m) => m.rent !== null && m.subscribe !== null)).toBe(true)
   })
 
   it("has no field the schema does not know (decoding alone would drop a misspelt one)", () => {

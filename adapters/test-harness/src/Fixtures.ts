@@ -2,7 +2,8 @@
  * A small, fixed catalogue the shared tests rely on: three machines serving one chat model with
  * different health, scores and regions (so the route order is known), an embedding model, two
  * operators, packages and tiers, a credit price, and both payment rails (the test card processor,
- * the simulated chain). No free allowance or trial (a priced call needs credits here); the
+ * the simulated chain). US B rents and EU C has a plan (offers an order can read); Idle's rent offer
+ * is one an order cannot read (it says only a price per hour). No free allowance or trial (a priced call needs credits here); the
  * allowance suite has its own catalogue.
  */
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
@@ -11,6 +12,22 @@ const hardware = { gpus: [{ model: "L40S", count: 2, vram_gb: 48 }], cpu_cores: 
 const cpuOnly = { gpus: [], cpu_cores: 8, memory_gb: 32, storage_gb: 200 }
 const network = { status: "registered", reachability: "public" }
 const zeroAllowances = { free: 0, builder: 0, scale: 0, trial: 0 }
+
+/** US B's rent offer (plans/Offers.ts RentOffer): 1 core, 1 GB and 1 hour cost $0.024. */
+export const usBRent = {
+  currency: "USD",
+  usd_per_hour: { cpu_core: 0.02, memory_gb: 0.004, gpu: 1.1, storage_gb: 0.0002 },
+  min_hours: 1,
+  max_hours: 720,
+  max: { cpu_cores: 32, memory_gb: 256, gpu: 2, storage_gb: 2000 }
+}
+
+/** EU C's subscribe offer (plans/Offers.ts SubscribeOffer). */
+export const euCPlans = {
+  currency: "USD",
+  period_days: 30,
+  plans: [{ id: "basic", name: "Basic", usd_per_period: 9.99, models: ["chat-small"], payment_methods: ["card", "stablecoin"] }]
+}
 
 export const fixtureCatalogue: CatalogueConfig = {
   operators: [
@@ -25,12 +42,12 @@ export const fixtureCatalogue: CatalogueConfig = {
     },
     {
       id: "m-us-b", name: "US B", operator: "op-north", region: "us-east", base_url: "http://127.0.0.1:1/v1",
-      hardware, serverless_models: ["chat-small"], rent: { usd_per_hour: 2.5 }, subscribe: null, network,
+      hardware, serverless_models: ["chat-small"], rent: usBRent, subscribe: null, network,
       score: 0.9, initial_health: "online"
     },
     {
       id: "m-eu-c", name: "EU C", operator: "op-south", region: "eu-west", base_url: "http://127.0.0.1:1/v1",
-      hardware: cpuOnly, serverless_models: ["chat-small"], rent: null, subscribe: { plans: ["basic"] }, network,
+      hardware: cpuOnly, serverless_models: ["chat-small"], rent: null, subscribe: euCPlans, network,
       score: 1, initial_health: "offline"
     },
     {

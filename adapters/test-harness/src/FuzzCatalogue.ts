@@ -6,6 +6,7 @@
  * what the suite sends, so rate limits never decide an answer.
  */
 import type { CatalogueConfig, MachineConfig, ModelConfig } from "@model-platform/core/CatalogueConfig"
+import { euCPlans, usBRent } from "./Fixtures.ts"
 
 /** What the reference machine must serve for this catalogue (its `models` option). */
 export const FUZZ_MACHINE_MODELS = [
@@ -46,7 +47,7 @@ export const fuzzCatalogue = (machineUrl: string): CatalogueConfig => {
     ],
     machines: [
       machine("m-fuzz-a", "eu-west", {}),
-      machine("m-fuzz-b", "us-east", { rent: { usd_per_hour: 1 }, subscribe: { plans: ["basic"] }, score: 0.8 })
+      machine("m-fuzz-b", "us-east", { rent: usBRent, subscribe: euCPlans, score: 0.8 })
     ],
     models: [
       model("ref-chat", "/v1/chat/completions", "chat", { input_credits_per_mtok: 2, output_credits_per_mtok: 6, credits_per_request: 0 }),

@@ -5,6 +5,7 @@
  * A test that only one shell passes is a bug in that shell.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { euCPlans } from "./Fixtures.ts"
 
 export interface ShellUnderTest {
   /** Sends a request to the platform; `path` starts with "/". */
@@ -161,7 +162,7 @@ export const platformHttpSuite = (shell: string, start: () => Promise<ShellUnder
         expect(res.status).toBe(200)
         expect(res.json.health).toBe("offline")
         expect(res.json.services.serverless).toEqual({ models: ["chat-small"], serving_now: [] })
-        expect(res.json.services.subscribe).toEqual({ plans: ["basic"] })
+        expect(res.json.services.subscribe).toEqual(euCPlans)
       })
       it("GET /machines/{id} of an unknown machine -> 404 machine_not_found", async () => {
         const res = await call("GET", "/machines/nope")
@@ -406,6 +407,60 @@ export const platformHttpSuite = (shell: string, start: () => Promise<ShellUnder
           type: "package", amount_usd: 20, currency: "USD",
           details: { credits: 25000, machine_id: "m-eu-a", package_id: "eu-a-offer", gift: false }
         })
+      })
+
+      it("POST /quotes prices rentals and plans from the machine's offer, exactly, in cents rounded up", async () => {
+        const rental = await call("POST", "/quotes", {
+          body: { type: "rental", machine_id: "m-us-b", cpu_cores: 4, memory_gb: 16, gpu: 1, storage_gb: 100, hours: 10 }
+        })
+        expect(rental.status, rental.text).toBe(200)
+        // (4 x 0.02 + 16 x 0.004 + 1 x 1.1 + 100 x 0.0002) x 10 = 12.64
+        expect(rental.json).toEqual({
+          type: "rental", amount_usd: 12.64, currency: "USD",
+          details: { credits: 0, machine_id: "m-us-b", cpu_cores: 4, memory_gb: 16, gpu: 1, storage_gb: 100, hours: 10 }
+        })
+        // 1 core, 1 GB, 1 hour: $0.024, charged $0.03; gpu and storage default to 0.
+        const small = await call("POST", "/quotes", { body: { type: "rental", machine_id: "m-us-b", cpu_cores: 1, memory_gb: 1, hours: 1 } })
+        expect(small.json.amount_usd).toBe(0.03)
+        expect(small.json.details).toMatchObject({ gpu: 0, storage_gb: 0 })
+        const plan = await call("POST", "/quotes", { body: { type: "subscription", machine_id: "m-eu-c", plan_id: "basic" } })
+        expect(plan.status, plan.text).toBe(200)
+        expect(plan.json).toEqual({
+          type: "subscription", amount_usd: 9.99, currency: "USD",
+          details: { credits: 0, machine_id: "m-eu-c", plan_id: "basic", period_days: 30, renew_subscription_id: null }
+        })
+      })
+
+      it("rental and plan quotes outside the offer -> 400 naming the field (unknown machine 404); orders of them are refused", async () => {
+        const rental = { type: "rental", machine_id: "m-us-b", cpu_cores: 1, memory_gb: 1, hours: 1 }
+        const refused: ReadonlyArray<[string, Record<string, unknown>]> = [
+          ["cpu_cores", { ...rental, cpu_cores: 33 }],
+          ["memory_gb", { ...rental, memory_gb: 257 }],
+          ["gpu", { ...rental, gpu: 3 }],
+          ["storage_gb", { ...rental, storage_gb: 2001 }],
+          ["hours", { ...rental, hours: 721 }],
+          ["hours", { ...rental, hours: 0 }],
+          ["cpu_cores", { ...rental, cpu_cores: 0 }],
+          ["machine_id", { ...rental, machine_id: "m-eu-a" }],
+          ["machine_id", { ...rental, machine_id: "m-idle" }],
+          ["machine_id", { type: "subscription", machine_id: "m-us-b", plan_id: "basic" }],
+          ["plan_id", { type: "subscription", machine_id: "m-eu-c", plan_id: "gold" }]
+        ]
+        for (const [field, body] of refused) {
+          const res = await call("POST", "/quotes", { body })
+          expect(res.status, `${JSON.stringify(body)}: ${res.text}`).toBe(400)
+          expectPlatformError(res, "invalid_request")
+          expect(res.json.error.message).toContain(field)
+        }
+        const unknown = await call("POST", "/quotes", { body: { ...rental, machine_id: "nope" } })
+        expect(unknown.status).toBe(404)
+        expectPlatformError(unknown, "machine_not_found")
+        const key = await fresh()
+        for (const body of [rental, { type: "subscription", machine_id: "m-eu-c", plan_id: "basic" }]) {
+          const res = await call("POST", "/orders", { key, body })
+          expect(res.status, res.text).toBe(400)
+          expect(res.json.error.message).toContain("POST /quotes")
+        }
       })
 
       it("bad order bodies -> 400 (unknown ids 404) in the platform shape, and nothing is created", async () => {
