@@ -571,6 +571,7 @@ const makeOrders = Effect.gen(function*() {
       machine_id: priced.machine_id,
       package_id: priced.package_id,
       gift: priced.gift,
+      details: null,
       status: "pending",
       payment_method: null,
       card_session_id: null,

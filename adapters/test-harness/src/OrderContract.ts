@@ -48,6 +48,7 @@ const makeOrder = Effect.fnUntraced(function*(accountId: string, overrides: Part
     machine_id: null,
     package_id: null,
     gift: false,
+    details: null,
     status: "pending",
     payment_method: null,
     card_session_id: null,
@@ -169,6 +170,30 @@ const orderTests = (it: Vitest.MethodsNonLive<OrderStore>) =>
         }
         assert.deepStrictEqual(yield* store.findByCardSession(full.card_session_id!), full)
         assert.deepStrictEqual(yield* store.findByDepositAddress(full.deposit!.address), full)
+      }))
+
+    it.effect("a rental or subscription order keeps what it buys (details), exactly", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const accountId = yield* generateId("acct")
+        const rental = yield* makeOrder(accountId, {
+          type: "rental", title: "Rent 4 cores", credits: 0n, machine_id: "m-1",
+          details: { kind: "rental", cpu_cores: 4, memory_gb: 16, gpu: 1, storage_gb: 0, hours: 720 }
+        })
+        const plan = yield* makeOrder(accountId, {
+          type: "subscription", title: "Builder plan", credits: 0n, machine_id: "m-1",
+          details: { kind: "subscription", plan_id: "builder", period_days: 30, renew_subscription_id: null }
+        })
+        const renewal = yield* makeOrder(accountId, {
+          type: "subscription", title: "Builder plan, 30 days more", credits: 0n, machine_id: "m-1",
+          details: { kind: "subscription", plan_id: "builder", period_days: 30, renew_subscription_id: "sub_1" }
+        })
+        for (const order of [rental, plan, renewal]) {
+          yield* store.insertOrder(order)
+          assert.deepStrictEqual(yield* store.getOrder(accountId, order.id), order)
+          assert.deepStrictEqual(yield* store.findOrder(order.id), order)
+        }
+        assert.deepStrictEqual((yield* store.listOrders(accountId, 10)).map((o) => o.details), [renewal, plan, rental].map((o) => o.details))
       }))
 
     it.effect("unknown ids, other accounts' orders, unknown sessions and addresses are undefined", () =>

@@ -106,7 +106,7 @@ describe("automatic top-ups after a crash", () => {
       const now = yield* Clock.currentTimeMillis
       yield* orders.insertOrder({
         id, account_id: account, type: "credits", title: "Automatic top-up: 5,000 credits", amount_cents: 500n, currency: "USD",
-        credits: 5_000n * MICRO_PER_CREDIT, machine_id: null, package_id: null, gift: false, status: "pending", payment_method: "card",
+        credits: 5_000n * MICRO_PER_CREDIT, machine_id: null, package_id: null, gift: false, details: null, status: "pending", payment_method: "card",
         card_session_id: null, checkout_url: null, deposit: null, created_at: Time.toTimestamp(now),
         expires_at: Time.toTimestamp(now + PAYMENT_WINDOW_MS), paid_at: null, paid_with: null
       })

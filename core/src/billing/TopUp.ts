@@ -137,7 +137,7 @@ const makeTopUps = Effect.gen(function*() {
     if ((yield* orders.findOrder(orderId)) === undefined) {
       const order: OrderRecord = {
         id: orderId, account_id: accountId, type: "credits", title, amount_cents: cents, currency: CURRENCY,
-        credits: micro, machine_id: null, package_id: null, gift: false, status: "pending", payment_method: "card",
+        credits: micro, machine_id: null, package_id: null, gift: false, details: null, status: "pending", payment_method: "card",
         card_session_id: null, checkout_url: null, deposit: null, created_at: Time.toTimestamp(paidAt),
         expires_at: Time.toTimestamp(paidAt + PAYMENT_WINDOW_MS), paid_at: null, paid_with: null
       }

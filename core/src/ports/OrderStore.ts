@@ -44,6 +44,8 @@ export interface OrderRecord {
   readonly package_id: string | null
   /** A gift issues a redeemable ticket instead of crediting the buyer. */
   readonly gift: boolean
+  /** What a rental or subscription order buys (null for credits and packages); kept as given. */
+  readonly details: OrderDetails | null
   /**
    * As stored: `pending` or `paid` (the store never writes `expired`: an order is expired when it
    * is pending and `expires_at` has passed, which the service derives at read time).
@@ -62,6 +64,24 @@ export interface OrderRecord {
   readonly paid_at: Timestamp | null
   readonly paid_with: PaymentMethod | null
 }
+
+/** What a rental or a subscription order buys: paying it makes the rental or the plan (PlanStore). */
+export type OrderDetails =
+  | {
+    readonly kind: "rental"
+    readonly cpu_cores: number
+    readonly memory_gb: number
+    readonly gpu: number
+    readonly storage_gb: number
+    readonly hours: number
+  }
+  | {
+    readonly kind: "subscription"
+    readonly plan_id: string
+    readonly period_days: number
+    /** The stablecoin plan this order renews (30 days more), or null for a new plan. */
+    readonly renew_subscription_id: string | null
+  }
 
 /** What POST /orders/{id}/pay starts: a card checkout session, or a deposit address. */
 export type PaymentStart =
