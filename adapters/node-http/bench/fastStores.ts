@@ -31,6 +31,7 @@ import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
 import { AlertStoreMemory } from "@model-platform/test-harness/MemoryAlertStore"
 import { BillingSettingsStoreMemory } from "@model-platform/test-harness/MemoryBillingSettingsStore"
 import { PeopleStoreMemory } from "@model-platform/test-harness/MemoryPeopleStore"
+import { PlanStoreMemory } from "@model-platform/test-harness/MemoryPlanStore"
 import { MemoryStores } from "@model-platform/test-harness/MemoryStores"
 import { Effect, Layer, Stream } from "effect"
 
@@ -239,9 +240,9 @@ const RateLimitStoreFast = Layer.sync(RateLimitStore, () => {
   })
 })
 
-/** Every store the platform needs: accounts, keys, idempotency and orders from the harness. */
+/** Every store the platform needs: accounts, keys, idempotency, orders and plans from the harness. */
 export const FastMemoryStores: Layer.Layer<PlatformStores> = Layer.provideMerge(
   GatewayStoreComposed,
   Layer.mergeAll(MemoryStores, OrderStoreMemory, LedgerStoreFast, UsageStoreFast, RateLimitStoreFast, PeopleStoreMemory, BillingSettingsStoreMemory,
-    AlertStoreMemory)
+    AlertStoreMemory, PlanStoreMemory)
 )

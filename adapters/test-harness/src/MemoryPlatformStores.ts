@@ -10,6 +10,7 @@ import { BillingSettingsStoreMemory } from "./MemoryBillingSettingsStore.ts"
 import { LedgerStoreMemory } from "./MemoryLedgerStore.ts"
 import { OrderStoreMemory } from "./MemoryOrderStore.ts"
 import { PeopleStoreMemory } from "./MemoryPeopleStore.ts"
+import { PlanStoreMemory } from "./MemoryPlanStore.ts"
 import { RateLimitStoreMemory } from "./MemoryRateLimitStore.ts"
 import { MemoryStores } from "./MemoryStores.ts"
 import { UsageStoreMemory } from "./MemoryUsageStore.ts"
@@ -24,6 +25,7 @@ export const MemoryPlatformStores: Layer.Layer<PlatformStores> = Layer.provideMe
     RateLimitStoreMemory,
     PeopleStoreMemory,
     BillingSettingsStoreMemory,
-    AlertStoreMemory
+    AlertStoreMemory,
+    PlanStoreMemory
   )
 )

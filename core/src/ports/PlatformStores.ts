@@ -13,6 +13,7 @@ import { KeyStore } from "./KeyStore.ts"
 import { LedgerStore } from "./LedgerStore.ts"
 import { OrderStore } from "./OrderStore.ts"
 import { PeopleStore } from "./PeopleStore.ts"
+import { PlanStore } from "./PlanStore.ts"
 import { RateLimitStore } from "./RateLimitStore.ts"
 import { markUnavailable } from "./StoreUnavailable.ts"
 import { UsageStore } from "./UsageStore.ts"
@@ -29,6 +30,7 @@ export type PlatformStores =
   | PeopleStore
   | BillingSettingsStore
   | AlertStore
+  | PlanStore
 
 const marked = <I, S extends object>(tag: Context.Key<I, S>, isUnavailable: (defect: unknown) => boolean) =>
   Layer.effect(tag, Effect.map(tag, (service) => markUnavailable(tag.key, service, isUnavailable)))
@@ -51,5 +53,6 @@ export const markPlatformStores = (
     marked(GatewayStore, isUnavailable),
     marked(PeopleStore, isUnavailable),
     marked(BillingSettingsStore, isUnavailable),
-    marked(AlertStore, isUnavailable)
+    marked(AlertStore, isUnavailable),
+    marked(PlanStore, isUnavailable)
   )

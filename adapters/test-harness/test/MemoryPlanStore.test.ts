@@ -1,0 +1,4 @@
+import { PlanStoreMemory } from "../src/MemoryPlanStore.ts"
+import { planStoreContract } from "../src/PlanContract.ts"
+
+planStoreContract("PlanStoreMemory", PlanStoreMemory)
