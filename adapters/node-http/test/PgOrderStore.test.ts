@@ -1,10 +1,16 @@
 /**
  * The order store contract on Postgres: embedded PGlite in memory, and a real PostgreSQL server
  * when TEST_DATABASE_URL is set (there the concurrency tests exercise real row locks and unique
- * indexes across a pool of connections).
+ * indexes across a pool of connections). Also what only Postgres can be given: details that do not
+ * fit OrderDetails are refused when written, and a row whose details JSON has another shape is a
+ * defect when read, never an OrderRecord.
  */
-import { describe, it } from "@effect/vitest"
-import { Layer } from "effect"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { generateId } from "@model-platform/core/Keys"
+import { type OrderDetails, type OrderRecord, OrderStore } from "@model-platform/core/ports/OrderStore"
+import { assertDies } from "@model-platform/test-harness/ContractSupport"
 import { orderStoreContract } from "@model-platform/test-harness/OrderContract"
 import * as Database from "../src/postgres/Database.ts"
 import { OrderStorePg } from "../src/postgres/PgOrderStore.ts"
@@ -17,4 +23,63 @@ const databaseUrl = process.env["TEST_DATABASE_URL"]
 describe.skipIf(databaseUrl === undefined)("OrderStorePg on PostgreSQL (TEST_DATABASE_URL)", () => {
   if (databaseUrl !== undefined) orderStoreContract("contract", store({ databaseUrl, dataDir: "unused" }))
   else it.skip("set TEST_DATABASE_URL=postgres://... to run the contract on a PostgreSQL server", () => {})
+})
+
+const rentalOrder = Effect.fnUntraced(function*(details: OrderDetails) {
+  const order: OrderRecord = {
+    id: yield* generateId("ord"),
+    account_id: yield* generateId("acct"),
+    type: details.kind,
+    title: "Rent 4 cores",
+    amount_cents: 1_000n,
+    currency: "USD",
+    credits: 0n,
+    machine_id: "m-1",
+    package_id: null,
+    gift: false,
+    details,
+    status: "pending",
+    payment_method: null,
+    card_session_id: null,
+    checkout_url: null,
+    deposit: null,
+    created_at: "2026-01-15T10:20:30.456Z",
+    expires_at: "2026-01-16T10:20:30.456Z",
+    paid_at: null,
+    paid_with: null
+  }
+  return order
+})
+const rental: OrderDetails = { kind: "rental", cpu_cores: 4, memory_gb: 16, gpu: 1, storage_gb: 0, hours: 720 }
+
+const withSql = Layer.unwrap(Effect.sync(() => {
+  const database = Database.layer({ dataDir: Database.MEMORY })
+  return Layer.merge(OrderStorePg.pipe(Layer.provide(database)), database)
+}))
+
+layer(withSql, { excludeTestServices: true, timeout: "60 seconds" })("OrderStorePg details on PGlite", (it) => {
+  it.effect("details that do not fit OrderDetails are a defect when inserted, and store nothing", () =>
+    Effect.gen(function*() {
+      const store = yield* OrderStore
+      for (const details of [{ ...rental, hours: 1.5 }, { ...rental, kind: "lease" }, { kind: "subscription", plan_id: "b" }]) {
+        const order = yield* rentalOrder(details as OrderDetails)
+        yield* assertDies(store.insertOrder(order), JSON.stringify(details))
+        assert.isUndefined(yield* store.findOrder(order.id))
+      }
+    }))
+
+  it.effect("a stored details JSON of another shape is a defect on every read, never an order", () =>
+    Effect.gen(function*() {
+      const store = yield* OrderStore
+      const sql = yield* SqlClient.SqlClient
+      const order = yield* rentalOrder(rental)
+      yield* store.insertOrder(order)
+      assert.deepStrictEqual(yield* store.findOrder(order.id), order)
+      for (const json of [`{"kind": "rental", "cpu_cores": "4"}`, `{"kind": "rental", "cpu_cores": 4.5, "memory_gb": 16, "gpu": 1, "storage_gb": 0, "hours": 720}`, `{}`]) {
+        yield* sql`UPDATE orders SET details = ${json}::jsonb WHERE id = ${order.id}`
+        yield* assertDies(store.findOrder(order.id), json)
+        yield* assertDies(store.getOrder(order.account_id, order.id), json)
+        yield* assertDies(store.listOrders(order.account_id, 10), json)
+      }
+    }))
 })

@@ -15,13 +15,19 @@
  *
  * Cents and micro-credits are int8 (bigint both ways). Token base units are numeric(78,0), sent as
  * decimal text and read back as text, so no amount ever passes through a float.
+ *
+ * An order's details (what a rental or subscription buys; `0018_plans`) are a jsonb object, written
+ * as the Schema `OrderDetailsJson` reads them and read back through it, so a row whose JSON has
+ * another shape (or a count that is not an integer) is a defect, never an OrderRecord. Details that
+ * do not fit the Schema are refused when inserted (a defect), as a violated constraint is.
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { OrderStatus, OrderType, PaymentMethod } from "@model-platform/core/Orders"
 import {
   type DepositOutcome,
   type DepositRecord,
+  type OrderDetails,
   type OrderRecord,
   OrderStore,
   type PaymentStart,
@@ -33,6 +39,54 @@ import type { Timestamp } from "@model-platform/core/Time"
 
 const iso = (date: Date): string => date.toISOString()
 const isoOrNull = (date: Date | null): string | null => date === null ? null : date.toISOString()
+
+// ---------------------------------------------------------------------------------------------
+// details
+
+/** OrderDetails as stored: the port's two shapes, every count an integer (JSON numbers stay exact). */
+export const OrderDetailsJson = Schema.Union([
+  Schema.Struct({
+    kind: Schema.Literal("rental"),
+    cpu_cores: Schema.Int,
+    memory_gb: Schema.Int,
+    gpu: Schema.Int,
+    storage_gb: Schema.Int,
+    hours: Schema.Int
+  }),
+  Schema.Struct({
+    kind: Schema.Literal("subscription"),
+    plan_id: Schema.String,
+    period_days: Schema.Int,
+    renew_subscription_id: Schema.NullOr(Schema.String)
+  })
+])
+
+// The compiler checks that the Schema reads exactly the port's type.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+const schemaIsThePortsType: Same<OrderDetails, typeof OrderDetailsJson.Type> = true
+void schemaIsThePortsType
+
+const decodeDetails = Schema.decodeUnknownExit(OrderDetailsJson)
+
+/** jsonb comes back parsed from the pg driver and PGlite; as text from anything else. */
+const parsedJson = (value: unknown): unknown => typeof value === "string" ? JSON.parse(value) : value
+
+/** The row's details, or a thrown Error (the callers turn it into a defect). */
+const detailsOf = (id: string, value: unknown): OrderDetails | null => {
+  if (value === null || value === undefined) return null
+  const decoded = decodeDetails(parsedJson(value))
+  if (decoded._tag === "Failure") throw new Error(`OrderStore: the details of order ${id} do not decode: ${String(decoded.cause)}`)
+  return decoded.value
+}
+
+/** The details as written: checked against the Schema and encoded as JSON text, or why not. */
+const detailsJson = (details: OrderDetails | null): { readonly json: string | null } | { readonly problem: string } => {
+  if (details === null) return { json: null }
+  const decoded = decodeDetails(details)
+  return decoded._tag === "Failure"
+    ? { problem: `details do not fit OrderDetails: ${String(decoded.cause)}` }
+    : { json: JSON.stringify(decoded.value) }
+}
 
 // ---------------------------------------------------------------------------------------------
 // rows
@@ -48,6 +102,7 @@ interface OrderRow {
   readonly machine_id: string | null
   readonly package_id: string | null
   readonly gift: boolean
+  readonly details: unknown
   readonly status: OrderStatus
   readonly payment_method: PaymentMethod | null
   readonly card_session_id: string | null
@@ -75,6 +130,7 @@ const toOrder = (row: OrderRow): OrderRecord => ({
   machine_id: row.machine_id,
   package_id: row.package_id,
   gift: row.gift,
+  details: detailsOf(row.id, row.details),
   status: row.status,
   payment_method: row.payment_method,
   card_session_id: row.card_session_id,
@@ -176,7 +232,7 @@ export const OrderStorePg: Layer.Layer<OrderStore, never, SqlClient.SqlClient> =
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const orderColumns = sql.literal(
-      "id, account_id, type, title, amount_cents, currency, credits, machine_id, package_id, gift, status, " +
+      "id, account_id, type, title, amount_cents, currency, credits, machine_id, package_id, gift, details, status, " +
         "payment_method, card_session_id, checkout_url, deposit_address, deposit_memo, deposit_chain, deposit_token, " +
         "deposit_decimals, deposit_amount::text AS deposit_amount, created_at, expires_at, paid_at, paid_with"
     )
@@ -189,21 +245,27 @@ export const OrderStorePg: Layer.Layer<OrderStore, never, SqlClient.SqlClient> =
     const depositColumns = sql.literal(
       "chain, tx, token, address, amount::text AS amount, order_id, outcome, at, recorded_at"
     )
-    const oneOrder = (rows: ReadonlyArray<OrderRow>) => rows[0] === undefined ? undefined : toOrder(rows[0])
+    // toOrder throws when a row's details do not decode: a defect.
+    const oneOrder = (rows: ReadonlyArray<OrderRow>) =>
+      Effect.try({ try: () => rows[0] === undefined ? undefined : toOrder(rows[0]), catch: (e) => e }).pipe(Effect.orDie)
+    const manyOrders = (rows: ReadonlyArray<OrderRow>) =>
+      Effect.try({ try: () => rows.map(toOrder), catch: (e) => e }).pipe(Effect.orDie)
     const oneTicket = (rows: ReadonlyArray<TicketRow>) => rows[0] === undefined ? undefined : toTicket(rows[0])
 
     // ---- orders ----
 
     const insertOrder = (order: OrderRecord) => {
       const d = order.deposit
+      const details = detailsJson(order.details)
+      if ("problem" in details) return Effect.die(new Error(`OrderStore.insertOrder: ${details.problem}`))
       return sql`
         INSERT INTO orders (
-          id, account_id, type, title, amount_cents, currency, credits, machine_id, package_id, gift, status,
+          id, account_id, type, title, amount_cents, currency, credits, machine_id, package_id, gift, details, status,
           payment_method, card_session_id, checkout_url, deposit_address, deposit_memo, deposit_chain,
           deposit_token, deposit_decimals, deposit_amount, created_at, expires_at, paid_at, paid_with)
         VALUES (
           ${order.id}, ${order.account_id}, ${order.type}, ${order.title}, ${order.amount_cents}, ${order.currency},
-          ${order.credits}, ${order.machine_id}, ${order.package_id}, ${order.gift}, ${order.status},
+          ${order.credits}, ${order.machine_id}, ${order.package_id}, ${order.gift}, ${details.json}::jsonb, ${order.status},
           ${order.payment_method}, ${order.card_session_id}, ${order.checkout_url}, ${d?.address ?? null},
           ${d?.memo ?? null}, ${d?.chain ?? null}, ${d?.token ?? null}, ${d?.decimals ?? null},
           ${d === null ? null : d.amount.toString()}::numeric, ${order.created_at}, ${order.expires_at},
@@ -212,29 +274,29 @@ export const OrderStorePg: Layer.Layer<OrderStore, never, SqlClient.SqlClient> =
 
     const getOrder = (accountId: string, orderId: string) =>
       sql<OrderRow>`SELECT ${orderColumns} FROM orders WHERE id = ${orderId} AND account_id = ${accountId}`.pipe(
-        Effect.map(oneOrder),
+        Effect.flatMap(oneOrder),
         Effect.orDie
       )
 
     const findOrder = (orderId: string) =>
-      sql<OrderRow>`SELECT ${orderColumns} FROM orders WHERE id = ${orderId}`.pipe(Effect.map(oneOrder), Effect.orDie)
+      sql<OrderRow>`SELECT ${orderColumns} FROM orders WHERE id = ${orderId}`.pipe(Effect.flatMap(oneOrder), Effect.orDie)
 
     const listOrders = (accountId: string, limit: number) =>
       sql<OrderRow>`SELECT ${orderColumns} FROM orders WHERE account_id = ${accountId}
                     ORDER BY created_at DESC, seq DESC LIMIT ${limit}`.pipe(
-        Effect.map((rows) => rows.map(toOrder)),
+        Effect.flatMap(manyOrders),
         Effect.orDie
       )
 
     const findByCardSession = (sessionId: string) =>
       sql<OrderRow>`SELECT ${orderColumns} FROM orders WHERE card_session_id = ${sessionId}`.pipe(
-        Effect.map(oneOrder),
+        Effect.flatMap(oneOrder),
         Effect.orDie
       )
 
     const findByDepositAddress = (address: string) =>
       sql<OrderRow>`SELECT ${orderColumns} FROM orders WHERE deposit_address = ${address}`.pipe(
-        Effect.map(oneOrder),
+        Effect.flatMap(oneOrder),
         Effect.orDie
       )
 
@@ -264,7 +326,7 @@ export const OrderStorePg: Layer.Layer<OrderStore, never, SqlClient.SqlClient> =
               AND (deposit_address IS NULL
                    OR (deposit_chain = ${start.deposit.chain} AND deposit_token = ${start.deposit.token}))
             RETURNING ${orderColumns}`
-      return update.pipe(Effect.map(oneOrder), Effect.orDie, Effect.withSpan("OrderStore.startPayment"))
+      return update.pipe(Effect.flatMap(oneOrder), Effect.orDie, Effect.withSpan("OrderStore.startPayment"))
     }
 
     const markPaid = (orderId: string, paidWith: PaymentMethod, paidAt: Timestamp) =>
@@ -280,7 +342,7 @@ export const OrderStorePg: Layer.Layer<OrderStore, never, SqlClient.SqlClient> =
       sql<OrderRow>`SELECT ${orderColumns} FROM orders o
                     WHERE status = 'paid' AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.order_id = o.id)
                     ORDER BY paid_at, seq LIMIT ${limit}`.pipe(
-        Effect.map((rows) => rows.map(toOrder)),
+        Effect.flatMap(manyOrders),
         Effect.orDie
       )
 

@@ -11,6 +11,7 @@ import { GatewayStorePg } from "./PgGatewayStore.ts"
 import { LedgerStorePg } from "./PgLedgerStore.ts"
 import { OrderStorePg } from "./PgOrderStore.ts"
 import { PeopleStorePg } from "./PgPeopleStore.ts"
+import { PlanStorePg } from "./PgPlanStore.ts"
 import { RateLimitStorePg } from "./PgRateLimitStore.ts"
 import { PgStores } from "./PgStores.ts"
 import { isPgUnavailable } from "./PgUnavailable.ts"
@@ -25,5 +26,6 @@ export const PgPlatformStores: Layer.Layer<PlatformStores, never, SqlClient.SqlC
   GatewayStorePg,
   PeopleStorePg,
   BillingSettingsStorePg,
-  AlertStorePg
+  AlertStorePg,
+  PlanStorePg
 )))

@@ -17,6 +17,7 @@ import { alerts } from "./migrations/0014_alerts.ts"
 import { usageRollupLevels } from "./migrations/0015_usage_rollup_levels.ts"
 import { ledgerCreditEntries } from "./migrations/0016_ledger_credit_entries.ts"
 import { ledgerGrants } from "./migrations/0017_ledger_grants.ts"
+import { plans } from "./migrations/0018_plans.ts"
 
 const accountsKeysIdempotency = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -613,7 +614,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0014_alerts": alerts,
   "0015_usage_rollup_levels": usageRollupLevels,
   "0016_ledger_credit_entries": ledgerCreditEntries,
-  "0017_ledger_grants": ledgerGrants
+  "0017_ledger_grants": ledgerGrants,
+  "0018_plans": plans
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */
