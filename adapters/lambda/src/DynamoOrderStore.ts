@@ -30,6 +30,7 @@ import {
 import { OrderStatusValues, OrderTypeValues, type PaymentMethod, PaymentMethodValues } from "@model-platform/core/Orders"
 import {
   type DepositRecord,
+  type OrderDetails,
   type OrderRecord,
   OrderStore,
   type PaymentStart,
@@ -137,6 +138,66 @@ const DepositAddressAttr = Schema.Struct({
   })
 })
 
+/**
+ * What a rental or subscription order buys, as a map whose `kind` says which: numbers as DynamoDB
+ * numbers (integers come back as the same integers), a null renew_subscription_id as an absent key.
+ */
+const OrderDetailsAttr = Schema.Struct({
+  M: Schema.Union([
+    Schema.Struct({
+      kind: literalAttr(["rental"]),
+      cpu_cores: IntAttr,
+      memory_gb: IntAttr,
+      gpu: IntAttr,
+      storage_gb: IntAttr,
+      hours: IntAttr
+    }),
+    Schema.Struct({
+      kind: literalAttr(["subscription"]),
+      plan_id: StringAttr,
+      period_days: IntAttr,
+      renew_subscription_id: Schema.optionalKey(StringAttr)
+    })
+  ])
+})
+
+const toDetails = (attr: typeof OrderDetailsAttr.Type): OrderDetails => {
+  const m = attr.M
+  return m.kind === "rental"
+    ? {
+      kind: "rental",
+      cpu_cores: m.cpu_cores,
+      memory_gb: m.memory_gb,
+      gpu: m.gpu,
+      storage_gb: m.storage_gb,
+      hours: m.hours
+    }
+    : {
+      kind: "subscription",
+      plan_id: m.plan_id,
+      period_days: m.period_days,
+      renew_subscription_id: m.renew_subscription_id ?? null
+    }
+}
+
+const detailsAttr = (details: OrderDetails): AttributeValue => ({
+  M: details.kind === "rental"
+    ? {
+      kind: str("rental"),
+      cpu_cores: num(details.cpu_cores),
+      memory_gb: num(details.memory_gb),
+      gpu: num(details.gpu),
+      storage_gb: num(details.storage_gb),
+      hours: num(details.hours)
+    }
+    : {
+      kind: str("subscription"),
+      plan_id: str(details.plan_id),
+      period_days: num(details.period_days),
+      ...optionalStr("renew_subscription_id", details.renew_subscription_id)
+    }
+})
+
 const OrderItem = Schema.Struct({
   id: StringAttr,
   account_id: StringAttr,
@@ -148,6 +209,8 @@ const OrderItem = Schema.Struct({
   machine_id: Schema.optionalKey(StringAttr),
   package_id: Schema.optionalKey(StringAttr),
   gift: BoolAttr,
+  /** Absent for credits and package orders, and on every order written before details existed. */
+  details: Schema.optionalKey(OrderDetailsAttr),
   status: literalAttr(OrderStatusValues),
   payment_method: Schema.optionalKey(literalAttr(PaymentMethodValues)),
   card_session_id: Schema.optionalKey(StringAttr),
@@ -182,6 +245,7 @@ const toOrder = (item: typeof OrderItem.Type): StoredOrder => ({
     machine_id: item.machine_id ?? null,
     package_id: item.package_id ?? null,
     gift: item.gift,
+    details: item.details === undefined ? null : toDetails(item.details),
     status: item.status,
     payment_method: item.payment_method ?? null,
     card_session_id: item.card_session_id ?? null,
@@ -225,6 +289,7 @@ const orderAttributes = (order: OrderRecord): Item => ({
   ...optionalStr("machine_id", order.machine_id),
   ...optionalStr("package_id", order.package_id),
   gift: bool(order.gift),
+  ...(order.details === null ? {} : { details: detailsAttr(order.details) }),
   status: str(order.status),
   ...optionalStr("payment_method", order.payment_method),
   ...optionalStr("card_session_id", order.card_session_id),

@@ -10,6 +10,7 @@ import { BillingSettingsStoreDynamo } from "./DynamoBillingSettingsStore.ts"
 import { LedgerStoreDynamo } from "./DynamoLedgerStore.ts"
 import { OrderStoreDynamo } from "./DynamoOrderStore.ts"
 import { PeopleStoreDynamo } from "./DynamoPeopleStore.ts"
+import { PlanStoreDynamo } from "./DynamoPlanStore.ts"
 import { RateLimitStoreDynamo } from "./DynamoRateLimitStore.ts"
 import { DynamoStores } from "./DynamoStores.ts"
 import type { DynamoConfig } from "./DynamoTable.ts"
@@ -27,7 +28,8 @@ export const DynamoPlatformStores: Layer.Layer<PlatformStores, never, DynamoConf
       RateLimitStoreDynamo,
       PeopleStoreDynamo,
       BillingSettingsStoreDynamo,
-      AlertStoreDynamo
+      AlertStoreDynamo,
+      PlanStoreDynamo
     )
   ))
 )

@@ -5,7 +5,7 @@
  * 2^53 kept exact. One DynamoDB Local serves the file; it is stopped after it (no Java process
  * outlives the file).
  */
-import { QueryCommand } from "@aws-sdk/client-dynamodb"
+import { GetItemCommand, QueryCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb"
 import { assert, describe, layer } from "@effect/vitest"
 import { generateId } from "@model-platform/core/Keys"
 import { type OrderRecord, OrderStore } from "@model-platform/core/ports/OrderStore"
@@ -38,6 +38,7 @@ const makeOrder = Effect.fnUntraced(function*(overrides: Partial<OrderRecord> = 
     machine_id: null,
     package_id: null,
     gift: false,
+    details: null,
     status: "pending",
     payment_method: null,
     card_session_id: null,
@@ -159,6 +160,46 @@ layer(StoreAndTable, { excludeTestServices: true, timeout: "60 seconds" })("Orde
       const item = output.Items?.[0]
       assert.strictEqual(item?.credits?.N, huge.toString())
       assert.strictEqual(item?.deposit?.M?.amount?.N, (huge + 1n).toString())
+    }))
+
+  it.effect("details are a map of exact numbers, and an order item without them (written before) reads as null", () =>
+    Effect.gen(function*() {
+      const store = yield* OrderStore
+      const { client, tableName } = yield* DynamoConfig
+      const order = yield* makeOrder({
+        type: "rental",
+        credits: 0n,
+        machine_id: "m-1",
+        details: { kind: "rental", cpu_cores: 4, memory_gb: 16, gpu: 1, storage_gb: 0, hours: 720 }
+      })
+      yield* store.insertOrder(order)
+      const key = OrderKeys.order(order.id)
+      const output = yield* Effect.promise(() =>
+        client.send(
+          new GetItemCommand({ TableName: tableName, Key: { pk: { S: key.pk }, sk: { S: key.sk } }, ConsistentRead: true })
+        )
+      )
+      assert.deepStrictEqual(output.Item?.details, {
+        M: {
+          kind: { S: "rental" },
+          cpu_cores: { N: "4" },
+          memory_gb: { N: "16" },
+          gpu: { N: "1" },
+          storage_gb: { N: "0" },
+          hours: { N: "720" }
+        }
+      })
+      yield* Effect.promise(() =>
+        client.send(
+          new UpdateItemCommand({
+            TableName: tableName,
+            Key: { pk: { S: key.pk }, sk: { S: key.sk } },
+            UpdateExpression: "REMOVE details"
+          })
+        )
+      )
+      assert.deepStrictEqual(yield* store.findOrder(order.id), { ...order, details: null })
+      assert.deepStrictEqual((yield* store.listOrders(order.account_id, 10)).map((o) => o.details), [null])
     }))
 
   it.effect("a deposit address of another order is a defect, and changes nothing", () =>
