@@ -29,18 +29,21 @@ import * as Errors from "./Errors.ts"
 import { generateId, randomBytes } from "./Keys.ts"
 import { Ledger } from "./money/Ledger.ts"
 import { creditsToMicro, MICRO_PER_CREDIT, microToCredits } from "./Money.ts"
-import type { CreateOrder, Order, OrderList, OrderStatus, PayOrder, Quote } from "./Orders.ts"
+import type { CreateOrder, Order, OrderList, OrderStatus, OrderType, PayOrder, Quote } from "./Orders.ts"
 import { rentalPrice, subscriptionPrice } from "./plans/Offers.ts"
+import { makePlans } from "./plans/Plans.ts"
 import { type CardDetails, CardProcessor, type CheckoutRequest } from "./ports/CardProcessor.ts"
 import {
   type DepositAddress,
   type DepositOutcome,
   type DepositRecord,
+  type OrderDetails,
   type OrderRecord,
   OrderStore,
   type ReceiptRecord,
   type TicketRecord
 } from "./ports/OrderStore.ts"
+import { PlanStore } from "./ports/PlanStore.ts"
 import { StablecoinRail, type Transfer } from "./ports/StablecoinRail.ts"
 import * as Time from "./Time.ts"
 
@@ -362,7 +365,7 @@ export class Orders extends Context.Service<Orders, {
   static readonly layer: Layer.Layer<
     Orders,
     never,
-    OrderStore | Ledger | Catalogue | CardProcessor | StablecoinRail
+    OrderStore | PlanStore | Ledger | Catalogue | CardProcessor | StablecoinRail
   > = Layer.effect(Orders, Effect.suspend(() => makeOrders))
 }
 
@@ -438,19 +441,22 @@ export class Tickets extends Context.Service<Tickets, {
 
 /** What an order body prices to. */
 interface Priced {
-  readonly type: "credits" | "package"
+  readonly type: OrderType
   readonly title: string
   readonly amount_cents: bigint
   readonly credits: bigint
   readonly machine_id: string | null
   readonly package_id: string | null
   readonly gift: boolean
+  /** What a rental or a plan order buys (null for credits and packages). */
+  readonly details: OrderDetails | null
 }
 
 const makeOrders = Effect.gen(function*() {
   const store = yield* OrderStore
   const ledger = yield* Ledger
   const catalogue = yield* Catalogue
+  const plans = yield* makePlans
   const processor = yield* CardProcessor
   const rail = yield* StablecoinRail
   const payments = catalogue.config.payments
@@ -458,6 +464,12 @@ const makeOrders = Effect.gen(function*() {
   const nowMillis = Clock.currentTimeMillis
 
   const machineName = (machineId: string) => catalogue.machineConfig(machineId)?.name ?? machineId
+
+  /** The machine of a rental or subscription body (404 machine_not_found). */
+  const offeringMachine = (machineId: string) => {
+    const machine = catalogue.machineConfig(machineId)
+    return machine === undefined ? Errors.notFound("machine_not_found", `No machine "${machineId}".`) : Effect.succeed(machine)
+  }
 
   const price = Effect.fnUntraced(function*(body: CreateOrder) {
     switch (body.type) {
@@ -483,7 +495,8 @@ const makeOrders = Effect.gen(function*() {
           credits,
           machine_id: machineId,
           package_id: null,
-          gift
+          gift,
+          details: null
         } satisfies Priced
       }
       case "package": {
@@ -499,55 +512,59 @@ const makeOrders = Effect.gen(function*() {
           credits,
           machine_id: pkg.machine_id,
           package_id: pkg.id,
-          gift
+          gift,
+          details: null
         } satisfies Priced
       }
-      case "rental":
-      case "subscription":
-        // Priced by POST /quotes (plans/Offers.ts); an order of one must wait until paying it
-        // makes the rental or the plan (docs/plans.md "Not built yet").
-        return yield* Errors.badRequest(
-          "invalid_request",
-          `${body.type === "rental" ? "Rental" : "Subscription"} orders cannot be placed yet; POST /quotes prices them.`
-        )
+      case "rental": {
+        const machine = yield* offeringMachine(body.machine_id)
+        const { amount_cents, ...rental } = yield* rentalPrice(machine, body)
+        const gpus = rental.gpu === 0 ? "" : `, ${rental.gpu} GPU`
+        return {
+          type: "rental",
+          title: `${machine.name}: ${rental.cpu_cores} cores, ${rental.memory_gb} GB${gpus} for ${rental.hours} h`,
+          amount_cents,
+          credits: 0n,
+          machine_id: machine.id,
+          package_id: null,
+          gift: false,
+          details: { kind: "rental", ...rental }
+        } satisfies Priced
+      }
+      case "subscription": {
+        if (body.renew_subscription_id !== undefined) {
+          // docs/plans.md "Not built yet": renewals come with the renewal job.
+          return yield* Errors.badRequest("invalid_request", "renew_subscription_id: renewing a plan by order is not available yet.")
+        }
+        const machine = yield* offeringMachine(body.machine_id)
+        const { amount_cents, period_days, plan } = yield* subscriptionPrice(machine, body)
+        return {
+          type: "subscription",
+          title: `${plan.name} plan on ${machine.name}, ${period_days} days`,
+          amount_cents,
+          credits: 0n,
+          machine_id: machine.id,
+          package_id: null,
+          gift: false,
+          details: { kind: "subscription", plan_id: plan.id, period_days, renew_subscription_id: null }
+        } satisfies Priced
+      }
     }
   })
 
-  /** The machine of a rental or subscription body (404 machine_not_found). */
-  const offeringMachine = (machineId: string) => {
-    const machine = catalogue.machineConfig(machineId)
-    return machine === undefined ? Errors.notFound("machine_not_found", `No machine "${machineId}".`) : Effect.succeed(machine)
-  }
-
   const quote = Effect.fn("Orders.quote")(function*(body: CreateOrder) {
-    if (body.type === "rental") {
-      const rental = yield* rentalPrice(yield* offeringMachine(body.machine_id), body)
-      const { amount_cents, ...details } = rental
-      return {
-        type: "rental",
-        amount_usd: centsToUsd(amount_cents),
-        currency: CURRENCY,
-        details: { credits: 0, machine_id: body.machine_id, ...details }
-      } satisfies Quote
-    }
-    if (body.type === "subscription") {
-      const plan = yield* subscriptionPrice(yield* offeringMachine(body.machine_id), body)
-      return {
-        type: "subscription",
-        amount_usd: centsToUsd(plan.amount_cents),
-        currency: CURRENCY,
-        details: {
-          credits: 0,
-          machine_id: body.machine_id,
-          plan_id: plan.plan.id,
-          period_days: plan.period_days,
-          renew_subscription_id: body.renew_subscription_id ?? null
-        }
-      } satisfies Quote
-    }
     const priced = yield* price(body)
     const common = { amount_usd: centsToUsd(priced.amount_cents), currency: CURRENCY }
     const credits = microToCredits(priced.credits)
+    const details = priced.details
+    if (details?.kind === "rental") {
+      const { kind: _, ...rental } = details
+      return { type: "rental", ...common, details: { credits, machine_id: priced.machine_id ?? "", ...rental } } satisfies Quote
+    }
+    if (details?.kind === "subscription") {
+      const { kind: _, ...plan } = details
+      return { type: "subscription", ...common, details: { credits, machine_id: priced.machine_id ?? "", ...plan } } satisfies Quote
+    }
     return priced.type === "credits"
       ? { type: "credits", ...common, details: { credits, machine_id: priced.machine_id, gift: priced.gift } } satisfies Quote
       : {
@@ -571,7 +588,7 @@ const makeOrders = Effect.gen(function*() {
       machine_id: priced.machine_id,
       package_id: priced.package_id,
       gift: priced.gift,
-      details: null,
+      details: priced.details,
       status: "pending",
       payment_method: null,
       card_session_id: null,
@@ -731,6 +748,8 @@ const makeOrders = Effect.gen(function*() {
         type: "credit_added"
       })
     }
+    // A rental or a plan (once per order: docs/plans.md).
+    yield* plans.fulfil(order)
     // Last: a paid order without a receipt is one whose fulfilment was cut short (healPaid).
     yield* store.insertReceipt({
       id: yield* generateId("rcpt"),

@@ -13,7 +13,7 @@ import * as Fieldwork from "../src/Fieldwork.ts"
 import * as Identity from "../src/Identity.ts"
 import * as Inference from "../src/Inference.ts"
 import * as Orders from "../src/Orders.ts"
-import * as Plans from "../src/Plans.ts"
+import * as Plans from "../src/plans/Schemas.ts"
 
 type Decodable = Schema.ConstraintDecoder<unknown>
 

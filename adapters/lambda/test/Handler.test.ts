@@ -7,6 +7,7 @@ import { GatewayStoreComposed } from "@model-platform/core/ports/GatewayStore"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { LedgerStoreMemory } from "@model-platform/test-harness/MemoryLedgerStore"
 import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
+import { PlanStoreMemory } from "@model-platform/test-harness/MemoryPlanStore"
 import { RateLimitStoreMemory } from "@model-platform/test-harness/MemoryRateLimitStore"
 import { PeopleStoreMemory } from "@model-platform/test-harness/MemoryPeopleStore"
 import { AlertStoreMemory } from "@model-platform/test-harness/MemoryAlertStore"
@@ -98,7 +99,7 @@ describe("Lambda handler", () => {
       GatewayStoreComposed,
       Layer.mergeAll(
         AccountStoreMemory, SlowKeys, IdempotencyStoreMemory, LedgerStoreMemory, OrderStoreMemory, UsageStoreMemory, RateLimitStoreMemory,
-        PeopleStoreMemory, BillingSettingsStoreMemory, AlertStoreMemory
+        PeopleStoreMemory, BillingSettingsStoreMemory, AlertStoreMemory, PlanStoreMemory
       )
     )
     const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores, deadlineMarginMillis: 1_000 })

@@ -431,7 +431,7 @@ export const platformHttpSuite = (shell: string, start: () => Promise<ShellUnder
         })
       })
 
-      it("rental and plan quotes outside the offer -> 400 naming the field (unknown machine 404); orders of them are refused", async () => {
+      it("rental and plan quotes and orders outside the offer -> 400 naming the field (unknown machine 404), and nothing is created", async () => {
         const rental = { type: "rental", machine_id: "m-us-b", cpu_cores: 1, memory_gb: 1, hours: 1 }
         const refused: ReadonlyArray<[string, Record<string, unknown>]> = [
           ["cpu_cores", { ...rental, cpu_cores: 33 }],
@@ -446,21 +446,83 @@ export const platformHttpSuite = (shell: string, start: () => Promise<ShellUnder
           ["machine_id", { type: "subscription", machine_id: "m-us-b", plan_id: "basic" }],
           ["plan_id", { type: "subscription", machine_id: "m-eu-c", plan_id: "gold" }]
         ]
+        const key = await fresh()
         for (const [field, body] of refused) {
-          const res = await call("POST", "/quotes", { body })
-          expect(res.status, `${JSON.stringify(body)}: ${res.text}`).toBe(400)
-          expectPlatformError(res, "invalid_request")
-          expect(res.json.error.message).toContain(field)
+          for (const path of ["/quotes", "/orders"]) {
+            const res = await call("POST", path, { key, body })
+            expect(res.status, `${path} ${JSON.stringify(body)}: ${res.text}`).toBe(400)
+            expectPlatformError(res, "invalid_request")
+            expect(res.json.error.message).toContain(field)
+          }
         }
         const unknown = await call("POST", "/quotes", { body: { ...rental, machine_id: "nope" } })
         expect(unknown.status).toBe(404)
         expectPlatformError(unknown, "machine_not_found")
+        expect((await call("GET", "/orders", { key })).json.data).toEqual([])
+      })
+
+      it("a plan bought by card is active in GET /subscriptions; cancel keeps it active to its period's end, resume undoes it", async () => {
         const key = await fresh()
-        for (const body of [rental, { type: "subscription", machine_id: "m-eu-c", plan_id: "basic" }]) {
-          const res = await call("POST", "/orders", { key, body })
-          expect(res.status, res.text).toBe(400)
-          expect(res.json.error.message).toContain("POST /quotes")
+        expect((await call("GET", "/subscriptions", { key })).json).toEqual({ data: [] })
+        const created = await buyByCard(key, { type: "subscription", machine_id: "m-eu-c", plan_id: "basic" })
+        const paid = (await call("GET", `/orders/${created.id}`, { key })).json
+        expect(paid).toMatchObject({ type: "subscription", status: "paid", amount_usd: 9.99 })
+        const listed = (await call("GET", "/subscriptions", { key })).json.data
+        const periodEnd = new Date(Date.parse(paid.paid_at) + 30 * 24 * 3600 * 1000).toISOString()
+        expect(listed).toEqual([{
+          id: expect.any(String), machine_id: "m-eu-c", plan_id: "basic", status: "active", auto_renews: true,
+          cancel_at_period_end: false, current_period_end: periodEnd, paid_with: "card"
+        }])
+        const id = listed[0].id
+        const cancelled = await call("POST", `/subscriptions/${id}/cancel`, { key })
+        expect(cancelled.status, cancelled.text).toBe(200)
+        expect(cancelled.json).toEqual({ id, status: "active", auto_renews: false, cancel_at_period_end: true })
+        expect((await call("GET", "/subscriptions", { key })).json.data[0]).toMatchObject({ status: "active", auto_renews: false, cancel_at_period_end: true })
+        const resumed = await call("POST", `/subscriptions/${id}/resume`, { key })
+        expect(resumed.json).toEqual({ id, status: "active", auto_renews: true, cancel_at_period_end: false })
+        // A plan grants no credits; its receipt is the plan's.
+        expect((await balance(key)).total_credits).toBe(0)
+        expect((await receipts(key)).map((r) => [r.kind, r.title])).toEqual([["subscription", expect.stringContaining("Basic plan")]])
+        // Another account's plan, or an unknown one: 404, and nothing changes.
+        const other = await fresh()
+        for (const path of [`/subscriptions/${id}/cancel`, "/subscriptions/sub_nope/resume"]) {
+          const res = await call("POST", path, { key: other })
+          expect(res.status, res.text).toBe(404)
+          expectPlatformError(res, "subscription_not_found")
         }
+        expect((await call("GET", "/subscriptions", { key })).json.data[0].auto_renews).toBe(true)
+      })
+
+      it("a plan paid by stablecoin does not renew by itself and cannot be cancelled or resumed", async () => {
+        const key = await fresh()
+        const created = await order(key, { type: "subscription", machine_id: "m-eu-c", plan_id: "basic" })
+        const paying = (await call("POST", `/orders/${created.id}/pay`, { key, body: { method: "stablecoin", chain: "base", token: "USDC" } })).json
+        const sent = await simulatedDeposit({ to: paying.payment.deposit.address, amount: paying.payment.deposit.amount, chain: "base", token: "USDC" })
+        expect(sent.status, sent.text).toBe(200)
+        const [plan] = (await call("GET", "/subscriptions", { key })).json.data
+        expect(plan).toMatchObject({ status: "active", paid_with: "stablecoin", auto_renews: false, cancel_at_period_end: false })
+        for (const action of ["cancel", "resume"]) {
+          const res = await call("POST", `/subscriptions/${plan.id}/${action}`, { key })
+          expect(res.status, res.text).toBe(400)
+          expect(res.json.error.message).toContain("card plans")
+        }
+      })
+
+      it("a rental bought by card is active in GET /rentals for its hours from the payment", async () => {
+        const key = await fresh()
+        expect((await call("GET", "/rentals", { key })).json).toEqual({ data: [] })
+        const created = await buyByCard(key, { type: "rental", machine_id: "m-us-b", cpu_cores: 4, memory_gb: 16, gpu: 1, hours: 2 })
+        const paid = (await call("GET", `/orders/${created.id}`, { key })).json
+        expect(paid).toMatchObject({ type: "rental", status: "paid", amount_usd: 2.49 })
+        expect((await call("GET", "/rentals", { key })).json.data).toEqual([{
+          id: expect.any(String), machine_id: "m-us-b", status: "active", cpu_cores: 4, memory_gb: 16, gpu: 1, storage_gb: 0,
+          hours: 2, starts_at: paid.paid_at, ends_at: new Date(Date.parse(paid.paid_at) + 2 * 3600 * 1000).toISOString()
+        }])
+        expect((await balance(key)).total_credits).toBe(0)
+        // An unpaid order makes nothing.
+        const other = await fresh()
+        await order(other, { type: "rental", machine_id: "m-us-b", cpu_cores: 1, memory_gb: 1, hours: 1 })
+        expect((await call("GET", "/rentals", { key: other })).json.data).toEqual([])
       })
 
       it("bad order bodies -> 400 (unknown ids 404) in the platform shape, and nothing is created", async () => {
@@ -485,7 +547,7 @@ export const platformHttpSuite = (shell: string, start: () => Promise<ShellUnder
         const pkg = await call("POST", "/orders", { key, body: { type: "package", package_id: "nope" } })
         expect(pkg.status).toBe(404)
         expectPlatformError(pkg, "package_not_found")
-        const rental = await call("POST", "/orders", { key, body: { type: "rental", machine_id: "m-us-b", cpu_cores: 1, memory_gb: 1, hours: 1 } })
+        const rental = await call("POST", "/orders", { key, body: { type: "rental", machine_id: "m-us-b", cpu_cores: 1, memory_gb: 1, hours: 0 } })
         expect(rental.status).toBe(400)
         expectPlatformError(rental, "invalid_request")
         const after = (await call("GET", "/orders?limit=200", { key })).json.data.length

@@ -70,6 +70,7 @@ export const PATH_ID_KINDS: Readonly<Record<string, IdKind>> = {
   orders: owned("order"),
   keys: owned("key"),
   receipts: owned("receipt"),
+  subscriptions: owned("subscription"),
   // This month: the one A's world has activity in.
   statements: { _tag: "own_period", value: () => new Date().toISOString().slice(0, 7) }
 }
@@ -85,6 +86,14 @@ export const BODY_ID_KINDS: Readonly<Record<string, IdKind>> = {
   order_id: owned("order"),
   to: owned("deposit_address"),
   code: { _tag: "not_a_ticket" }
+}
+
+/**
+ * Body fields of one member of a union body only, with a body of that member to carry them (the
+ * minimal body is the union's first member, which would ignore them).
+ */
+const FIELD_BODIES: Readonly<Record<string, Record<string, unknown>>> = {
+  renew_subscription_id: { type: "subscription", machine_id: "m-eu-c", plan_id: "basic" }
 }
 
 /**
@@ -406,7 +415,7 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
           }
           for (const value of values) {
             for (const { who, key } of askers(e)) {
-              const body = { ...(minimalBody(e) as object), [field]: value }
+              const body = { ...(FIELD_BODIES[field] ?? minimalBody(e) as object), [field]: value }
               const path = fillPath(e, () => "x") + minimalQuery(e)
               const answer = await call(e.method, path, { key, body })
               const context = `${who}: ${e.method} ${path} ${JSON.stringify(body)} -> ${answer.status} ${answer.text.slice(0, 300)}`

@@ -126,7 +126,8 @@ export const stringsOf = (value: unknown, out: Set<string> = new Set()): Set<str
  * snapshots holding `snapshotPermissions`, one for inference, one revoked), monthly limits (the
  * account's and the inference key's), a credit order paid by
  * card, a pending order with a stablecoin deposit address, a pending package order, two paid gift
- * orders (one ticket left unredeemed, one redeemed by the account itself), their receipts, and a
+ * orders (one ticket left unredeemed, one redeemed by the account itself), a plan and a rental paid
+ * by card where the catalogue offers them, their receipts, and a
  * chat and an embedding call through /v1 with two of its keys. Every write carries an
  * Idempotency-Key, kept in `writes`.
  */
@@ -182,6 +183,12 @@ export const buildWorld = async (client: Client, name: string, key: string, snap
     secrets.push(code)
   }
   await write("POST", "/credits/redeem", "/credits/redeem", { code: ids.ticket_code[1] })
+  // A plan and a rental, where the catalogue offers them (the fixture: EU C's "basic", US B's rent).
+  const plan = { type: "subscription", machine_id: "m-eu-c", plan_id: "basic" }
+  const rental = { type: "rental", machine_id: "m-us-b", cpu_cores: 1, memory_gb: 1, hours: 2 }
+  for (const body of [plan, rental]) if ((await call("POST", "/quotes", { body })).status === 200) await buy(body)
+  ids.subscription.push(...((await ok("GET", "/subscriptions", { key })).json.data as Array<any>).map((r) => r.id))
+  ids.rental.push(...((await ok("GET", "/rentals", { key })).json.data as Array<any>).map((r) => r.id))
   ids.receipt.push(...((await ok("GET", "/billing/receipts", { key })).json.data as Array<any>).map((r) => r.id))
 
   // Usage: a chat and an embedding call, with two of the account's keys, where the catalogue has them.

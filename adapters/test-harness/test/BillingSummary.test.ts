@@ -15,6 +15,7 @@ import { TestClock } from "effect/testing"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
 import { LedgerStoreMemory } from "../src/MemoryLedgerStore.ts"
 import { OrderStoreMemory } from "../src/MemoryOrderStore.ts"
+import { PlanStoreMemory } from "../src/MemoryPlanStore.ts"
 import { BillingSettingsStoreMemory } from "../src/MemoryBillingSettingsStore.ts"
 import { KeyStoreMemory } from "../src/MemoryStores.ts"
 import { SimulatedChain } from "../src/SimulatedChain.ts"
@@ -27,6 +28,7 @@ const services = Orders.layer.pipe(
   Layer.provideMerge(Layer.mergeAll(
     LedgerStoreMemory,
     OrderStoreMemory,
+    PlanStoreMemory,
     KeyStoreMemory,
     BillingSettingsStoreMemory,
     Catalogue.layer(fixtureCatalogue),

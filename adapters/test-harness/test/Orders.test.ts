@@ -51,6 +51,8 @@ import { toTimestamp } from "@model-platform/core/Time"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
 import { LedgerStoreMemory } from "../src/MemoryLedgerStore.ts"
 import { OrderStoreMemory } from "../src/MemoryOrderStore.ts"
+import { PlanStoreMemory } from "../src/MemoryPlanStore.ts"
+import { PlanStore } from "@model-platform/core/ports/PlanStore"
 import { SimulatedChain, sendAndRecord } from "../src/SimulatedChain.ts"
 
 // ---------------------------------------------------------------------------------------------
@@ -83,6 +85,7 @@ const stack = (catalogue: CatalogueConfig) =>
     Layer.provideMerge(Layer.mergeAll(
       LedgerStoreMemory,
       OrderStoreMemory,
+      PlanStoreMemory,
       Catalogue.layer(catalogue),
       TestCardProcessor.layer({ baseUrl: BASE_URL }),
       SimulatedChain.layer
@@ -392,17 +395,43 @@ describe("quote", () => {
       })
     }).pipe(run))
 
-  it.effect("rental and subscription orders are not offered yet (400 invalid_request)", () =>
+  it.effect("paying a rental or plan order makes the rental or the plan, once, from the payment", () =>
     Effect.gen(function*() {
       const orders = yield* Orders
-      const rental = { type: "rental", machine_id: "m-idle", cpu_cores: 2, memory_gb: 4, hours: 1 } as const
-      const subscription = { type: "subscription", machine_id: "m-eu-c", plan_id: "builder" } as const
-      for (const body of [rental, subscription]) {
-        const error = yield* failure(orders.quote(body))
-        assert.strictEqual(error.code, "invalid_request")
-        assert.match(error.message, /not offered yet/)
-        assert.strictEqual((yield* failure(orders.create(alice, body))).code, "invalid_request")
-      }
+      const plans = yield* PlanStore
+      const rental = { type: "rental", machine_id: "m-us-b", cpu_cores: 2, memory_gb: 4, hours: 3 } as const
+      // (2 x 0.02 + 4 x 0.004) x 3 = 0.168, charged 0.17
+      const rented = yield* buyByCard(alice, rental)
+      assert.strictEqual(rented.amount_usd, 0.17)
+      assert.strictEqual(rented.status, "paid")
+      const [made] = yield* plans.rentals(alice.account.id)
+      assert.deepStrictEqual(made && {
+        order_id: made.order_id, machine_id: made.machine_id, cpu_cores: made.cpu_cores, memory_gb: made.memory_gb, gpu: made.gpu,
+        storage_gb: made.storage_gb, hours: made.hours, starts_at: made.starts_at, ends_at: made.ends_at
+      }, {
+        order_id: rented.id, machine_id: "m-us-b", cpu_cores: 2, memory_gb: 4, gpu: 0, storage_gb: 0, hours: 3,
+        starts_at: rented.paid_at!, ends_at: new Date(Date.parse(rented.paid_at!) + 3 * HOUR).toISOString()
+      })
+      const bought = yield* buyByCard(alice, { type: "subscription", machine_id: "m-eu-c", plan_id: "basic" })
+      assert.strictEqual(bought.amount_usd, 9.99)
+      const [plan] = yield* plans.subscriptions(alice.account.id)
+      assert.deepStrictEqual(plan && [plan.order_id, plan.plan_id, plan.paid_with, plan.auto_renews, plan.current_period_start, plan.current_period_end], [
+        bought.id, "basic", "card", true, bought.paid_at!, new Date(Date.parse(bought.paid_at!) + 30 * 24 * HOUR).toISOString()
+      ])
+      // Replayed payments and the healing pass make nothing twice; neither grants credits.
+      yield* orders.completeCardPayment(sessionOf(bought), GOOD)
+      yield* orders.healPaid
+      assert.strictEqual((yield* plans.subscriptions(alice.account.id)).length, 1)
+      assert.strictEqual((yield* plans.rentals(alice.account.id)).length, 1)
+      assert.strictEqual((yield* balanceOf(alice)).total_credits, 0)
+      // Not for another account, and never before payment.
+      assert.deepStrictEqual(yield* plans.rentals(bob.account.id), [])
+      yield* orders.create(bob, rental)
+      assert.deepStrictEqual(yield* plans.rentals(bob.account.id), [])
+      // Renewal orders come later (docs/plans.md).
+      const renewal = yield* failure(orders.create(alice, { type: "subscription", machine_id: "m-eu-c", plan_id: "basic", renew_subscription_id: plan!.id }))
+      assert.strictEqual(renewal.code, "invalid_request")
+      assert.match(renewal.message, /renew_subscription_id/)
     }).pipe(run))
 })
 

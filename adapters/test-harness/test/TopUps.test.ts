@@ -27,6 +27,7 @@ import { AlertStoreMemory } from "../src/MemoryAlertStore.ts"
 import { BillingSettingsStoreMemory } from "../src/MemoryBillingSettingsStore.ts"
 import { LedgerStoreMemory } from "../src/MemoryLedgerStore.ts"
 import { OrderStoreMemory } from "../src/MemoryOrderStore.ts"
+import { PlanStoreMemory } from "../src/MemoryPlanStore.ts"
 import { MemoryStores } from "../src/MemoryStores.ts"
 
 const THRESHOLD = 1_000n * MICRO_PER_CREDIT
@@ -37,7 +38,7 @@ const counting = CardProcessor.of({
   chargeSaved: (charge) => Effect.tap(processor.chargeSaved(charge), () => Effect.sync(() => charges.push(charge.idempotency_key)))
 })
 
-const stores = Layer.mergeAll(MemoryStores, AlertStoreMemory, LedgerStoreMemory, OrderStoreMemory, BillingSettingsStoreMemory)
+const stores = Layer.mergeAll(MemoryStores, AlertStoreMemory, LedgerStoreMemory, OrderStoreMemory, PlanStoreMemory, BillingSettingsStoreMemory)
 const services = Layer.mergeAll(TopUps.layer, Orders.layer).pipe(
   Layer.provideMerge(Alerts.layer),
   Layer.provideMerge(Ledger.layer),

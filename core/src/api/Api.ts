@@ -7,6 +7,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api
 import { Me } from "../Account.ts"
 import { AlertsGroup } from "../billing/AlertsApi.ts"
 import { LimitsGroup } from "../billing/LimitsApi.ts"
+import { PlansGroup } from "../plans/PlansApi.ts"
 import { StatementsGroup } from "../billing/StatementsApi.ts"
 import { BillingSummary, Receipt, ReceiptList } from "../billing/Schemas.ts"
 import { UsageApiGroup } from "../billing/UsageApi.ts"
@@ -195,6 +196,7 @@ export class PlatformApi extends HttpApi.make("platform")
   .add(BillingGroup)
   .add(UsageApiGroup)
   .add(LimitsGroup)
+  .add(PlansGroup)
   .add(AlertsGroup)
   .add(StatementsGroup)
   .add(IdentityGroup)

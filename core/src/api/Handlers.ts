@@ -7,6 +7,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { ApiKeys } from "../ApiKeys.ts"
 import { AlertsHandlers } from "../billing/AlertsHandlers.ts"
 import { LimitsHandlers } from "../billing/LimitsHandlers.ts"
+import { PlansHandlers } from "../plans/PlansHandlers.ts"
 import { StatementsHandlers } from "../billing/StatementsHandlers.ts"
 import { makeBillingSummary } from "../billing/Summary.ts"
 import { UsageHandlers } from "../billing/UsageHandlers.ts"
@@ -122,5 +123,6 @@ export const PlatformHandlers = Layer.mergeAll(
   LimitsHandlers,
   AlertsHandlers,
   StatementsHandlers,
+  PlansHandlers,
   IdentityHandlers
 )

@@ -1,0 +1,63 @@
+/**
+ * Plans (subscriptions to a machine) and rentals of a machine, as the API shows them, and the
+ * answer of cancelling or resuming a plan. JSON shapes only.
+ */
+import { Schema } from "effect"
+import { PaymentMethod } from "../Orders.ts"
+import { Timestamp } from "../Time.ts"
+
+/**
+ * active is observed. ended (ours): the period ran out without renewal, after a cancel or an unpaid
+ * renewal. A cancelled plan stays active, with cancel_at_period_end, until current_period_end.
+ */
+export const SubscriptionStatusValues = ["active", "ended"] as const
+export const SubscriptionStatus = Schema.Literals(SubscriptionStatusValues)
+export type SubscriptionStatus = typeof SubscriptionStatus.Type
+
+export const Subscription = Schema.Struct({
+  id: Schema.String,
+  machine_id: Schema.String,
+  plan_id: Schema.String,
+  status: SubscriptionStatus,
+  /** Card plans renew by themselves; stablecoin plans are renewed by a new order. */
+  auto_renews: Schema.Boolean,
+  cancel_at_period_end: Schema.Boolean,
+  current_period_end: Timestamp,
+  paid_with: PaymentMethod
+})
+export type Subscription = typeof Subscription.Type
+
+export const SubscriptionList = Schema.Struct({ data: Schema.Array(Subscription) })
+export type SubscriptionList = typeof SubscriptionList.Type
+
+/** POST /subscriptions/{id}/cancel and /resume. */
+export const PlanChange = Schema.Struct({
+  id: Schema.String,
+  status: SubscriptionStatus,
+  auto_renews: Schema.Boolean,
+  cancel_at_period_end: Schema.Boolean
+})
+export type PlanChange = typeof PlanChange.Type
+
+/** Ours: scheduled (paid, starts later), active (between starts_at and ends_at), ended. */
+export const RentalStatusValues = ["scheduled", "active", "ended"] as const
+export const RentalStatus = Schema.Literals(RentalStatusValues)
+export type RentalStatus = typeof RentalStatus.Type
+
+/** A paid rental: the resources of the rental order, for `hours` from starts_at. */
+export const Rental = Schema.Struct({
+  id: Schema.String,
+  machine_id: Schema.String,
+  status: RentalStatus,
+  cpu_cores: Schema.Int,
+  memory_gb: Schema.Int,
+  gpu: Schema.Int,
+  storage_gb: Schema.Int,
+  hours: Schema.Int,
+  starts_at: Timestamp,
+  ends_at: Timestamp
+})
+export type Rental = typeof Rental.Type
+
+export const RentalList = Schema.Struct({ data: Schema.Array(Rental) })
+export type RentalList = typeof RentalList.Type
