@@ -21,6 +21,7 @@ import {
 import { DEFAULT_PERMISSIONS, normalize, type Permission, ungrantable } from "./Permissions.ts"
 import { AccountStore } from "./ports/AccountStore.ts"
 import { KeyStore } from "./ports/KeyStore.ts"
+import { PlanStore } from "./ports/PlanStore.ts"
 import * as Time from "./Time.ts"
 
 /** Who is calling: the key that authenticated the request and its account. */
@@ -94,6 +95,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       const keys = yield* KeyStore
       const accounts = yield* AccountStore
       const catalogue = yield* Catalogue
+      const plans = yield* PlanStore
 
       const invalid = (message: string) => Errors.unauthorized("invalid_api_key", message)
 
@@ -222,12 +224,19 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         if (input.machine_id != null && catalogue.machineConfig(input.machine_id) === undefined) {
           return yield* Errors.notFound("machine_not_found", `No machine "${input.machine_id}".`)
         }
-        // Subscriptions and rentals are not sold yet, so no id can name one of this account's.
+        // A plan or a rental of the caller's account (ended ones too: their keys are refused at the
+        // gateway, 403 subscription_inactive or rental_ended).
         if (input.subscription_id != null) {
-          return yield* Errors.notFound("subscription_not_found", `No subscription "${input.subscription_id}".`)
+          const plan = yield* plans.subscription(input.subscription_id)
+          if (plan === undefined || plan.account_id !== caller.account.id) {
+            return yield* Errors.notFound("subscription_not_found", `No subscription "${input.subscription_id}" in this account.`)
+          }
         }
         if (input.rental_id != null) {
-          return yield* Errors.notFound("rental_not_found", `No rental "${input.rental_id}".`)
+          const rental = yield* plans.rental(input.rental_id)
+          if (rental === undefined || rental.account_id !== caller.account.id) {
+            return yield* Errors.notFound("rental_not_found", `No rental "${input.rental_id}" in this account.`)
+          }
         }
         return yield* issue(caller.account.id, { ...input, permissions })
       })

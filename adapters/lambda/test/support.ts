@@ -22,6 +22,7 @@ import { UsageStore } from "@model-platform/core/ports/UsageStore"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { DynamoPlatformStores } from "../src/DynamoPlatformStores.ts"
 import { DynamoStores } from "../src/DynamoStores.ts"
+import { PlanStoreDynamo } from "../src/DynamoPlanStore.ts"
 import { UsageStoreDynamo } from "../src/DynamoUsageStore.ts"
 import { LedgerStoreDynamo } from "../src/DynamoLedgerStore.ts"
 import { createTable, DynamoConfig, type DynamoSettings, makeDocumentClient } from "../src/DynamoTable.ts"
@@ -199,7 +200,7 @@ export const startLambda = async (
             createAccount(`user-${crypto.randomUUID()}@test.local`).pipe(
               Effect.provide(
                 ApiKeys.layer.pipe(
-                  Layer.provideMerge(DynamoStores),
+                  Layer.provideMerge(Layer.merge(DynamoStores, PlanStoreDynamo)),
                   Layer.provide(Catalogue.layer(catalogue)),
                   Layer.provide(DynamoConfig.layer(dynamo))
                 )

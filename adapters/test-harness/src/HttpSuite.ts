@@ -493,6 +493,47 @@ export const platformHttpSuite = (shell: string, start: () => Promise<ShellUnder
         expect((await call("GET", "/subscriptions", { key })).json.data[0].auto_renews).toBe(true)
       })
 
+      it("keys scoped to a plan or a rental: the account's own only; the plan's models and machine only", async () => {
+        const key = await fresh()
+        await buyByCard(key, { type: "subscription", machine_id: "m-eu-c", plan_id: "basic" })
+        await buyByCard(key, { type: "rental", machine_id: "m-us-b", cpu_cores: 1, memory_gb: 1, hours: 1 })
+        const [plan] = (await call("GET", "/subscriptions", { key })).json.data
+        const [rental] = (await call("GET", "/rentals", { key })).json.data
+        const planKey = await call("POST", "/keys", { key, body: { name: "plan key", subscription_id: plan.id } })
+        expect(planKey.status, planKey.text).toBe(200)
+        expect(planKey.json).toMatchObject({ subscription_id: plan.id, rental_id: null })
+        const rentalKey = await call("POST", "/keys", { key, body: { name: "rental key", rental_id: rental.id } })
+        expect(rentalKey.json).toMatchObject({ subscription_id: null, rental_id: rental.id })
+        // Another account cannot scope a key to them.
+        const other = await fresh()
+        for (const [field, id, code] of [["subscription_id", plan.id, "subscription_not_found"], ["rental_id", rental.id, "rental_not_found"]]) {
+          const res = await call("POST", "/keys", { key: other, body: { name: "theirs", [field!]: id } })
+          expect(res.status, res.text).toBe(404)
+          expectPlatformError(res, code!)
+        }
+        // The plan's key: embed-small is not in "basic" (403); chat-small goes to the plan's machine only
+        // (EU C, offline here: 503 naming it).
+        const embed = await call("POST", "/v1/embeddings", { key: planKey.json.secret, body: { model: "embed-small", input: "x" } })
+        expect(embed.status, embed.text).toBe(403)
+        expect(embed.json.error.code).toBe("model_not_in_plan")
+        const chat = await call("POST", "/v1/chat/completions", {
+          key: planKey.json.secret, body: { model: "chat-small", messages: [{ role: "user", content: "hi" }] }
+        })
+        expect(chat.status, chat.text).toBe(503)
+        expect(chat.json.error.message).toContain("m-eu-c")
+        const elsewhere = await call("POST", "/v1/chat/completions", {
+          key: planKey.json.secret, body: { model: "chat-small", machine: "m-eu-a", messages: [{ role: "user", content: "hi" }] }
+        })
+        expect(elsewhere.status, elsewhere.text).toBe(403)
+        expect(elsewhere.json.error.code).toBe("key_not_scoped_to_machine")
+        // The rental's key reaches its machine only.
+        const rented = await call("POST", "/v1/chat/completions", {
+          key: rentalKey.json.secret, body: { model: "chat-small", machine: "m-eu-a", messages: [{ role: "user", content: "hi" }] }
+        })
+        expect(rented.status, rented.text).toBe(403)
+        expect(rented.json.error.code).toBe("key_not_scoped_to_machine")
+      })
+
       it("a plan paid by stablecoin does not renew by itself and cannot be cancelled or resumed", async () => {
         const key = await fresh()
         const created = await order(key, { type: "subscription", machine_id: "m-eu-c", plan_id: "basic" })

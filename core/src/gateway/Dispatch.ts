@@ -13,6 +13,9 @@ import type { CatalogueConfig, MachineConfig } from "../CatalogueConfig.ts"
 import { type InferenceError, inferenceError } from "../Errors.ts"
 import type { MachineClient, MachineFailure, MachineResponse } from "../ports/MachineClient.ts"
 import { MachineStatus } from "../ports/MachineStatus.ts"
+import { subscribeOfferOf } from "../plans/Offers.ts"
+import { rentalView, subscriptionView } from "../plans/Plans.ts"
+import { PlanStore } from "../ports/PlanStore.ts"
 import { orderRoutes, type RouteCandidate } from "../Routing.ts"
 import { type CanaryShape, type CooldownConfig, isRetryableStatus, makeCooldown } from "./Cooldown.ts"
 import { HealthChecker } from "./HealthChecker.ts"
@@ -43,6 +46,7 @@ const shapeOf = (call: ValidCall): CanaryShape => ({ endpoint: call.endpoint, mo
 export const makeDispatch = (config: DispatchConfig, catalogue: CatalogueConfig, machines: MachineClient["Service"]) =>
   Effect.gen(function*() {
     const status = yield* MachineStatus
+    const plans = yield* PlanStore
     // Optional: when a health checker runs beside the gateway, a failed call makes it probe at once.
     const checker = Option.getOrUndefined(yield* Effect.serviceOption(HealthChecker))
     const cooldown = yield* makeCooldown(config, machines)
@@ -62,11 +66,47 @@ export const makeDispatch = (config: DispatchConfig, catalogue: CatalogueConfig,
         checker === undefined ? Effect.void : checker.reportFailure(machine.id)
       )
 
+    /**
+     * The machine a key is bound to, or null: its own pin, or its plan's or rental's machine while
+     * the plan or rental is active (docs/plans.md "Keys scoped to a plan or a rental": else 403
+     * subscription_inactive or rental_ended, and 403 model_not_in_plan for a model not in the plan).
+     */
+    const keyMachineOf = (caller: Caller, call: ValidCall, now: number) =>
+      Effect.gen(function*() {
+        const key = caller.key
+        if (key.subscription_id !== null) {
+          const plan = yield* plans.subscription(key.subscription_id)
+          if (plan === undefined || subscriptionView(plan, now).status !== "active") {
+            return yield* inferenceError(403, "subscription_inactive", `The plan behind this key (${key.subscription_id}) is not active.`)
+          }
+          const machine = machinesById.get(plan.machine_id)
+          const offered = machine === undefined ? undefined : subscribeOfferOf(machine)?.plans.find((p) => p.id === plan.plan_id)
+          if (offered === undefined || !offered.models.includes(call.model.id)) {
+            return yield* inferenceError(
+              403,
+              "model_not_in_plan",
+              `The plan behind this key (${plan.plan_id} on ${plan.machine_id}) does not include ${call.model.id}${
+                offered === undefined ? "" : `; it includes ${offered.models.join(", ")}`
+              }.`
+            )
+          }
+          return plan.machine_id
+        }
+        if (key.rental_id !== null) {
+          const rental = yield* plans.rental(key.rental_id)
+          if (rental === undefined || rentalView(rental, now).status !== "active") {
+            return yield* inferenceError(403, "rental_ended", `The rental behind this key (${key.rental_id}) is not running.`)
+          }
+          return rental.machine_id
+        }
+        return key.machine_id
+      })
+
     /** The machines that may take the call, best first (docs/gateway.md "Routing", step 3). */
     const candidatesFor = (call: ValidCall, caller: Caller, now: number) =>
       Effect.gen(function*() {
         const model = call.model
-        const keyMachine = caller.key.machine_id
+        const keyMachine = yield* keyMachineOf(caller, call, now)
         if (call.machine !== undefined && keyMachine !== null && call.machine !== keyMachine) {
           return yield* inferenceError(
             403,
