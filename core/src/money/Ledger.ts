@@ -32,29 +32,24 @@
  * - Free usage is not written: a settlement posts no zero entries.
  */
 import { Context, Effect, Layer } from "effect"
-import type { ActivityEntry, ActivityList, CreditBalance } from "../Credits.ts"
+import type { ActivityList, CreditBalance } from "../Credits.ts"
 import * as Errors from "../Errors.ts"
 import { generateId } from "../Keys.ts"
-import { microToCredits } from "../Money.ts"
 import {
   type Allocation,
   type BudgetClaim,
   type BudgetState,
-  byScope,
   type CreditEntryType,
   firstOverBudget,
   type GrantClaim,
   type GrantHold,
-  type GrantState,
   type LedgerEntry,
   LedgerStore,
   type OrderedReservation,
   type Reservation,
   type ReservationStatus,
   type ReserveInOrderResult,
-  type ScopeBalance,
-  type Settlement,
-  scopeKey
+  type Settlement
 } from "../ports/LedgerStore.ts"
 import * as Time from "../Time.ts"
 import {
@@ -69,7 +64,7 @@ import {
   takeGrants,
   toActivityEntry,
   toCreditBalance,
-  usageEntries,
+  usageEntries
 } from "./LedgerRules.ts"
 
 /**

@@ -4,29 +4,19 @@
  * settlement charged, the usage entries it writes, and the conservation check. money/Ledger.ts
  * applies them through the LedgerStore port.
  */
-import { Context, Effect, Layer } from "effect"
-import type { ActivityEntry, ActivityList, CreditBalance } from "../Credits.ts"
-import * as Errors from "../Errors.ts"
+import { Effect } from "effect"
+import type { ActivityEntry, CreditBalance } from "../Credits.ts"
 import { generateId } from "../Keys.ts"
 import { microToCredits } from "../Money.ts"
 import {
   type Allocation,
-  type BudgetClaim,
-  type BudgetState,
   byScope,
-  type CreditEntryType,
-  firstOverBudget,
   type GrantClaim,
   type GrantHold,
   type GrantState,
   type LedgerEntry,
-  LedgerStore,
-  type OrderedReservation,
   type Reservation,
-  type ReservationStatus,
-  type ReserveInOrderResult,
   type ScopeBalance,
-  type Settlement,
   scopeKey
 } from "../ports/LedgerStore.ts"
 import * as Time from "../Time.ts"
