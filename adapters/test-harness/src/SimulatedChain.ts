@@ -10,7 +10,7 @@
 import { Context, Effect, Layer, Ref } from "effect"
 import type { BadRequest } from "@model-platform/core/Errors"
 import { randomBytes } from "@model-platform/core/Keys"
-import { type DepositResult, Orders } from "@model-platform/core/OrderService"
+import { type DepositResult, Orders } from "@model-platform/core/money/OrderService"
 import { StablecoinRail, type Transfer } from "@model-platform/core/ports/StablecoinRail"
 import * as Time from "@model-platform/core/Time"
 

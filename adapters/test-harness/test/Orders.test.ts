@@ -1,5 +1,5 @@
 /**
- * Orders, payments and gift tickets (core/src/OrderService.ts) on the memory stores, the memory
+ * Orders, payments and gift tickets (core/src/money/OrderService.ts) on the memory stores, the memory
  * ledger, the test card processor and the simulated chain: every rule of docs/payments.md, then
  * property tests (fast-check) of the money invariants:
  *   - idempotency: replaying any card completion, transfer or redemption, any number of times and
@@ -31,16 +31,8 @@ import { RedeemResponse, Ticket, TicketList } from "@model-platform/core/Credits
 import * as Errors from "@model-platform/core/Errors"
 import { Ledger } from "@model-platform/core/money/Ledger"
 import { creditsToMicro, MICRO_PER_CREDIT } from "@model-platform/core/Money"
-import {
-  formatUnits,
-  generateTicketCode,
-  normalizeTicketCode,
-  Orders,
-  parseUnits,
-  PAYMENT_WINDOW_MS,
-  Tickets,
-  usdToBaseUnits
-} from "@model-platform/core/OrderService"
+import { Orders, Tickets } from "@model-platform/core/money/OrderService"
+import { formatUnits, generateTicketCode, normalizeTicketCode, parseUnits, PAYMENT_WINDOW_MS, usdToBaseUnits } from "@model-platform/core/money/OrderRules"
 import { type CreateOrder, Order, OrderList, type PayOrder, Quote } from "@model-platform/core/Orders"
 import type { CardDetails } from "@model-platform/core/ports/CardProcessor"
 import { LedgerStore } from "@model-platform/core/ports/LedgerStore"

@@ -11,7 +11,7 @@ import { PAGE_SCRIPT } from "../accounts/PageScript.ts"
 import * as Pages from "../accounts/Pages.ts"
 import type { Caller } from "../ApiKeys.ts"
 import { Catalogue } from "../Catalogue.ts"
-import { Tickets } from "../OrderService.ts"
+import { Tickets } from "../money/OrderService.ts"
 import { AccountStore } from "../ports/AccountStore.ts"
 import { sha256Hex } from "../Sha256.ts"
 import {

@@ -35,7 +35,7 @@ import * as Pages from "../accounts/Pages.ts"
 import { Catalogue } from "../Catalogue.ts"
 import * as Errors from "../Errors.ts"
 import { CreateOrder } from "../Orders.ts"
-import { Orders, Tickets } from "../OrderService.ts"
+import { Orders, Tickets } from "../money/OrderService.ts"
 import { AccountStore } from "../ports/AccountStore.ts"
 import {
   ACCOUNTS_BASE,

@@ -14,7 +14,7 @@
 import { Effect, Option } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse, UrlParams } from "effect/http"
 import * as Page from "../CheckoutPage.ts"
-import { Orders } from "../OrderService.ts"
+import { Orders } from "../money/OrderService.ts"
 
 export const CHECKOUT_PATH = "/checkout/:session"
 

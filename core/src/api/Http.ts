@@ -21,7 +21,7 @@ import { ReservationSweeper, type ReservationSweeperOptions } from "../Reservati
 import { MachineHttpLayer } from "../gateway/MachineHttp.ts"
 import { Ledger } from "../money/Ledger.ts"
 import { MAX_ID_LENGTH } from "../Limits.ts"
-import { Orders, Tickets } from "../OrderService.ts"
+import { Orders, Tickets } from "../money/OrderService.ts"
 import { CardProcessor } from "../ports/CardProcessor.ts"
 import type { EmailSender } from "../ports/EmailSender.ts"
 import type { MeteringJournal } from "../ports/MeteringJournal.ts"

@@ -14,7 +14,7 @@ import { Ledger } from "../money/Ledger.ts"
 import { makeLimits } from "./Limits.ts"
 import { monthlyLimitAt, tierTable, usageTierFor } from "./Tiers.ts"
 import { creditsToMicro, microToCredits } from "../Money.ts"
-import { Orders } from "../OrderService.ts"
+import { Orders } from "../money/OrderService.ts"
 import { BillingSettingsStore } from "../ports/BillingSettingsStore.ts"
 import { toTimestamp } from "../Time.ts"
 

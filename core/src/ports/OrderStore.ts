@@ -1,6 +1,6 @@
 /**
  * Port: where orders, gift tickets, receipts and stablecoin deposits are kept (docs/payments.md).
- * The rules (pricing, when an order is paid, what paying grants) live in core/src/OrderService.ts;
+ * The rules (pricing, when an order is paid, what paying grants) live in core/src/money/OrderService.ts;
  * a store applies what it is given, but the operations marked ATOMIC are conditional writes that
  * hold between processes too, because they are what makes money move exactly once:
  *
@@ -90,7 +90,7 @@ export type PaymentStart =
 
 /** A gift ticket: a bearer code worth `credits`, redeemable once by any account. */
 export interface TicketRecord {
-  /** Normalised (OrderService.normalizeTicketCode): 4 upper-case groups of 5 joined by dashes. Unique. */
+  /** Normalised (money/OrderRules.ts normalizeTicketCode): 4 upper-case groups of 5 joined by dashes. Unique. */
   readonly code: string
   /** The order that paid for it; at most one ticket per order. */
   readonly order_id: string

@@ -8,7 +8,7 @@ import * as fc from "fast-check"
 import { alertMail, limitReachedAlert, orgSpendAlert, pointsPassed } from "../../src/billing/Alerts.ts"
 import { DEFAULT_BILLING_SETTINGS } from "../../src/billing/Settings.ts"
 import { MAX_TOP_UPS_PER_DAY, planCrossing, STALE_CHARGE_MS, stepOf } from "../../src/billing/TopUp.ts"
-import { isAutoReloadOrder } from "../../src/OrderService.ts"
+import { isAutoReloadOrder } from "../../src/money/OrderRules.ts"
 import type { TopUpState } from "../../src/ports/AlertStore.ts"
 import { chargeSavedTestCard, saveTestCard } from "../../src/TestCardProcessor.ts"
 

@@ -19,282 +19,53 @@
  * Amounts are bigints throughout: USD cents, micro-credits, token base units.
  */
 import { Clock, Context, Effect, Layer } from "effect"
-import type { Caller } from "./ApiKeys.ts"
-import type { Charging, Receipt, ReceiptList } from "./billing/Schemas.ts"
-import { Catalogue } from "./Catalogue.ts"
-import { chargingGate } from "./Charging.ts"
-import type { CheckoutInfo } from "./CheckoutPage.ts"
-import type { RedeemResponse, Ticket, TicketList } from "./Credits.ts"
-import * as Errors from "./Errors.ts"
-import { generateId, randomBytes } from "./Keys.ts"
-import { Ledger } from "./money/Ledger.ts"
-import { creditsToMicro, MICRO_PER_CREDIT, microToCredits } from "./Money.ts"
-import type { CreateOrder, Order, OrderList, OrderStatus, OrderType, PayOrder, Quote } from "./Orders.ts"
-import { rentalPrice, subscriptionPrice } from "./plans/Offers.ts"
-import { makePlans } from "./plans/Plans.ts"
-import { type CardDetails, CardProcessor, type CheckoutRequest } from "./ports/CardProcessor.ts"
+import type { Caller } from "../ApiKeys.ts"
+import type { Charging, Receipt, ReceiptList } from "../billing/Schemas.ts"
+import { Catalogue } from "../Catalogue.ts"
+import { chargingGate } from "../Charging.ts"
+import type { CheckoutInfo } from "../CheckoutPage.ts"
+import type { RedeemResponse, TicketList } from "../Credits.ts"
+import * as Errors from "../Errors.ts"
+import { generateId } from "../Keys.ts"
+import { Ledger } from "./Ledger.ts"
+import { microToCredits } from "../Money.ts"
+import type { CreateOrder, Order, OrderList, PayOrder, Quote } from "../Orders.ts"
+import { makePlans } from "../plans/Plans.ts"
+import { type CardDetails, CardProcessor, type CheckoutRequest } from "../ports/CardProcessor.ts"
 import {
   type DepositAddress,
   type DepositOutcome,
   type DepositRecord,
-  type OrderDetails,
   type OrderRecord,
   OrderStore,
-  type ReceiptRecord,
   type TicketRecord
-} from "./ports/OrderStore.ts"
-import { PlanStore } from "./ports/PlanStore.ts"
-import { StablecoinRail, type Transfer } from "./ports/StablecoinRail.ts"
-import * as Time from "./Time.ts"
+} from "../ports/OrderStore.ts"
+import { PlanStore } from "../ports/PlanStore.ts"
+import { StablecoinRail, type Transfer } from "../ports/StablecoinRail.ts"
+import * as Time from "../Time.ts"
+import {
+  coveredAt,
+  CURRENCY,
+  type DepositSummary,
+  formatUsd,
+  generateTicketCode,
+  isAutoReloadOrder,
+  normalizeTicketCode,
+  ORDERS_DEFAULT_LIMIT,
+  ORDERS_MAX_LIMIT,
+  parseUnits,
+  payableAt,
+  PAYMENT_WINDOW_MS,
+  statusAt,
+  summarizeDeposits,
+  ticketRef,
+  toOrder,
+  toReceipt,
+  toTicket,
+  usdToBaseUnits
+} from "./OrderRules.ts"
+import { makePricing } from "./OrderPricing.ts"
 
-// ---------------------------------------------------------------------------------------------
-// pure rules
-
-/** How long an order can be paid: from its creation, and again from each POST /orders/{id}/pay. */
-export const PAYMENT_WINDOW_MS = 24 * 60 * 60 * 1000
-
-export const ORDERS_DEFAULT_LIMIT = 50
-export const ORDERS_MAX_LIMIT = 200
-
-export const CURRENCY = "USD"
-
-/**
- * Automatic top-ups' order ids are "ord_auto_<random>" (billing/TopUp.ts), so that a fulfilment
- * completed here (healPaid) writes their receipt with auto_reload too.
- */
-export const AUTO_RELOAD_ORDER_KIND = "ord_auto"
-export const isAutoReloadOrder = (orderId: string): boolean => orderId.startsWith(`${AUTO_RELOAD_ORDER_KIND}_`)
-
-/** The status an order shows at `nowMillis`: a pending order whose window has closed is expired. */
-export const statusAt = (order: OrderRecord, nowMillis: number): OrderStatus =>
-  order.status === "pending" && nowMillis >= Date.parse(order.expires_at) ? "expired" : order.status
-
-/** Whether money arriving at `atMillis` may still pay the order. */
-export const payableAt = (order: OrderRecord, atMillis: number): boolean =>
-  order.status === "pending" && atMillis < Date.parse(order.expires_at)
-
-/** Cents as the JSON number of dollars (exact for every amount of cents below 2^53). */
-export const centsToUsd = (cents: bigint): number => {
-  const negative = cents < 0n
-  const abs = negative ? -cents : cents
-  return Number(`${negative ? "-" : ""}${abs / 100n}.${(abs % 100n).toString().padStart(2, "0")}`)
-}
-
-/** "$1,234.50" */
-export const formatUsd = (cents: bigint): string => {
-  const whole = (cents / 100n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",")
-  return `$${whole}.${(cents % 100n).toString().padStart(2, "0")}`
-}
-
-/** Credits for a title: "25,000" or "1,234.5". */
-const formatCredits = (micro: bigint): string => {
-  const whole = (micro / MICRO_PER_CREDIT).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",")
-  const fraction = (micro % MICRO_PER_CREDIT).toString().padStart(6, "0").replace(/0+$/, "")
-  return fraction === "" ? whole : `${whole}.${fraction}`
-}
-
-/**
- * The exact deposit for an amount of USD cents in a USD stablecoin with `decimals` decimals
- * (1 token = 1 USD): base units = cents * 10^decimals / 100. Exact for every whole-cent amount
- * when decimals >= 2, and for whole dollars (all our orders) when decimals >= 0.
- */
-export const usdToBaseUnits = (cents: bigint, decimals: number): bigint => {
-  const scaled = cents * 10n ** BigInt(decimals)
-  if (scaled % 100n !== 0n) throw new RangeError(`${cents} cents is not a whole number of base units at ${decimals} decimals`)
-  return scaled / 100n
-}
-
-/** Base units as the exact decimal string in token units: 25_000_000n at 6 decimals -> "25.000000". */
-export const formatUnits = (base: bigint, decimals: number): string => {
-  const negative = base < 0n
-  const abs = negative ? -base : base
-  const unit = 10n ** BigInt(decimals)
-  const text = decimals === 0
-    ? abs.toString()
-    : `${abs / unit}.${(abs % unit).toString().padStart(decimals, "0")}`
-  return negative ? `-${text}` : text
-}
-
-/**
- * An exact decimal string in token units as base units, or undefined when it is not one: digits,
- * optionally a point and at most `decimals` digits ("25", "25.5", "25.000000"). No sign, exponent
- * or float ever: "25.0000001" at 6 decimals is refused rather than rounded.
- */
-export const parseUnits = (text: string, decimals: number): bigint | undefined => {
-  const match = /^(\d+)(?:\.(\d+))?$/.exec(text)
-  if (match === null) return undefined
-  const fraction = match[2] ?? ""
-  if (fraction.length > decimals) return undefined
-  return BigInt(match[1]!) * 10n ** BigInt(decimals) + BigInt(fraction.padEnd(decimals, "0") || "0")
-}
-
-// ---- ticket codes ----
-
-/** Crockford's base32: no I, L, O, U, so a typed code is hard to get wrong. */
-export const TICKET_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-export const TICKET_GROUPS = 4
-export const TICKET_GROUP_LENGTH = 5
-
-/**
- * A new ticket code: 4 groups of 5 base32 characters, 100 bits from the CSPRNG (each random byte
- * gives 5 uniform bits: 256 is a multiple of 32). E.g. "7KQ2M-X9D4R-0HVTB-S3EZN".
- */
-export const generateTicketCode: Effect.Effect<string> = Effect.map(
-  randomBytes(TICKET_GROUPS * TICKET_GROUP_LENGTH),
-  (bytes) => {
-    const chars = Array.from(bytes, (b) => TICKET_ALPHABET[b & 31]!)
-    const groups: Array<string> = []
-    for (let i = 0; i < TICKET_GROUPS; i++) {
-      groups.push(chars.slice(i * TICKET_GROUP_LENGTH, (i + 1) * TICKET_GROUP_LENGTH).join(""))
-    }
-    return groups.join("-")
-  }
-)
-
-/**
- * A typed code in its stored form, or undefined when it cannot be one. Case, spaces and dashes
- * are ignored, and the letters Crockford reads as digits are read so (I and L as 1, O as 0).
- */
-export const normalizeTicketCode = (typed: string): string | undefined => {
-  const chars = typed.toUpperCase().replace(/[\s-]/g, "").replace(/[IL]/g, "1").replace(/O/g, "0")
-  if (chars.length !== TICKET_GROUPS * TICKET_GROUP_LENGTH) return undefined
-  for (const c of chars) if (!TICKET_ALPHABET.includes(c)) return undefined
-  const groups: Array<string> = []
-  for (let i = 0; i < TICKET_GROUPS; i++) groups.push(chars.slice(i * TICKET_GROUP_LENGTH, (i + 1) * TICKET_GROUP_LENGTH))
-  return groups.join("-")
-}
-
-/** The ledger ref of a ticket's credits in the redeemer's account. */
-export const ticketRef = (code: string): string => `ticket:${code}`
-
-// ---- views ----
-
-export const toTicket = (ticket: TicketRecord, viewerAccountId: string): Ticket => ({
-  code: ticket.code,
-  credits: microToCredits(ticket.credits),
-  machine_id: ticket.machine_id,
-  redeemed: ticket.redeemed_by !== null,
-  redeemed_by_you: ticket.redeemed_by === viewerAccountId
-})
-
-export const toReceipt = (receipt: ReceiptRecord): Receipt => ({
-  id: receipt.id,
-  kind: receipt.kind,
-  title: receipt.title,
-  status: "paid",
-  paid_at: receipt.paid_at,
-  amount: { value: centsToUsd(receipt.amount_cents), currency: receipt.currency, text: formatUsd(receipt.amount_cents) },
-  credits: microToCredits(receipt.credits),
-  paid_with: receipt.paid_with,
-  auto_reload: receipt.auto_reload
-})
-
-/** An order as the API shows it at `nowMillis`; `ticket` only when given (GET /orders/{id}). */
-export const toOrder = (order: OrderRecord, nowMillis: number, ticket?: Ticket | null): Order => {
-  const payment: Order["payment"] = order.payment_method === null
-    ? { method: null }
-    : order.payment_method === "card" || order.deposit === null
-    ? { method: "card" }
-    : {
-      method: "stablecoin",
-      deposit: {
-        chain: order.deposit.chain,
-        token: order.deposit.token,
-        amount: formatUnits(order.deposit.amount, order.deposit.decimals),
-        address: order.deposit.address,
-        memo: order.deposit.memo
-      }
-    }
-  return {
-    id: order.id,
-    type: order.type,
-    title: order.title,
-    amount_usd: centsToUsd(order.amount_cents),
-    currency: order.currency,
-    status: statusAt(order, nowMillis),
-    machine_id: order.machine_id,
-    payment,
-    pay_url: order.checkout_url ?? "",
-    created_at: order.created_at,
-    paid_at: order.paid_at,
-    ...(ticket === undefined ? {} : { ticket })
-  }
-}
-
-/** What a stablecoin order's address has received and what is owed back (token units, exact strings). */
-export interface DepositSummary {
-  readonly order_id: string
-  readonly status: OrderStatus
-  readonly address: string
-  readonly chain: string
-  readonly token: string
-  /** The exact amount the order asks for. */
-  readonly amount_due: string
-  /** Everything received at the address in the order's chain and token. */
-  readonly received: string
-  /** Still to send before the order is paid (0 once it is paid or expired). */
-  readonly remaining: string
-  /** Received but not applied to the order: excess, late deposits, or all of it for an expired order. */
-  readonly refund_due: string
-  /** Transfers to the address in another chain or token: all owed back, as received. */
-  readonly other_assets: ReadonlyArray<{ readonly chain: string; readonly token: string; readonly amount: string; readonly tx: string }>
-  readonly deposits: ReadonlyArray<
-    { readonly tx: string; readonly amount: string; readonly outcome: DepositOutcome; readonly at: string }
-  >
-}
-
-/**
- * The accounting of one deposit address (pure): sums of the matching-asset deposits, what the
- * order applies (its whole amount when it was paid by stablecoin, else nothing), what remains,
- * and what is owed back. Derived from the recorded deposits alone, so concurrent arrivals can
- * never make it disagree with itself.
- */
-export const summarizeDeposits = (
-  order: OrderRecord & { readonly deposit: DepositAddress },
-  deposits: ReadonlyArray<DepositRecord>,
-  nowMillis: number
-): DepositSummary => {
-  const d = order.deposit
-  const matching = deposits.filter((x) => x.chain === d.chain && x.token === d.token)
-  const received = matching.reduce((sum, x) => sum + x.amount, 0n)
-  const counted = matching.filter((x) => x.outcome === "counted").reduce((sum, x) => sum + x.amount, 0n)
-  const payable = payableAt(order, nowMillis)
-  const applied = order.status === "paid" && order.paid_with === "stablecoin" ? d.amount : 0n
-  const remaining = payable && counted < d.amount ? d.amount - counted : 0n
-  const kept = payable ? counted : applied
-  const fmt = (x: bigint) => formatUnits(x, d.decimals)
-  return {
-    order_id: order.id,
-    status: statusAt(order, nowMillis),
-    address: d.address,
-    chain: d.chain,
-    token: d.token,
-    amount_due: fmt(d.amount),
-    received: fmt(received),
-    remaining: fmt(remaining),
-    refund_due: fmt(received - kept),
-    other_assets: deposits
-      .filter((x) => x.chain !== d.chain || x.token !== d.token)
-      .map((x) => ({ chain: x.chain, token: x.token, amount: x.amount.toString(), tx: x.tx })),
-    deposits: matching.map((x) => ({ tx: x.tx, amount: fmt(x.amount), outcome: x.outcome, at: x.at }))
-  }
-}
-
-/**
- * When the counted deposits first covered `amount` (chain time), or undefined when they do not:
- * the instant the order was paid.
- */
-export const coveredAt = (deposits: ReadonlyArray<DepositRecord>, amount: bigint): string | undefined => {
-  const counted = deposits
-    .filter((x) => x.outcome === "counted")
-    .sort((a, b) => Date.parse(a.at) - Date.parse(b.at))
-  let sum = 0n
-  for (const x of counted) {
-    sum += x.amount
-    if (sum >= amount) return x.at
-  }
-  return undefined
-}
 
 // ---------------------------------------------------------------------------------------------
 // results
@@ -439,19 +210,6 @@ export class Tickets extends Context.Service<Tickets, {
 // ---------------------------------------------------------------------------------------------
 // Orders implementation
 
-/** What an order body prices to. */
-interface Priced {
-  readonly type: OrderType
-  readonly title: string
-  readonly amount_cents: bigint
-  readonly credits: bigint
-  readonly machine_id: string | null
-  readonly package_id: string | null
-  readonly gift: boolean
-  /** What a rental or a plan order buys (null for credits and packages). */
-  readonly details: OrderDetails | null
-}
-
 const makeOrders = Effect.gen(function*() {
   const store = yield* OrderStore
   const ledger = yield* Ledger
@@ -463,116 +221,7 @@ const makeOrders = Effect.gen(function*() {
 
   const nowMillis = Clock.currentTimeMillis
 
-  const machineName = (machineId: string) => catalogue.machineConfig(machineId)?.name ?? machineId
-
-  /** The machine of a rental or subscription body (404 machine_not_found). */
-  const offeringMachine = (machineId: string) => {
-    const machine = catalogue.machineConfig(machineId)
-    return machine === undefined ? Errors.notFound("machine_not_found", `No machine "${machineId}".`) : Effect.succeed(machine)
-  }
-
-  const price = Effect.fnUntraced(function*(body: CreateOrder) {
-    switch (body.type) {
-      case "credits": {
-        const perUsd = catalogue.config.prices.credits_per_usd
-        if (perUsd === null) {
-          return yield* Errors.badRequest(
-            "invalid_request",
-            "Credit orders are not available yet: no credit price is set. Packages may be bought (GET /packages)."
-          )
-        }
-        const machineId = body.machine_id ?? null
-        if (machineId !== null && catalogue.machineConfig(machineId) === undefined) {
-          return yield* Errors.notFound("machine_not_found", `No machine "${machineId}".`)
-        }
-        const credits = BigInt(body.amount_usd) * BigInt(perUsd) * MICRO_PER_CREDIT
-        const gift = body.gift ?? false
-        const what = `${formatCredits(credits)} credits${machineId === null ? "" : ` on ${machineName(machineId)}`}`
-        return {
-          type: "credits",
-          title: gift ? `Gift: ${what}` : what,
-          amount_cents: BigInt(body.amount_usd) * 100n,
-          credits,
-          machine_id: machineId,
-          package_id: null,
-          gift,
-          details: null
-        } satisfies Priced
-      }
-      case "package": {
-        const pkg = catalogue.packages.find((p) => p.id === body.package_id)
-        if (pkg === undefined) return yield* Errors.notFound("package_not_found", `No package "${body.package_id}".`)
-        const credits = creditsToMicro(pkg.credits)
-        if (credits === undefined) return yield* Effect.die(new Error(`package ${pkg.id}: credits ${pkg.credits} are not exact`))
-        const gift = body.gift ?? false
-        return {
-          type: "package",
-          title: gift ? `Gift: ${pkg.name}` : pkg.name,
-          amount_cents: BigInt(Math.round(pkg.amount_usd * 100)),
-          credits,
-          machine_id: pkg.machine_id,
-          package_id: pkg.id,
-          gift,
-          details: null
-        } satisfies Priced
-      }
-      case "rental": {
-        const machine = yield* offeringMachine(body.machine_id)
-        const { amount_cents, ...rental } = yield* rentalPrice(machine, body)
-        const gpus = rental.gpu === 0 ? "" : `, ${rental.gpu} GPU`
-        return {
-          type: "rental",
-          title: `${machine.name}: ${rental.cpu_cores} cores, ${rental.memory_gb} GB${gpus} for ${rental.hours} h`,
-          amount_cents,
-          credits: 0n,
-          machine_id: machine.id,
-          package_id: null,
-          gift: false,
-          details: { kind: "rental", ...rental }
-        } satisfies Priced
-      }
-      case "subscription": {
-        if (body.renew_subscription_id !== undefined) {
-          // docs/plans.md "Not built yet": renewals come with the renewal job.
-          return yield* Errors.badRequest("invalid_request", "renew_subscription_id: renewing a plan by order is not available yet.")
-        }
-        const machine = yield* offeringMachine(body.machine_id)
-        const { amount_cents, period_days, plan } = yield* subscriptionPrice(machine, body)
-        return {
-          type: "subscription",
-          title: `${plan.name} plan on ${machine.name}, ${period_days} days`,
-          amount_cents,
-          credits: 0n,
-          machine_id: machine.id,
-          package_id: null,
-          gift: false,
-          details: { kind: "subscription", plan_id: plan.id, period_days, renew_subscription_id: null }
-        } satisfies Priced
-      }
-    }
-  })
-
-  const quote = Effect.fn("Orders.quote")(function*(body: CreateOrder) {
-    const priced = yield* price(body)
-    const common = { amount_usd: centsToUsd(priced.amount_cents), currency: CURRENCY }
-    const credits = microToCredits(priced.credits)
-    const details = priced.details
-    if (details?.kind === "rental") {
-      const { kind: _, ...rental } = details
-      return { type: "rental", ...common, details: { credits, machine_id: priced.machine_id ?? "", ...rental } } satisfies Quote
-    }
-    if (details?.kind === "subscription") {
-      const { kind: _, ...plan } = details
-      return { type: "subscription", ...common, details: { credits, machine_id: priced.machine_id ?? "", ...plan } } satisfies Quote
-    }
-    return priced.type === "credits"
-      ? { type: "credits", ...common, details: { credits, machine_id: priced.machine_id, gift: priced.gift } } satisfies Quote
-      : {
-        type: "package",
-        ...common,
-        details: { credits, machine_id: priced.machine_id, package_id: priced.package_id ?? "", gift: priced.gift }
-      } satisfies Quote
-  })
+  const { price, quote } = makePricing(catalogue)
 
   const create = Effect.fn("Orders.create")(function*(caller: Caller, body: CreateOrder) {
     const priced = yield* price(body)
