@@ -19,6 +19,7 @@ import { generateId } from "../Keys.ts"
 import type { OrderRecord } from "../ports/OrderStore.ts"
 import { PlanStore, type RentalRecord, type SubscriptionRecord } from "../ports/PlanStore.ts"
 import * as Time from "../Time.ts"
+import { applyPlanEvent, type PlanState, startState } from "./PlanStates.ts"
 import type { PlanChange, Rental, RentalList, Subscription, SubscriptionList } from "./Schemas.ts"
 
 const DAY_MS = 24 * 60 * 60 * 1000
@@ -26,12 +27,20 @@ const HOUR_MS = 60 * 60 * 1000
 
 // ---- rules ---------------------------------------------------------------------------------
 
+/** A plan's state at `now` (PlanStates.ts): its period's end has passed, or not. */
+export const planState = (r: SubscriptionRecord, now: number): PlanState => ({
+  status: now < Date.parse(r.current_period_end) ? "active" : "ended",
+  paid_with: r.paid_with,
+  auto_renews: r.auto_renews,
+  cancel_at_period_end: r.cancel_at_period_end
+})
+
 /** A plan as GET /subscriptions shows it at `now`. */
 export const subscriptionView = (r: SubscriptionRecord, now: number): Subscription => ({
   id: r.id,
   machine_id: r.machine_id,
   plan_id: r.plan_id,
-  status: now < Date.parse(r.current_period_end) ? "active" : "ended",
+  status: planState(r, now).status,
   auto_renews: r.auto_renews,
   cancel_at_period_end: r.cancel_at_period_end,
   current_period_end: r.current_period_end,
@@ -64,6 +73,7 @@ export const recordOfPaidOrder = (
   if (details === null || order.paid_at === null || order.paid_with === null || order.machine_id === null) return undefined
   const paidAt = Date.parse(order.paid_at)
   if (details.kind === "subscription") {
+    const start = startState(order.paid_with)
     return {
       plan: {
         id,
@@ -72,8 +82,8 @@ export const recordOfPaidOrder = (
         machine_id: order.machine_id,
         plan_id: details.plan_id,
         paid_with: order.paid_with,
-        auto_renews: order.paid_with === "card",
-        cancel_at_period_end: false,
+        auto_renews: start.auto_renews,
+        cancel_at_period_end: start.cancel_at_period_end,
         current_period_start: order.paid_at,
         current_period_end: Time.toTimestamp(paidAt + details.period_days * DAY_MS),
         created_at: order.paid_at
@@ -132,16 +142,17 @@ export const makePlans = Effect.gen(function*() {
         return yield* Errors.notFound("subscription_not_found", `No plan "${id}" in this account.`)
       }
       const now = yield* Clock.currentTimeMillis
-      if (subscriptionView(found, now).status !== "active") {
-        return yield* Errors.badRequest("invalid_request", `The plan ${id} has ended; it cannot be ${cancel ? "cancelled" : "resumed"}.`)
-      }
-      if (found.paid_with !== "card") {
+      const move = applyPlanEvent(planState(found, now), cancel ? "cancel" : "resume")
+      if (move._tag === "Refused") {
         return yield* Errors.badRequest(
           "invalid_request",
-          `Only card plans can be ${cancel ? "cancelled" : "resumed"}: plan ${id} is paid by stablecoin and ends at its period's end unless renewed by an order.`
+          move.reason === "ended"
+            ? `The plan ${id} has ended; it cannot be ${cancel ? "cancelled" : "resumed"}.`
+            : `Only card plans can be ${cancel ? "cancelled" : "resumed"}: plan ${id} is paid by stablecoin and ends at its period's end unless renewed by an order.`
         )
       }
-      const changed = yield* store.setRenewal(caller.account.id, id, { auto_renews: !cancel, cancel_at_period_end: cancel })
+      const { auto_renews, cancel_at_period_end } = move.state
+      const changed = yield* store.setRenewal(caller.account.id, id, { auto_renews, cancel_at_period_end })
       if (changed === undefined) return yield* Errors.notFound("subscription_not_found", `No plan "${id}" in this account.`)
       const view = subscriptionView(changed, now)
       return {
