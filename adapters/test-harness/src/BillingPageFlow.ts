@@ -71,20 +71,6 @@ export const billingPageFlow = (options: FlowOptions) => {
 
     const balance = async (secret: string): Promise<number> => (await api(secret, "/credits")).body.total_credits
 
-    /** Signs a new person up with a passkey, confirms by mail, creates a key; answers its secret. */
-    const signUp = async (page: Page, email: string) => {
-      await page.goto(`${accounts}/sign-up`)
-      await page.fill("#email", email)
-      await page.click("#sign-up")
-      await page.waitForURL(/\/accounts\/check-email/, { timeout: 15_000 })
-      await page.goto(await world!.linkIn(email, /https?:\/\/\S+\/confirm\?token=[\w-]+/))
-      await page.click("#confirm")
-      await page.waitForURL(/\/accounts\/welcome/)
-      await page.fill("#key-name", "billing key")
-      await page.click("#create-key")
-      return (await page.locator("#key-secret").textContent())!.trim()
-    }
-
     const saveCard = async (page: Page, number: string) => {
       await page.fill("#card-number", number)
       await page.fill("#card-expiry", "12/34")
@@ -105,7 +91,7 @@ export const billingPageFlow = (options: FlowOptions) => {
     it("a card, automatic top-ups, their receipt, the usage chart and a failed top-up's error", async () => {
       const started = Date.now()
       const { context, page } = await world!.device()
-      const secret = await signUp(page, `billing-${Date.now()}@test.local`)
+      const secret = await world!.signUp(page, `billing-${Date.now()}@test.local`)
       await buy(page, 10)
       expect(await balance(secret)).toBe(10_000)
 

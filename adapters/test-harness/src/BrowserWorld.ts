@@ -92,6 +92,10 @@ export interface BrowserWorld {
   readonly linkIn: (address: string, pattern: RegExp, after?: number) => Promise<string>
   /** Buys credits on the manage page and pays them with the test card; answers the order's id. */
   readonly buy: (page: Page, amountUsd: number, options?: { gift?: boolean; shots?: string }) => Promise<string>
+  /** Pays the order page's order on the checkout page with the test card 4242…; answers the order's id. */
+  readonly payOrderPage: (page: Page) => Promise<string>
+  /** Signs a new person up with a passkey, confirms by mail, creates a key; answers its secret. */
+  readonly signUp: (page: Page, email: string) => Promise<string>
   readonly stop: () => Promise<void>
 }
 
@@ -149,24 +153,41 @@ export const startBrowserWorld = async (options: FlowOptions & { readonly recove
     throw new Error(`no mail to ${address} with a link like ${pattern}`)
   }
 
-  const buy = async (page: Page, amountUsd: number, buying: { gift?: boolean; shots?: string } = {}) => {
-    await page.goto(`${accounts}/manage`)
-    await page.fill("#buy-amount", String(amountUsd))
-    if (buying.gift === true) await page.check("#buy-gift")
-    await page.click("#buy-credits")
+  const payOrderPage = async (page: Page, shots?: string) => {
     await page.locator("#pay-link").waitFor()
     const orderId = (await page.locator("#order-id").textContent())!.trim()
-    if (buying.shots !== undefined) await shot(page, `${buying.shots}-order`)
+    if (shots !== undefined) await shot(page, `${shots}-order`)
     await page.click("#pay-link")
     await page.getByTestId("card-number").waitFor()
-    if (buying.shots !== undefined) await shot(page, `${buying.shots}-checkout`)
+    if (shots !== undefined) await shot(page, `${shots}-checkout`)
     await page.getByTestId("card-number").fill("4242 4242 4242 4242")
     await page.getByTestId("expiry").fill("12/34")
     await page.getByTestId("cvc").fill("123")
     await page.getByTestId("pay").click()
     await page.getByTestId("paid").waitFor({ timeout: 15_000 })
-    if (buying.shots !== undefined) await shot(page, `${buying.shots}-paid`)
+    if (shots !== undefined) await shot(page, `${shots}-paid`)
     return orderId
+  }
+
+  const buy = async (page: Page, amountUsd: number, buying: { gift?: boolean; shots?: string } = {}) => {
+    await page.goto(`${accounts}/manage`)
+    await page.fill("#buy-amount", String(amountUsd))
+    if (buying.gift === true) await page.check("#buy-gift")
+    await page.click("#buy-credits")
+    return payOrderPage(page, buying.shots)
+  }
+
+  const signUp = async (page: Page, email: string) => {
+    await page.goto(`${accounts}/sign-up`)
+    await page.fill("#email", email)
+    await page.click("#sign-up")
+    await page.waitForURL(/\/accounts\/check-email/, { timeout: 15_000 })
+    await page.goto(await linkIn(email, /https?:\/\/\S+\/confirm\?token=[\w-]+/))
+    await page.click("#confirm")
+    await page.waitForURL(/\/accounts\/welcome/)
+    await page.fill("#key-name", "my key")
+    await page.click("#create-key")
+    return (await page.locator("#key-secret").textContent())!.trim()
   }
 
   return {
@@ -178,6 +199,8 @@ export const startBrowserWorld = async (options: FlowOptions & { readonly recove
     api,
     linkIn,
     buy,
+    payOrderPage: (page) => payOrderPage(page),
+    signUp,
     stop: async () => {
       await browser.close()
       await platform.stop()

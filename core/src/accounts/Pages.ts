@@ -241,7 +241,8 @@ ${
         : `<dt>Wallet</dt><dd id="identity-wallet">${escapeHtml(options.identity.wallet_address)}</dd>`
     }
 </dl>
-<p><a href="${escapeHtml(ctx.base)}/billing" id="billing-link">Billing: balance, usage, receipts and automatic top-ups</a></p>
+<p><a href="${escapeHtml(ctx.base)}/billing" id="billing-link">Billing: balance, usage, receipts and automatic top-ups</a> ·
+<a href="${escapeHtml(ctx.base)}/plans" id="plans-link">Plans and rentals</a></p>
 <h2>Passkeys</h2>
 <ul class="list" id="passkeys">
 ${

@@ -31,6 +31,7 @@ import * as TestCardProcessor from "../TestCardProcessor.ts"
 import { PlatformApi } from "./Api.ts"
 import { AccountRoutes } from "./AccountRoutes.ts"
 import { BillingPageRoutes } from "./BillingPageRoutes.ts"
+import { PlansPageRoutes } from "./PlansPageRoutes.ts"
 import { CheckoutRoutes } from "./Checkout.ts"
 import { ErrorShapeMiddleware, fallbackRoute, SchemaErrors } from "./ErrorShape.ts"
 import { INFERENCE_OPENAPI_PATH, InferenceApi } from "./InferenceApi.ts"
@@ -210,6 +211,7 @@ export const AppRoutes = Layer.mergeAll(
   CheckoutRoutes,
   AccountRoutes,
   BillingPageRoutes,
+  PlansPageRoutes,
   HttpApiScalar.layer(PlatformApi, { path: DOCS_PATH }),
   RootRoute,
   InferenceRoutes,
