@@ -33,22 +33,24 @@
 import type { TransactWriteItem } from "@aws-sdk/client-dynamodb"
 import {
   type Allocation,
-  byCreditTotal,
-  byScope,
-  creditProblem,
   type CreditTotal,
   type GrantHold,
   type LedgerEntry,
   LedgerStore,
   type NewReservation,
   type Reservation,
+  type ScopeBalance,
+  type Settlement
+} from "@model-platform/core/ports/LedgerStore"
+import {
+  byCreditTotal,
+  byScope,
+  creditProblem,
   reservationProblem,
   reservedAmount,
-  type ScopeBalance,
   scopeKey,
-  type Settlement,
   settlementProblem
-} from "@model-platform/core/ports/LedgerStore"
+} from "@model-platform/core/ports/LedgerStoreRules"
 import type { Timestamp } from "@model-platform/core/Time"
 import { Effect, Layer, Schema } from "effect"
 import {

@@ -11,20 +11,22 @@ import type { PlatformStores } from "@model-platform/core/api/Http"
 import {
   type BudgetClaim,
   type BudgetState,
-  byScope,
-  creditProblem,
-  creditTotalsOf,
-  firstOverBudget,
   type GrantHold,
   type GrantState,
   type LedgerEntry,
   LedgerStore,
   type Reservation,
+  type ScopeBalance
+} from "@model-platform/core/ports/LedgerStore"
+import {
+  byScope,
+  creditProblem,
+  creditTotalsOf,
+  firstOverBudget,
   reservedAmount,
-  type ScopeBalance,
   scopeKey,
   settlementProblem
-} from "@model-platform/core/ports/LedgerStore"
+} from "@model-platform/core/ports/LedgerStoreRules"
 import { RateLimitStore } from "@model-platform/core/ports/RateLimitStore"
 import { byTimeThenRef, matchesUsageQuery, reportOf, type UsageRecord, UsageStore } from "@model-platform/core/ports/UsageStore"
 import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"

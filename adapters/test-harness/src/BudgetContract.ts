@@ -18,9 +18,9 @@ import {
   type BudgetState,
   LedgerStore,
   type NewReservation,
-  type OrderedReservation,
-  reservedAmount
+  type OrderedReservation
 } from "@model-platform/core/ports/LedgerStore"
+import { reservedAmount } from "@model-platform/core/ports/LedgerStoreRules"
 import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
 import { assertDies, fundedAccount as fundedAt } from "./ContractSupport.ts"
 

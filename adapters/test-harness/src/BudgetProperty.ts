@@ -28,12 +28,11 @@ import { generateId } from "@model-platform/core/Keys"
 import {
   type BudgetClaim,
   type BudgetState,
-  firstOverBudget,
   LedgerStore,
   type NewReservation,
-  type OrderedReservation,
-  reservedAmount
+  type OrderedReservation
 } from "@model-platform/core/ports/LedgerStore"
+import { firstOverBudget, reservedAmount } from "@model-platform/core/ports/LedgerStoreRules"
 import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
 import { type RunOnStore, schedulerGate, schedulerProperty } from "./SchedulerGate.ts"
 

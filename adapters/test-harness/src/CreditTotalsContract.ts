@@ -8,7 +8,8 @@ import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
 import { usageEntries } from "@model-platform/core/money/LedgerRules"
 import { generateId } from "@model-platform/core/Keys"
-import { type CreditEntryType, creditTotalsOf, type LedgerEntry, LedgerStore } from "@model-platform/core/ports/LedgerStore"
+import { type CreditEntryType, type LedgerEntry, LedgerStore } from "@model-platform/core/ports/LedgerStore"
+import { creditTotalsOf } from "@model-platform/core/ports/LedgerStoreRules"
 import type { Timestamp } from "@model-platform/core/Time"
 
 const NEVER = "2100-01-01T00:00:00.000Z" as Timestamp

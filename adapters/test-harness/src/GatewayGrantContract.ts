@@ -20,7 +20,11 @@ import { spendingOrder } from "@model-platform/core/money/LedgerRules"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
 import { type Admission, GatewayStore, type Metered } from "@model-platform/core/ports/GatewayStore"
 import { KeyStore } from "@model-platform/core/ports/KeyStore"
-import { type GrantClaim, LedgerStore, type ReserveInOrderResult } from "@model-platform/core/ports/LedgerStore"
+import {
+  type GrantClaim,
+  LedgerStore,
+  type ReserveInOrderResult
+} from "@model-platform/core/ports/LedgerStore"
 import { windowStartOf } from "@model-platform/core/ports/RateLimitStore"
 import { type UsageRecord, UsageStore } from "@model-platform/core/ports/UsageStore"
 import { type Timestamp, toTimestamp } from "@model-platform/core/Time"

@@ -29,9 +29,9 @@ import {
   type GrantHold,
   LedgerStore,
   type NewReservation,
-  type OrderedReservation,
-  reservedAmount
+  type OrderedReservation
 } from "@model-platform/core/ports/LedgerStore"
+import { reservedAmount } from "@model-platform/core/ports/LedgerStoreRules"
 import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
 import { type RunOnStore, schedulerGate, schedulerProperty } from "./SchedulerGate.ts"
 

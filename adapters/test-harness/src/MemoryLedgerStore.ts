@@ -12,25 +12,27 @@
 import { Effect, Layer, Ref } from "effect"
 import {
   type BudgetClaim,
-  budgetLimitProblem,
   type BudgetState,
-  byScope,
   type GrantHold,
   type GrantState,
-  creditProblem,
-  creditTotalsOf,
-  firstOverBudget,
   type LedgerEntry,
   LedgerStore,
   type NewReservation,
   type Reservation,
+  type ScopeBalance,
+  type Settlement
+} from "@model-platform/core/ports/LedgerStore"
+import {
+  budgetLimitProblem,
+  byScope,
+  creditProblem,
+  creditTotalsOf,
+  firstOverBudget,
   reservationProblem,
   reservedAmount,
-  type ScopeBalance,
   scopeKey,
-  type Settlement,
   settlementProblem
-} from "@model-platform/core/ports/LedgerStore"
+} from "@model-platform/core/ports/LedgerStoreRules"
 import type { Timestamp } from "@model-platform/core/Time"
 
 interface AccountLedger {

@@ -26,9 +26,9 @@ import {
   type CreditEntryType,
   type LedgerEntry,
   LedgerStore,
-  type ReservationStatus,
-  scopeKey
+  type ReservationStatus
 } from "@model-platform/core/ports/LedgerStore"
+import { scopeKey } from "@model-platform/core/ports/LedgerStoreRules"
 import { toTimestamp } from "@model-platform/core/Time"
 import {
   actualCost,

@@ -40,7 +40,6 @@ import {
   type BudgetClaim,
   type BudgetState,
   type CreditEntryType,
-  firstOverBudget,
   type GrantClaim,
   type GrantHold,
   type LedgerEntry,
@@ -51,6 +50,7 @@ import {
   type ReserveInOrderResult,
   type Settlement
 } from "../ports/LedgerStore.ts"
+import { firstOverBudget } from "../ports/LedgerStoreRules.ts"
 import * as Time from "../Time.ts"
 import {
   type GrantSource,

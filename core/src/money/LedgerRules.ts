@@ -10,15 +10,14 @@ import { generateId } from "../Keys.ts"
 import { microToCredits } from "../Money.ts"
 import {
   type Allocation,
-  byScope,
   type GrantClaim,
   type GrantHold,
   type GrantState,
   type LedgerEntry,
   type Reservation,
-  type ScopeBalance,
-  scopeKey
+  type ScopeBalance
 } from "../ports/LedgerStore.ts"
+import { byScope, scopeKey } from "../ports/LedgerStoreRules.ts"
 import * as Time from "../Time.ts"
 export const available = (balance: ScopeBalance): bigint => balance.posted - balance.held
 

@@ -17,7 +17,12 @@ import { Context, Effect, Layer } from "effect"
 import { reserveOrdered } from "../money/Ledger.ts"
 import type { Timestamp } from "../Time.ts"
 import { KeyStore } from "./KeyStore.ts"
-import { LedgerStore, type OrderedReservation, type ReserveInOrderResult, type Settlement } from "./LedgerStore.ts"
+import {
+  LedgerStore,
+  type OrderedReservation,
+  type ReserveInOrderResult,
+  type Settlement
+} from "./LedgerStore.ts"
 import { hitProblem, RateLimitStore } from "./RateLimitStore.ts"
 import { type UsageRecord, usageRecordProblem, UsageStore } from "./UsageStore.ts"
 

@@ -15,7 +15,8 @@ import {
   type Metered,
   type MeteredResult
 } from "@model-platform/core/ports/GatewayStore"
-import { type GrantHold, scopeKey } from "@model-platform/core/ports/LedgerStore"
+import { type GrantHold } from "@model-platform/core/ports/LedgerStore"
+import { scopeKey } from "@model-platform/core/ports/LedgerStoreRules"
 import { hitProblem } from "@model-platform/core/ports/RateLimitStore"
 import { usageRecordProblem } from "@model-platform/core/ports/UsageStore"
 import { claimArrays, grantClaimArrays, grantHoldArrays, grantHoldsOf } from "./PgBudgets.ts"

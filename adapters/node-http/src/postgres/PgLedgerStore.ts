@@ -39,25 +39,27 @@
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import {
-  byCreditTotal,
-  byScope,
-  creditProblem,
   type CreditEntryType,
   type EntryType,
-  grantClaimsProblem,
   type LedgerEntry,
   LedgerStore,
   type NewReservation,
   type OrderedReservation,
   type Reservation,
-  reservationProblem,
   type ReservationStatus,
   type ReserveInOrderResult,
   type ScopeBalance,
-  scopeKey,
-  type Settlement,
-  settlementProblem
+  type Settlement
 } from "@model-platform/core/ports/LedgerStore"
+import {
+  byCreditTotal,
+  byScope,
+  creditProblem,
+  grantClaimsProblem,
+  reservationProblem,
+  scopeKey,
+  settlementProblem
+} from "@model-platform/core/ports/LedgerStoreRules"
 import type { Timestamp } from "@model-platform/core/Time"
 import {
   budgetsOf,
