@@ -20,6 +20,7 @@ import {
   catchDefects,
   cookie,
   CSRF_COOKIE,
+  formFields,
   jsonError,
   newCsrfToken,
   originProblem,
@@ -190,3 +191,34 @@ export const personCaller = (live: LiveSession) =>
     }
     return caller
   })
+
+/** A person's page while their account is not made yet (409): it is made shortly after sign-up. */
+export const notReadyPage = (s: SignedIn) =>
+  page(Pages.errorPage(s.ctx, "Not ready yet", "Your account is not ready yet. Try again shortly.", { href: at("/manage"), label: "Your account" }), 409)
+
+/** `then` with the signed-in person's account as the caller, or the not-ready page. */
+export const withPersonCaller = <R>(s: SignedIn, then: (caller: Caller) => Effect.Effect<Response, never, R>) =>
+  Effect.flatMap(personCaller(s.live), (caller) => caller === undefined ? Effect.succeed(notReadyPage(s)) : then(caller))
+
+export type FormFields = { readonly get: (name: string) => string | undefined }
+
+/**
+ * A form post of a person's page (billing, plans): Origin checked, then the session, then its CSRF
+ * token (a mismatch is shown with `refused`, 403, and changes nothing), then `then`.
+ */
+export const personFormPost = <R>(
+  service: Service,
+  refused: (s: SignedIn, caller: Caller, error: string, status: number) => Effect.Effect<Response, never, R>,
+  then: (s: SignedIn, caller: Caller, form: FormFields) => Effect.Effect<Response, never, R>
+) =>
+  guardPage(checkedPost(
+    false,
+    Effect.gen(function*() {
+      const form = yield* formFields
+      return yield* requireSession(service, (s) =>
+        withPersonCaller(s, (caller) =>
+          sameToken(form.get("csrf"), s.live.csrf)
+            ? then(s, caller, form)
+            : refused(s, caller, "The page's security token did not match. Nothing was changed; try again.", 403)))
+    })
+  ))

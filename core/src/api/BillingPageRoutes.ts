@@ -33,8 +33,18 @@ import { Orders } from "../money/OrderService.ts"
 import { Catalogue } from "../Catalogue.ts"
 import { AccountStore } from "../ports/AccountStore.ts"
 import { LedgerStore } from "../ports/LedgerStore.ts"
-import { formFields, page, sameToken, seeOther } from "./AccountRequests.ts"
-import { at, checkedPost, guardPage, personCaller, requireSession, type Response, type Service, type SignedIn } from "./AccountPages.ts"
+import { page, seeOther } from "./AccountRequests.ts"
+import {
+  at,
+  type FormFields,
+  guardPage,
+  personFormPost,
+  requireSession,
+  type Response,
+  type Service,
+  type SignedIn,
+  withPersonCaller
+} from "./AccountPages.ts"
 
 /** How many alerts the page lists (newest first). */
 export const PAGE_ALERTS = 20
@@ -49,9 +59,6 @@ const makePages = Effect.gen(function*() {
   const orders = yield* Orders
   const ledger = yield* LedgerStore
   const catalogue = yield* Catalogue
-
-  const notReady = (s: SignedIn) =>
-    page(Pages.errorPage(s.ctx, "Not ready yet", "Your account is not ready yet. Try again shortly.", { href: at("/manage"), label: "Your account" }), 409)
 
   const render = (s: SignedIn, caller: Caller, extras: Extras = {}, status = 200) =>
     Effect.gen(function*() {
@@ -89,11 +96,7 @@ const makePages = Effect.gen(function*() {
       Effect.orDie
     )
 
-  /** The page for a signed-in person whose account exists. */
-  const withCaller = (s: SignedIn, then: (caller: Caller) => Effect.Effect<Response>) =>
-    Effect.flatMap(personCaller(s.live), (caller) => caller === undefined ? Effect.succeed(notReady(s)) : then(caller))
-
-  const saveCard = (s: SignedIn, caller: Caller, form: { get: (name: string) => string | undefined }) =>
+  const saveCard = (s: SignedIn, caller: Caller, form: FormFields) =>
     Effect.gen(function*() {
       const parsed = parseCheckoutForm({ card_number: form.get("card_number"), expiry: form.get("expiry"), cvc: form.get("cvc") })
       if (parsed._tag === "Invalid") return yield* render(s, caller, { cardError: parsed.message }, 400)
@@ -106,7 +109,7 @@ const makePages = Effect.gen(function*() {
       return yield* render(s, caller, { notice: `Card saved: ${result.success.auto_reload.card ?? ""}.` })
     })
 
-  const setAutoReload = (s: SignedIn, caller: Caller, form: { get: (name: string) => string | undefined }) =>
+  const setAutoReload = (s: SignedIn, caller: Caller, form: FormFields) =>
     Effect.gen(function*() {
       const posted = {
         enabled: form.get("enabled") === "true",
@@ -144,29 +147,12 @@ const makePages = Effect.gen(function*() {
       return page(receiptPage(s.ctx, s.live.person.email, found.success))
     })
 
-  return { render, withCaller, saveCard, setAutoReload, receipt }
+  /** A form post of this page (AccountPages.ts personFormPost): a refusal is shown on the page. */
+  const post = (service: Service, then: (s: SignedIn, caller: Caller, form: FormFields) => Effect.Effect<Response>) =>
+    personFormPost(service, (s, caller, error, status) => render(s, caller, { error }, status), then)
+
+  return { render, saveCard, setAutoReload, receipt, post }
 })
-
-type BillingPages = Effect.Success<typeof makePages>
-type Form = { get: (name: string) => string | undefined }
-
-/** A signed-in form post: Origin checked, then the session's CSRF token, then `then`. */
-const signedInPost = (
-  service: Service,
-  pages: BillingPages,
-  then: (s: SignedIn, caller: Caller, form: Form) => Effect.Effect<Response>
-) =>
-  guardPage(checkedPost(
-    false,
-    Effect.gen(function*() {
-      const form = yield* formFields
-      return yield* requireSession(service, (s) =>
-        pages.withCaller(s, (caller) =>
-          sameToken(form.get("csrf"), s.live.csrf)
-            ? then(s, caller, form)
-            : pages.render(s, caller, { error: "The page's security token did not match. Nothing was changed; try again." }, 403)))
-    })
-  ))
 
 /**
  * The billing page's routes, under the account service's base path. Without AccountService (a
@@ -185,13 +171,13 @@ export const BillingPageRoutes = HttpRouter.use((router) =>
     ) =>
       router.add(method, at(path), Effect.provide(handler, accounts))
 
-    yield* add("GET", "/billing", guardPage(requireSession(service.value, (s) => pages.withCaller(s, (caller) => pages.render(s, caller)))))
+    yield* add("GET", "/billing", guardPage(requireSession(service.value, (s) => withPersonCaller(s, (caller) => pages.render(s, caller)))))
     yield* add("GET", "/billing/receipts/:id", guardPage(Effect.gen(function*() {
       const params = yield* HttpRouter.params
-      return yield* requireSession(service.value, (s) => pages.withCaller(s, (caller) => pages.receipt(s, caller, params["id"] ?? "")))
+      return yield* requireSession(service.value, (s) => withPersonCaller(s, (caller) => pages.receipt(s, caller, params["id"] ?? "")))
     })))
-    yield* add("POST", "/billing/card", signedInPost(service.value, pages, pages.saveCard))
-    yield* add("POST", "/billing/auto-reload", signedInPost(service.value, pages, pages.setAutoReload))
+    yield* add("POST", "/billing/card", pages.post(service.value, pages.saveCard))
+    yield* add("POST", "/billing/auto-reload", pages.post(service.value, pages.setAutoReload))
     // A GET of a form's address (a reload after posting) shows the page.
     yield* add("GET", "/billing/card", Effect.succeed(seeOther(at("/billing"))))
     yield* add("GET", "/billing/auto-reload", Effect.succeed(seeOther(at("/billing"))))

@@ -21,12 +21,21 @@ import { subscribeOfferOf } from "../plans/Offers.ts"
 import { makePlans } from "../plans/Plans.ts"
 import { type OfferedPlan, plansPage } from "../plans/PlansPage.ts"
 import { AccountStore } from "../ports/AccountStore.ts"
-import { formFields, page, sameToken } from "./AccountRequests.ts"
-import { at, checkedPost, guardPage, personCaller, requireSession, type Response, type Service, type SignedIn } from "./AccountPages.ts"
+import { page } from "./AccountRequests.ts"
+import {
+  at,
+  type FormFields,
+  guardPage,
+  personFormPost,
+  requireSession,
+  type Response,
+  type Service,
+  type SignedIn,
+  withPersonCaller
+} from "./AccountPages.ts"
 import { withRequestBaseUrl } from "./PublicUrl.ts"
 
 type Extras = { readonly notice?: string; readonly error?: string }
-type Form = { get: (name: string) => string | undefined }
 
 const makePages = Effect.gen(function*() {
   const plans = yield* makePlans
@@ -52,14 +61,8 @@ const makePages = Effect.gen(function*() {
       return page(plansPage(s.ctx, { email: s.live.person.email, plans: subscriptions.data, rentals: rentals.data, offers, ...extras }), status)
     })
 
-  const notReady = (s: SignedIn) =>
-    page(Pages.errorPage(s.ctx, "Not ready yet", "Your account is not ready yet. Try again shortly.", { href: at("/manage"), label: "Your account" }), 409)
-
-  const withCaller = <R>(s: SignedIn, then: (caller: Caller) => Effect.Effect<Response, never, R>) =>
-    Effect.flatMap(personCaller(s.live), (caller) => caller === undefined ? Effect.succeed(notReady(s)) : then(caller))
-
   /** A subscription order for the person, then the page that sends them to pay it. */
-  const buy = (s: SignedIn, caller: Caller, form: Form) =>
+  const buy = (s: SignedIn, caller: Caller, form: FormFields) =>
     Effect.gen(function*() {
       const body = { type: "subscription" as const, machine_id: form.get("machine_id") ?? "", plan_id: form.get("plan_id") ?? "" }
       const result = yield* withRequestBaseUrl(
@@ -70,7 +73,7 @@ const makePages = Effect.gen(function*() {
       return page(Pages.orderPage(s.ctx, { id: order.id, title: order.title, amount_usd: order.amount_usd, pay_url: order.pay_url, gift: false }))
     })
 
-  const change = (cancel: boolean) => (s: SignedIn, caller: Caller, form: Form) =>
+  const change = (cancel: boolean) => (s: SignedIn, caller: Caller, form: FormFields) =>
     Effect.gen(function*() {
       const result = yield* Effect.result((cancel ? plans.cancel : plans.resume)(caller, form.get("id") ?? ""))
       if (result._tag === "Failure") return yield* render(s, caller, { error: result.failure.error.message }, result.failure.error.code === "subscription_not_found" ? 404 : 400)
@@ -79,28 +82,14 @@ const makePages = Effect.gen(function*() {
       })
     })
 
-  return { render, withCaller, buy, cancel: change(true), resume: change(false) }
+  /** A form post of this page (AccountPages.ts personFormPost): a refusal is shown on the page. */
+  const post = (
+    service: Service,
+    then: (s: SignedIn, caller: Caller, form: FormFields) => Effect.Effect<Response, never, HttpServerRequest.HttpServerRequest>
+  ) => personFormPost(service, (s, caller, error, status) => render(s, caller, { error }, status), then)
+
+  return { render, buy, post, cancel: change(true), resume: change(false) }
 })
-
-type PlansPages = Effect.Success<typeof makePages>
-
-/** A signed-in form post: Origin checked, then the session's CSRF token, then `then`. */
-const signedInPost = (
-  service: Service,
-  pages: PlansPages,
-  then: (s: SignedIn, caller: Caller, form: Form) => Effect.Effect<Response, never, HttpServerRequest.HttpServerRequest>
-) =>
-  guardPage(checkedPost(
-    false,
-    Effect.gen(function*() {
-      const form = yield* formFields
-      return yield* requireSession(service, (s) =>
-        pages.withCaller(s, (caller) =>
-          sameToken(form.get("csrf"), s.live.csrf)
-            ? then(s, caller, form)
-            : pages.render(s, caller, { error: "The page's security token did not match. Nothing was changed; try again." }, 403)))
-    })
-  ))
 
 /** The plans page's routes, under the account service's base path (none without AccountService). */
 export const PlansPageRoutes = HttpRouter.use((router) =>
@@ -115,9 +104,9 @@ export const PlansPageRoutes = HttpRouter.use((router) =>
       handler: Effect.Effect<Response, never, HttpServerRequest.HttpServerRequest | HttpRouter.RouteContext | AccountStore>
     ) => router.add(method, at(path), Effect.provide(handler, accounts))
 
-    yield* add("GET", "/plans", guardPage(requireSession(service.value, (s) => pages.withCaller(s, (caller) => pages.render(s, caller)))))
-    yield* add("POST", "/plans/buy", signedInPost(service.value, pages, pages.buy))
-    yield* add("POST", "/plans/cancel", signedInPost(service.value, pages, pages.cancel))
-    yield* add("POST", "/plans/resume", signedInPost(service.value, pages, pages.resume))
+    yield* add("GET", "/plans", guardPage(requireSession(service.value, (s) => withPersonCaller(s, (caller) => pages.render(s, caller)))))
+    yield* add("POST", "/plans/buy", pages.post(service.value, pages.buy))
+    yield* add("POST", "/plans/cancel", pages.post(service.value, pages.cancel))
+    yield* add("POST", "/plans/resume", pages.post(service.value, pages.resume))
   })
 )
