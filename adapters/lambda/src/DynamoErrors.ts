@@ -1,12 +1,13 @@
 /**
  * Calling DynamoDB and reading its failures, shared by the DynamoDB stores (DynamoStores.ts,
- * DynamoLedgerStore.ts, DynamoOrderStore.ts): the one way an SDK call becomes an Effect, how a
+ * DynamoLedgerStore.ts, DynamoOrderStore.ts, DynamoPlanStore.ts): the one way an SDK call becomes an Effect, how a
  * failed condition, a cancelled transaction (its CancellationReasons) and a conflict are
  * recognised, the backoff with which a conflicting write is tried again, and the item reads and
  * transactions of the stores that write items by hand (`makeItemTable`).
  */
 import {
   type AttributeValue,
+  BatchGetItemCommand,
   GetItemCommand,
   QueryCommand,
   type QueryCommandInput,
@@ -134,7 +135,7 @@ const COMMITTED: TransactResult = { committed: true }
 
 /**
  * The item reads and transactional writes of the stores that write items by hand (ledger,
- * orders) on one table; `store` names the store in defects ("LedgerStore").
+ * orders, plans) on one table; `store` names the store in defects ("LedgerStore").
  */
 export const makeItemTable = (client: DynamoSettings["client"], tableName: string, store: string) => ({
   /** A Put in a transaction that only creates the item. */
@@ -149,6 +150,31 @@ export const makeItemTable = (client: DynamoSettings["client"], tableName: strin
         abortSignal: signal
       })
     ).pipe(Effect.map((output) => output.Item), Effect.orDie),
+  /** Items by key in the keys' order (missing ones left out), 100 keys a request, retrying unprocessed keys. */
+  getItems: Effect.fnUntraced(function*(keys: ReadonlyArray<ItemKey>) {
+    const found = new Map<string, Item>()
+    const id = (pk: string, sk: string) => JSON.stringify([pk, sk])
+    for (let start = 0; start < keys.length; start += 100) {
+      let pending: ReadonlyArray<Item> = keys.slice(start, start + 100).map(keyOf)
+      for (let attempt = 0; pending.length > 0; attempt++) {
+        if (attempt > 20) return yield* Effect.die(new Error("BatchGetItem kept leaving keys unprocessed"))
+        if (attempt > 0) yield* Effect.sleep(Math.min(1_000, 20 * 2 ** attempt))
+        const batch = pending
+        const output = yield* Effect.orDie(call((signal) =>
+          client.send(
+            new BatchGetItemCommand({ RequestItems: { [tableName]: { Keys: [...batch], ConsistentRead: true } } }),
+            { abortSignal: signal }
+          )
+        ))
+        for (const item of output.Responses?.[tableName] ?? []) found.set(id(item.pk?.S ?? "", item.sk?.S ?? ""), item)
+        pending = output.UnprocessedKeys?.[tableName]?.Keys ?? []
+      }
+    }
+    return keys.flatMap((key) => {
+      const item = found.get(id(key.pk, key.sk))
+      return item === undefined ? [] : [item]
+    })
+  }),
   queryItems: makeQueryItems(client, tableName),
   /**
    * One all-or-nothing write, tried again while it conflicts with other transactions. A fresh

@@ -21,12 +21,7 @@
  * commands of @aws-sdk/client-dynamodb, writes amounts as `{ N: bigint.toString() }` and decodes
  * them with Schema.BigIntFromString (deposit amounts in token base units exceed 2^53).
  */
-import {
-  type AttributeValue,
-  BatchGetItemCommand,
-  type TransactWriteItem,
-  UpdateItemCommand
-} from "@aws-sdk/client-dynamodb"
+import { type AttributeValue, type TransactWriteItem, UpdateItemCommand } from "@aws-sdk/client-dynamodb"
 import { OrderStatusValues, OrderTypeValues, type PaymentMethod, PaymentMethodValues } from "@model-platform/core/Orders"
 import {
   type DepositRecord,
@@ -416,7 +411,7 @@ export const OrderStoreDynamo: Layer.Layer<OrderStore, never, DynamoConfig> = La
   OrderStore,
   Effect.gen(function*() {
     const { client, tableName } = yield* DynamoConfig
-    const { createItem, deleteItem, getItem, queryItems, transact } = makeItemTable(client, tableName, "OrderStore")
+    const { createItem, deleteItem, getItem, getItems, queryItems, transact } = makeItemTable(client, tableName, "OrderStore")
     const decodeOrder = decode(OrderItem)
     const decodeTicket = decode(TicketItem)
     const decodeReceipt = decode(ReceiptItem)
@@ -436,31 +431,6 @@ export const OrderStoreDynamo: Layer.Layer<OrderStore, never, DynamoConfig> = La
     // --- reads (all strongly consistent)
 
 
-    /** Items by key in the keys' order (missing ones left out), 100 keys a request, retrying unprocessed keys. */
-    const getItems = Effect.fnUntraced(function*(keys: ReadonlyArray<ItemKey>) {
-      const found = new Map<string, Item>()
-      const id = (pk: string, sk: string) => JSON.stringify([pk, sk])
-      for (let start = 0; start < keys.length; start += 100) {
-        let pending: ReadonlyArray<Item> = keys.slice(start, start + 100).map(keyOf)
-        for (let attempt = 0; pending.length > 0; attempt++) {
-          if (attempt > 20) return yield* Effect.die(new Error("BatchGetItem kept leaving keys unprocessed"))
-          if (attempt > 0) yield* Effect.sleep(Math.min(1_000, 20 * 2 ** attempt))
-          const batch = pending
-          const output = yield* Effect.orDie(call((signal) =>
-            client.send(
-              new BatchGetItemCommand({ RequestItems: { [tableName]: { Keys: [...batch], ConsistentRead: true } } }),
-              { abortSignal: signal }
-            )
-          ))
-          for (const item of output.Responses?.[tableName] ?? []) found.set(id(item.pk?.S ?? "", item.sk?.S ?? ""), item)
-          pending = output.UnprocessedKeys?.[tableName]?.Keys ?? []
-        }
-      }
-      return keys.flatMap((key) => {
-        const item = found.get(id(key.pk, key.sk))
-        return item === undefined ? [] : [item]
-      })
-    })
 
 
     /** An account's list items of one kind, newest first. */

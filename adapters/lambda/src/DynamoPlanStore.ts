@@ -22,7 +22,7 @@
  * Integers (cores, gigabytes, hours) are DynamoDB numbers, read back as the same integers.
  * Input breaking `subscriptionProblem` / `rentalProblem` is a defect; so is any store failure.
  */
-import { type AttributeValue, BatchGetItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb"
+import { type AttributeValue, UpdateItemCommand } from "@aws-sdk/client-dynamodb"
 import { PaymentMethodValues } from "@model-platform/core/Orders"
 import {
   newestFirst,
@@ -183,7 +183,7 @@ export const PlanStoreDynamo: Layer.Layer<PlanStore, never, DynamoConfig> = Laye
   PlanStore,
   Effect.gen(function*() {
     const { client, tableName } = yield* DynamoConfig
-    const { createItem, getItem, queryItems, transact } = makeItemTable(client, tableName, "PlanStore")
+    const { createItem, getItem, getItems, queryItems, transact } = makeItemTable(client, tableName, "PlanStore")
     const decodeSubscription = decode(SubscriptionItem)
     const decodeRental = decode(RentalItem)
     const decodeSubscriptionPointer = decode(SubscriptionPointer)
@@ -191,27 +191,6 @@ export const PlanStoreDynamo: Layer.Layer<PlanStore, never, DynamoConfig> = Laye
 
     const die = (operation: string, problem: string) => Effect.die(new Error(`PlanStore.${operation}: ${problem}`))
 
-    /** Items by key (missing ones left out), 100 keys a request, retrying unprocessed keys. */
-    const getItems = Effect.fnUntraced(function*(keys: ReadonlyArray<ItemKey>) {
-      const found: Array<Item> = []
-      for (let start = 0; start < keys.length; start += 100) {
-        let pending: ReadonlyArray<Item> = keys.slice(start, start + 100).map(keyOf)
-        for (let attempt = 0; pending.length > 0; attempt++) {
-          if (attempt > 20) return yield* Effect.die(new Error("BatchGetItem kept leaving keys unprocessed"))
-          if (attempt > 0) yield* Effect.sleep(Math.min(1_000, 20 * 2 ** attempt))
-          const batch = pending
-          const output = yield* Effect.orDie(call((signal) =>
-            client.send(
-              new BatchGetItemCommand({ RequestItems: { [tableName]: { Keys: [...batch], ConsistentRead: true } } }),
-              { abortSignal: signal }
-            )
-          ))
-          found.push(...(output.Responses?.[tableName] ?? []))
-          pending = output.UnprocessedKeys?.[tableName]?.Keys ?? []
-        }
-      }
-      return found
-    })
 
     /** An account's list items of one kind (strongly consistent, every page). */
     const accountList = (accountId: string, prefix: string) =>
