@@ -43,17 +43,18 @@ const makePages = Effect.gen(function*() {
   const catalogue = yield* Catalogue
 
   /** Every plan of every machine whose subscribe offer can be ordered (plans/Offers.ts). */
-  const offers: ReadonlyArray<OfferedPlan> = catalogue.config.machines.flatMap((machine) =>
-    (subscribeOfferOf(machine)?.plans ?? []).map((plan) => ({
+  const offers: ReadonlyArray<OfferedPlan> = catalogue.config.machines.flatMap((machine) => {
+    const offer = subscribeOfferOf(machine)
+    return (offer?.plans ?? []).map((plan) => ({
       machine_id: machine.id,
       machine_name: machine.name,
       plan_id: plan.id,
       name: plan.name,
       usd_per_period: plan.usd_per_period,
-      period_days: subscribeOfferOf(machine)!.period_days,
+      period_days: offer!.period_days,
       models: plan.models
     }))
-  )
+  })
 
   const render = (s: SignedIn, caller: Caller, extras: Extras = {}, status = 200) =>
     Effect.gen(function*() {

@@ -30,12 +30,16 @@ export const TRIAL_PERIOD = "once"
 export type AllowanceColumn = "free" | "builder" | "scale"
 
 /** The micro-credits of each service's allowance (by column) and trial, from the price table. */
-export type AllowanceTable = ReadonlyMap<string, CatalogueConfig["prices"]["services"][number]["allowances"]>
-
-export const allowanceTable = (catalogue: Pick<CatalogueConfig, "prices">): AllowanceTable =>
-  new Map(catalogue.prices.services.map((s) => [s.service, s.allowances]))
+export type AllowanceTable = ReadonlyMap<string, Readonly<Record<AllowanceColumn | "trial", bigint>>>
 
 const micro = (credits: number): bigint => creditsToMicro(credits) ?? 0n
+
+/** Read once (the catalogue's amounts are exact decimals: CatalogueConfig's NonNegativeCredits). */
+export const allowanceTable = (catalogue: Pick<CatalogueConfig, "prices">): AllowanceTable =>
+  new Map(catalogue.prices.services.map(({ allowances: a, service }) => [
+    service,
+    { free: micro(a.free), builder: micro(a.builder), scale: micro(a.scale), trial: micro(a.trial) }
+  ]))
 
 /**
  * The grants a priced call of `service` in `month` (YYYY-MM) takes from before credits: the
@@ -50,8 +54,8 @@ export const grantClaims = (
   const allowances = table.get(service)
   if (allowances === undefined) return []
   const claims: Array<GrantClaim> = [
-    { grant: allowanceGrant(service), period: month, size: micro(allowances[column]) },
-    { grant: trialGrant(service), period: TRIAL_PERIOD, size: micro(allowances.trial) }
+    { grant: allowanceGrant(service), period: month, size: allowances[column] },
+    { grant: trialGrant(service), period: TRIAL_PERIOD, size: allowances.trial }
   ]
   return claims.filter((c) => c.size > 0n)
 }

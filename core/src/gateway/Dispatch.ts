@@ -52,6 +52,8 @@ export const makeDispatch = (config: DispatchConfig, catalogue: CatalogueConfig,
     const cooldown = yield* makeCooldown(config, machines)
 
     const machinesById = new Map(catalogue.machines.map((m) => [m.id, m]))
+    /** Each machine's plans that can be ordered (plans/Offers.ts), read once: by machine, then plan id. */
+    const plansOf = new Map(catalogue.machines.map((m) => [m.id, new Map((subscribeOfferOf(m)?.plans ?? []).map((p) => [p.id, p]))]))
     const machinesOfModel = new Map<string, ReadonlyArray<MachineConfig>>(
       catalogue.models.map((model) => [model.id, catalogue.machines.filter((m) => m.serverless_models.includes(model.id))])
     )
@@ -79,8 +81,7 @@ export const makeDispatch = (config: DispatchConfig, catalogue: CatalogueConfig,
           if (plan === undefined || subscriptionView(plan, now).status !== "active") {
             return yield* inferenceError(403, "subscription_inactive", `The plan behind this key (${key.subscription_id}) is not active.`)
           }
-          const machine = machinesById.get(plan.machine_id)
-          const offered = machine === undefined ? undefined : subscribeOfferOf(machine)?.plans.find((p) => p.id === plan.plan_id)
+          const offered = plansOf.get(plan.machine_id)?.get(plan.plan_id)
           if (offered === undefined || !offered.models.includes(call.model.id)) {
             return yield* inferenceError(
               403,
