@@ -5,8 +5,12 @@
  */
 import { Effect, Layer, Ref } from "effect"
 import {
+  earliestEndFirst,
   newestFirst,
+  type PlanRenewal,
   PlanStore,
+  type RenewOutcome,
+  renewalProblem,
   type RentalRecord,
   rentalProblem,
   type SubscriptionRecord,
@@ -16,6 +20,8 @@ import {
 interface State {
   readonly subscriptions: ReadonlyMap<string, SubscriptionRecord>
   readonly rentals: ReadonlyMap<string, RentalRecord>
+  /** The orders that renewed a plan: each renews once. */
+  readonly renewalOrders: ReadonlySet<string>
 }
 
 /** Either [answer, next state] or a reason to die (the state unchanged). */
@@ -42,7 +48,7 @@ const insertOnce = <R extends { readonly id: string; readonly order_id: string }
 export const PlanStoreMemory: Layer.Layer<PlanStore> = Layer.effect(
   PlanStore,
   Effect.gen(function*() {
-    const state = yield* Ref.make<State>({ subscriptions: new Map(), rentals: new Map() })
+    const state = yield* Ref.make<State>({ subscriptions: new Map(), rentals: new Map(), renewalOrders: new Set() })
 
     const insertSubscription = (record: SubscriptionRecord) =>
       modifyOrDie(state, (s): Step<SubscriptionRecord> => {
@@ -68,6 +74,43 @@ export const PlanStoreMemory: Layer.Layer<PlanStore> = Layer.effect(
         return [{ ...next }, { ...s, subscriptions: new Map(s.subscriptions).set(id, next) }]
       })
 
+    const renew = (renewal: PlanRenewal) =>
+      modifyOrDie(state, (s): Step<RenewOutcome> => {
+        const problem = renewalProblem(renewal)
+        if (problem !== undefined) return { defect: `PlanStore.renew: ${problem}` }
+        const found = s.subscriptions.get(renewal.subscription_id)
+        if (found === undefined) return ["not_found", s]
+        if (s.renewalOrders.has(renewal.order_id)) return ["already_renewed", s]
+        if (found.current_period_end !== renewal.after_period_end) return ["stale", s]
+        const next: SubscriptionRecord = {
+          ...found,
+          current_period_start: renewal.current_period_start,
+          current_period_end: renewal.current_period_end,
+          renewal_error: null
+        }
+        return ["renewed", {
+          ...s,
+          subscriptions: new Map(s.subscriptions).set(found.id, next),
+          renewalOrders: new Set(s.renewalOrders).add(renewal.order_id)
+        }]
+      })
+
+    const failRenewal = (id: string, afterPeriodEnd: string, error: string) =>
+      Ref.modify(state, (s): readonly [boolean, State] => {
+        const found = s.subscriptions.get(id)
+        if (found === undefined || found.current_period_end !== afterPeriodEnd) return [false, s]
+        const next: SubscriptionRecord = { ...found, auto_renews: false, renewal_error: error }
+        return [true, { ...s, subscriptions: new Map(s.subscriptions).set(id, next) }]
+      })
+
+    const dueRenewals = (before: string, limit: number) =>
+      Effect.map(Ref.get(state), (s) =>
+        [...s.subscriptions.values()]
+          .filter((r) => r.auto_renews && r.current_period_end <= before)
+          .sort(earliestEndFirst)
+          .slice(0, Math.max(0, limit))
+          .map((r) => ({ ...r })))
+
     const copy = <R>(r: R | undefined): R | undefined => (r === undefined ? undefined : { ...r })
     const ofAccount = <R extends { readonly account_id: string; readonly created_at: string; readonly id: string }>(
       records: ReadonlyMap<string, R>,
@@ -79,6 +122,9 @@ export const PlanStoreMemory: Layer.Layer<PlanStore> = Layer.effect(
       subscription: (id) => Effect.map(Ref.get(state), (s) => copy(s.subscriptions.get(id))),
       subscriptions: (accountId) => Effect.map(Ref.get(state), (s) => ofAccount(s.subscriptions, accountId)),
       setRenewal,
+      renew,
+      failRenewal,
+      dueRenewals,
       insertRental,
       rental: (id) => Effect.map(Ref.get(state), (s) => copy(s.rentals.get(id))),
       rentals: (accountId) => Effect.map(Ref.get(state), (s) => ofAccount(s.rentals, accountId))

@@ -8,7 +8,7 @@
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
 import { generateId } from "@model-platform/core/Keys"
-import { PlanStore, type RentalRecord, type SubscriptionRecord } from "@model-platform/core/ports/PlanStore"
+import { type PlanRenewal, PlanStore, type RentalRecord, type SubscriptionRecord } from "@model-platform/core/ports/PlanStore"
 import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
 import { assertDies } from "./ContractSupport.ts"
 
@@ -32,6 +32,8 @@ const makePlan = Effect.fnUntraced(function*(accountId: string, overrides: Parti
     current_period_start: at(0),
     current_period_end: at(30 * DAY),
     created_at: at(0),
+    card_reference: "pm_test_4242_1230_x",
+    renewal_error: null,
     ...overrides
   }
   return record
@@ -62,7 +64,9 @@ const planTests = (it: Vitest.MethodsNonLive<PlanStore>) => {
       Effect.gen(function*() {
         const store = yield* PlanStore
         const account = yield* generateId("acct")
-        const first = yield* makePlan(account, { paid_with: "stablecoin", auto_renews: false, plan_id: "scale ✓" })
+        const first = yield* makePlan(account, {
+          paid_with: "stablecoin", auto_renews: false, plan_id: "scale ✓", card_reference: null, renewal_error: "declined ✓"
+        })
         const second = yield* makePlan(account, { created_at: at(1), current_period_start: at(1) })
         const tieA = yield* makePlan(account, { id: `sub_a${yield* generateId("x")}`, created_at: at(2), current_period_start: at(2) })
         const tieB = yield* makePlan(account, { id: `sub_b${yield* generateId("x")}`, created_at: at(2), current_period_start: at(2) })
@@ -118,6 +122,102 @@ const planTests = (it: Vitest.MethodsNonLive<PlanStore>) => {
   })
 }
 
+const renewalTests = (it: Vitest.MethodsNonLive<PlanStore>) => {
+  describe("renewals", () => {
+    /** A plan ending at `end`, stored, and a renewal of it to the next 30 days by a fresh order. */
+    const stored = Effect.fnUntraced(function*(end: number, overrides: Partial<SubscriptionRecord> = {}) {
+      const store = yield* PlanStore
+      const plan = yield* makePlan(yield* generateId("acct"), { current_period_start: at(end - 30 * DAY), current_period_end: at(end), ...overrides })
+      yield* store.insertSubscription(plan)
+      const renewal: PlanRenewal = {
+        subscription_id: plan.id,
+        order_id: yield* generateId("ord"),
+        after_period_end: plan.current_period_end,
+        current_period_start: plan.current_period_end,
+        current_period_end: at(end + 30 * DAY)
+      }
+      return { plan, renewal }
+    })
+
+    it.effect("renew moves the period once per order and clears renewal_error; from another period it is stale", () =>
+      Effect.gen(function*() {
+        const store = yield* PlanStore
+        const { plan, renewal } = yield* stored(30 * DAY, { renewal_error: "declined" })
+        assert.strictEqual(yield* store.renew(renewal), "renewed")
+        const renewed = { ...plan, current_period_start: renewal.current_period_start, current_period_end: renewal.current_period_end, renewal_error: null }
+        assert.deepStrictEqual(yield* store.subscription(plan.id), renewed)
+        // The same order again, even computed from the new period: nothing more.
+        assert.strictEqual(yield* store.renew(renewal), "already_renewed")
+        assert.strictEqual(yield* store.renew({ ...renewal, after_period_end: renewal.current_period_end, current_period_end: at(90 * DAY) }), "already_renewed")
+        // Another order computed from the old period: stale.
+        assert.strictEqual(yield* store.renew({ ...renewal, order_id: yield* generateId("ord") }), "stale")
+        assert.deepStrictEqual(yield* store.subscription(plan.id), renewed)
+        // Another order from the current period renews again.
+        const next = { ...renewal, order_id: yield* generateId("ord"), after_period_end: renewal.current_period_end, current_period_start: renewal.current_period_end, current_period_end: at(90 * DAY) }
+        assert.strictEqual(yield* store.renew(next), "renewed")
+        assert.strictEqual((yield* store.subscription(plan.id))?.current_period_end, at(90 * DAY))
+        assert.strictEqual(yield* store.renew({ ...renewal, subscription_id: yield* generateId("sub"), order_id: yield* generateId("ord") }), "not_found")
+      }))
+
+    it.effect("concurrent renewals of one period: exactly one renews (one order or many)", () =>
+      Effect.gen(function*() {
+        const store = yield* PlanStore
+        const many = yield* stored(31 * DAY)
+        const orders = yield* Effect.forEach(Array.from({ length: 8 }, (_, i) => i), () => generateId("ord"))
+        const answers = yield* Effect.forEach(orders, (order_id) => store.renew({ ...many.renewal, order_id }), unbounded)
+        assert.deepStrictEqual(answers.filter((a) => a === "renewed").length, 1)
+        assert.deepStrictEqual(answers.filter((a) => a !== "renewed"), Array(7).fill("stale"))
+        assert.strictEqual((yield* store.subscription(many.plan.id))?.current_period_end, many.renewal.current_period_end)
+        const one = yield* stored(32 * DAY)
+        const same = yield* Effect.forEach(Array.from({ length: 8 }, (_, i) => i), () => store.renew(one.renewal), unbounded)
+        assert.deepStrictEqual(same.filter((a) => a === "renewed").length, 1)
+        assert.deepStrictEqual(same.filter((a) => a !== "renewed"), Array(7).fill("already_renewed"))
+      }))
+
+    it.effect("failRenewal stops the plan renewing, only from the period it failed for", () =>
+      Effect.gen(function*() {
+        const store = yield* PlanStore
+        const { plan } = yield* stored(33 * DAY)
+        assert.isFalse(yield* store.failRenewal(plan.id, at(0), "stale"))
+        assert.deepStrictEqual(yield* store.subscription(plan.id), plan)
+        assert.isTrue(yield* store.failRenewal(plan.id, plan.current_period_end, "Your card was declined. ✓"))
+        assert.deepStrictEqual(yield* store.subscription(plan.id), { ...plan, auto_renews: false, renewal_error: "Your card was declined. ✓" })
+        assert.isFalse(yield* store.failRenewal(yield* generateId("sub"), plan.current_period_end, "x"))
+      }))
+
+    it.effect("dueRenewals: the renewing plans ended by then, earliest end first, at most limit", () =>
+      Effect.gen(function*() {
+        const store = yield* PlanStore
+        // Ends far before any other test's (a shared store): this test's plans come first.
+        const base = -40 * 365 * DAY - Math.floor(Math.random() * 1000) * DAY
+        const late = yield* stored(base + 3 * HOUR)
+        const early = yield* stored(base + HOUR)
+        const tieA = yield* stored(base + 2 * HOUR, { id: `sub_a${yield* generateId("x")}` })
+        const tieB = yield* stored(base + 2 * HOUR, { id: `sub_b${yield* generateId("x")}` })
+        const stopped = yield* stored(base + HOUR, { auto_renews: false, paid_with: "stablecoin" })
+        const ids = (rs: ReadonlyArray<SubscriptionRecord>) => rs.map((r) => r.id)
+        assert.deepStrictEqual(ids(yield* store.dueRenewals(at(base + 2 * HOUR), 10)), [early.plan.id, tieA.plan.id, tieB.plan.id])
+        assert.deepStrictEqual(yield* store.dueRenewals(at(base + 3 * HOUR), 2), [early.plan, tieA.plan])
+        assert.deepStrictEqual(yield* store.dueRenewals(at(base), 10), [])
+        assert.notInclude(ids(yield* store.dueRenewals(at(base + 3 * HOUR), 10)), stopped.plan.id)
+        // Renewed, cancelled or failed: no longer due.
+        yield* store.renew(early.renewal)
+        yield* store.setRenewal(tieA.plan.account_id, tieA.plan.id, { auto_renews: false, cancel_at_period_end: true })
+        yield* store.failRenewal(tieB.plan.id, tieB.plan.current_period_end, "declined")
+        assert.deepStrictEqual(ids(yield* store.dueRenewals(at(base + 3 * HOUR), 10)), [late.plan.id])
+      }))
+
+    it.effect("a broken renewal is a defect and changes nothing", () =>
+      Effect.gen(function*() {
+        const store = yield* PlanStore
+        const { plan, renewal } = yield* stored(34 * DAY)
+        yield* assertDies(store.renew({ ...renewal, current_period_end: renewal.current_period_start }), "period ends before it starts")
+        yield* assertDies(store.renew({ ...renewal, order_id: "" }), "empty order id")
+        assert.deepStrictEqual(yield* store.subscription(plan.id), plan)
+      }))
+  })
+}
+
 const rentalTests = (it: Vitest.MethodsNonLive<PlanStore>) => {
   describe("rentals", () => {
     it.effect("insert then read: every field, exactly; newest first; one rental per order, also concurrently", () =>
@@ -156,5 +256,6 @@ const rentalTests = (it: Vitest.MethodsNonLive<PlanStore>) => {
 export const planStoreContract = <E>(name: string, storeLayer: Layer.Layer<PlanStore, E>): void =>
   layer(storeLayer, layerOptions)(name, (it) => {
     planTests(it)
+    renewalTests(it)
     rentalTests(it)
   })

@@ -6,7 +6,9 @@
  *
  * - `insertSubscription` / `insertRental` are unique per order: replaying the fulfilment of a paid
  *   order makes nothing twice;
- * - `setRenewal` changes one plan's renewal flags only while it is the account's.
+ * - `setRenewal` changes one plan's renewal flags only while it is the account's;
+ * - `renew` moves a plan to its next period once per renewal order, and only from the period it
+ *   was computed from; `failRenewal` stops a plan renewing, only from the period it failed for.
  *
  * Statuses are derived at read time from the times kept here (a plan is active until
  * current_period_end, a rental until ends_at), so a store never needs a timer. Duplicate ids and
@@ -32,7 +34,29 @@ export interface SubscriptionRecord {
   readonly current_period_start: Timestamp
   readonly current_period_end: Timestamp
   readonly created_at: Timestamp
+  /** The saved card (CardProcessor reference) a card plan's renewals are charged to, or null. */
+  readonly card_reference: string | null
+  /** Why the last renewal failed (the plan then ends at its period's end), or null. */
+  readonly renewal_error: string | null
 }
+
+/** One renewal of a plan: its next period, paid by an order. */
+export interface PlanRenewal {
+  readonly subscription_id: string
+  /** The renewal's order: a plan is renewed once per order. */
+  readonly order_id: string
+  /** The plan's current_period_end the renewal was computed from: it applies only while still so. */
+  readonly after_period_end: Timestamp
+  readonly current_period_start: Timestamp
+  readonly current_period_end: Timestamp
+}
+
+/**
+ * What `renew` did: "renewed"; "already_renewed" (this order renewed the plan before: nothing
+ * changes); "stale" (the plan's period is no longer `after_period_end`: nothing changes, compute
+ * again from the plan as it is); "not_found".
+ */
+export type RenewOutcome = "renewed" | "already_renewed" | "stale" | "not_found"
 
 /** A rental: what of one machine, for how long. */
 export interface RentalRecord {
@@ -74,6 +98,23 @@ export class PlanStore extends Context.Service<PlanStore, {
     renewal: Pick<SubscriptionRecord, "auto_renews" | "cancel_at_period_end">
   ) => Effect.Effect<SubscriptionRecord | undefined>
 
+  /**
+   * ATOMIC, once per order: unless `order_id` renewed the plan before ("already_renewed"), and
+   * only while the plan's current_period_end is `after_period_end` (else "stale"), sets the
+   * period to the renewal's, clears renewal_error and remembers the order, in one step.
+   */
+  readonly renew: (renewal: PlanRenewal) => Effect.Effect<RenewOutcome>
+  /**
+   * ATOMIC, conditional: a renewal failed. Only while the plan's current_period_end is
+   * `after_period_end`: auto_renews false, renewal_error `error`; answers whether it applied.
+   */
+  readonly failRenewal: (id: string, afterPeriodEnd: Timestamp, error: string) => Effect.Effect<boolean>
+  /**
+   * The plans that renew by themselves (auto_renews) whose current_period_end is at or before
+   * `before`, of every account: earliest end first (equal ends: by id), at most `limit`.
+   */
+  readonly dueRenewals: (before: Timestamp, limit: number) => Effect.Effect<ReadonlyArray<SubscriptionRecord>>
+
   /** ATOMIC: stores the rental unless a rental of its order exists; answers the order's rental. */
   readonly insertRental: (record: RentalRecord) => Effect.Effect<RentalRecord>
   /** The rental, if any (of any account: callers check the account). */
@@ -92,6 +133,18 @@ export const subscriptionProblem = (r: SubscriptionRecord): string | undefined =
     : r.current_period_end <= r.current_period_start
     ? `a period ends after it starts: ${r.current_period_start} .. ${r.current_period_end}`
     : undefined
+
+/** Why a store must refuse this renewal, or undefined. */
+export const renewalProblem = (r: PlanRenewal): string | undefined =>
+  r.subscription_id.length === 0 || r.order_id.length === 0
+    ? "ids must be non-empty"
+    : r.current_period_end <= r.current_period_start
+    ? `a period ends after it starts: ${r.current_period_start} .. ${r.current_period_end}`
+    : undefined
+
+/** Earliest period end first, then by id: the order of `dueRenewals`. */
+export const earliestEndFirst = (a: SubscriptionRecord, b: SubscriptionRecord) =>
+  a.current_period_end < b.current_period_end ? -1 : a.current_period_end > b.current_period_end ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
 
 /** Why a store must refuse this rental, or undefined. */
 export const rentalProblem = (r: RentalRecord): string | undefined => {
