@@ -15,14 +15,19 @@
  *   one item per plan (`SUBSCRIPTION#<created_at>#<id>`, pointing at the plan, which changes) and
  *   one per rental (`RENTAL#<created_at>#<id>`, a copy: rentals never change). A Query on
  *   `begins_with(sk)` finds them; the answer is sorted newest first, then by id (`newestFirst`).
- * - `setRenewal` is one UpdateItem of the plan conditioned on
- *   `attribute_exists(pk) AND account_id = :account`, answering ALL_NEW: another account's plan
- *   or an unknown id fails the condition, and nothing changes.
+ * - A plan item also holds `version` (0 at insert, +1 on every write), `card_reference` and
+ *   `renewal_error` (absent when null).
+ * - Renewals (DynamoPlanRenewals.ts): `PLANRENEWAL#<order id>` remembers the order that renewed a
+ *   plan (once per order); the one partition `PLANRENEWING` holds `<current_period_end>#<plan id>`
+ *   for exactly the plans with `auto_renews` (no secondary index), kept in step by every write
+ *   that changes `auto_renews` or `current_period_end` in its own transaction, insert included.
+ *   `setRenewal` and `renew` read the plan and write conditioned on the version read (read again
+ *   when it changed); another account's plan or an unknown id changes nothing.
  *
  * Integers (cores, gigabytes, hours) are DynamoDB numbers, read back as the same integers.
- * Input breaking `subscriptionProblem` / `rentalProblem` is a defect; so is any store failure.
+ * Input breaking `subscriptionProblem` / `renewalProblem` / `rentalProblem` is a defect; so is any
+ * store failure.
  */
-import { type AttributeValue, UpdateItemCommand } from "@aws-sdk/client-dynamodb"
 import { PaymentMethodValues } from "@model-platform/core/Orders"
 import {
   newestFirst,
@@ -39,14 +44,15 @@ import {
   decode,
   IntAttr,
   type Item,
-  keyOf,
   literalAttr,
   num,
+  optionalStr,
   str,
   StringAttr,
   TimestampAttr
 } from "./DynamoAttributes.ts"
-import { call, isConditionFailed, makeItemTable, retryConflicts } from "./DynamoErrors.ts"
+import { makeItemTable } from "./DynamoErrors.ts"
+import { makePlanRenewals, RenewalKeys, renewingChanges, type StoredPlan } from "./DynamoPlanRenewals.ts"
 import { DynamoConfig, type ItemKey } from "./DynamoTable.ts"
 
 // ---------------------------------------------------------------------------------------------
@@ -79,7 +85,8 @@ export const PlanKeys = {
   accountRental: (accountId: string, createdAt: string, id: string): ItemKey => ({
     pk: accountPk(accountId),
     sk: `${PLAN_ACCOUNT_PREFIX.rental}${createdAt}#${id}`
-  })
+  }),
+  ...RenewalKeys
 } as const
 
 // ---------------------------------------------------------------------------------------------
@@ -96,7 +103,11 @@ const SubscriptionItem = Schema.Struct({
   cancel_at_period_end: BoolAttr,
   current_period_start: TimestampAttr,
   current_period_end: TimestampAttr,
-  created_at: TimestampAttr
+  created_at: TimestampAttr,
+  card_reference: Schema.optionalKey(StringAttr),
+  renewal_error: Schema.optionalKey(StringAttr),
+  // Absent on plans written before versions.
+  version: Schema.optionalKey(IntAttr)
 })
 
 const toSubscription = (item: typeof SubscriptionItem.Type): SubscriptionRecord => ({
@@ -110,7 +121,9 @@ const toSubscription = (item: typeof SubscriptionItem.Type): SubscriptionRecord 
   cancel_at_period_end: item.cancel_at_period_end,
   current_period_start: item.current_period_start,
   current_period_end: item.current_period_end,
-  created_at: item.created_at
+  created_at: item.created_at,
+  card_reference: item.card_reference ?? null,
+  renewal_error: item.renewal_error ?? null
 })
 
 const subscriptionAttributes = (r: SubscriptionRecord): Item => ({
@@ -124,7 +137,10 @@ const subscriptionAttributes = (r: SubscriptionRecord): Item => ({
   cancel_at_period_end: bool(r.cancel_at_period_end),
   current_period_start: str(r.current_period_start),
   current_period_end: str(r.current_period_end),
-  created_at: str(r.created_at)
+  created_at: str(r.created_at),
+  ...optionalStr("card_reference", r.card_reference),
+  ...optionalStr("renewal_error", r.renewal_error),
+  version: num(0)
 })
 
 const RentalItem = Schema.Struct({
@@ -183,14 +199,14 @@ export const PlanStoreDynamo: Layer.Layer<PlanStore, never, DynamoConfig> = Laye
   PlanStore,
   Effect.gen(function*() {
     const { client, tableName } = yield* DynamoConfig
-    const { createItem, getItem, getItems, queryItems, transact } = makeItemTable(client, tableName, "PlanStore")
+    const table = makeItemTable(client, tableName, "PlanStore")
+    const { createItem, getItem, getItems, queryItems, transact } = table
     const decodeSubscription = decode(SubscriptionItem)
     const decodeRental = decode(RentalItem)
     const decodeSubscriptionPointer = decode(SubscriptionPointer)
     const decodeRentalPointer = decode(RentalPointer)
 
     const die = (operation: string, problem: string) => Effect.die(new Error(`PlanStore.${operation}: ${problem}`))
-
 
     /** An account's list items of one kind (strongly consistent, every page). */
     const accountList = (accountId: string, prefix: string) =>
@@ -202,12 +218,19 @@ export const PlanStoreDynamo: Layer.Layer<PlanStore, never, DynamoConfig> = Laye
 
     // ---- plans ----
 
-    const readSubscription = (id: string) =>
-      Effect.flatMap(getItem(PlanKeys.subscription(id)), (item) =>
-        item === undefined ? Effect.undefined : Effect.map(decodeSubscription(item), toSubscription))
+    const decodePlan = (item: Item) => Effect.map(decodeSubscription(item), toSubscription)
 
-    // The order's item (0), the plan (1) and its entry in the account's list (2), all or nothing:
-    // 0 failing means the order has its plan (answered as stored); 1 alone a duplicate id.
+    const readPlan = (id: string): Effect.Effect<StoredPlan | undefined> =>
+      Effect.flatMap(getItem(PlanKeys.subscription(id)), (item) =>
+        item === undefined
+          ? Effect.undefined
+          : Effect.map(decodeSubscription(item), (decoded) => ({ plan: toSubscription(decoded), version: decoded.version })))
+
+    const readSubscription = (id: string) => Effect.map(readPlan(id), (stored) => stored?.plan)
+
+    // The order's item (0), the plan (1), its entry in the account's list (2) and, when it renews,
+    // its renewing index item, all or nothing: 0 failing means the order has its plan (answered
+    // as stored); 1 alone a duplicate id.
     const insertSubscription = Effect.fn("PlanStore.insertSubscription")(function*(record: SubscriptionRecord) {
       const problem = subscriptionProblem(record)
       if (problem !== undefined) return yield* die("insertSubscription", problem)
@@ -215,7 +238,8 @@ export const PlanStoreDynamo: Layer.Layer<PlanStore, never, DynamoConfig> = Laye
       const result = yield* transact("insertSubscription", [
         createItem(PlanKeys.subscriptionOrder(record.order_id), pointer),
         createItem(PlanKeys.subscription(record.id), subscriptionAttributes(record)),
-        createItem(PlanKeys.accountSubscription(record.account_id, record.created_at, record.id), pointer)
+        createItem(PlanKeys.accountSubscription(record.account_id, record.created_at, record.id), pointer),
+        ...renewingChanges(tableName, undefined, record)
       ])
       if (result.committed) return { ...record }
       if (result.failed.includes(0)) {
@@ -237,47 +261,11 @@ export const PlanStoreDynamo: Layer.Layer<PlanStore, never, DynamoConfig> = Laye
         ids.push((yield* decodeSubscriptionPointer(item)).subscription_id)
       }
       const found: Array<SubscriptionRecord> = []
-      for (const item of yield* getItems(ids.map(PlanKeys.subscription))) {
-        found.push(toSubscription(yield* decodeSubscription(item)))
-      }
+      for (const item of yield* getItems(ids.map(PlanKeys.subscription))) found.push(yield* decodePlan(item))
       return found.sort(newestFirst)
     })
 
-    // One conditional update: the plan exists and is the account's, else nothing changes.
-    const setRenewal = Effect.fn("PlanStore.setRenewal")(function*(
-      accountId: string,
-      id: string,
-      renewal: Pick<SubscriptionRecord, "auto_renews" | "cancel_at_period_end">
-    ) {
-      const updated = yield* call((signal) =>
-        client.send(
-          new UpdateItemCommand({
-            TableName: tableName,
-            Key: keyOf(PlanKeys.subscription(id)),
-            UpdateExpression: "SET #renews = :renews, #cancel = :cancel",
-            ConditionExpression: "attribute_exists(pk) AND #account = :account",
-            ExpressionAttributeNames: {
-              "#renews": "auto_renews",
-              "#cancel": "cancel_at_period_end",
-              "#account": "account_id"
-            },
-            ExpressionAttributeValues: {
-              ":renews": bool(renewal.auto_renews),
-              ":cancel": bool(renewal.cancel_at_period_end),
-              ":account": str(accountId)
-            } satisfies Record<string, AttributeValue>,
-            ReturnValues: "ALL_NEW"
-          }),
-          { abortSignal: signal }
-        )
-      ).pipe(
-        retryConflicts,
-        Effect.map((output) => output.Attributes),
-        Effect.catchIf(isConditionFailed, () => Effect.undefined),
-        Effect.orDie
-      )
-      return updated === undefined ? undefined : toSubscription(yield* decodeSubscription(updated))
-    })
+    const renewals = makePlanRenewals({ tableName, table, planKey: PlanKeys.subscription, readPlan, decodePlan, die })
 
     // ---- rentals ----
 
@@ -320,7 +308,7 @@ export const PlanStoreDynamo: Layer.Layer<PlanStore, never, DynamoConfig> = Laye
       insertSubscription,
       subscription,
       subscriptions,
-      setRenewal,
+      ...renewals,
       insertRental,
       rental,
       rentals

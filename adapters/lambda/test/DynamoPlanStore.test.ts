@@ -2,7 +2,7 @@
  * The plan store on DynamoDB Local: the shared contract suite (`planStoreContract`, with its
  * concurrency tests) on a fresh table, then what only this store has: its items (listed under the
  * account's partition without an index, the order's item holding its one plan or rental, integers
- * kept as DynamoDB numbers). One DynamoDB Local serves the file; it is stopped after it.
+ * kept as DynamoDB numbers, the renewing index holding exactly the renewing plans). One DynamoDB Local serves the file; it is stopped after it.
  */
 import { GetItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb"
 import { assert, layer } from "@effect/vitest"
@@ -71,7 +71,9 @@ layer(StoreAndTable, { excludeTestServices: true, timeout: "60 seconds" })("Plan
         cancel_at_period_end: false,
         current_period_start: at(0),
         current_period_end: at(720 * HOUR),
-        created_at: at(0)
+        created_at: at(0),
+        card_reference: null,
+        renewal_error: null
       }
       const rental: RentalRecord = {
         id: yield* generateId("rent"),
@@ -104,6 +106,51 @@ layer(StoreAndTable, { excludeTestServices: true, timeout: "60 seconds" })("Plan
       yield* store.setRenewal(account, plan.id, { auto_renews: false, cancel_at_period_end: true })
       assert.deepStrictEqual(yield* store.subscriptions(account), [{ ...plan, cancel_at_period_end: true }])
       assert.deepStrictEqual(yield* store.rentals(account), [rental])
+    }))
+
+  it.effect("the renewing index holds a plan's item exactly while it renews, keyed by its period end", () =>
+    Effect.gen(function*() {
+      const store = yield* PlanStore
+      const account = yield* generateId("acct")
+      const plan: SubscriptionRecord = {
+        id: yield* generateId("sub"),
+        account_id: account,
+        order_id: yield* generateId("ord"),
+        machine_id: "m-1",
+        plan_id: "builder",
+        paid_with: "card",
+        auto_renews: true,
+        cancel_at_period_end: false,
+        current_period_start: at(0),
+        current_period_end: at(720 * HOUR),
+        created_at: at(0),
+        card_reference: "pm_1",
+        renewal_error: null
+      }
+      const indexed = (end: string) => Effect.map(rawItem(PlanKeys.renewing(end, plan.id)), (item) => item?.subscription_id?.S)
+      yield* store.insertSubscription(plan)
+      assert.strictEqual(yield* indexed(plan.current_period_end), plan.id)
+      yield* store.setRenewal(account, plan.id, { auto_renews: false, cancel_at_period_end: true })
+      assert.isUndefined(yield* indexed(plan.current_period_end))
+      yield* store.setRenewal(account, plan.id, { auto_renews: true, cancel_at_period_end: false })
+      assert.strictEqual(yield* indexed(plan.current_period_end), plan.id)
+      const order = yield* generateId("ord")
+      const next = at(1440 * HOUR)
+      assert.strictEqual(
+        yield* store.renew({
+          subscription_id: plan.id,
+          order_id: order,
+          after_period_end: plan.current_period_end,
+          current_period_start: plan.current_period_end,
+          current_period_end: next
+        }),
+        "renewed"
+      )
+      assert.strictEqual((yield* rawItem(PlanKeys.renewalOrder(order)))?.subscription_id?.S, plan.id)
+      assert.isUndefined(yield* indexed(plan.current_period_end))
+      assert.strictEqual(yield* indexed(next), plan.id)
+      assert.isTrue(yield* store.failRenewal(plan.id, next, "declined"))
+      assert.isUndefined(yield* indexed(next))
     }))
 
   it.effect("a rental replayed for its order with a new id writes no item of that id", () =>
