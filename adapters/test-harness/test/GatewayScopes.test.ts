@@ -47,7 +47,7 @@ const scopedKey = (scope: "plan" | "rental", endsAt: number) =>
     if (scope === "plan") {
       yield* plans.insertSubscription({
         ...common, plan_id: "p", paid_with: "card", auto_renews: true, cancel_at_period_end: false,
-        current_period_start: start, current_period_end: end
+        current_period_start: start, current_period_end: end, card_reference: null, renewal_error: null
       })
     } else {
       yield* plans.insertRental({ ...common, cpu_cores: 1, memory_gb: 1, gpu: 0, storage_gb: 0, hours: 2, starts_at: start, ends_at: end })

@@ -5,6 +5,7 @@
  * (`PlatformStores`) to the use-cases (`PlatformServices`) and serves it (Node server or web
  * handler).
  */
+import { PlanRenewer, type PlanRenewerOptions } from "../plans/Renewals.ts"
 import { Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
@@ -71,6 +72,8 @@ export interface PlatformOptions {
   readonly healthCheck?: Partial<HealthCheckerOptions> | undefined
   /** Expire reservations whose call never came back (ReservationSweeper.ts). Off unless set. */
   readonly sweepReservations?: Partial<ReservationSweeperOptions> | undefined
+  /** Renew card plans whose period has ended (plans/Renewals.ts). Off unless set. */
+  readonly renewPlans?: Partial<PlanRenewerOptions> | undefined
   /**
    * How the gateway and the health checker talk to machines. Default: `fetch` (MachineHttp.ts,
    * any runtime; Lambda keeps it); the Node shell gives its node:http client (MachineNodeHttp.ts).
@@ -181,7 +184,10 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
   const sweeper = options.sweepReservations === undefined
     ? Layer.empty
     : ReservationSweeper.layer(options.sweepReservations).pipe(Layer.provide(money))
-  return Layer.mergeAll(ApiKeys.layer, money, billing, gateway, sweeper, HealPaidOrders.pipe(Layer.provide(money))).pipe(
+  const renewer = options.renewPlans === undefined
+    ? Layer.empty
+    : PlanRenewer.layer(options.renewPlans).pipe(Layer.provide(Layer.mergeAll(money, rails, alerts)))
+  return Layer.mergeAll(ApiKeys.layer, money, billing, gateway, sweeper, renewer, HealPaidOrders.pipe(Layer.provide(money))).pipe(
     Layer.provideMerge(Catalogue.layer(config))
   )
 }

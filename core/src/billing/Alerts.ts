@@ -86,6 +86,15 @@ export const autoReloadFailedAlert = (period: string, orderId: string, reason: s
   message: `Automatic top-up failed: ${reason} Automatic top-ups wait until the settings are changed or a card is saved.`
 })
 
+/** A card plan's renewal failed: the plan ends at its period's end (docs/plans.md "Renewals"). */
+export const planRenewalFailedAlert = (period: string, subscriptionId: string, planName: string, reason: string): AlertDraft => ({
+  kind: "plan_renewal_failed",
+  target: subscriptionId,
+  period,
+  point: 0,
+  message: `The ${planName} plan (${subscriptionId}) was not renewed: ${reason} It has ended; buy it again on the plans page.`
+})
+
 // ---- views and mail -----------------------------------------------------------------------
 
 export const toAlert = (record: AlertRecord): Alert => ({
@@ -105,7 +114,8 @@ const SUBJECTS: Record<AlertRecord["kind"], string> = {
   key_monthly_limit_reached: "A key reached its monthly limit",
   low_balance: "Low balance",
   auto_reload_paid: "Automatic top-up paid",
-  auto_reload_failed: "Automatic top-up failed"
+  auto_reload_failed: "Automatic top-up failed",
+  plan_renewal_failed: "A plan was not renewed"
 }
 
 /** The mail of an alert (plain text: the message holds no link or secret). */

@@ -3,10 +3,12 @@
  * `allowances {free, builder, scale, trial}` per service, made real as ledger grants
  * (ports/LedgerStore.ts GrantClaim).
  *
- * - Every account has its plan's allowance of each service in each UTC month: "allowance:<service>"
- *   with the month as its period, so nothing carries over. Without a plan that is the `free`
- *   column; a plan's column (`builder`, `scale`) replaces it (`allowanceColumn`: the hook the plans
- *   issue fills in).
+ * - Every account has the `free` allowance of each service in each UTC month: "allowance:<service>"
+ *   with the month as its period, so nothing carries over.
+ * - A key scoped to a plan named `builder` or `scale` spends that column instead, per period of
+ *   the plan: "allowance:<service>@<plan id>" with the period's start as its period, so each
+ *   renewal starts a full allowance (docs/plans.md "The plan's allowance"). Another plan's key
+ *   spends the account's monthly `free` allowance like any key.
  * - Every account has the `trial` of each service once: "trial:<service>", period "once".
  * - A priced call claims both, in that order, before its credits (pinned to its machine, then
  *   account-wide): admission holds them in the same store step as the credits and the monthly
@@ -26,8 +28,23 @@ export const trialGrant = (service: string): string => `trial:${service}`
 /** The period of every trial: it is had once. */
 export const TRIAL_PERIOD = "once"
 
-/** Which column of `allowances` an account has each month: `free` until plans exist. */
+/** The columns of `allowances` an allowance is sized by: `free` for every account, the others a plan's. */
 export type AllowanceColumn = "free" | "builder" | "scale"
+
+/** Whose allowance a call spends: the account's of the month, or its key's plan's of the plan's period. */
+export type AllowanceSource =
+  | { readonly _tag: "month" }
+  | { readonly _tag: "plan"; readonly subscription_id: string; readonly period_start: string; readonly column: "builder" | "scale" }
+
+export const MONTHLY_ALLOWANCE: AllowanceSource = { _tag: "month" }
+
+/** The allowance a call of a key scoped to `plan` spends: its column (plan id builder or scale), else the month's. */
+export const planAllowance = (
+  plan: { readonly id: string; readonly plan_id: string; readonly current_period_start: string }
+): AllowanceSource =>
+  plan.plan_id === "builder" || plan.plan_id === "scale"
+    ? { _tag: "plan", subscription_id: plan.id, period_start: plan.current_period_start, column: plan.plan_id }
+    : MONTHLY_ALLOWANCE
 
 /** The micro-credits of each service's allowance (by column) and trial, from the price table. */
 export type AllowanceTable = ReadonlyMap<string, Readonly<Record<AllowanceColumn | "trial", bigint>>>
@@ -43,18 +60,22 @@ export const allowanceTable = (catalogue: Pick<CatalogueConfig, "prices">): Allo
 
 /**
  * The grants a priced call of `service` in `month` (YYYY-MM) takes from before credits: the
- * month's allowance of `column`, then the trial; those of size 0 left out.
+ * allowance of `source` (the month's, or the plan's period's), then the trial; those of size 0
+ * left out.
  */
 export const grantClaims = (
   table: AllowanceTable,
   service: string,
   month: string,
-  column: AllowanceColumn = "free"
+  source: AllowanceSource = MONTHLY_ALLOWANCE
 ): ReadonlyArray<GrantClaim> => {
   const allowances = table.get(service)
   if (allowances === undefined) return []
+  const allowance: GrantClaim = source._tag === "month"
+    ? { grant: allowanceGrant(service), period: month, size: allowances.free }
+    : { grant: `${allowanceGrant(service)}@${source.subscription_id}`, period: source.period_start, size: allowances[source.column] }
   const claims: Array<GrantClaim> = [
-    { grant: allowanceGrant(service), period: month, size: allowances[column] },
+    allowance,
     { grant: trialGrant(service), period: TRIAL_PERIOD, size: allowances.trial }
   ]
   return claims.filter((c) => c.size > 0n)

@@ -143,7 +143,8 @@ const ALERT_NAMES: Record<Alert["kind"], string> = {
   key_monthly_limit_reached: "Key limit reached",
   low_balance: "Low balance",
   auto_reload_paid: "Automatic top-up paid",
-  auto_reload_failed: "Automatic top-up failed"
+  auto_reload_failed: "Automatic top-up failed",
+  plan_renewal_failed: "A plan was not renewed"
 }
 
 const alertsList = (alerts: ReadonlyArray<Alert>) =>

@@ -21,7 +21,7 @@ import { Effect, Schema } from "effect"
 import { ApiKeys, type Caller, TOUCH_INTERVAL_MS } from "../ApiKeys.ts"
 import { makeBatcher } from "../Batcher.ts"
 import type { CatalogueConfig, MachineConfig } from "../CatalogueConfig.ts"
-import { allowanceTable, grantClaims } from "../billing/Allowances.ts"
+import { type AllowanceSource, allowanceTable, grantClaims } from "../billing/Allowances.ts"
 import { budgetClaims, monthOf } from "../billing/Limits.ts"
 import { monthlyLimitAt, rpmAt, tierTable } from "../billing/Tiers.ts"
 import { inferenceError } from "../Errors.ts"
@@ -61,6 +61,8 @@ export interface Candidate {
   readonly bound: bigint | undefined
   /** The call's service: its allowance and trial are taken from first. */
   readonly service: string
+  /** Whose allowance of the service: the month's, or the key's plan's (billing/Allowances.ts). */
+  readonly allowance: AllowanceSource
 }
 
 export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfig, settlement: Settlement) =>
@@ -85,14 +87,14 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
      * What a priced call of `caller` on `service` admitted at `now` reserves against: the monthly
      * limits it counts against (billing/Limits.ts budgetClaims: the account's, at the tier's limit
      * unless it set its own, and the key's, in the UTC month of `now`) and the grants it takes
-     * from first (billing/Allowances.ts grantClaims: the month's allowance, the trial).
+     * from first (billing/Allowances.ts grantClaims: the allowance of `allowance`, the trial).
      */
-    const claimsOf = (caller: Caller, service: string, now: number, bought: bigint) => ({
+    const claimsOf = (caller: Caller, service: string, now: number, bought: bigint, allowance: AllowanceSource) => ({
       budgets: budgetClaims(caller.key.id, monthOf(now), monthlyLimitAt(tiers, bought)),
-      grants: grantClaims(allowances, service, monthOf(now))
+      grants: grantClaims(allowances, service, monthOf(now), allowance)
     })
-    const claimsFor = (caller: Caller, service: string, now: number) =>
-      Effect.map(purchasedOf(caller.account.id, now), (bought) => claimsOf(caller, service, now, bought))
+    const claimsFor = (caller: Caller, service: string, now: number, allowance: AllowanceSource) =>
+      Effect.map(purchasedOf(caller.account.id, now), (bought) => claimsOf(caller, service, now, bought, allowance))
 
     // -- per key, in process: when admission last recorded its use (last_used_at at most once per
     // TOUCH_INTERVAL_MS) and when it last admitted a call (speculative dispatch) --
@@ -120,7 +122,7 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
     const admissions = makeBatcher((batch: ReadonlyArray<Admission>) => store.admit(batch), config.storeBatch)
 
     /** Admits a call: its first reservation (undefined when it reserves nothing), or why not. */
-    const admit = ({ bound, caller, endpoint, first, now, service }: Candidate) =>
+    const admit = ({ allowance, bound, caller, endpoint, first, now, service }: Candidate) =>
       Effect.gen(function*() {
         const ref = bound === undefined ? undefined : yield* generateId("usage")
         const expiresAt = now + config.reservationTtlMs
@@ -145,7 +147,7 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
               amount: bound,
               created_at: Time.toTimestamp(now),
               expires_at: Time.toTimestamp(expiresAt),
-              ...claimsOf(caller, service, now, bought)
+              ...claimsOf(caller, service, now, bought, allowance)
             }
           }))
           if (admission._tag === "KeyRevoked") {

@@ -7,6 +7,7 @@
  * Failures feed the failure accounting of Cooldown.ts: a machine that fails a call becomes
  * suspect (a canary decides), it is never cooled down by a client's call alone.
  */
+import { type AllowanceSource, MONTHLY_ALLOWANCE, planAllowance } from "../billing/Allowances.ts"
 import { Effect, Option, type Result } from "effect"
 import type { Caller } from "../ApiKeys.ts"
 import type { CatalogueConfig, MachineConfig } from "../CatalogueConfig.ts"
@@ -71,10 +72,11 @@ export const makeDispatch = (config: DispatchConfig, catalogue: CatalogueConfig,
     /**
      * The machine a key is bound to, or null: its own pin, or its plan's or rental's machine while
      * the plan or rental is active (docs/plans.md "Keys scoped to a plan or a rental": else 403
-     * subscription_inactive or rental_ended, and 403 model_not_in_plan for a model not in the plan).
+     * subscription_inactive or rental_ended, and 403 model_not_in_plan for a model not in the plan);
+     * and whose allowance its calls spend (the plan's, or the account's month's).
      */
     const keyMachineOf = (caller: Caller, call: ValidCall, now: number) =>
-      Effect.gen(function*() {
+      Effect.gen(function*(): Effect.fn.Return<{ readonly machine: string | null; readonly allowance: AllowanceSource }, InferenceError> {
         const key = caller.key
         if (key.subscription_id !== null) {
           const plan = yield* plans.subscription(key.subscription_id)
@@ -91,23 +93,31 @@ export const makeDispatch = (config: DispatchConfig, catalogue: CatalogueConfig,
               }.`
             )
           }
-          return plan.machine_id
+          return { machine: plan.machine_id, allowance: planAllowance(plan) }
         }
         if (key.rental_id !== null) {
           const rental = yield* plans.rental(key.rental_id)
           if (rental === undefined || rentalView(rental, now).status !== "active") {
             return yield* inferenceError(403, "rental_ended", `The rental behind this key (${key.rental_id}) is not running.`)
           }
-          return rental.machine_id
+          return { machine: rental.machine_id, allowance: MONTHLY_ALLOWANCE }
         }
-        return key.machine_id
+        return { machine: key.machine_id, allowance: MONTHLY_ALLOWANCE }
       })
 
-    /** The machines that may take the call, best first (docs/gateway.md "Routing", step 3). */
+    /**
+     * The machines that may take the call, best first (docs/gateway.md "Routing", step 3), and
+     * whose allowance the call spends.
+     */
     const candidatesFor = (call: ValidCall, caller: Caller, now: number) =>
       Effect.gen(function*() {
+        const { allowance, machine: keyMachine } = yield* keyMachineOf(caller, call, now)
+        return { allowance, machines: yield* machinesFor(call, keyMachine, now) }
+      })
+
+    const machinesFor = (call: ValidCall, keyMachine: string | null, now: number) =>
+      Effect.gen(function*() {
         const model = call.model
-        const keyMachine = yield* keyMachineOf(caller, call, now)
         if (call.machine !== undefined && keyMachine !== null && call.machine !== keyMachine) {
           return yield* inferenceError(
             403,

@@ -10,6 +10,7 @@ import * as Errors from "../Errors.ts"
 import { creditsToMicro, MICRO_PER_CREDIT, microToCredits } from "../Money.ts"
 import type { CreateOrder, OrderType, Quote } from "../Orders.ts"
 import { rentalPrice, subscriptionPrice } from "../plans/Offers.ts"
+import { RENEWAL_ORDER_DAYS } from "../plans/Plans.ts"
 import type { OrderDetails } from "../ports/OrderStore.ts"
 import { centsToUsd, CURRENCY, formatCredits } from "./OrderRules.ts"
 
@@ -97,21 +98,21 @@ export const makePricing = (catalogue: Catalogue["Service"]) => {
         } satisfies Priced
       }
       case "subscription": {
-        if (body.renew_subscription_id !== undefined) {
-          // docs/plans.md "Not built yet": renewals come with the renewal job.
-          return yield* Errors.badRequest("invalid_request", "renew_subscription_id: renewing a plan by order is not available yet.")
-        }
         const machine = yield* offeringMachine(body.machine_id)
-        const { amount_cents, period_days, plan } = yield* subscriptionPrice(machine, body)
+        const renewing = body.renew_subscription_id ?? null
+        // A renewal order adds RENEWAL_ORDER_DAYS, priced pro rata of the plan's period.
+        const { amount_cents, period_days, plan } = yield* subscriptionPrice(machine, body, renewing === null ? undefined : RENEWAL_ORDER_DAYS)
         return {
           type: "subscription",
-          title: `${plan.name} plan on ${machine.name}, ${period_days} days`,
+          title: renewing === null
+            ? `${plan.name} plan on ${machine.name}, ${period_days} days`
+            : `${plan.name} plan on ${machine.name}: ${period_days} more days (${renewing})`,
           amount_cents,
           credits: 0n,
           machine_id: machine.id,
           package_id: null,
           gift: false,
-          details: { kind: "subscription", plan_id: plan.id, period_days, renew_subscription_id: null }
+          details: { kind: "subscription", plan_id: plan.id, period_days, renew_subscription_id: renewing }
         } satisfies Priced
       }
     }

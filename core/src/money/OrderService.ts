@@ -132,6 +132,12 @@ export class Orders extends Context.Service<Orders, {
   readonly charging: Effect.Effect<Charging>
   /** Completes the fulfilment of paid orders that have no receipt yet (after a crash); returns how many. */
   readonly healPaid: Effect.Effect<number>
+  /**
+   * An order charged off-session (a plan's renewal on its saved card): stored unless it is
+   * already, marked paid at `paidAt` and fulfilled. Idempotent on the order's id, so a process
+   * resuming the same charge records nothing twice. Answers the order as stored.
+   */
+  readonly recordOffSessionPayment: (order: OrderRecord, paidAt: number) => Effect.Effect<OrderRecord>
 }>()("@model-platform/core/OrderService/Orders") {
   static readonly layer: Layer.Layer<
     Orders,
@@ -225,6 +231,9 @@ const makeOrders = Effect.gen(function*() {
 
   const create = Effect.fn("Orders.create")(function*(caller: Caller, body: CreateOrder) {
     const priced = yield* price(body)
+    if (body.type === "subscription" && body.renew_subscription_id !== undefined) {
+      yield* plans.checkRenewal(caller.account.id, { ...body, renew_subscription_id: body.renew_subscription_id })
+    }
     const now = yield* nowMillis
     const order: OrderRecord = {
       id: yield* generateId("ord"),
@@ -376,7 +385,7 @@ const makeOrders = Effect.gen(function*() {
 
   // ---- fulfilment: idempotent, so it runs after every completion, first or replayed ----
 
-  const fulfil = Effect.fnUntraced(function*(order: OrderRecord) {
+  const fulfil = Effect.fnUntraced(function*(order: OrderRecord, cardReference: string | null = null) {
     if (order.status !== "paid" || order.paid_at === null || order.paid_with === null) return
     if (order.gift) {
       yield* store.issueTicket({
@@ -398,7 +407,7 @@ const makeOrders = Effect.gen(function*() {
       })
     }
     // A rental or a plan (once per order: docs/plans.md).
-    yield* plans.fulfil(order)
+    yield* plans.fulfil(order, cardReference)
     // Last: a paid order without a receipt is one whose fulfilment was cut short (healPaid).
     yield* store.insertReceipt({
       id: yield* generateId("rcpt"),
@@ -416,10 +425,10 @@ const makeOrders = Effect.gen(function*() {
   })
 
   /** Reads the order back after a markPaid attempt and fulfils it when it is paid. */
-  const settleOrder = Effect.fnUntraced(function*(orderId: string) {
+  const settleOrder = Effect.fnUntraced(function*(orderId: string, cardReference: string | null = null) {
     const order = yield* store.findOrder(orderId)
     if (order === undefined) return yield* Effect.die(new Error(`order ${orderId} vanished`))
-    yield* fulfil(order)
+    yield* fulfil(order, cardReference)
     return order
   })
 
@@ -466,9 +475,13 @@ const makeOrders = Effect.gen(function*() {
     if (outcome._tag === "Declined") {
       return { ...outcome, checkout: checkoutInfo(order, now) } satisfies CardPaymentResult
     }
+    // A new plan's card is saved for its renewals (docs/plans.md "Renewals"); declined to save: none.
+    const saved = order.details?.kind === "subscription" && order.details.renew_subscription_id === null
+      ? yield* processor.saveCard(order.account_id, card)
+      : undefined
     const paidAt = yield* nowMillis
     yield* store.markPaid(order.id, "card", Time.toTimestamp(paidAt))
-    const after = yield* settleOrder(order.id)
+    const after = yield* settleOrder(order.id, saved?._tag === "Saved" ? saved.reference : null)
     // Lost to the window closing between the check and the write: nothing was granted. (A real
     // processor would void the authorisation here; the test processor moves no money.)
     if (after.status !== "paid") return expiredResult(after, paidAt)
@@ -553,9 +566,21 @@ const makeOrders = Effect.gen(function*() {
 
   const healPaid = Effect.gen(function*() {
     const orders = yield* store.unfulfilled(100)
-    yield* Effect.forEach(orders, fulfil, { discard: true })
+    yield* Effect.forEach(orders, (order) => fulfil(order), { discard: true })
     return orders.length
   }).pipe(Effect.withSpan("Orders.healPaid"))
+
+  const recordOffSessionPayment = Effect.fn("Orders.recordOffSessionPayment")(function*(order: OrderRecord, paidAt: number) {
+    if ((yield* store.findOrder(order.id)) === undefined) {
+      // Another process resuming the same charge may have inserted it meanwhile: then it is there.
+      yield* store.insertOrder(order).pipe(
+        Effect.catchDefect((defect) =>
+          Effect.flatMap(store.findOrder(order.id), (found) => (found === undefined ? Effect.die(defect) : Effect.void)))
+      )
+    }
+    yield* store.markPaid(order.id, "card", Time.toTimestamp(paidAt))
+    return yield* settleOrder(order.id)
+  })
 
   return Orders.of({
     quote,
@@ -571,6 +596,7 @@ const makeOrders = Effect.gen(function*() {
     receipt,
     purchasedCredits: (accountId) => store.purchasedCredits(accountId),
     charging: Effect.map(nowMillis, (now) => chargingGate(payments, now)),
-    healPaid
+    healPaid,
+    recordOffSessionPayment
   })
 })

@@ -126,8 +126,11 @@ export interface SubscriptionPrice {
   readonly amount_cents: bigint
 }
 
-/** The price of one period of `body.plan_id` on `machine` (400 naming machine_id or plan_id). */
-export const subscriptionPrice = (machine: MachineConfig, body: SubscriptionOrderBody) =>
+/**
+ * The price of one period of `body.plan_id` on `machine` (400 naming machine_id or plan_id), or of
+ * `days` of it (pro rata of its period, rounded up like every price).
+ */
+export const subscriptionPrice = (machine: MachineConfig, body: Pick<SubscriptionOrderBody, "plan_id">, days?: number) =>
   Effect.gen(function*() {
     const offer = subscribeOfferOf(machine)
     if (offer === undefined) return yield* fieldError("machine_id", `machine "${machine.id}" offers no plans`)
@@ -137,5 +140,8 @@ export const subscriptionPrice = (machine: MachineConfig, body: SubscriptionOrde
     }
     const micro = microUsd(plan.usd_per_period)
     if (micro === undefined) return yield* fieldError("plan_id", `plan "${plan.id}" has a price that cannot be charged exactly`)
-    return { plan, period_days: offer.period_days, amount_cents: centsOf(micro) } satisfies SubscriptionPrice
+    if (days === undefined) return { plan, period_days: offer.period_days, amount_cents: centsOf(micro) } satisfies SubscriptionPrice
+    const period = BigInt(offer.period_days)
+    const prorated = (micro * BigInt(days) + period - 1n) / period
+    return { plan, period_days: days, amount_cents: centsOf(prorated) } satisfies SubscriptionPrice
   })

@@ -1,13 +1,17 @@
 /**
  * Plans (subscriptions to a machine) and rentals (docs/plans.md): what paying an order of one
- * makes, how each is shown, and cancelling and resuming a plan.
+ * makes, how each is shown, cancelling and resuming a plan, and renewing it by order.
  *
  * - Paying a subscription order makes a plan of its machine and plan, its first period from the
  *   payment for `period_days`; paying a rental order makes a rental from the payment for its hours.
  *   Once per order (PlanStore is unique per order id), so a replayed payment makes nothing new.
- * - Statuses are derived when shown: a plan is `active` until current_period_end, then `ended`
- *   (until renewals are built, a plan is not renewed); a rental is `scheduled` before starts_at,
- *   `active` until ends_at, then `ended`.
+ * - Paying a renewal order (`renew_subscription_id`) moves the plan to its next period: from the
+ *   end of the current one while the plan is active, else from the payment. Once per order
+ *   (PlanStore.renew).
+ * - Statuses are derived when shown (PlanStates.ts phases): `active` until current_period_end,
+ *   and for a plan that renews by itself up to RENEWAL_GRACE_MS longer while its card is charged
+ *   (plans/Renewals.ts); then `ended`. A rental is `scheduled` before starts_at, `active` until
+ *   ends_at, then `ended`.
  * - Card plans renew by themselves (`auto_renews` true); stablecoin plans are renewed by an order
  *   (`auto_renews` false). Cancel and resume are for card plans only, as the spec says: cancel
  *   keeps the plan active with `cancel_at_period_end` and `auto_renews` false; resume undoes it.
@@ -19,32 +23,55 @@ import { generateId } from "../Keys.ts"
 import type { OrderRecord } from "../ports/OrderStore.ts"
 import { PlanStore, type RentalRecord, type SubscriptionRecord } from "../ports/PlanStore.ts"
 import * as Time from "../Time.ts"
-import { applyPlanEvent, type PlanState, startState } from "./PlanStates.ts"
+import { applyPlanEvent, type PlanPhase, type PlanState, startState, statusOf } from "./PlanStates.ts"
 import type { PlanChange, Rental, RentalList, Subscription, SubscriptionList } from "./Schemas.ts"
 
 const DAY_MS = 24 * 60 * 60 * 1000
 const HOUR_MS = 60 * 60 * 1000
 
+/** How long past its period's end a plan that renews by itself stays active while its card is charged. */
+export const RENEWAL_GRACE_MS = DAY_MS
+
+/** What a renewal order adds (the spec: "Plan renewal by stablecoin extends by 30 days"). */
+export const RENEWAL_ORDER_DAYS = 30
+
 // ---- rules ---------------------------------------------------------------------------------
 
-/** A plan's state at `now` (PlanStates.ts): its period's end has passed, or not. */
+/** A plan's phase at `now` (PlanStates.ts), from the times kept. */
+export const planPhase = (r: SubscriptionRecord, now: number): PlanPhase => {
+  const end = Date.parse(r.current_period_end)
+  return now < end ? "current" : r.auto_renews && now < end + RENEWAL_GRACE_MS ? "due" : "ended"
+}
+
+/** A plan's state at `now` (PlanStates.ts). */
 export const planState = (r: SubscriptionRecord, now: number): PlanState => ({
-  status: now < Date.parse(r.current_period_end) ? "active" : "ended",
+  phase: planPhase(r, now),
   paid_with: r.paid_with,
   auto_renews: r.auto_renews,
   cancel_at_period_end: r.cancel_at_period_end
 })
+
+/**
+ * The period a renewal paid at `paidAt` gives for `days`: on from the current period's end while
+ * the plan is active (so no time is lost or paid twice), else from the payment.
+ */
+export const nextPeriod = (r: SubscriptionRecord, paidAt: number, days: number) => {
+  const start = planPhase(r, paidAt) === "ended" ? paidAt : Date.parse(r.current_period_end)
+  return { current_period_start: Time.toTimestamp(start), current_period_end: Time.toTimestamp(start + days * DAY_MS) }
+}
 
 /** A plan as GET /subscriptions shows it at `now`. */
 export const subscriptionView = (r: SubscriptionRecord, now: number): Subscription => ({
   id: r.id,
   machine_id: r.machine_id,
   plan_id: r.plan_id,
-  status: planState(r, now).status,
+  status: statusOf(planPhase(r, now)),
   auto_renews: r.auto_renews,
   cancel_at_period_end: r.cancel_at_period_end,
+  current_period_start: r.current_period_start,
   current_period_end: r.current_period_end,
-  paid_with: r.paid_with
+  paid_with: r.paid_with,
+  renewal_error: r.renewal_error
 })
 
 /** A rental as GET /rentals shows it at `now`. */
@@ -63,16 +90,19 @@ export const rentalView = (r: RentalRecord, now: number): Rental => ({
 
 /**
  * The plan or the rental that paying `order` makes, with `id` (a fresh id: the store keeps the
- * first one made for the order), or undefined for an order of credits or a package.
+ * first one made for the order) and the card saved at its checkout (a card plan's renewals are
+ * charged to it), or undefined for an order of credits or a package, or a renewal.
  */
 export const recordOfPaidOrder = (
   order: OrderRecord,
-  id: string
+  id: string,
+  cardReference: string | null
 ): { readonly plan: SubscriptionRecord } | { readonly rental: RentalRecord } | undefined => {
   const details = order.details
   if (details === null || order.paid_at === null || order.paid_with === null || order.machine_id === null) return undefined
   const paidAt = Date.parse(order.paid_at)
   if (details.kind === "subscription") {
+    if (details.renew_subscription_id !== null) return undefined
     const start = startState(order.paid_with)
     return {
       plan: {
@@ -86,7 +116,9 @@ export const recordOfPaidOrder = (
         cancel_at_period_end: start.cancel_at_period_end,
         current_period_start: order.paid_at,
         current_period_end: Time.toTimestamp(paidAt + details.period_days * DAY_MS),
-        created_at: order.paid_at
+        created_at: order.paid_at,
+        card_reference: order.paid_with === "card" ? cardReference : null,
+        renewal_error: null
       }
     }
   }
@@ -114,12 +146,62 @@ export const recordOfPaidOrder = (
 export const makePlans = Effect.gen(function*() {
   const store = yield* PlanStore
 
-  /** Makes the plan or rental a paid order buys (once per order); nothing for other orders. */
-  const fulfil = Effect.fn("Plans.fulfil")(function*(order: OrderRecord) {
-    const made = recordOfPaidOrder(order, yield* generateId(order.details?.kind === "rental" ? "rent" : "sub"))
+  /** Moves the plan a paid renewal order renews to its next period, once per order. */
+  const renewByOrder = Effect.fnUntraced(function*(order: OrderRecord, subscriptionId: string, days: number) {
+    const paidAt = Date.parse(order.paid_at ?? "")
+    // "stale": another renewal moved the period meanwhile; compute again from the plan as it is.
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const plan = yield* store.subscription(subscriptionId)
+      if (plan === undefined) return yield* Effect.die(new Error(`renewal order ${order.id}: no plan ${subscriptionId}`))
+      const outcome = yield* store.renew({
+        subscription_id: plan.id,
+        order_id: order.id,
+        after_period_end: plan.current_period_end,
+        ...nextPeriod(plan, paidAt, days)
+      })
+      if (outcome !== "stale") return outcome
+    }
+    return yield* Effect.die(new Error(`renewal order ${order.id}: plan ${subscriptionId} kept moving`))
+  })
+
+  /**
+   * Makes the plan or rental a paid order buys, or renews the plan it renews (once per order);
+   * nothing for other orders. `cardReference`: the card saved at the order's checkout.
+   */
+  const fulfil = Effect.fn("Plans.fulfil")(function*(order: OrderRecord, cardReference: string | null = null) {
+    const details = order.details
+    if (details?.kind === "subscription" && details.renew_subscription_id !== null) {
+      if (order.status === "paid") yield* renewByOrder(order, details.renew_subscription_id, details.period_days)
+      return
+    }
+    const made = recordOfPaidOrder(order, yield* generateId(details?.kind === "rental" ? "rent" : "sub"), cardReference)
     if (made === undefined) return
     if ("plan" in made) yield* store.insertSubscription(made.plan)
     else yield* store.insertRental(made.rental)
+  })
+
+  /**
+   * A renewal order may renew only a stablecoin plan of the account, of the machine and plan it
+   * names (404 subscription_not_found; else 400 naming renew_subscription_id).
+   */
+  const checkRenewal = Effect.fn("Plans.checkRenewal")(function*(
+    accountId: string,
+    body: { readonly renew_subscription_id: string; readonly machine_id: string; readonly plan_id: string }
+  ) {
+    const id = body.renew_subscription_id
+    const plan = yield* store.subscription(id)
+    if (plan === undefined || plan.account_id !== accountId) {
+      return yield* Errors.notFound("subscription_not_found", `No plan "${id}" in this account.`)
+    }
+    if (plan.paid_with !== "stablecoin") {
+      return yield* Errors.badRequest("invalid_request", `renew_subscription_id: plan ${id} is paid by card and renews by itself.`)
+    }
+    if (plan.machine_id !== body.machine_id || plan.plan_id !== body.plan_id) {
+      return yield* Errors.badRequest(
+        "invalid_request",
+        `renew_subscription_id: plan ${id} is "${plan.plan_id}" on "${plan.machine_id}"; the order must name that machine_id and plan_id.`
+      )
+    }
   })
 
   const subscriptions = Effect.fn("Plans.subscriptions")(function*(caller: Caller) {
@@ -148,6 +230,8 @@ export const makePlans = Effect.gen(function*() {
           "invalid_request",
           move.reason === "ended"
             ? `The plan ${id} has ended; it cannot be ${cancel ? "cancelled" : "resumed"}.`
+            : move.reason === "renewing"
+            ? `The plan ${id} is being renewed now; try again in a minute.`
             : `Only card plans can be ${cancel ? "cancelled" : "resumed"}: plan ${id} is paid by stablecoin and ends at its period's end unless renewed by an order.`
         )
       }
@@ -163,7 +247,7 @@ export const makePlans = Effect.gen(function*() {
       } satisfies PlanChange
     })
 
-  return { fulfil, subscriptions, rentals, cancel: setRenewal(true), resume: setRenewal(false) } as const
+  return { fulfil, checkRenewal, subscriptions, rentals, cancel: setRenewal(true), resume: setRenewal(false) } as const
 })
 
 export type PlansService = Effect.Success<typeof makePlans>

@@ -7,8 +7,9 @@ import { PaymentMethod } from "../Orders.ts"
 import { Timestamp } from "../Time.ts"
 
 /**
- * active is observed. ended (ours): the period ran out without renewal, after a cancel or an unpaid
- * renewal. A cancelled plan stays active, with cancel_at_period_end, until current_period_end.
+ * active is observed. ended (ours): the period ran out without renewal, after a cancel or a failed
+ * renewal. A cancelled plan stays active, with cancel_at_period_end, until current_period_end; a
+ * plan that renews by itself stays active past it while its card is charged (docs/plans.md).
  */
 export const SubscriptionStatusValues = ["active", "ended"] as const
 export const SubscriptionStatus = Schema.Literals(SubscriptionStatusValues)
@@ -22,8 +23,11 @@ export const Subscription = Schema.Struct({
   /** Card plans renew by themselves; stablecoin plans are renewed by a new order. */
   auto_renews: Schema.Boolean,
   cancel_at_period_end: Schema.Boolean,
+  current_period_start: Timestamp,
   current_period_end: Timestamp,
-  paid_with: PaymentMethod
+  paid_with: PaymentMethod,
+  /** Why the last renewal by card failed (the plan then ended), or null. */
+  renewal_error: Schema.NullOr(Schema.String)
 })
 export type Subscription = typeof Subscription.Type
 

@@ -24,7 +24,8 @@ export const ALERT_KINDS = [
   "key_monthly_limit_reached",
   "low_balance",
   "auto_reload_paid",
-  "auto_reload_failed"
+  "auto_reload_failed",
+  "plan_renewal_failed"
 ] as const
 export type AlertKind = (typeof ALERT_KINDS)[number]
 
@@ -32,7 +33,7 @@ export interface AlertRecord {
   readonly id: string
   readonly account_id: string
   readonly kind: AlertKind
-  /** What it is about: "account", a key id, or a top-up's order id (docs/billing.md "Alerts"). */
+  /** What it is about: "account", a key id, a top-up's order id, or a plan's id (docs/billing.md "Alerts"). */
   readonly target: string
   /** The UTC month it belongs to, YYYY-MM. */
   readonly period: string

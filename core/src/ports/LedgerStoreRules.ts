@@ -55,14 +55,15 @@ export const reservationProblem = (reservation: NewReservation): string | undefi
 }
 
 const GRANT = /^(allowance|trial):[^\s]+$/
-const PERIOD = /^(\d{4}-(0[1-9]|1[0-2])|once)$/
+/** A month, "once" (the trial), or the start of a plan's period (a plan's allowance). */
+const PERIOD = /^(\d{4}-(0[1-9]|1[0-2])|once|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)$/
 
 /** Why a grant and period are not ones a store keeps, or undefined. */
 export const grantProblem = (grant: string, period: string): string | undefined =>
   !GRANT.test(grant)
     ? `a grant is "allowance:<service>" or "trial:<service>", got ${JSON.stringify(grant)}`
     : !PERIOD.test(period)
-    ? `a grant period is YYYY-MM or "once", got ${JSON.stringify(period)}`
+    ? `a grant period is YYYY-MM, "once" or a period's start (an ISO timestamp), got ${JSON.stringify(period)}`
     : undefined
 
 /** Why grant claims (OrderedReservation.grants) must be refused, or undefined. */

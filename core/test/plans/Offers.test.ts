@@ -57,9 +57,12 @@ describe("offers and prices", () => {
   it.effect("plans: one period's price; an unknown plan names plan_id", () =>
     Effect.gen(function*() {
       const m = machine({ subscribe })
-      const plan = yield* subscriptionPrice(m, { type: "subscription", machine_id: "gpu-1", plan_id: "builder" })
+      const plan = yield* subscriptionPrice(m, { plan_id: "builder" })
       expect([plan.amount_cents, plan.period_days, plan.plan.id]).toEqual([2000n, 30, "builder"])
-      const exit = yield* Effect.exit(subscriptionPrice(m, { type: "subscription", machine_id: "gpu-1", plan_id: "gold" }))
+      // A renewal order's days, pro rata of the period, rounded up: $20 per 30 days for 7 is $4.666… -> $4.67.
+      const week = yield* subscriptionPrice(m, { plan_id: "builder" }, 7)
+      expect([week.amount_cents, week.period_days]).toEqual([467n, 7])
+      const exit = yield* Effect.exit(subscriptionPrice(m, { plan_id: "gold" }))
       expect(Exit.isFailure(exit) && JSON.stringify(exit.cause).includes("plan_id")).toBe(true)
     }))
 
