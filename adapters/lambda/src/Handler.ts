@@ -12,7 +12,7 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context as LambdaContext } from "aws-lambda"
 import { FirstStart, type Owner } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
-import { AppRoutes, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/api/Http"
+import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/api/Http"
 import { errorBody } from "@model-platform/core/api/ErrorShape"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
@@ -105,12 +105,15 @@ const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unk
     ? FirstStart.layer(ownerEmail)
     : FirstStart.layerWithSecret(ownerEmail, ownerSecret)
   const accounts = options.accounts === undefined ? Layer.empty : accountsLayer(options.accounts, options.publicUrl)
-  const runtime = ManagedRuntime.make(Layer.mergeAll(firstStart, accounts).pipe(Layer.provideMerge(services)))
+  const runtime = ManagedRuntime.make(
+    Layer.mergeAll(firstStart, accounts).pipe(Layer.provideMerge(services), Layer.provideMerge(clockLayer(platform)))
+  )
   try {
     const owner = await runtime.runPromise(Effect.flatMap(FirstStart, Effect.succeed))
     const context = await runtime.context()
     const web = HttpRouter.toWebHandler(
-      AppRoutes.pipe(Layer.provide(Layer.succeedContext(context)), Layer.provide(HttpServer.layerServices)),
+      // provideMerge: every request runs in the platform's context, its Clock included (PlatformOptions.clock).
+      AppRoutes.pipe(Layer.provideMerge(Layer.succeedContext(context)), Layer.provide(HttpServer.layerServices)),
       { disableLogger: true, routerConfig: ROUTER_CONFIG }
     )
     return {

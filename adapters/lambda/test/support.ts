@@ -7,7 +7,7 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 import { ApiKeys } from "@model-platform/core/ApiKeys"
-import { cardProcessorLayer } from "@model-platform/core/api/Http"
+import { cardProcessorLayer, type PlatformOptions } from "@model-platform/core/api/Http"
 import { Alerts } from "@model-platform/core/billing/Alerts"
 import { AutoReload } from "@model-platform/core/billing/AutoReload"
 import { TopUps } from "@model-platform/core/billing/TopUp"
@@ -170,7 +170,7 @@ const saveCardOn = (catalogue: CatalogueConfig, dynamo: DynamoSettings): AlertsS
 /** The Lambda handler over a fresh table on its own DynamoDB Local, for the shared HTTP suite. */
 export const startLambda = async (
   catalogue: CatalogueConfig,
-  options: { readonly smtpUrl?: string } = {}
+  options: { readonly smtpUrl?: string; readonly platform?: PlatformOptions } = {}
 ): Promise<StatementsShell & AlertsShell & { readonly startupMs: number; readonly handler: LambdaHandler }> => {
   const local = await startDynamoLocal()
   try {
@@ -179,9 +179,12 @@ export const startLambda = async (
       catalogue,
       ownerEmail: "owner@test.local",
       dynamo,
-      ...(options.smtpUrl === undefined
-        ? {}
-        : { platform: { alertMail: SmtpEmailSender({ url: Redacted.make(options.smtpUrl), from: "billing@platform.test" }) } })
+      platform: {
+        ...options.platform,
+        ...(options.smtpUrl === undefined
+          ? {}
+          : { alertMail: SmtpEmailSender({ url: Redacted.make(options.smtpUrl), from: "billing@platform.test" }) })
+      }
     })
     const close = async () => {
       await handler.dispose()

@@ -6,7 +6,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { FirstStart } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 import { errorBody } from "@model-platform/core/api/ErrorShape"
-import { AppRoutes, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/api/Http"
+import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/api/Http"
 import { MAX_HEADER_BYTES } from "@model-platform/core/Limits"
 import { AccountPagesSettings } from "@model-platform/core/api/AccountRequests"
 import type { EmailSender } from "@model-platform/core/ports/EmailSender"
@@ -82,7 +82,8 @@ export const serverLayer = <E, R>(options: ServerOptions, stores: Layer.Layer<St
     )
   return Layer.mergeAll(http, FirstStart.layer(options.ownerEmail)).pipe(
     Layer.provideMerge(accounts),
-    Layer.provideMerge(services)
+    Layer.provideMerge(services),
+    Layer.provideMerge(clockLayer(options.platform))
   )
 }
 

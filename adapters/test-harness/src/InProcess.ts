@@ -5,7 +5,7 @@
  */
 import { FirstStart } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
-import { AppRoutes, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/api/Http"
+import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/api/Http"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createAccount } from "./Accounts.ts"
@@ -22,11 +22,14 @@ export const startInProcess = async <S extends PlatformStores, E>(
     ? MemoryPlatformStores
     : Layer.merge(MemoryPlatformStores, stores) as Layer.Layer<PlatformStores, E>
   const services = PlatformServices(catalogue, options).pipe(Layer.provideMerge(all))
-  const runtime = ManagedRuntime.make(Layer.mergeAll(services, FirstStart.layer("owner@test.local").pipe(Layer.provide(services))))
+  const runtime = ManagedRuntime.make(
+    Layer.mergeAll(services, FirstStart.layer("owner@test.local").pipe(Layer.provide(services))).pipe(Layer.provideMerge(clockLayer(options)))
+  )
   const owner = await runtime.runPromise(Effect.flatMap(FirstStart, Effect.succeed))
   const context = await runtime.context()
   const { handler, dispose } = HttpRouter.toWebHandler(
-    AppRoutes.pipe(Layer.provide(Layer.succeedContext(context)), Layer.provide(HttpServer.layerServices)),
+    // provideMerge: every request runs in the platform's context, its Clock included (PlatformOptions.clock).
+      AppRoutes.pipe(Layer.provideMerge(Layer.succeedContext(context)), Layer.provide(HttpServer.layerServices)),
     { disableLogger: true, routerConfig: ROUTER_CONFIG }
   )
   return {

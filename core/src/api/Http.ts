@@ -6,7 +6,7 @@
  * handler).
  */
 import { PlanRenewer, type PlanRenewerOptions } from "../plans/Renewals.ts"
-import { Effect, Layer, Schema } from "effect"
+import { Clock, Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { ApiKeys } from "../ApiKeys.ts"
@@ -72,6 +72,11 @@ export interface PlatformOptions {
   readonly healthCheck?: Partial<HealthCheckerOptions> | undefined
   /** Expire reservations whose call never came back (ReservationSweeper.ts). Off unless set. */
   readonly sweepReservations?: Partial<ReservationSweeperOptions> | undefined
+  /**
+   * The platform's time source, when not the system's: tests move it forward (a plan's period
+   * ending, a reservation expiring). Each shell provides it under everything it builds.
+   */
+  readonly clock?: Clock.Clock | undefined
   /** Renew card plans whose period has ended (plans/Renewals.ts). Off unless set. */
   readonly renewPlans?: Partial<PlanRenewerOptions> | undefined
   /**
@@ -91,6 +96,10 @@ export interface PlatformOptions {
    */
   readonly alertMail?: Layer.Layer<EmailSender, unknown> | undefined
 }
+
+/** The platform's clock (PlatformOptions.clock), to provide under everything a shell builds. */
+export const clockLayer = (options: PlatformOptions | undefined): Layer.Layer<never> =>
+  options?.clock === undefined ? Layer.empty : Layer.succeed(Clock.Clock, options.clock)
 
 /** The catalogue names a payment processor this platform does not have: startup stops. */
 export class PlatformConfigError extends Schema.TaggedError<PlatformConfigError>()("PlatformConfigError", {
