@@ -80,7 +80,8 @@ const startPlatform = Effect.gen(function*() {
     ownerEmail: config.ownerEmail,
     publicUrl: Option.getOrUndefined(config.publicUrl),
     ownerSecret,
-    platform: { healthCheck: {}, sweepReservations: {} },
+    // The renewal job runs while a container is thawed, as the sweeper does (plans/Renewals.ts).
+    platform: { healthCheck: {}, sweepReservations: {}, renewPlans: {} },
     dynamo: { tableName: config.tableName, client: makeDocumentClient() }
   })
 })

@@ -64,6 +64,8 @@ const main = Effect.gen(function*() {
       platform: {
         healthCheck: {},
         sweepReservations: {},
+        // Card plans renewed at their period's end (plans/Renewals.ts).
+        renewPlans: {},
         // An in-memory database (tests) keeps no journal unless one is named.
         meteringJournal: Option.isNone(config.meteringJournalDir) && config.dataDir === Database.MEMORY
           ? undefined

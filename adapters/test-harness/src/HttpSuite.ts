@@ -471,7 +471,8 @@ export const platformHttpSuite = (shell: string, start: () => Promise<ShellUnder
         const periodEnd = new Date(Date.parse(paid.paid_at) + 30 * 24 * 3600 * 1000).toISOString()
         expect(listed).toEqual([{
           id: expect.any(String), machine_id: "m-eu-c", plan_id: "basic", status: "active", auto_renews: true,
-          cancel_at_period_end: false, current_period_end: periodEnd, paid_with: "card"
+          cancel_at_period_end: false, current_period_start: paid.paid_at, current_period_end: periodEnd, paid_with: "card",
+          renewal_error: null
         }])
         const id = listed[0].id
         const cancelled = await call("POST", `/subscriptions/${id}/cancel`, { key })

@@ -2,10 +2,12 @@
  * Keys scoped to a plan or a rental at the gateway (docs/plans.md "Keys scoped to a plan or a
  * rental"): while the plan is active, its key calls the plan's models on the plan's machine; a
  * model outside the plan is 403 model_not_in_plan; once the plan's period has ended, 403
- * subscription_inactive; a rental's key calls while the rental runs, then 403 rental_ended.
+ * subscription_inactive (a plan that renews by itself: once its renewal's grace has passed too); a
+ * rental's key calls while the rental runs, then 403 rental_ended.
  */
 import { ApiKeys } from "@model-platform/core/ApiKeys"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
+import { RENEWAL_GRACE_MS } from "@model-platform/core/plans/Plans"
 import { PlanStore } from "@model-platform/core/ports/PlanStore"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -35,7 +37,7 @@ afterAll(async () => {
 })
 
 /** An account with a plan (or a rental) ending at `endsAt` and a key scoped to it; its Authorization header. */
-const scopedKey = (scope: "plan" | "rental", endsAt: number) =>
+const scopedKey = (scope: "plan" | "rental", endsAt: number, autoRenews = false) =>
   Effect.gen(function*() {
     const id = `acct_${Math.random().toString(36).slice(2)}`
     yield* (yield* AccountStore).insert({ id, email: `${id}@test.local`, created_at: new Date().toISOString() })
@@ -46,7 +48,7 @@ const scopedKey = (scope: "plan" | "rental", endsAt: number) =>
     const common = { id: recordId, account_id: id, order_id: `ord_${recordId}`, machine_id: "only", created_at: start }
     if (scope === "plan") {
       yield* plans.insertSubscription({
-        ...common, plan_id: "p", paid_with: "card", auto_renews: true, cancel_at_period_end: false,
+        ...common, plan_id: "p", paid_with: "card", auto_renews: autoRenews, cancel_at_period_end: !autoRenews,
         current_period_start: start, current_period_end: end, card_reference: null, renewal_error: null
       })
     } else {
@@ -75,6 +77,14 @@ describe("keys scoped to a plan or a rental, at the gateway", () => {
   it("once the plan's period has ended: 403 subscription_inactive", async () => {
     const auth = await run(scopedKey("plan", Date.now() - 1))
     const answer = await run(call("/v1/chat/completions", auth, chat))
+    expect([answer.status, codeOf(answer.text)]).toEqual([403, "subscription_inactive"])
+  })
+
+  it("a plan that renews by itself calls on while its renewal is charged, and stops once the grace has passed", async () => {
+    const renewing = await run(scopedKey("plan", Date.now() - 1, true))
+    expect((await run(call("/v1/chat/completions", renewing, chat))).status).toBe(200)
+    const lapsed = await run(scopedKey("plan", Date.now() - RENEWAL_GRACE_MS - 1, true))
+    const answer = await run(call("/v1/chat/completions", lapsed, chat))
     expect([answer.status, codeOf(answer.text)]).toEqual([403, "subscription_inactive"])
   })
 
