@@ -43,7 +43,7 @@ const usd = (n: number) => `$${n.toFixed(2)}`
 
 const planRow = (ctx: PageContext, p: Subscription) => {
   const renewal = p.status === "ended"
-    ? "ended"
+    ? p.renewal_error === null ? "ended" : `ended: not renewed (${p.renewal_error})`
     : p.cancel_at_period_end
     ? `ends ${day(p.current_period_end)}`
     : p.auto_renews
