@@ -18,6 +18,7 @@ import { usageRollupLevels } from "./migrations/0015_usage_rollup_levels.ts"
 import { ledgerCreditEntries } from "./migrations/0016_ledger_credit_entries.ts"
 import { ledgerGrants } from "./migrations/0017_ledger_grants.ts"
 import { plans } from "./migrations/0018_plans.ts"
+import { planRenewals } from "./migrations/0019_plan_renewals.ts"
 
 const accountsKeysIdempotency = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -615,7 +616,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0015_usage_rollup_levels": usageRollupLevels,
   "0016_ledger_credit_entries": ledgerCreditEntries,
   "0017_ledger_grants": ledgerGrants,
-  "0018_plans": plans
+  "0018_plans": plans,
+  "0019_plan_renewals": planRenewals
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */
