@@ -188,8 +188,9 @@ const renewalTests = (it: Vitest.MethodsNonLive<PlanStore>) => {
     it.effect("dueRenewals: the renewing plans ended by then, earliest end first, at most limit", () =>
       Effect.gen(function*() {
         const store = yield* PlanStore
-        // Ends far before any other test's (a shared store): this test's plans come first.
-        const base = -40 * 365 * DAY - Math.floor(Math.random() * 1000) * DAY
+        // Ends before any other test's, and before any earlier run's (a store kept between runs):
+        // the later the run, the earlier its base, so this test's plans come first.
+        const base = -Date.now() - Math.floor(Math.random() * 1000) * HOUR
         const late = yield* stored(base + 3 * HOUR)
         const early = yield* stored(base + HOUR)
         const tieA = yield* stored(base + 2 * HOUR, { id: `sub_a${yield* generateId("x")}` })
