@@ -6,8 +6,8 @@
  *   payment for `period_days`; paying a rental order makes a rental from the payment for its hours.
  *   Once per order (PlanStore is unique per order id), so a replayed payment makes nothing new.
  * - Paying a renewal order (`renew_subscription_id`) moves the plan to its next period: from the
- *   end of the current one while the plan is active, else from the payment. Once per order
- *   (PlanStore.renew).
+ *   end of the current one when paid before it or within a day after it, else from the payment.
+ *   Once per order (PlanStore.renew).
  * - Statuses are derived when shown (PlanStates.ts phases): `active` until current_period_end,
  *   and for a plan that renews by itself up to RENEWAL_GRACE_MS longer while its card is charged
  *   (plans/Renewals.ts); then `ended`. A rental is `scheduled` before starts_at, `active` until
@@ -52,11 +52,13 @@ export const planState = (r: SubscriptionRecord, now: number): PlanState => ({
 })
 
 /**
- * The period a renewal paid at `paidAt` gives for `days`: on from the current period's end while
- * the plan is active (so no time is lost or paid twice), else from the payment.
+ * The period a renewal paid at `paidAt` gives for `days`: on from the current period's end when
+ * paid before it or within RENEWAL_GRACE_MS after it (so no time is lost or paid twice, whatever
+ * happened to the plan's flags meanwhile), else from the payment.
  */
 export const nextPeriod = (r: SubscriptionRecord, paidAt: number, days: number) => {
-  const start = planPhase(r, paidAt) === "ended" ? paidAt : Date.parse(r.current_period_end)
+  const end = Date.parse(r.current_period_end)
+  const start = paidAt < end + RENEWAL_GRACE_MS ? end : paidAt
   return { current_period_start: Time.toTimestamp(start), current_period_end: Time.toTimestamp(start + days * DAY_MS) }
 }
 
