@@ -19,7 +19,7 @@ import { type Mailbox, recipients, startSmtp } from "./LocalSmtp.ts"
  * shows them used), and the calls after them are paid with credits, as the flows need.
  */
 export const flowCatalogue = (demoJson: string, machineUrl: string): CatalogueConfig => {
-  const demo = Effect.runSync(parseCatalogue(demoJson.replaceAll("http://127.0.0.1:8101/v1", machineUrl)))
+  const demo = Effect.runSync(parseCatalogue(demoJson.replace("http://127.0.0.1:8101/v1", machineUrl)))
   const small = (n: number) => Math.min(n, 0.05)
   return {
     ...demo,
