@@ -5,7 +5,7 @@
  */
 import { Result, Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import * as Agents from "../src/Agents.ts"
+import * as Agents from "../src/agents/Schemas.ts"
 import * as Billing from "../src/billing/Schemas.ts"
 import * as Credits from "../src/Credits.ts"
 import * as Datasets from "../src/Datasets.ts"
