@@ -71,10 +71,13 @@ export class ApiKeys extends Context.Service<ApiKeys, {
     caller: Caller,
     input: CreateKeyInput
   ) => Effect.Effect<CreatedKey, Errors.BadRequest | Errors.Forbidden | Errors.NotFound>
-  /** Creates a key for an account directly (the owner's first key at first start). */
+  /**
+   * Creates a key for an account directly: the owner's first key at first start, and an agent's
+   * keys (`agent_id`: the agents use-cases check the agent first).
+   */
   readonly issue: (
     accountId: string,
-    input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission> }
+    input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission>; readonly agent_id?: string | undefined }
   ) => Effect.Effect<CreatedKey>
   /**
    * Like `issue`, but with a secret made beforehand (by `generateSecret`, elsewhere) instead of a
@@ -157,7 +160,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       const issueKey = Effect.fnUntraced(function*(
         accountId: string,
         secret: string,
-        input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission> }
+        input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission>; readonly agent_id?: string | undefined }
       ) {
         const record: KeyRecord = {
           id: yield* generateId("key"),
@@ -169,7 +172,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           machine_id: input.machine_id ?? null,
           subscription_id: input.subscription_id ?? null,
           rental_id: input.rental_id ?? null,
-          agent_id: null,
+          agent_id: input.agent_id ?? null,
           created_at: yield* Time.now,
           last_used_at: null,
           revoked_at: null
@@ -180,7 +183,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
 
       const issue = Effect.fn("ApiKeys.issue")(function*(
         accountId: string,
-        input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission> }
+        input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission>; readonly agent_id?: string | undefined }
       ) {
         return yield* issueKey(accountId, yield* generateSecret, input)
       })

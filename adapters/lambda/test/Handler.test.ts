@@ -8,6 +8,7 @@ import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { LedgerStoreMemory } from "@model-platform/test-harness/MemoryLedgerStore"
 import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
 import { PlanStoreMemory } from "@model-platform/test-harness/MemoryPlanStore"
+import { AgentStoreMemory } from "@model-platform/test-harness/MemoryAgentStore"
 import { RateLimitStoreMemory } from "@model-platform/test-harness/MemoryRateLimitStore"
 import { PeopleStoreMemory } from "@model-platform/test-harness/MemoryPeopleStore"
 import { AlertStoreMemory } from "@model-platform/test-harness/MemoryAlertStore"
@@ -99,7 +100,7 @@ describe("Lambda handler", () => {
       GatewayStoreComposed,
       Layer.mergeAll(
         AccountStoreMemory, SlowKeys, IdempotencyStoreMemory, LedgerStoreMemory, OrderStoreMemory, UsageStoreMemory, RateLimitStoreMemory,
-        PeopleStoreMemory, BillingSettingsStoreMemory, AlertStoreMemory, PlanStoreMemory
+        PeopleStoreMemory, BillingSettingsStoreMemory, AlertStoreMemory, PlanStoreMemory, AgentStoreMemory
       )
     )
     const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores, deadlineMarginMillis: 1_000 })

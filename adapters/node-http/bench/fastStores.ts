@@ -34,6 +34,7 @@ import { AlertStoreMemory } from "@model-platform/test-harness/MemoryAlertStore"
 import { BillingSettingsStoreMemory } from "@model-platform/test-harness/MemoryBillingSettingsStore"
 import { PeopleStoreMemory } from "@model-platform/test-harness/MemoryPeopleStore"
 import { PlanStoreMemory } from "@model-platform/test-harness/MemoryPlanStore"
+import { AgentStoreMemory } from "@model-platform/test-harness/MemoryAgentStore"
 import { MemoryStores } from "@model-platform/test-harness/MemoryStores"
 import { Effect, Layer, Stream } from "effect"
 
@@ -246,5 +247,5 @@ const RateLimitStoreFast = Layer.sync(RateLimitStore, () => {
 export const FastMemoryStores: Layer.Layer<PlatformStores> = Layer.provideMerge(
   GatewayStoreComposed,
   Layer.mergeAll(MemoryStores, OrderStoreMemory, LedgerStoreFast, UsageStoreFast, RateLimitStoreFast, PeopleStoreMemory, BillingSettingsStoreMemory,
-    AlertStoreMemory, PlanStoreMemory)
+    AlertStoreMemory, PlanStoreMemory, AgentStoreMemory)
 )

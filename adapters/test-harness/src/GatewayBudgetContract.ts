@@ -77,8 +77,13 @@ const claimsOf = (key: KeyRecord, accountDefault: bigint | null): ReadonlyArray<
   { budget: `key:${key.id}`, month: MONTH, default_limit: null }
 ]
 
-/** An admission of a priced call of `key` on no machine, reserving `amount`. */
-const admission = Effect.fnUntraced(function*(key: KeyRecord, amount: bigint, accountDefault: bigint | null = null) {
+/** An admission of a priced call of `key` on no machine, reserving `amount`, with `extra` claims after the key's. */
+const admission = Effect.fnUntraced(function*(
+  key: KeyRecord,
+  amount: bigint,
+  accountDefault: bigint | null = null,
+  extra: ReadonlyArray<BudgetClaim> = []
+) {
   const reservation: OrderedReservation = {
     ref: yield* generateId("usage"),
     account_id: key.account_id,
@@ -87,7 +92,7 @@ const admission = Effect.fnUntraced(function*(key: KeyRecord, amount: bigint, ac
     amount,
     created_at: at(1),
     expires_at: NEVER,
-    budgets: claimsOf(key, accountDefault)
+    budgets: [...claimsOf(key, accountDefault), ...extra]
   }
   const admitted: Admission = {
     account_id: key.account_id,
@@ -209,6 +214,37 @@ export const gatewayBudgetTests = (it: Vitest.MethodsNonLive<PlatformStores>) =>
         // A replay charges nothing twice.
         yield* gateway.commit(calls)
         assert.deepStrictEqual(yield* ledger.budgets(account.id, MONTH), budgets(4n, 0n, 2n, 0n))
+      }))
+
+    it.effect("an agent's day and total budgets (agents/Limits.ts): counted in their own periods; 32 concurrent admissions stop exactly at the limit", () =>
+      Effect.gen(function*() {
+        const gateway = yield* GatewayStore
+        const ledger = yield* LedgerStore
+        const { account, keys: [key] } = yield* accountWithKeys(1)
+        const agent = yield* generateId("agt")
+        const day = (limit: bigint, period = "2026-01-15"): BudgetClaim => ({ budget: `agent:${agent}:day`, month: period, default_limit: limit })
+        const total = (limit: bigint): BudgetClaim => ({ budget: `agent:${agent}:total`, month: "total", default_limit: limit })
+        // 32 calls of 1 at once against a day limit of 10 (the total's 25): exactly 10 admitted.
+        const racing = yield* Effect.forEach(Array.from({ length: 32 }, (_, i) => i), () => admission(key!, 1n, null, [day(10n), total(25n)]))
+        const answers = (yield* Effect.forEach(racing, (a) => gateway.admit([a]), unbounded)).flat()
+        assert.strictEqual(answers.filter((r) => reservedTag(r) === "reserved").length, 10)
+        for (const refused of answers.filter((r) => reservedTag(r) !== "reserved")) {
+          assert.deepStrictEqual(refused._tag === "Admitted" ? refused.reserved : refused, {
+            _tag: "over_budget", budget: `agent:${agent}:day`, limit: 10n, used: 10n
+          })
+        }
+        assert.deepStrictEqual((yield* ledger.budgets(account.id, "2026-01-15")).find((b) => b.budget === `agent:${agent}:day`), state(`agent:${agent}:day`, null, 0n, 10n))
+        assert.deepStrictEqual((yield* ledger.budgets(account.id, "total")).find((b) => b.budget === `agent:${agent}:total`), state(`agent:${agent}:total`, null, 0n, 10n))
+        // The next day has its own count; the total goes on: 10 + 15 = 25, then it refuses.
+        const nextDay = yield* Effect.forEach(Array.from({ length: 16 }, (_, i) => i), () => admission(key!, 1n, null, [day(20n, "2026-01-16"), total(25n)]))
+        const results = yield* gateway.admit(nextDay)
+        assert.deepStrictEqual(results.map(reservedTag), [...Array(15).fill("reserved"), "over_budget"])
+        assert.deepStrictEqual(results[15]!._tag === "Admitted" ? results[15]!.reserved : undefined, {
+          _tag: "over_budget", budget: `agent:${agent}:total`, limit: 25n, used: 25n
+        })
+        // Metered below their reservations: the day and the total are charged what was spent.
+        yield* gateway.commit([yield* metered(racing.find((_, i) => reservedTag(answers[i]!) === "reserved")!, 0n)])
+        assert.deepStrictEqual((yield* ledger.budgets(account.id, "total")).find((b) => b.budget === `agent:${agent}:total`), state(`agent:${agent}:total`, null, 0n, 24n))
       }))
 
     it.effect("concurrent batches of two accounts' keys, with commits racing them: no limit passed, no deadlock", () =>

@@ -11,6 +11,7 @@ import { LedgerStoreMemory } from "./MemoryLedgerStore.ts"
 import { OrderStoreMemory } from "./MemoryOrderStore.ts"
 import { PeopleStoreMemory } from "./MemoryPeopleStore.ts"
 import { PlanStoreMemory } from "./MemoryPlanStore.ts"
+import { AgentStoreMemory } from "./MemoryAgentStore.ts"
 import { RateLimitStoreMemory } from "./MemoryRateLimitStore.ts"
 import { MemoryStores } from "./MemoryStores.ts"
 import { UsageStoreMemory } from "./MemoryUsageStore.ts"
@@ -26,6 +27,7 @@ export const MemoryPlatformStores: Layer.Layer<PlatformStores> = Layer.provideMe
     PeopleStoreMemory,
     BillingSettingsStoreMemory,
     AlertStoreMemory,
-    PlanStoreMemory
+    PlanStoreMemory,
+    AgentStoreMemory
   )
 )

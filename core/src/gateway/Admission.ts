@@ -17,6 +17,9 @@
  * admitted lately is "likely admitted", and its first machine is called while admission runs
  * (speculative dispatch, Gateway.ts).
  */
+import { agentBudgetClaims, agentGate, agentLimitOf } from "../agents/Limits.ts"
+import type { AgentRecord } from "../agents/Records.ts"
+import { AgentStore } from "../ports/AgentStore.ts"
 import { Effect, Schema } from "effect"
 import { ApiKeys, type Caller, TOUCH_INTERVAL_MS } from "../ApiKeys.ts"
 import { makeBatcher } from "../Batcher.ts"
@@ -63,11 +66,14 @@ export interface Candidate {
   readonly service: string
   /** Whose allowance of the service: the month's, or the key's plan's (billing/Allowances.ts). */
   readonly allowance: AllowanceSource
+  /** The agent of an agent's key (its limits are claimed too), else undefined. */
+  readonly agent: AgentRecord | undefined
 }
 
 export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfig, settlement: Settlement) =>
   Effect.gen(function*() {
     const apiKeys = yield* ApiKeys
+    const agents = yield* AgentStore
     const store = yield* GatewayStore
     const orders = yield* OrderStore
     const tiers = tierTable(catalogue.tiers)
@@ -89,12 +95,42 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
      * unless it set its own, and the key's, in the UTC month of `now`) and the grants it takes
      * from first (billing/Allowances.ts grantClaims: the allowance of `allowance`, the trial).
      */
-    const claimsOf = (caller: Caller, service: string, now: number, bought: bigint, allowance: AllowanceSource) => ({
-      budgets: budgetClaims(caller.key.id, monthOf(now), monthlyLimitAt(tiers, bought)),
+    const claimsOf = (
+      caller: Caller,
+      service: string,
+      now: number,
+      bought: bigint,
+      allowance: AllowanceSource,
+      agent: AgentRecord | undefined
+    ) => ({
+      budgets: [
+        ...budgetClaims(caller.key.id, monthOf(now), monthlyLimitAt(tiers, bought)),
+        ...(agent === undefined ? [] : agentBudgetClaims(agent, now))
+      ],
       grants: grantClaims(allowances, service, monthOf(now), allowance)
     })
-    const claimsFor = (caller: Caller, service: string, now: number, allowance: AllowanceSource) =>
-      Effect.map(purchasedOf(caller.account.id, now), (bought) => claimsOf(caller, service, now, bought, allowance))
+    const claimsFor = (caller: Caller, service: string, now: number, allowance: AllowanceSource, agent: AgentRecord | undefined) =>
+      Effect.map(purchasedOf(caller.account.id, now), (bought) => claimsOf(caller, service, now, bought, allowance, agent))
+
+    /**
+     * The agent of an agent's key, read once per call (so a revocation or an expiry stops its keys
+     * at once): 401 once revoked, 403 agent_expired once its delegation has ended
+     * (agents/Limits.ts agentGate); undefined for a key of no agent.
+     */
+    const agentOf = (caller: Caller, now: number) =>
+      Effect.gen(function*() {
+        const agentId = caller.key.agent_id
+        if (agentId === null) return undefined
+        const agent = yield* agents.get(agentId)
+        switch (agentGate(agent?.account_id === caller.account.id ? agent : undefined, now)) {
+          case "revoked":
+            return yield* inferenceError(401, "invalid_api_key", "The agent of this key was revoked.")
+          case "expired":
+            return yield* inferenceError(403, "agent_expired", `The delegation of agent ${agentId} has ended; propose the agent again.`)
+          case "ok":
+            return agent
+        }
+      })
 
     // -- per key, in process: when admission last recorded its use (last_used_at at most once per
     // TOUCH_INTERVAL_MS) and when it last admitted a call (speculative dispatch) --
@@ -122,7 +158,7 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
     const admissions = makeBatcher((batch: ReadonlyArray<Admission>) => store.admit(batch), config.storeBatch)
 
     /** Admits a call: its first reservation (undefined when it reserves nothing), or why not. */
-    const admit = ({ allowance, bound, caller, endpoint, first, now, service }: Candidate) =>
+    const admit = ({ agent, allowance, bound, caller, endpoint, first, now, service }: Candidate) =>
       Effect.gen(function*() {
         const ref = bound === undefined ? undefined : yield* generateId("usage")
         const expiresAt = now + config.reservationTtlMs
@@ -147,7 +183,7 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
               amount: bound,
               created_at: Time.toTimestamp(now),
               expires_at: Time.toTimestamp(expiresAt),
-              ...claimsOf(caller, service, now, bought, allowance)
+              ...claimsOf(caller, service, now, bought, allowance, agent)
             }
           }))
           if (admission._tag === "KeyRevoked") {
@@ -171,6 +207,19 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
               402,
               "insufficient_credit",
               `Insufficient credit: this call may cost up to ${microToCredits(bound ?? 0n)} credits and the balance usable on this machine (with what is left of this service's allowance and trial) is ${microToCredits(reserved.available)} credits. Add credits${endpoint === "/v1/chat/completions" ? ", or lower max_tokens" : ""}.`
+            )
+          }
+          if (reserved?._tag === "over_budget" && agentLimitOf(reserved.budget) !== undefined) {
+            // docs/agents.md "Agent keys at the gateway": the agent's daily or total limit.
+            const daily = agentLimitOf(reserved.budget) === "daily"
+            return yield* inferenceError(
+              402,
+              daily ? "agent_daily_limit" : "agent_total_limit",
+              `Agent limit reached: this call may cost up to ${microToCredits(bound ?? 0n)} credits and the agent may spend ${
+                microToCredits(reserved.limit)
+              } credits ${daily ? "a day (UTC)" : "in total"}, of which ${microToCredits(reserved.used)} are spent or held${
+                daily ? " today" : ""
+              }. The owner may raise the limit (POST /agents/{id}/settings, approved with a passkey).`
             )
           }
           if (reserved?._tag === "over_budget") {
@@ -206,5 +255,5 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
         )
       })
 
-    return { admit, likelyAdmitted, claimsFor } as const
+    return { admit, agentOf, likelyAdmitted, claimsFor } as const
   })

@@ -255,6 +255,7 @@ const make = (config: GatewayConfig) =>
         }
         const vc = yield* validateCall(endpoint, raw, cfg)
         const now = yield* Clock.currentTimeMillis
+        const agent = yield* admission.agentOf(caller, now)
         const { allowance, machines: candidates } = yield* dispatch.candidatesFor(vc, caller, now)
         const price = prices.get(vc.model.id)!
         const charging = chargingGate(cfg.payments, now).open
@@ -265,7 +266,7 @@ const make = (config: GatewayConfig) =>
         // A reservation made again for another machine claims the call's monthly limits too.
         const reserve = (machineId: string) =>
           Effect.map(
-            Effect.flatMap(admission.claimsFor(caller, vc.model.service, now, allowance), ({ budgets, grants }) =>
+            Effect.flatMap(admission.claimsFor(caller, vc.model.service, now, allowance, agent), ({ budgets, grants }) =>
               ledger.reserve(caller.account.id, machineId, bound ?? 0n, expiresAt, budgets, grants)),
             (r) =>
               r._tag === "Reserved"
@@ -294,7 +295,7 @@ const make = (config: GatewayConfig) =>
         })
 
         // The call's reservation, a scoped resource: released when the call ends, unless metering took it.
-        const held = yield* settlement.hold(admission.admit({ caller, endpoint, now, first, bound, service: vc.model.service, allowance }).pipe(Effect.onError(() => abandon)))
+        const held = yield* settlement.hold(admission.admit({ caller, endpoint, now, first, bound, service: vc.model.service, allowance, agent }).pipe(Effect.onError(() => abandon)))
 
         const attempts = dispatch.attempts({
           call: vc,

@@ -151,9 +151,15 @@ export interface GrantState {
  * over-report, recorded as the settlement's excess); voiding and expiring release it.
  */
 export interface BudgetClaim {
-  /** "account", or "key:<key id>": unique within the account. */
+  /**
+   * "account", "key:<key id>", or an agent's "agent:<agent id>:day" / "agent:<agent id>:total":
+   * unique within the account.
+   */
   readonly budget: string
-  /** The UTC calendar month of the admission (YYYY-MM): the reservation and its charge count in it. */
+  /**
+   * The period the reservation and its charge count in: the UTC calendar month of the admission
+   * (YYYY-MM); for an agent's day budget its UTC day (YYYY-MM-DD), for its total budget "total".
+   */
   readonly month: string
   /** The limit when none is set for the budget (the tier's monthly limit for "account"); null: none. */
   readonly default_limit: bigint | null

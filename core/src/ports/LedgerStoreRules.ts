@@ -97,11 +97,24 @@ export const grantsAmount = (holds: ReadonlyArray<Pick<GrantHold, "amount">> | u
 
 /** "account", or "key:<id>" with a non-empty id. */
 export const budgetProblem = (budget: string): string | undefined =>
-  budget === "account" || (budget.startsWith("key:") && budget.length > 4)
+  budget === "account" || (budget.startsWith("key:") && budget.length > 4) || AGENT_BUDGET.test(budget)
     ? undefined
-    : `a budget is "account" or "key:<id>", got ${JSON.stringify(budget)}`
+    : `a budget is "account", "key:<id>" or "agent:<id>:day|total", got ${JSON.stringify(budget)}`
 
+/** An agent's limits (agents/Limits.ts): per UTC day, and in total. */
+const AGENT_BUDGET = /^agent:[^\s:]+:(day|total)$/
 const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/
+const DAY = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$/
+
+/** The period a budget's claims count in: a month; an agent's day budget a UTC day, its total budget "total". */
+const periodProblem = (budget: string, period: string): string | undefined =>
+  budget.endsWith(":day") && budget.startsWith("agent:")
+    ? DAY.test(period) ? undefined : `an agent's day budget counts in a day (YYYY-MM-DD), got ${JSON.stringify(period)}`
+    : budget.endsWith(":total") && budget.startsWith("agent:")
+    ? period === "total" ? undefined : `an agent's total budget counts in "total", got ${JSON.stringify(period)}`
+    : MONTH.test(period)
+    ? undefined
+    : `a budget month is YYYY-MM, got ${JSON.stringify(period)}`
 
 /** Why a reservation's budget claims must be refused, or undefined. */
 export const budgetClaimsProblem = (claims: ReadonlyArray<BudgetClaim>): string | undefined => {
@@ -109,7 +122,8 @@ export const budgetClaimsProblem = (claims: ReadonlyArray<BudgetClaim>): string 
   for (const claim of claims) {
     const problem = budgetProblem(claim.budget)
     if (problem !== undefined) return problem
-    if (!MONTH.test(claim.month)) return `a budget month is YYYY-MM, got ${JSON.stringify(claim.month)}`
+    const period = periodProblem(claim.budget, claim.month)
+    if (period !== undefined) return period
     if (claim.default_limit !== null && claim.default_limit < 0n) return `negative default limit ${claim.default_limit}`
     if (seen.has(claim.budget)) return `budget ${claim.budget} claimed twice`
     seen.add(claim.budget)

@@ -5,6 +5,7 @@
  */
 import { type Context, Effect, Layer } from "effect"
 import { AccountStore } from "./AccountStore.ts"
+import { AgentStore } from "./AgentStore.ts"
 import { AlertStore } from "./AlertStore.ts"
 import { BillingSettingsStore } from "./BillingSettingsStore.ts"
 import { GatewayStore } from "./GatewayStore.ts"
@@ -31,6 +32,7 @@ export type PlatformStores =
   | BillingSettingsStore
   | AlertStore
   | PlanStore
+  | AgentStore
 
 const marked = <I, S extends object>(tag: Context.Key<I, S>, isUnavailable: (defect: unknown) => boolean) =>
   Layer.effect(tag, Effect.map(tag, (service) => markUnavailable(tag.key, service, isUnavailable)))
@@ -54,5 +56,6 @@ export const markPlatformStores = (
     marked(PeopleStore, isUnavailable),
     marked(BillingSettingsStore, isUnavailable),
     marked(AlertStore, isUnavailable),
-    marked(PlanStore, isUnavailable)
+    marked(PlanStore, isUnavailable),
+    marked(AgentStore, isUnavailable)
   )

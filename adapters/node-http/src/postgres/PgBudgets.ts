@@ -96,7 +96,7 @@ export const makeBudgets = (sql: SqlClient.SqlClient) => {
       FROM (SELECT budget, monthly_limit FROM ledger_budget_limits WHERE account_id = ${accountId}) AS l
       FULL JOIN (SELECT budget, spent, held FROM ledger_budget_months
                  WHERE account_id = ${accountId} AND month = ${month} AND (spent <> 0 OR held <> 0)
-                   AND (budget = 'account' OR budget LIKE 'key:%')) AS m
+                   AND (budget = 'account' OR budget LIKE 'key:%' OR budget LIKE 'agent:%')) AS m
         ON m.budget = l.budget`.pipe(
       Effect.map((rows) =>
         rows
@@ -112,7 +112,8 @@ export const makeBudgets = (sql: SqlClient.SqlClient) => {
       Effect.withSpan("LedgerStore.budgets")
     )
 
-  // Grant rows are those whose name is a grant's (budgets are "account" and "key:<id>"); rows at
+  // Grant rows are those whose name is a grant's (budgets are "account", "key:<id>" and
+  // "agent:<id>:day|total"); rows at
   // zero are left by refused or released holds. Sorted here as JS compares strings (the port's order).
   const grants = (accountId: string) =>
     sql<{ readonly name: string; readonly period: string; readonly spent: bigint; readonly held: bigint }>`
