@@ -16,11 +16,16 @@
  */
 import { Config, Context, Effect, Layer, Ref, Schema } from "effect"
 import { sha256Hex } from "../Sha256.ts"
+import { generateSecret } from "../Keys.ts"
 import {
+  type AgentNetworkSettings,
+  type AgentRegistration,
+  type AgentRevocation,
   humanDid,
   type HumanIdentityRegistration,
   isDidId,
   Network,
+  type NetworkNode,
   NetworkUnavailable
 } from "../ports/Network.ts"
 
@@ -44,6 +49,29 @@ export interface SimulatedNetworkOptions {
   readonly refuseNext?: number
   /** Their reason. Default DEFAULT_REFUSAL_REASON. */
   readonly refuseReason?: string
+  /** How many nodes serve agents (each of its own operator). Default DEFAULT_SERVING_NODES; 0: none. */
+  readonly servingNodes?: number
+}
+
+export const DEFAULT_SERVING_NODES = 2
+
+/** The simulated network's serving nodes: node i of operator i, its DPoP thumbprint derived from its DID. */
+export const simulatedNodes = (count: number): ReadonlyArray<NetworkNode> =>
+  Array.from({ length: Math.max(0, Math.floor(count)) }, (_, i) => {
+    const machine_did = `did:svc:node:simulated-${i + 1}`
+    return { machine_did, operator_did: `did:svc:operator:simulated-${i + 1}`, dpop_jkt: sha256Hex(`dpop:${machine_did}`).slice(0, 43) }
+  })
+
+/** An agent the simulated network holds. */
+export interface RegisteredAgent {
+  readonly did: string
+  readonly controller_did: string
+  readonly wallet_address: string
+  readonly settings: AgentNetworkSettings
+  readonly serving_nodes: ReadonlyArray<NetworkNode>
+  readonly revoked: boolean
+  /** SHA-256 of the agent-scoped keys issued for it (the network checks keys; it keeps no key). */
+  readonly key_hashes: ReadonlyArray<string>
 }
 
 /** The operator's injected refusals, from the environment. */
@@ -51,7 +79,10 @@ export const SimulatedNetworkConfig = Config.all({
   refuseNext: Config.schema(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)), "SIMULATED_NETWORK_REFUSE_NEXT").pipe(
     Config.withDefault(0)
   ),
-  refuseReason: Config.String("SIMULATED_NETWORK_REFUSE_REASON").pipe(Config.withDefault(DEFAULT_REFUSAL_REASON))
+  refuseReason: Config.String("SIMULATED_NETWORK_REFUSE_REASON").pipe(Config.withDefault(DEFAULT_REFUSAL_REASON)),
+  servingNodes: Config.schema(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)), "SIMULATED_NETWORK_SERVING_NODES").pipe(
+    Config.withDefault(DEFAULT_SERVING_NODES)
+  )
 })
 
 const repeat = (count: number, fault: InjectedNetworkFault): ReadonlyArray<InjectedNetworkFault> =>
@@ -64,6 +95,10 @@ export class SimulatedNetwork extends Context.Service<SimulatedNetwork, {
   readonly unavailableNext: (count: number, reason?: string) => Effect.Effect<void>
   /** The identities the network holds, in the order they were registered. */
   readonly identities: Effect.Effect<ReadonlyArray<RegisteredIdentity>>
+  /** The agents the network holds, by DID. */
+  readonly agents: Effect.Effect<ReadonlyMap<string, RegisteredAgent>>
+  /** Sets how many nodes serve agents from now on. */
+  readonly setServingNodes: (count: number) => Effect.Effect<void>
 }>()("@model-platform/core/accounts/SimulatedNetwork") {
   /** The simulated network and its controls. */
   static readonly layer = (options: SimulatedNetworkOptions = {}): Layer.Layer<Network | SimulatedNetwork> =>
@@ -91,6 +126,60 @@ export class SimulatedNetwork extends Context.Service<SimulatedNetwork, {
             return { state: "ready", did: identity.did, wallet_address: identity.wallet_address }
           }
         )
+        const nodes = yield* Ref.make(simulatedNodes(options.servingNodes ?? DEFAULT_SERVING_NODES))
+        const agents = yield* Ref.make<ReadonlyMap<string, RegisteredAgent>>(new Map())
+        const nextFault = Ref.modify(faults, (queue) => [queue[0], queue.slice(1)] as const)
+
+        const registerAgent = Effect.fn("SimulatedNetwork.registerAgent")(function*(input: {
+          readonly did: string
+          readonly controller_did: string
+          readonly settings: AgentNetworkSettings
+          readonly machine_dids: ReadonlyArray<string>
+        }): Effect.fn.Return<AgentRegistration, NetworkUnavailable> {
+          const fault = yield* nextFault
+          if (fault?._tag === "unavailable") return yield* new NetworkUnavailable({ reason: fault.reason })
+          if (fault?._tag === "refuse") return { state: "refused", error: fault.reason }
+          const serving = (yield* Ref.get(nodes)).filter((n) => input.machine_dids.includes(n.machine_did))
+          if (serving.length === 0) return { state: "refused", error: "none of the proposed nodes serves agents now" }
+          return yield* Ref.modify(agents, (held): readonly [AgentRegistration, ReadonlyMap<string, RegisteredAgent>] => {
+            const known = held.get(input.did)
+            if (known?.revoked === true) return [{ state: "refused", error: `agent ${input.did} was revoked` }, held]
+            if (known !== undefined && known.controller_did !== input.controller_did) {
+              return [{ state: "refused", error: `agent ${input.did} is controlled by another identity` }, held]
+            }
+            const agent: RegisteredAgent = {
+              did: input.did,
+              controller_did: input.controller_did,
+              wallet_address: simulatedWalletAddress(input.did),
+              settings: input.settings,
+              serving_nodes: serving,
+              revoked: false,
+              key_hashes: known?.key_hashes ?? []
+            }
+            return [
+              { state: "registered", did: agent.did, controller_did: agent.controller_did, wallet_address: agent.wallet_address, serving_nodes: serving },
+              new Map([...held, [input.did, agent]])
+            ]
+          })
+        })
+
+        const revokeAgent = (did: string) =>
+          Ref.modify(agents, (held): readonly [AgentRevocation, ReadonlyMap<string, RegisteredAgent>] => {
+            const known = held.get(did)
+            if (known === undefined) return [{ state: "refused", error: `no agent ${did}` }, held]
+            return [{ state: "revoked" }, new Map([...held, [did, { ...known, revoked: true }]])]
+          })
+
+        const issueAgentKey = (did: string) =>
+          Effect.flatMap(generateSecret, (secret) => {
+            const key = `nk_${secret.slice(4)}`
+            return Ref.modify(agents, (held): readonly [string | undefined, ReadonlyMap<string, RegisteredAgent>] => {
+              const known = held.get(did)
+              if (known === undefined || known.revoked) return [undefined, held]
+              return [key, new Map([...held, [did, { ...known, key_hashes: [...known.key_hashes, sha256Hex(key)] }]])]
+            })
+          })
+
         const control = SimulatedNetwork.of({
           refuseNext: (count, reason) =>
             Ref.update(faults, (queue) => [...queue, ...repeat(count, { _tag: "refuse", reason: reason ?? DEFAULT_REFUSAL_REASON })]),
@@ -99,10 +188,19 @@ export class SimulatedNetwork extends Context.Service<SimulatedNetwork, {
               ...queue,
               ...repeat(count, { _tag: "unavailable", reason: reason ?? "the simulated network is unavailable" })
             ]),
-          identities: Effect.map(Ref.get(held), (identities) => [...identities.values()])
+          identities: Effect.map(Ref.get(held), (identities) => [...identities.values()]),
+          agents: Ref.get(agents),
+          setServingNodes: (count) => Ref.set(nodes, simulatedNodes(count))
         })
         return Context.make(SimulatedNetwork, control).pipe(
-          Context.add(Network, Network.of({ network: "simulated", createHumanIdentity }))
+          Context.add(Network, Network.of({
+            network: "simulated",
+            createHumanIdentity,
+            servingNodes: Ref.get(nodes),
+            registerAgent,
+            revokeAgent,
+            issueAgentKey
+          }))
         )
       })
     )

@@ -9,6 +9,7 @@
  * integers. How the API shows a record is agents/ (docs/resources.md "Agents").
  */
 import { Schema } from "effect"
+import type { DocumentKind } from "../ports/Documents.ts"
 import { Timestamp } from "../Time.ts"
 import { AgentStatus, ApprovalKind, ApprovalState, Capability } from "./Schemas.ts"
 
@@ -78,4 +79,12 @@ export const encodeAgent = (record: AgentRecord): unknown => encode(record)
 export const decodeAgent = (stored: unknown): AgentRecord | undefined => {
   const decoded = decode(stored)
   return decoded._tag === "Some" ? decoded.value : undefined
+}
+
+/** Agents as documents (ports/Documents.ts), owned by their account. */
+export const AgentDocuments: DocumentKind<AgentRecord> = {
+  kind: "agent",
+  owner: (r) => r.account_id,
+  encode: encodeAgent,
+  decode: decodeAgent
 }
