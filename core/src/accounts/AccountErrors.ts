@@ -36,7 +36,15 @@ export const ACCOUNT_ERROR_STATUS = {
   /** The recovery link is not usable yet: from `not_before` on. */
   token_early: 425,
   /** The request itself is malformed (a key name too long, ...). */
-  invalid_request: 400
+  invalid_request: 400,
+  /** No agent approval of this person has this id. */
+  approval_not_found: 404,
+  /** The approval is no longer waiting: it expired (its link is valid 30 minutes) or was decided. */
+  approval_closed: 409,
+  /** The caller of the approvals API is not the platform (wrong or missing client credentials). */
+  client_unauthorized: 401,
+  /** The network gave no answer now: try again (nothing changed). */
+  network_unavailable: 503
 } as const
 
 export type AccountErrorCode = keyof typeof ACCOUNT_ERROR_STATUS

@@ -14,6 +14,12 @@ export interface AccountsSettings {
   readonly accountsUrl: string
   /** How long a recovery link waits before it works. Default 24 h. */
   readonly recoveryDelayMs?: number | undefined
+  /**
+   * The platform's client of the agent approvals API (docs/agents.md "Approvals"): its id and the
+   * SHA-256 (hex) of its secret, which the platform sends with HTTP Basic. Unset: the API refuses
+   * every call (401).
+   */
+  readonly platformClient?: { readonly id: string; readonly secretSha256: string } | undefined
 }
 
 export class AccountsConfig extends Context.Service<AccountsConfig, AccountsSettings>()(

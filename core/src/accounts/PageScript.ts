@@ -1,7 +1,7 @@
 /**
  * The account pages' script (served at `<base>/accounts.js`, next to the @simplewebauthn/browser
  * bundle at `<base>/webauthn.js`): it runs the passkey ceremonies for the elements that carry
- * `data-ceremony` (Pages.ts). Each ceremony is three steps: POST `<base>/api/<ceremony>/options`
+ * `data-ceremony` (Pages.ts, ApprovalPage.ts). Each ceremony is three steps: POST `<base>/api/<ceremony>/options`
  * (the WebAuthn options and a `ceremony` id), the browser's `startRegistration` /
  * `startAuthentication`, then POST `<base>/api/<ceremony>/verify` with `{ceremony, response}`;
  * the answer names the page to go to next (`redirect`). Every POST sends the page's CSRF token in
@@ -49,7 +49,7 @@ export const PAGE_SCRIPT = `"use strict";
     var line = document.getElementById("error");
     if (line) line.hidden = true;
     if (button) button.disabled = true;
-    var authenticate = ceremony === "sign-in";
+    var authenticate = ceremony === "sign-in" || ceremony === "approve";
     post(ceremony + "/options", body).then(function (begun) {
       // A recovery link is consumed when the ceremony begins; its fresh replacement, usable at
       // once, becomes this page's address and the button's token, so a failed try can be retried.
@@ -79,6 +79,7 @@ export const PAGE_SCRIPT = `"use strict";
       var ceremony = button.getAttribute("data-ceremony");
       var body = {};
       if (ceremony === "recover") body.token = button.getAttribute("data-token");
+      if (ceremony === "approve") body.approval = button.getAttribute("data-approval");
       if (ceremony === "add-passkey") body.name = navigator.platform ? "Passkey on " + navigator.platform : "Passkey";
       run(ceremony, body, button);
     });

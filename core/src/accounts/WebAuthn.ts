@@ -27,11 +27,11 @@ export const RP_NAME = "Model Platform"
 
 /** What a flow remembers between begin and finish. */
 export const FlowData = Schema.Struct({
-  kind: Schema.Literals(["sign_up", "sign_in", "add_passkey", "recovery"]),
+  kind: Schema.Literals(["sign_up", "sign_in", "add_passkey", "recovery", "approve"]),
   challenge: Schema.String,
-  /** sign_up: the email; add_passkey and recovery: the person id; sign_in: "". */
+  /** sign_up: the email; add_passkey and recovery: the person id; sign_in: ""; approve: the approval id. */
   subject: Schema.String,
-  /** sign_up: the new person's id (the WebAuthn user handle); recovery: the expiry of the link. */
+  /** sign_up: the new person's id (the WebAuthn user handle); recovery: the expiry of the link; approve: the person id. */
   extra: Schema.String
 })
 export type FlowData = typeof FlowData.Type
@@ -110,6 +110,19 @@ export const authenticationOptions = (rpId: string) =>
     catch: (cause) => cause
   }).pipe(Effect.orDie)
 
+/** Options to approve with one of `passkeys` (a person's own), the person verified (PIN, biometrics). */
+export const approvalOptions = (rpId: string, passkeys: ReadonlyArray<PasskeyRecord>) =>
+  Effect.tryPromise({
+    try: () =>
+      generateAuthenticationOptions({
+        rpID: rpId,
+        timeout: FLOW_TTL_MS,
+        userVerification: "required",
+        allowCredentials: passkeys.map((p) => ({ id: p.credential_id, transports: [...p.transports] as Array<never> }))
+      }),
+    catch: (cause) => cause
+  }).pipe(Effect.orDie)
+
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
 
 /** The new credential of a verified registration, as the store keeps it (without person and name). */
@@ -165,7 +178,8 @@ export const verifyAuthentication = (
   response: unknown,
   challenge: string,
   rp: RelyingParty,
-  passkey: PasskeyRecord
+  passkey: PasskeyRecord,
+  requireUserVerification = false
 ): Effect.Effect<number, AccountError> =>
   Effect.gen(function*() {
     if (!isObject(response) || !isObject(response["response"])) return yield* failed("The passkey answer is malformed.")
@@ -182,7 +196,7 @@ export const verifyAuthentication = (
             counter: passkey.counter,
             transports: [...passkey.transports] as Array<never>
           },
-          requireUserVerification: false
+          requireUserVerification
         }),
       catch: (cause) => failed(`The passkey could not be verified: ${messageOf(cause)}`)
     })

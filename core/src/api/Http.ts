@@ -5,6 +5,7 @@
  * (`PlatformStores`) to the use-cases (`PlatformServices`) and serves it (Node server or web
  * handler).
  */
+import { ApprovalRoutes } from "./ApprovalRoutes.ts"
 import { PlanRenewer, type PlanRenewerOptions } from "../plans/Renewals.ts"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
@@ -225,6 +226,7 @@ export const AppRoutes = Layer.mergeAll(
   SimulatedRoutes,
   CheckoutRoutes,
   AccountRoutes,
+  ApprovalRoutes,
   BillingPageRoutes,
   PlansPageRoutes,
   HttpApiScalar.layer(PlatformApi, { path: DOCS_PATH }),
