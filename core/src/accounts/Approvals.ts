@@ -20,7 +20,7 @@ import type { ApprovalResultWire, ApprovalSettingsWire, CreateApprovalWire, Crea
 import { generateId } from "../Keys.ts"
 import { creditsToMicro, microToCredits } from "../Money.ts"
 import { ApprovalStore } from "../ports/ApprovalStore.ts"
-import { agentDid, humanDid, Network, type NetworkUnavailable } from "../ports/Network.ts"
+import { agentDid, Network, type NetworkUnavailable } from "../ports/Network.ts"
 import { PeopleStore } from "../ports/PeopleStore.ts"
 import * as Time from "../Time.ts"
 import { type AccountError, accountError } from "./AccountErrors.ts"
@@ -176,7 +176,7 @@ export class Approvals extends Context.Service<Approvals, {
                 kind: r.kind,
                 agent_did: r.agent_did ?? "",
                 network: {
-                  identity: r.network?.identity ?? { did: r.agent_did ?? "", controller_did: humanDid(r.sub) },
+                  identity: r.network?.identity ?? { did: r.agent_did ?? "", controller_did: "" },
                   wallet: r.network?.wallet ?? { address: "" },
                   serving_nodes: (r.network?.serving_nodes ?? []).map((n) => ({ ...n, dpop_jkt: n.dpop_jkt ?? "" })),
                   api_key: key
@@ -216,20 +216,35 @@ export class Approvals extends Context.Service<Approvals, {
         return yield* beginFlow(people, { kind: "approve", challenge: options.challenge, subject: r.id, extra: r.sub }, options)
       })
 
-      /** What the network says to the approved request: the record approved, or failed with its reason. */
+      /**
+       * What the network says to the approved request: the record approved, or failed with its
+       * reason. The agent is controlled by the owner's identity (`did:svc:human:<account id>`) and
+       * named `did:svc:machine:<account id>:<approval id>` when created.
+       */
       const decide = Effect.fnUntraced(function*(r: ApprovalRecord) {
         const now = yield* Time.now
+        const person = yield* people.getPerson(r.sub)
+        const identity = person?.account_id == null ? undefined : yield* people.getIdentity(person.account_id)
+        if (person?.account_id == null || identity?.did == null) {
+          return { ...r, state: "failed" as const, error: "the owner's identity is not ready on the network" }
+        }
+        const controller_did = identity.did
         if (r.kind === "revoke") {
           const revoked = yield* network.revokeAgent(r.agent_did ?? "")
           return revoked.state === "revoked"
-            ? { ...r, state: "approved" as const, approved_at: now }
+            ? {
+              ...r,
+              state: "approved" as const,
+              approved_at: now,
+              network: { identity: { did: r.agent_did ?? "", controller_did }, wallet: { address: "" }, serving_nodes: [] }
+            }
             : { ...r, state: "failed" as const, error: revoked.error }
         }
-        const did = r.agent_did ?? agentDid(r.sub, r.id)
+        const did = r.agent_did ?? agentDid(person.account_id, r.id)
         const s = r.settings!
         const registered = yield* network.registerAgent({
           did,
-          controller_did: humanDid(r.sub),
+          controller_did,
           settings: { capabilities: s.capabilities, max_transaction_wei: s.max_transaction_wei, max_daily_wei: s.max_daily_wei, expires_in_days: s.expires_in_days },
           machine_dids: r.serving_nodes.map((n) => n.machine_did)
         })
