@@ -1,29 +1,41 @@
 /**
- * The agent store port (core/src/ports/AgentStore.ts) on the one DynamoDB table of DynamoTable.ts
- * (no index), with the low-level commands and hand-written attributes of DynamoPlanStore.ts. The
- * items (`AgentKeys`), and how each rule of the port holds between processes:
+ * The document store port (core/src/ports/Documents.ts) on the one DynamoDB table of
+ * DynamoTable.ts (no index), one generic store for every kind of record: `documentStoreDynamo(kind)`;
+ * `AgentStoreDynamo` and `ApprovalStoreDynamo` are it for their kinds. Low-level commands and
+ * hand-written attributes, as DynamoPlanStore.ts. Every key carries the kind, so records of two
+ * kinds never meet, even with the same id. The items (`DocumentKeys`), and how each rule of the
+ * port holds between processes:
  *
- * - An agent is one item keyed by its id (`AGENT#<id>`, sk `AGENT`): `record`, its encoded form
- *   (`encodeAgent`) as a JSON string, read back with `decodeAgent`; beside it the columns the
- *   store writes conditions on, `account_id` and `version` (a number), and `created_at`. `get` is
- *   one strongly consistent GetItem. A record that does not decode, or whose columns disagree
- *   with it, is a defect.
- * - Listing by account without an index: the partition `AGENTACCOUNT#<account id>` holds one item
- *   per agent (sk `<created_at>#<id>`, `agent_id` pointing at the agent). `insert` writes it and
- *   the agent item in one TransactWriteItems, the agent item conditioned `attribute_not_exists`:
+ * - A record is one item keyed by its kind and id (`DOC#<kind>#<id>`, sk `DOC`): `record`, its
+ *   encoded form (the kind's `encode`) as a JSON string, read back with the kind's `decode`;
+ *   beside it the columns the store writes conditions on, `owner_id` and `version` (a number),
+ *   and `created_at`. `get` is one strongly consistent GetItem. A record that does not decode, or
+ *   whose columns disagree with it, is a defect.
+ * - Listing by owner without an index: the partition `DOCOWNER#<kind>#<owner>` holds one item per
+ *   record (sk `<created_at>#<id>`, `id` pointing at the record). `insert` writes it and the
+ *   record's item in one TransactWriteItems, the record's item conditioned `attribute_not_exists`:
  *   both or neither; a failed condition is a duplicate id, a defect. `list` queries the partition
- *   (strongly consistent, every page), reads the agents with BatchGetItem and sorts them newest
+ *   (strongly consistent, every page), reads the records with BatchGetItem and sorts them newest
  *   first, then by id (`newestFirst`). created_at never changes, so the list item never does.
- * - `swap` is one PutItem of the whole agent item conditioned `version = :expected AND
- *   account_id = :account` (expected = next.version - 1): DynamoDB evaluates the condition and
+ * - `swap` is one PutItem of the whole record item conditioned `version = :expected AND
+ *   owner_id = :owner` (expected = next.version - 1): DynamoDB evaluates the condition and
  *   writes atomically, so of concurrent swaps from one version exactly one lands; a failed
- *   condition (another version, another account, no such agent) answers false and writes nothing.
+ *   condition (another version, another owner, no such record) answers false and writes nothing.
  *
- * Input breaking `agentProblem` is a defect; so is any store failure.
+ * Input `documentProblem` refuses is a defect; so is any store failure. A kind's name holds no
+ * `#` (it ends a key's prefix); ids are whole key values, never parsed back out of a key.
  */
 import { PutItemCommand } from "@aws-sdk/client-dynamodb"
-import { type AgentRecord, decodeAgent, encodeAgent } from "@model-platform/core/agents/Records"
-import { agentProblem, AgentStore } from "@model-platform/core/ports/AgentStore"
+import { ApprovalDocuments } from "@model-platform/core/accounts/ApprovalRecords"
+import { AgentDocuments } from "@model-platform/core/agents/Records"
+import { AgentStore } from "@model-platform/core/ports/AgentStore"
+import { ApprovalStore } from "@model-platform/core/ports/ApprovalStore"
+import {
+  type DocumentKind,
+  documentProblem,
+  type DocumentStore,
+  type VersionedRecord
+} from "@model-platform/core/ports/Documents"
 import { newestFirst } from "@model-platform/core/ports/PlanStore"
 import { Effect, Layer, Schema } from "effect"
 import { decode, IntAttr, type Item, keyOf, num, str, StringAttr } from "./DynamoAttributes.ts"
@@ -33,13 +45,13 @@ import { DynamoConfig, type ItemKey } from "./DynamoTable.ts"
 // ---------------------------------------------------------------------------------------------
 // keys
 
-/** The key of every agent store item. Ids are whole key values, never parsed back out of a key. */
-export const AgentKeys = {
-  /** The agent itself. */
-  agent: (id: string): ItemKey => ({ pk: `AGENT#${id}`, sk: "AGENT" }),
-  /** Points at the agent from its account's list; the sort key orders the list by creation. */
-  accountAgent: (accountId: string, createdAt: string, id: string): ItemKey => ({
-    pk: `AGENTACCOUNT#${accountId}`,
+/** The key of every document store item. */
+export const DocumentKeys = {
+  /** The record itself. */
+  document: (kind: string, id: string): ItemKey => ({ pk: `DOC#${kind}#${id}`, sk: "DOC" }),
+  /** Points at the record from its owner's list; the sort key orders the list by creation. */
+  ownerDocument: (kind: string, owner: string, createdAt: string, id: string): ItemKey => ({
+    pk: `DOCOWNER#${kind}#${owner}`,
     sk: `${createdAt}#${id}`
   })
 } as const
@@ -47,21 +59,14 @@ export const AgentKeys = {
 // ---------------------------------------------------------------------------------------------
 // attribute values
 
-const AgentItem = Schema.Struct({
+const DocumentItem = Schema.Struct({
   record: StringAttr,
-  account_id: StringAttr,
+  owner_id: StringAttr,
   version: IntAttr,
   created_at: StringAttr
 })
 
-const AccountAgentItem = Schema.Struct({ agent_id: StringAttr })
-
-const agentAttributes = (record: AgentRecord): Item => ({
-  record: str(JSON.stringify(encodeAgent(record))),
-  account_id: str(record.account_id),
-  version: num(record.version),
-  created_at: str(record.created_at)
-})
+const OwnerDocumentItem = Schema.Struct({ id: StringAttr })
 
 const parseJson = (text: string): unknown => {
   try {
@@ -74,75 +79,90 @@ const parseJson = (text: string): unknown => {
 // ---------------------------------------------------------------------------------------------
 // the store
 
-export const AgentStoreDynamo: Layer.Layer<AgentStore, never, DynamoConfig> = Layer.effect(
-  AgentStore,
+/** The store of `kind`'s records on the table. */
+export const documentStoreDynamo = <R extends VersionedRecord>(
+  kind: DocumentKind<R>
+): Effect.Effect<DocumentStore<R>, never, DynamoConfig> =>
   Effect.gen(function*() {
+    const name = `DocumentStore(${kind.kind})`
+    if (kind.kind.length === 0 || kind.kind.includes("#")) {
+      return yield* Effect.die(new Error(`${name}: a kind's name is non-empty and holds no "#"`))
+    }
     const { client, tableName } = yield* DynamoConfig
-    const { createItem, getItem, getItems, queryItems, transact } = makeItemTable(client, tableName, "AgentStore")
-    const decodeAgentItem = decode(AgentItem)
-    const decodeAccountAgentItem = decode(AccountAgentItem)
+    const { createItem, getItem, getItems, queryItems, transact } = makeItemTable(client, tableName, name)
+    const decodeDocumentItem = decode(DocumentItem)
+    const decodeOwnerDocumentItem = decode(OwnerDocumentItem)
+    const recordKey = (id: string) => DocumentKeys.document(kind.kind, id)
 
-    const die = (operation: string, problem: string) => Effect.die(new Error(`AgentStore.${operation}: ${problem}`))
+    const die = (operation: string, problem: string) => Effect.die(new Error(`${name}.${operation}: ${problem}`))
 
-    /** A stored agent item read back: its record, which its columns must agree with. */
-    const readAgent = Effect.fnUntraced(function*(item: Item) {
-      const columns = yield* decodeAgentItem(item)
-      const record = decodeAgent(parseJson(columns.record))
-      if (record === undefined) return yield* die("read", "a stored agent does not decode")
-      if (record.account_id !== columns.account_id || record.version !== columns.version || record.created_at !== columns.created_at) {
-        return yield* die("read", `the columns of agent ${record.id} disagree with its record`)
+    const attributes = (record: R): Item => ({
+      record: str(JSON.stringify(kind.encode(record))),
+      owner_id: str(kind.owner(record)),
+      version: num(record.version),
+      created_at: str(record.created_at)
+    })
+
+    /** A stored record's item read back: its record, which its columns must agree with. */
+    const readRecord = Effect.fnUntraced(function*(item: Item) {
+      const columns = yield* decodeDocumentItem(item)
+      const record = kind.decode(parseJson(columns.record))
+      if (record === undefined) return yield* die("read", `a stored ${kind.kind} does not decode`)
+      if (kind.owner(record) !== columns.owner_id || record.version !== columns.version || record.created_at !== columns.created_at) {
+        return yield* die("read", `the columns of ${kind.kind} ${record.id} disagree with its record`)
       }
       return record
     })
 
-    // The agent (0) and its entry in the account's list (1), both or neither.
-    const insert = Effect.fn("AgentStore.insert")(function*(record: AgentRecord) {
-      const problem = agentProblem(record, "insert")
+    // The record (0) and its entry in the owner's list (1), both or neither.
+    const insert = Effect.fn(`${name}.insert`)(function*(record: R) {
+      const problem = documentProblem(kind, record, "insert")
       if (problem !== undefined) return yield* die("insert", problem)
+      const owner = kind.owner(record)
       const result = yield* transact("insert", [
-        createItem(AgentKeys.agent(record.id), agentAttributes(record)),
-        createItem(AgentKeys.accountAgent(record.account_id, record.created_at, record.id), { agent_id: str(record.id) })
+        createItem(recordKey(record.id), attributes(record)),
+        createItem(DocumentKeys.ownerDocument(kind.kind, owner, record.created_at, record.id), { id: str(record.id) })
       ])
       if (result.committed) return
       if (result.failed.includes(0)) return yield* die("insert", `duplicate id ${record.id}`)
-      return yield* die("insert", `the account's list item of agent ${record.id} exists`)
+      return yield* die("insert", `the owner's list item of ${kind.kind} ${record.id} exists`)
     })
 
     const get = (id: string) =>
-      Effect.flatMap(getItem(AgentKeys.agent(id)), (item) => (item === undefined ? Effect.undefined : readAgent(item))).pipe(
-        Effect.withSpan("AgentStore.get")
+      Effect.flatMap(getItem(recordKey(id)), (item) => (item === undefined ? Effect.undefined : readRecord(item))).pipe(
+        Effect.withSpan(`${name}.get`)
       )
 
-    const list = Effect.fn("AgentStore.list")(function*(accountId: string) {
+    const list = Effect.fn(`${name}.list`)(function*(owner: string) {
       const listed = yield* queryItems({
         KeyConditionExpression: "pk = :pk",
-        ExpressionAttributeValues: { ":pk": str(AgentKeys.accountAgent(accountId, "", "").pk) },
+        ExpressionAttributeValues: { ":pk": str(DocumentKeys.ownerDocument(kind.kind, owner, "", "").pk) },
         ScanIndexForward: false
       })
       const ids: Array<string> = []
-      for (const item of listed) ids.push((yield* decodeAccountAgentItem(item)).agent_id)
-      const found: Array<AgentRecord> = []
-      for (const item of yield* getItems(ids.map(AgentKeys.agent))) {
-        const record = yield* readAgent(item)
-        if (record.account_id !== accountId) return yield* die("list", `agent ${record.id} is listed under another account`)
+      for (const item of listed) ids.push((yield* decodeOwnerDocumentItem(item)).id)
+      const found: Array<R> = []
+      for (const item of yield* getItems(ids.map(recordKey))) {
+        const record = yield* readRecord(item)
+        if (kind.owner(record) !== owner) return yield* die("list", `${kind.kind} ${record.id} is listed under another owner`)
         found.push(record)
       }
-      if (found.length !== ids.length) return yield* die("list", `a listed agent of account ${accountId} is missing`)
+      if (found.length !== ids.length) return yield* die("list", `a listed ${kind.kind} of owner ${owner} is missing`)
       return found.sort(newestFirst)
     })
 
-    const swap = Effect.fn("AgentStore.swap")(function*(next: AgentRecord) {
-      const problem = agentProblem(next, "swap")
+    const swap = Effect.fn(`${name}.swap`)(function*(next: R) {
+      const problem = documentProblem(kind, next, "swap")
       if (problem !== undefined) return yield* die("swap", problem)
-      const item = { ...agentAttributes(next), ...keyOf(AgentKeys.agent(next.id)) }
+      const item = { ...attributes(next), ...keyOf(recordKey(next.id)) }
       return yield* call((signal) =>
         client.send(
           new PutItemCommand({
             TableName: tableName,
             Item: item,
-            ConditionExpression: "#version = :expected AND #account = :account",
-            ExpressionAttributeNames: { "#version": "version", "#account": "account_id" },
-            ExpressionAttributeValues: { ":expected": num(next.version - 1), ":account": str(next.account_id) }
+            ConditionExpression: "#version = :expected AND #owner = :owner",
+            ExpressionAttributeNames: { "#version": "version", "#owner": "owner_id" },
+            ExpressionAttributeValues: { ":expected": num(next.version - 1), ":owner": str(kind.owner(next)) }
           }),
           { abortSignal: signal }
         )
@@ -154,6 +174,17 @@ export const AgentStoreDynamo: Layer.Layer<AgentStore, never, DynamoConfig> = La
       )
     })
 
-    return AgentStore.of({ insert, get, list, swap })
+    return { insert, get, list, swap }
   })
+
+/** The agent store port (core/src/ports/AgentStore.ts) on DynamoDB. */
+export const AgentStoreDynamo: Layer.Layer<AgentStore, never, DynamoConfig> = Layer.effect(
+  AgentStore,
+  Effect.map(documentStoreDynamo(AgentDocuments), AgentStore.of)
+)
+
+/** The approval store port (core/src/ports/ApprovalStore.ts) on DynamoDB. */
+export const ApprovalStoreDynamo: Layer.Layer<ApprovalStore, never, DynamoConfig> = Layer.effect(
+  ApprovalStore,
+  Effect.map(documentStoreDynamo(ApprovalDocuments), ApprovalStore.of)
 )

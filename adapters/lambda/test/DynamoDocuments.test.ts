@@ -1,33 +1,43 @@
 /**
- * The agent store on DynamoDB Local: the shared contract suite (`agentStoreContract`, with its
- * concurrency test) on a fresh table, then what only this store has: its items (the agent as its
- * encoded record beside the columns conditions use, listed under the account's partition without
- * an index) and a stored record that does not decode being a defect. One DynamoDB Local serves
- * the file; it is stopped after it.
+ * The document store on DynamoDB Local: the shared contract suite for agents and approvals
+ * (`documentStoresContract`, with its concurrency test and the two kinds with one id never
+ * meeting) on a fresh table, then what only this store has: its items (a record as its encoded
+ * form beside the columns conditions use, keyed by kind and id, listed under its kind's owner
+ * partition without an index) and a stored record that does not decode being a defect. One
+ * DynamoDB Local serves the file; it is stopped after it.
  */
 import { GetItemCommand, PutItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb"
 import { assert, layer } from "@effect/vitest"
+import { ApprovalDocuments } from "@model-platform/core/accounts/ApprovalRecords"
 import { encodeAgent } from "@model-platform/core/agents/Records"
 import { generateId } from "@model-platform/core/Keys"
 import { AgentStore } from "@model-platform/core/ports/AgentStore"
-import { agentStoreContract, makeAgent } from "@model-platform/test-harness/AgentContract"
+import { ApprovalStore } from "@model-platform/core/ports/ApprovalStore"
+import { AgentDocumentsContract, makeAgent } from "@model-platform/test-harness/AgentContract"
+import { ApprovalDocumentsContract, makeApproval } from "@model-platform/test-harness/ApprovalContract"
 import { assertDies } from "@model-platform/test-harness/ContractSupport"
+import { documentStoresContract } from "@model-platform/test-harness/DocumentContract"
 import { Effect, Layer } from "effect"
-import { AgentKeys, AgentStoreDynamo } from "../src/DynamoAgentStore.ts"
+import { AgentStoreDynamo, ApprovalStoreDynamo, DocumentKeys } from "../src/DynamoDocuments.ts"
 import { DynamoConfig, type ItemKey } from "../src/DynamoTable.ts"
 import { useDynamoLocal } from "./dynamoLocal.ts"
 
-const { freshTable } = useDynamoLocal("agents-test")
+const { freshTable } = useDynamoLocal("documents-test")
 const FreshTable = freshTable()
+const Stores = Layer.mergeAll(AgentStoreDynamo, ApprovalStoreDynamo)
 
-agentStoreContract("AgentStoreDynamo on DynamoDB Local", AgentStoreDynamo.pipe(Layer.provide(FreshTable)))
+documentStoresContract(
+  "AgentStoreDynamo + ApprovalStoreDynamo on DynamoDB Local",
+  Stores.pipe(Layer.provide(FreshTable)),
+  [AgentDocumentsContract, ApprovalDocumentsContract]
+)
 
 // ---------------------------------------------------------------------------------------------
 // this store's own items
 
-const StoreAndTable = AgentStoreDynamo.pipe(Layer.provideMerge(FreshTable))
+const StoresAndTable = Stores.pipe(Layer.provideMerge(FreshTable))
 
-layer(StoreAndTable, { excludeTestServices: true, timeout: "60 seconds" })("AgentStoreDynamo items", (it) => {
+layer(StoresAndTable, { excludeTestServices: true, timeout: "60 seconds" })("DocumentStore items on DynamoDB", (it) => {
   const rawItem = (key: ItemKey) =>
     Effect.gen(function*() {
       const { client, tableName } = yield* DynamoConfig
@@ -39,7 +49,7 @@ layer(StoreAndTable, { excludeTestServices: true, timeout: "60 seconds" })("Agen
       return output.Item
     })
 
-  const accountSortKeys = (accountId: string) =>
+  const ownerSortKeys = (kind: string, owner: string) =>
     Effect.gen(function*() {
       const { client, tableName } = yield* DynamoConfig
       const output = yield* Effect.promise(() =>
@@ -47,7 +57,7 @@ layer(StoreAndTable, { excludeTestServices: true, timeout: "60 seconds" })("Agen
           new QueryCommand({
             TableName: tableName,
             KeyConditionExpression: "pk = :pk",
-            ExpressionAttributeValues: { ":pk": { S: AgentKeys.accountAgent(accountId, "", "").pk } },
+            ExpressionAttributeValues: { ":pk": { S: DocumentKeys.ownerDocument(kind, owner, "", "").pk } },
             ConsistentRead: true
           })
         )
@@ -63,48 +73,63 @@ layer(StoreAndTable, { excludeTestServices: true, timeout: "60 seconds" })("Agen
       )
     })
 
-  it.effect("an agent: its encoded record and columns in one item by id, one list item in its account's partition", () =>
+  it.effect("an agent: its encoded record and columns in one item by kind and id, one list item in its owner's partition", () =>
     Effect.gen(function*() {
       const store = yield* AgentStore
       const account = yield* generateId("acct")
       const agent = yield* makeAgent(account)
       yield* store.insert(agent)
-      const stored = yield* rawItem(AgentKeys.agent(agent.id))
+      assert.deepStrictEqual(DocumentKeys.document("agent", agent.id), { pk: `DOC#agent#${agent.id}`, sk: "DOC" })
+      const stored = yield* rawItem(DocumentKeys.document("agent", agent.id))
       assert.deepStrictEqual(JSON.parse(stored?.record?.S ?? "null"), encodeAgent(agent))
       assert.deepStrictEqual(
-        [stored?.account_id, stored?.version, stored?.created_at],
+        [stored?.owner_id, stored?.version, stored?.created_at],
         [{ S: account }, { N: "0" }, { S: agent.created_at }]
       )
-      assert.deepStrictEqual(yield* accountSortKeys(account), [`${agent.created_at}#${agent.id}`])
-      assert.strictEqual((yield* rawItem(AgentKeys.accountAgent(account, agent.created_at, agent.id)))?.agent_id?.S, agent.id)
-      // A swap rewrites the agent's item (its version column too); the list item stays as it is.
+      assert.deepStrictEqual(yield* ownerSortKeys("agent", account), [`${agent.created_at}#${agent.id}`])
+      const listItem = yield* rawItem(DocumentKeys.ownerDocument("agent", account, agent.created_at, agent.id))
+      assert.strictEqual(listItem?.pk?.S, `DOCOWNER#agent#${account}`)
+      assert.strictEqual(listItem?.id?.S, agent.id)
+      // A swap rewrites the record's item (its version column too); the list item stays as it is.
       assert.isTrue(yield* store.swap({ ...agent, name: "renamed", version: 1 }))
-      assert.deepStrictEqual((yield* rawItem(AgentKeys.agent(agent.id)))?.version, { N: "1" })
+      assert.deepStrictEqual((yield* rawItem(DocumentKeys.document("agent", agent.id)))?.version, { N: "1" })
       assert.deepStrictEqual(yield* store.list(account), [{ ...agent, name: "renamed", version: 1 }])
-      assert.lengthOf(yield* accountSortKeys(account), 1)
+      assert.lengthOf(yield* ownerSortKeys("agent", account), 1)
     }))
 
-  it.effect("a stored record that does not decode is a defect, by id and in its account's list", () =>
+  it.effect("an approval: the same items under its own kind, owned by the person who approves it", () =>
+    Effect.gen(function*() {
+      const store = yield* ApprovalStore
+      const sub = yield* generateId("person")
+      const approval = yield* makeApproval(sub)
+      yield* store.insert(approval)
+      const stored = yield* rawItem(DocumentKeys.document("approval", approval.id))
+      assert.deepStrictEqual(JSON.parse(stored?.record?.S ?? "null"), ApprovalDocuments.encode(approval))
+      assert.deepStrictEqual(stored?.owner_id, { S: sub })
+      assert.deepStrictEqual(yield* ownerSortKeys("approval", sub), [`${approval.created_at}#${approval.id}`])
+      assert.isUndefined(yield* rawItem(DocumentKeys.document("agent", approval.id)))
+      assert.deepStrictEqual(yield* ownerSortKeys("agent", sub), [])
+    }))
+
+  it.effect("a stored record that does not decode is a defect, by id and in its owner's list", () =>
     Effect.gen(function*() {
       const store = yield* AgentStore
       const account = yield* generateId("acct")
       const agent = yield* makeAgent(account)
       yield* store.insert(agent)
+      const columns = { owner_id: { S: account }, version: { N: "0" }, created_at: { S: agent.created_at } }
       const broken = { ...(encodeAgent(agent) as Record<string, unknown>), status: "sleeping" }
-      yield* putRaw(AgentKeys.agent(agent.id), {
-        record: { S: JSON.stringify(broken) },
-        account_id: { S: account },
-        version: { N: "0" },
-        created_at: { S: agent.created_at }
-      })
+      yield* putRaw(DocumentKeys.document("agent", agent.id), { record: { S: JSON.stringify(broken) }, ...columns })
       yield* assertDies(store.get(agent.id), "a record that does not decode")
       yield* assertDies(store.list(account), "a listed record that does not decode")
-      yield* putRaw(AgentKeys.agent(agent.id), {
-        record: { S: "{not json" },
-        account_id: { S: account },
-        version: { N: "0" },
-        created_at: { S: agent.created_at }
-      })
+      yield* putRaw(DocumentKeys.document("agent", agent.id), { record: { S: "{not json" }, ...columns })
       yield* assertDies(store.get(agent.id), "a record that is not JSON")
+      // Columns that disagree with the record.
+      yield* putRaw(DocumentKeys.document("agent", agent.id), {
+        record: { S: JSON.stringify(encodeAgent(agent)) },
+        ...columns,
+        version: { N: "4" }
+      })
+      yield* assertDies(store.get(agent.id), "a version column that disagrees with the record")
     }))
 })

@@ -9,6 +9,7 @@ import { LedgerStoreMemory } from "@model-platform/test-harness/MemoryLedgerStor
 import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
 import { PlanStoreMemory } from "@model-platform/test-harness/MemoryPlanStore"
 import { AgentStoreMemory } from "@model-platform/test-harness/MemoryAgentStore"
+import { ApprovalStoreMemory } from "@model-platform/test-harness/MemoryDocuments"
 import { RateLimitStoreMemory } from "@model-platform/test-harness/MemoryRateLimitStore"
 import { PeopleStoreMemory } from "@model-platform/test-harness/MemoryPeopleStore"
 import { AlertStoreMemory } from "@model-platform/test-harness/MemoryAlertStore"
@@ -100,7 +101,8 @@ describe("Lambda handler", () => {
       GatewayStoreComposed,
       Layer.mergeAll(
         AccountStoreMemory, SlowKeys, IdempotencyStoreMemory, LedgerStoreMemory, OrderStoreMemory, UsageStoreMemory, RateLimitStoreMemory,
-        PeopleStoreMemory, BillingSettingsStoreMemory, AlertStoreMemory, PlanStoreMemory, AgentStoreMemory
+        PeopleStoreMemory, BillingSettingsStoreMemory, AlertStoreMemory, PlanStoreMemory, AgentStoreMemory,
+        ApprovalStoreMemory
       )
     )
     const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores, deadlineMarginMillis: 1_000 })

@@ -35,6 +35,7 @@ import { BillingSettingsStoreMemory } from "@model-platform/test-harness/MemoryB
 import { PeopleStoreMemory } from "@model-platform/test-harness/MemoryPeopleStore"
 import { PlanStoreMemory } from "@model-platform/test-harness/MemoryPlanStore"
 import { AgentStoreMemory } from "@model-platform/test-harness/MemoryAgentStore"
+import { ApprovalStoreMemory } from "@model-platform/test-harness/MemoryDocuments"
 import { MemoryStores } from "@model-platform/test-harness/MemoryStores"
 import { Effect, Layer, Stream } from "effect"
 
@@ -247,5 +248,5 @@ const RateLimitStoreFast = Layer.sync(RateLimitStore, () => {
 export const FastMemoryStores: Layer.Layer<PlatformStores> = Layer.provideMerge(
   GatewayStoreComposed,
   Layer.mergeAll(MemoryStores, OrderStoreMemory, LedgerStoreFast, UsageStoreFast, RateLimitStoreFast, PeopleStoreMemory, BillingSettingsStoreMemory,
-    AlertStoreMemory, PlanStoreMemory, AgentStoreMemory)
+    AlertStoreMemory, PlanStoreMemory, AgentStoreMemory, ApprovalStoreMemory)
 )

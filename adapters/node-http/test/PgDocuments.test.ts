@@ -1,26 +1,76 @@
 /**
- * The agent store contract on Postgres: embedded PGlite in memory, and a real PostgreSQL server
- * when TEST_DATABASE_URL is set (there the concurrent swaps from one version race on the row
- * across a pool of connections). The server suite runs on a new database each time, as the other
- * Pg store suites do, so nothing an earlier run left is in the way.
+ * The document store contract on Postgres, for agents and approvals on one `documents` table (and
+ * that records of the two kinds with the same id never meet): embedded PGlite in memory, and a
+ * real PostgreSQL server when TEST_DATABASE_URL is set (there the concurrent swaps from one
+ * version race on the row across a pool of connections). The server suite runs on a new database
+ * each time, as the other Pg store suites do, so nothing an earlier run left is in the way. Then,
+ * on PGlite, what only this store has: its rows, and a stored record that does not decode being a
+ * defect.
  */
-import { describe, it } from "@effect/vitest"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { encodeAgent } from "@model-platform/core/agents/Records"
+import { generateId } from "@model-platform/core/Keys"
+import { AgentStore } from "@model-platform/core/ports/AgentStore"
+import { AgentDocumentsContract, makeAgent } from "@model-platform/test-harness/AgentContract"
+import { ApprovalDocumentsContract } from "@model-platform/test-harness/ApprovalContract"
+import { assertDies } from "@model-platform/test-harness/ContractSupport"
+import { documentStoresContract } from "@model-platform/test-harness/DocumentContract"
 import { Effect, Layer } from "effect"
-import { agentStoreContract } from "@model-platform/test-harness/AgentContract"
+import { SqlClient } from "effect/sql"
 import * as Database from "../src/postgres/Database.ts"
-import { AgentStorePg } from "../src/postgres/PgAgentStore.ts"
+import { AgentStorePg, ApprovalStorePg } from "../src/postgres/PgDocuments.ts"
 import { freshDatabaseUrl } from "./support.ts"
 
-const store = (options: Database.Options) => AgentStorePg.pipe(Layer.provide(Database.layer(options)))
+const kinds = [AgentDocumentsContract, ApprovalDocumentsContract]
 
-agentStoreContract("AgentStorePg on in-memory PGlite", store({ dataDir: Database.MEMORY }))
+const stores = (options: Database.Options) =>
+  Layer.mergeAll(AgentStorePg, ApprovalStorePg).pipe(Layer.provide(Database.layer(options)))
 
-/** The store on a new database of the server at `serverUrl`, created when the layer is built. */
+documentStoresContract("AgentStorePg + ApprovalStorePg on in-memory PGlite", stores({ dataDir: Database.MEMORY }), kinds)
+
+/** The stores on a new database of the server at `serverUrl`, created when the layer is built. */
 const onFreshDatabase = (serverUrl: string) =>
-  Layer.unwrap(Effect.map(Effect.promise(() => freshDatabaseUrl(serverUrl)), (databaseUrl) => store({ databaseUrl, dataDir: "unused" })))
+  Layer.unwrap(Effect.map(Effect.promise(() => freshDatabaseUrl(serverUrl)), (databaseUrl) => stores({ databaseUrl, dataDir: "unused" })))
 
 const databaseUrl = process.env["TEST_DATABASE_URL"]
-describe.skipIf(databaseUrl === undefined)("AgentStorePg on PostgreSQL (TEST_DATABASE_URL)", () => {
-  if (databaseUrl !== undefined) agentStoreContract("contract", onFreshDatabase(databaseUrl))
+describe.skipIf(databaseUrl === undefined)("AgentStorePg + ApprovalStorePg on PostgreSQL (TEST_DATABASE_URL)", () => {
+  if (databaseUrl !== undefined) documentStoresContract("contract", onFreshDatabase(databaseUrl), kinds)
   else it.skip("set TEST_DATABASE_URL=postgres://... to run the contract on a PostgreSQL server", () => {})
+})
+
+// ---------------------------------------------------------------------------------------------
+// this store's own rows (PGlite)
+
+const StoresAndSql = Layer.mergeAll(AgentStorePg, ApprovalStorePg).pipe(Layer.provideMerge(Database.layer({ dataDir: Database.MEMORY })))
+
+layer(StoresAndSql, {
+  excludeTestServices: true,
+  timeout: "60 seconds"
+})("DocumentStore rows on PGlite", (it) => {
+  it.effect("a record is one row of its kind: the encoded record beside kind, id, owner_id, created_at and version", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const agents = yield* AgentStore
+      const account = yield* generateId("acct")
+      const agent = yield* makeAgent(account)
+      yield* agents.insert(agent)
+      const rows = yield* sql<{ kind: string; owner_id: string; version: number; created_at: unknown; record: unknown }>`
+        SELECT kind, owner_id, version, created_at, record FROM documents WHERE id = ${agent.id}`
+      assert.lengthOf(rows, 1)
+      assert.deepStrictEqual([rows[0]?.kind, rows[0]?.owner_id, rows[0]?.version], ["agent", account, 0])
+      assert.deepStrictEqual(rows[0]?.record, encodeAgent(agent))
+    }))
+
+  it.effect("a stored record that does not decode is a defect, by id and in its owner's list", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const agents = yield* AgentStore
+      const account = yield* generateId("acct")
+      const agent = yield* makeAgent(account)
+      yield* agents.insert(agent)
+      const broken = JSON.stringify({ ...(encodeAgent(agent) as Record<string, unknown>), status: "sleeping" })
+      yield* sql`UPDATE documents SET record = ${broken}::jsonb WHERE kind = 'agent' AND id = ${agent.id}`
+      yield* assertDies(agents.get(agent.id), "a record that does not decode")
+      yield* assertDies(agents.list(account), "a listed record that does not decode")
+    }))
 })

@@ -1,18 +1,15 @@
 /**
- * The contract suite of the agent store port (core/src/ports/AgentStore.ts). Every implementation
- * runs it against its own layer: `agentStoreContract("memory", AgentStoreMemory)`. The layer is
- * built once per suite and shared by its tests, so every test works on fresh random ids.
+ * Agents in the document store contract (DocumentContract.ts): `makeAgent`, a record with every
+ * field set, and `AgentDocumentsContract`, the kind as the contract exercises it. Every shell runs
+ * it beside the approvals: `documentStoresContract("memory", stores, [AgentDocumentsContract,
+ * ApprovalDocumentsContract])`; `agentStoreContract` runs the agents alone.
  */
-import { assert, describe, layer } from "@effect/vitest"
 import type { AgentRecord } from "@model-platform/core/agents/Records"
+import { AgentDocuments } from "@model-platform/core/agents/Records"
 import { generateId } from "@model-platform/core/Keys"
 import { AgentStore } from "@model-platform/core/ports/AgentStore"
-import { toTimestamp } from "@model-platform/core/Time"
 import { Effect, type Layer } from "effect"
-import { assertDies } from "./ContractSupport.ts"
-
-const BASE = Date.UTC(2026, 0, 15, 10, 20, 30, 456)
-const at = (ms: number) => toTimestamp(BASE + ms)
+import { contractTime as at, type DocumentContractKind, documentStoreContract } from "./DocumentContract.ts"
 
 /** An agent with every field set, amounts beyond 2^64 (wei) and text beyond ASCII. */
 export const makeAgent = Effect.fnUntraced(function*(accountId: string, overrides: Partial<AgentRecord> = {}) {
@@ -52,70 +49,25 @@ export const makeAgent = Effect.fnUntraced(function*(accountId: string, override
   return record
 })
 
+/** Agents as the document store contract exercises them. */
+export const AgentDocumentsContract: DocumentContractKind<AgentStore, AgentRecord> = {
+  tag: AgentStore,
+  kind: AgentDocuments,
+  make: makeAgent,
+  sparse: {
+    status: "awaiting_approval",
+    settings: null,
+    approval: null,
+    did: null,
+    wallet_address: null,
+    approved_at: null,
+    activated_at: null,
+    expires_at: null,
+    error: "refused ✓"
+  },
+  mark: (record, text) => ({ ...record, name: text })
+}
+
 /** Declares the agent store contract on `storeLayer` (built once for the suite). */
 export const agentStoreContract = <E>(name: string, storeLayer: Layer.Layer<AgentStore, E>): void =>
-  layer(storeLayer, { excludeTestServices: true, timeout: "60 seconds" })(name, (it) => {
-    describe("agents", () => {
-      it.effect("insert then read: every field exactly; the account's agents newest first, then by id", () =>
-        Effect.gen(function*() {
-          const store = yield* AgentStore
-          const account = yield* generateId("acct")
-          const first = yield* makeAgent(account)
-          const second = yield* makeAgent(account, {
-            created_at: at(5), status: "awaiting_approval", settings: null, approval: null, did: null, wallet_address: null,
-            approved_at: null, activated_at: null, expires_at: null, error: "refused ✓"
-          })
-          const tieA = yield* makeAgent(account, { id: `agt_a${yield* generateId("x")}`, created_at: at(9) })
-          const tieB = yield* makeAgent(account, { id: `agt_b${yield* generateId("x")}`, created_at: at(9) })
-          for (const r of [first, second, tieB, tieA]) yield* store.insert(r)
-          assert.deepStrictEqual(yield* store.get(first.id), first)
-          assert.deepStrictEqual(yield* store.get(second.id), second)
-          assert.deepStrictEqual(yield* store.list(account), [tieA, tieB, second, first])
-          assert.deepStrictEqual(yield* store.list(yield* generateId("acct")), [])
-          assert.isUndefined(yield* store.get(yield* generateId("agt")))
-        }))
-
-      it.effect("swap replaces the record only from the version it was read at", () =>
-        Effect.gen(function*() {
-          const store = yield* AgentStore
-          const agent = yield* makeAgent(yield* generateId("acct"))
-          yield* store.insert(agent)
-          const revoked = { ...agent, status: "revoked" as const, revoked_at: at(99), version: 1 }
-          assert.isTrue(yield* store.swap(revoked))
-          assert.deepStrictEqual(yield* store.get(agent.id), revoked)
-          // From a version no longer stored: nothing changes.
-          assert.isFalse(yield* store.swap({ ...agent, status: "active", version: 1 }))
-          assert.isFalse(yield* store.swap({ ...agent, version: 3 }))
-          assert.deepStrictEqual(yield* store.get(agent.id), revoked)
-          assert.isFalse(yield* store.swap({ ...agent, id: yield* generateId("agt"), version: 1 }))
-        }))
-
-      it.effect("concurrent swaps from one version: exactly one wins", () =>
-        Effect.gen(function*() {
-          const store = yield* AgentStore
-          const agent = yield* makeAgent(yield* generateId("acct"))
-          yield* store.insert(agent)
-          const names = Array.from({ length: 8 }, (_, i) => `writer-${i}`)
-          const won = yield* Effect.forEach(names, (name) => store.swap({ ...agent, name, version: 1 }), { concurrency: "unbounded" })
-          assert.strictEqual(won.filter(Boolean).length, 1)
-          const stored = yield* store.get(agent.id)
-          assert.strictEqual(stored?.name, names[won.indexOf(true)])
-          assert.strictEqual(stored?.version, 1)
-        }))
-
-      it.effect("broken records are defects and store nothing", () =>
-        Effect.gen(function*() {
-          const store = yield* AgentStore
-          const account = yield* generateId("acct")
-          const agent = yield* makeAgent(account)
-          yield* assertDies(store.insert({ ...agent, version: 1 }), "a new agent at version 1")
-          yield* assertDies(store.insert({ ...agent, account_id: "" }), "an empty account id")
-          assert.isUndefined(yield* store.get(agent.id))
-          yield* store.insert(agent)
-          yield* assertDies(store.insert(agent), "a duplicate id")
-          yield* assertDies(store.swap({ ...agent, version: 0 }), "a swap to version 0")
-          assert.isFalse(yield* store.swap({ ...agent, account_id: yield* generateId("acct"), version: 1 }))
-          assert.deepStrictEqual(yield* store.get(agent.id), agent)
-        }))
-    })
-  })
+  documentStoreContract(name, storeLayer, AgentDocumentsContract)

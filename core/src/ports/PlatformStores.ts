@@ -7,6 +7,7 @@ import { type Context, Effect, Layer } from "effect"
 import { AccountStore } from "./AccountStore.ts"
 import { AgentStore } from "./AgentStore.ts"
 import { AlertStore } from "./AlertStore.ts"
+import { ApprovalStore } from "./ApprovalStore.ts"
 import { BillingSettingsStore } from "./BillingSettingsStore.ts"
 import { GatewayStore } from "./GatewayStore.ts"
 import { IdempotencyStore } from "./IdempotencyStore.ts"
@@ -33,6 +34,7 @@ export type PlatformStores =
   | AlertStore
   | PlanStore
   | AgentStore
+  | ApprovalStore
 
 const marked = <I, S extends object>(tag: Context.Key<I, S>, isUnavailable: (defect: unknown) => boolean) =>
   Layer.effect(tag, Effect.map(tag, (service) => markUnavailable(tag.key, service, isUnavailable)))
@@ -57,5 +59,6 @@ export const markPlatformStores = (
     marked(BillingSettingsStore, isUnavailable),
     marked(AlertStore, isUnavailable),
     marked(PlanStore, isUnavailable),
-    marked(AgentStore, isUnavailable)
+    marked(AgentStore, isUnavailable),
+    marked(ApprovalStore, isUnavailable)
   )

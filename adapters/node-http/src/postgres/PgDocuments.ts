@@ -1,103 +1,125 @@
 /**
- * The agent store port (core/src/ports/AgentStore.ts) on Postgres (a real server or embedded
- * PGlite). The table comes from the `0020_agents` migration (./migrations/0020_agents.ts): a row
- * holds the record's encoded form (`encodeAgent`) as jsonb beside the columns it is looked up by
- * (id, account_id, created_at, version), all copied from the record on every write.
+ * The document store port (core/src/ports/Documents.ts) on Postgres (a real server or embedded
+ * PGlite), one generic store for every kind of record: `documentStorePg(kind)`; `AgentStorePg`
+ * and `ApprovalStorePg` are it for their kinds. The table comes from the `0020_documents`
+ * migration (./migrations/0020_documents.ts): a row holds the record's encoded form (the kind's
+ * `encode`) as jsonb beside the columns it is looked up by (kind, id, owner_id, created_at,
+ * version), all copied from the record on every write. Every statement names its kind, so records
+ * of two kinds never meet, even with the same id.
  *
  * How the port's rules hold:
- * - insert: `agentProblem(record, "insert")` is checked before any SQL (a defect); then one
- *   `INSERT ... ON CONFLICT (id) DO NOTHING RETURNING id`: no row back is a duplicate id, a defect.
- *   The CHECKs of the migration (non-empty ids, version >= 0) hold it too.
- * - get / list: reads; every stored record goes through `decodeAgent`, and one that does not
- *   decode is a defect. `list` is newest first, then by id under the "C" collation: byte order,
- *   which for the ids' characters is core's `newestFirst` (JS string order); the index
- *   `agents_newest` is in that order.
- * - swap: `agentProblem(next, "swap")` first, then ONE conditional statement,
- *   `UPDATE ... WHERE id = $id AND version = $next.version - 1 AND account_id = $account`, which
- *   answers whether it updated a row. Under READ COMMITTED a concurrent swap of the same row waits
- *   for the first to commit and then re-checks the WHERE against the row as the first left it
- *   (version already moved), so of several swaps from one version exactly one wins, across
- *   connections and processes.
+ * - insert: `documentProblem(kind, record, "insert")` is checked before any SQL (a defect); then
+ *   one `INSERT ... ON CONFLICT (kind, id) DO NOTHING RETURNING id`: no row back is a duplicate
+ *   id, a defect. The CHECKs of the migration (non-empty ids, version >= 0) hold it too.
+ * - get / list: reads; every stored record goes through the kind's `decode`, and one that does
+ *   not decode is a defect. `list` is newest first, then by id under the "C" collation: byte
+ *   order, which for the ids' characters is core's `newestFirst` (JS string order); the index
+ *   `documents_newest` is in that order.
+ * - swap: `documentProblem(kind, next, "swap")` first, then ONE conditional statement,
+ *   `UPDATE ... WHERE kind = $kind AND id = $id AND version = $next.version - 1 AND owner_id =
+ *   $owner`, which answers whether it updated a row. Under READ COMMITTED a concurrent swap of
+ *   the same row waits for the first to commit and then re-checks the WHERE against the row as
+ *   the first left it (version already moved), so of several swaps from one version exactly one
+ *   wins, across connections and processes.
  * - created_at: the record keeps its own ISO string (exact to the millisecond) in the jsonb, and
  *   that is what is read back; the column is `${created_at}::timestamptz` (microseconds), only
  *   for ordering, so equal instants compare equal and the order is that of the instants.
  * Database failures are defects (`Effect.orDie`), as in every Pg store; PgUnavailable.ts marks
  * those that mean the database cannot be reached.
  */
-import { type AgentRecord, decodeAgent, encodeAgent } from "@model-platform/core/agents/Records"
-import { agentProblem, AgentStore } from "@model-platform/core/ports/AgentStore"
+import { ApprovalDocuments } from "@model-platform/core/accounts/ApprovalRecords"
+import { AgentDocuments } from "@model-platform/core/agents/Records"
+import { AgentStore } from "@model-platform/core/ports/AgentStore"
+import { ApprovalStore } from "@model-platform/core/ports/ApprovalStore"
+import {
+  type DocumentKind,
+  documentProblem,
+  type DocumentStore,
+  type VersionedRecord
+} from "@model-platform/core/ports/Documents"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 
-interface AgentRow {
+interface DocumentRow {
   readonly record: unknown
 }
 
 /** jsonb comes back parsed from the pg driver and PGlite; as text from anything else. */
 const parsed = (value: unknown): unknown => (typeof value === "string" ? JSON.parse(value) : value)
 
-const decoded = (row: AgentRow): Effect.Effect<AgentRecord> =>
-  Effect.suspend(() => {
-    const record = decodeAgent(parsed(row.record))
-    return record === undefined
-      ? Effect.die(new Error("AgentStore: a stored agent does not decode"))
-      : Effect.succeed(record)
-  })
-
-export const AgentStorePg: Layer.Layer<AgentStore, never, SqlClient.SqlClient> = Layer.effect(
-  AgentStore,
+/** The store of `kind`'s records in the `documents` table. */
+export const documentStorePg = <R extends VersionedRecord>(
+  kind: DocumentKind<R>
+): Effect.Effect<DocumentStore<R>, never, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const name = `DocumentStore(${kind.kind})`
+    const die = (operation: string, problem: string) => Effect.die(new Error(`${name}.${operation}: ${problem}`))
 
-    const insert = (record: AgentRecord) =>
+    const decoded = (row: DocumentRow): Effect.Effect<R> =>
       Effect.suspend(() => {
-        const problem = agentProblem(record, "insert")
-        if (problem !== undefined) return Effect.die(new Error(`AgentStore.insert: ${problem}`))
-        const encoded = JSON.stringify(encodeAgent(record))
+        const record = kind.decode(parsed(row.record))
+        return record === undefined ? die("read", `a stored ${kind.kind} does not decode`) : Effect.succeed(record)
+      })
+
+    const insert = (record: R) =>
+      Effect.suspend(() => {
+        const problem = documentProblem(kind, record, "insert")
+        if (problem !== undefined) return die("insert", problem)
+        const encoded = JSON.stringify(kind.encode(record))
         return sql<{ readonly id: string }>`
-          INSERT INTO agents (id, account_id, created_at, version, record)
-          VALUES (${record.id}, ${record.account_id}, ${record.created_at}::timestamptz, ${record.version},
+          INSERT INTO documents (kind, id, owner_id, created_at, version, record)
+          VALUES (${kind.kind}, ${record.id}, ${kind.owner(record)}, ${record.created_at}::timestamptz, ${record.version},
                   ${encoded}::jsonb)
-          ON CONFLICT (id) DO NOTHING
+          ON CONFLICT (kind, id) DO NOTHING
           RETURNING id`.pipe(
           Effect.orDie,
-          Effect.flatMap((rows) =>
-            rows.length > 0 ? Effect.void : Effect.die(new Error(`AgentStore.insert: duplicate id ${record.id}`))
-          )
+          Effect.flatMap((rows) => (rows.length > 0 ? Effect.void : die("insert", `duplicate id ${record.id}`)))
         )
-      }).pipe(Effect.withSpan("AgentStore.insert"))
+      }).pipe(Effect.withSpan(`${name}.insert`))
 
     const get = (id: string) =>
-      sql<AgentRow>`SELECT record FROM agents WHERE id = ${id}`.pipe(
+      sql<DocumentRow>`SELECT record FROM documents WHERE kind = ${kind.kind} AND id = ${id}`.pipe(
         Effect.orDie,
         Effect.flatMap((rows) => (rows[0] === undefined ? Effect.succeed(undefined) : decoded(rows[0]))),
-        Effect.withSpan("AgentStore.get")
+        Effect.withSpan(`${name}.get`)
       )
 
-    const list = (accountId: string) =>
-      sql<AgentRow>`
-        SELECT record FROM agents WHERE account_id = ${accountId}
+    const list = (owner: string) =>
+      sql<DocumentRow>`
+        SELECT record FROM documents WHERE kind = ${kind.kind} AND owner_id = ${owner}
         ORDER BY created_at DESC, id COLLATE "C"`.pipe(
         Effect.orDie,
         Effect.flatMap((rows) => Effect.forEach(rows, decoded)),
-        Effect.withSpan("AgentStore.list")
+        Effect.withSpan(`${name}.list`)
       )
 
-    const swap = (next: AgentRecord) =>
+    const swap = (next: R) =>
       Effect.suspend(() => {
-        const problem = agentProblem(next, "swap")
-        if (problem !== undefined) return Effect.die(new Error(`AgentStore.swap: ${problem}`))
-        const encoded = JSON.stringify(encodeAgent(next))
+        const problem = documentProblem(kind, next, "swap")
+        if (problem !== undefined) return die("swap", problem)
+        const encoded = JSON.stringify(kind.encode(next))
         return sql<{ readonly id: string }>`
-          UPDATE agents
+          UPDATE documents
           SET record = ${encoded}::jsonb, version = ${next.version}, created_at = ${next.created_at}::timestamptz
-          WHERE id = ${next.id} AND version = ${next.version - 1} AND account_id = ${next.account_id}
+          WHERE kind = ${kind.kind} AND id = ${next.id} AND version = ${next.version - 1} AND owner_id = ${kind.owner(next)}
           RETURNING id`.pipe(
           Effect.orDie,
           Effect.map((rows) => rows.length > 0)
         )
-      }).pipe(Effect.withSpan("AgentStore.swap"))
+      }).pipe(Effect.withSpan(`${name}.swap`))
 
-    return AgentStore.of({ insert, get, list, swap })
+    return { insert, get, list, swap }
   })
+
+/** The agent store port (core/src/ports/AgentStore.ts) on Postgres. */
+export const AgentStorePg: Layer.Layer<AgentStore, never, SqlClient.SqlClient> = Layer.effect(
+  AgentStore,
+  Effect.map(documentStorePg(AgentDocuments), AgentStore.of)
+)
+
+/** The approval store port (core/src/ports/ApprovalStore.ts) on Postgres. */
+export const ApprovalStorePg: Layer.Layer<ApprovalStore, never, SqlClient.SqlClient> = Layer.effect(
+  ApprovalStore,
+  Effect.map(documentStorePg(ApprovalDocuments), ApprovalStore.of)
 )

@@ -19,7 +19,7 @@ import { ledgerCreditEntries } from "./migrations/0016_ledger_credit_entries.ts"
 import { ledgerGrants } from "./migrations/0017_ledger_grants.ts"
 import { plans } from "./migrations/0018_plans.ts"
 import { planRenewals } from "./migrations/0019_plan_renewals.ts"
-import { agents } from "./migrations/0020_agents.ts"
+import { documents } from "./migrations/0020_documents.ts"
 
 const accountsKeysIdempotency = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -619,7 +619,7 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0017_ledger_grants": ledgerGrants,
   "0018_plans": plans,
   "0019_plan_renewals": planRenewals,
-  "0020_agents": agents
+  "0020_documents": documents
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */
