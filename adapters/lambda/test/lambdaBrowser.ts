@@ -51,7 +51,7 @@ const send = async (response: Response, outgoing: ServerResponse) => {
 }
 
 /** Starts the platform for a browser flow (AccountsBrowserFlow.ts FlowSetup). */
-export const startLambdaForBrowser = async ({ smtpUrl, machineUrl, recoveryDelayMs }: FlowSetup): Promise<PlatformUnderTest> => {
+export const startLambdaForBrowser = async ({ clock, machineUrl, recoveryDelayMs, smtpUrl }: FlowSetup): Promise<PlatformUnderTest> => {
   const catalogue = flowCatalogue(demo, machineUrl)
   const local = await startDynamoLocal()
   const dynamo = await tableOn(local)
@@ -79,6 +79,7 @@ export const startLambdaForBrowser = async ({ smtpUrl, machineUrl, recoveryDelay
     ownerEmail: "owner@test.local",
     publicUrl: `http://localhost:${port}`,
     dynamo,
+    platform: { clock },
     accounts: {
       recoveryDelayMs,
       emailSender: SmtpEmailSender({ url: Redacted.make(smtpUrl), from: "Model Platform <no-reply@test.local>" })

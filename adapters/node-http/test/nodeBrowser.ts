@@ -18,7 +18,7 @@ import { freshDatabaseUrl } from "./support.ts"
 const demo = readFileSync(resolve(import.meta.dirname, "../catalogue.demo.json"), "utf8")
 
 /** Starts the platform for a browser flow (AccountsBrowserFlow.ts FlowSetup). */
-export const startNodeForBrowser = async ({ smtpUrl, machineUrl, recoveryDelayMs }: FlowSetup): Promise<PlatformUnderTest> => {
+export const startNodeForBrowser = async ({ clock, machineUrl, recoveryDelayMs, smtpUrl }: FlowSetup): Promise<PlatformUnderTest> => {
   const catalogue = flowCatalogue(demo, machineUrl)
   const serverUrl = process.env.TEST_DATABASE_URL
   const database = serverUrl === undefined
@@ -31,6 +31,7 @@ export const startNodeForBrowser = async ({ smtpUrl, machineUrl, recoveryDelayMs
         port: 0,
         host: "127.0.0.1",
         ownerEmail: "owner@test.local",
+        platform: { clock },
         accounts: {
           recoveryDelayMs,
           emailSender: SmtpEmailSender({ url: Redacted.make(smtpUrl), from: "Model Platform <no-reply@test.local>" })

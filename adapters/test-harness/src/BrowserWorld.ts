@@ -7,11 +7,12 @@
  */
 import { type CatalogueConfig, parseCatalogue } from "@model-platform/core/CatalogueConfig"
 import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
-import { Effect } from "effect"
+import { type Clock, Effect } from "effect"
 import { existsSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core"
 import { type Mailbox, recipients, startSmtp } from "./LocalSmtp.ts"
+import { movableClock } from "./MovableClock.ts"
 
 /**
  * The demo catalogue (its JSON text) pointed at the flow's reference machine, with each service's
@@ -50,6 +51,8 @@ export interface FlowSetup {
   readonly machineUrl: string
   /** The account service's recovery delay (AccountsConfig.recoveryDelayMs). */
   readonly recoveryDelayMs: number
+  /** The platform's clock (PlatformOptions.clock): the flow may move it forward (BrowserWorld.advanceClock). */
+  readonly clock: Clock.Clock
 }
 
 /** The platform a shell started for a flow. */
@@ -86,6 +89,8 @@ export interface BrowserWorld {
   readonly mailbox: Mailbox
   readonly device: () => Promise<Device>
   readonly shot: (page: Page, name: string) => Promise<unknown>
+  /** Moves the platform's clock forward (a link expiring). */
+  readonly advanceClock: (ms: number) => void
   /** A JSON call with a person's key (a body is sent with an Idempotency-Key). */
   readonly api: (secret: string, method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>
   /** The newest mail to `address` (among those after the first `after`) with a link like `pattern`, waited for. */
@@ -94,8 +99,11 @@ export interface BrowserWorld {
   readonly buy: (page: Page, amountUsd: number, options?: { gift?: boolean; shots?: string }) => Promise<string>
   /** Pays the order page's order on the checkout page with the test card 4242…; answers the order's id. */
   readonly payOrderPage: (page: Page) => Promise<string>
-  /** Signs a new person up with a passkey, confirms by mail, creates a key; answers its secret. */
-  readonly signUp: (page: Page, email: string) => Promise<string>
+  /**
+   * Signs a new person up with a passkey, confirms by mail, creates a key (with `manage` too when
+   * asked); answers its secret.
+   */
+  readonly signUp: (page: Page, email: string, options?: { readonly manage?: boolean }) => Promise<string>
   readonly stop: () => Promise<void>
 }
 
@@ -103,7 +111,8 @@ export const startBrowserWorld = async (options: FlowOptions & { readonly recove
   mkdirSync(options.artifacts, { recursive: true })
   const machine: ReferenceMachine = await startReferenceMachine({ port: 0 })
   const mailbox = await startSmtp()
-  const platform = await options.start({ smtpUrl: mailbox.url, machineUrl: machine.url, recoveryDelayMs: options.recoveryDelayMs })
+  const clock = movableClock()
+  const platform = await options.start({ smtpUrl: mailbox.url, machineUrl: machine.url, recoveryDelayMs: options.recoveryDelayMs, clock: clock.clock })
   const browser: Browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -177,7 +186,7 @@ export const startBrowserWorld = async (options: FlowOptions & { readonly recove
     return payOrderPage(page, buying.shots)
   }
 
-  const signUp = async (page: Page, email: string) => {
+  const signUp = async (page: Page, email: string, signUpOptions: { readonly manage?: boolean } = {}) => {
     await page.goto(`${accounts}/sign-up`)
     await page.fill("#email", email)
     await page.click("#sign-up")
@@ -186,6 +195,7 @@ export const startBrowserWorld = async (options: FlowOptions & { readonly recove
     await page.click("#confirm")
     await page.waitForURL(/\/accounts\/welcome/)
     await page.fill("#key-name", "my key")
+    if (signUpOptions.manage === true) await page.check(`input[name="permission"][value="manage"]`)
     await page.click("#create-key")
     return (await page.locator("#key-secret").textContent())!.trim()
   }
@@ -196,6 +206,7 @@ export const startBrowserWorld = async (options: FlowOptions & { readonly recove
     mailbox,
     device,
     shot,
+    advanceClock: clock.advance,
     api,
     linkIn,
     buy,
