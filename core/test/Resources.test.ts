@@ -305,7 +305,8 @@ describe("Plans", () => {
     accepts(Plans.SubscriptionList, {
       data: [{
         id: "sub_1", machine_id: "m1", plan_id: "builder", status: "active", auto_renews: true,
-        cancel_at_period_end: false, current_period_end: T, paid_with: "card"
+        cancel_at_period_end: false, current_period_start: T, current_period_end: "2026-03-31T12:00:00.000Z", paid_with: "card",
+        renewal_error: null
       }]
     })
     accepts(Plans.SubscriptionList, { data: [] })
