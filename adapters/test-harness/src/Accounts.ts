@@ -7,6 +7,7 @@ import { ApiKeys } from "@model-platform/core/ApiKeys"
 import { generateId } from "@model-platform/core/Keys"
 import { PermissionValues } from "@model-platform/core/Permissions"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
+import { PeopleStore } from "@model-platform/core/ports/PeopleStore"
 import * as Time from "@model-platform/core/Time"
 import { Effect } from "effect"
 
@@ -17,4 +18,24 @@ export const createAccount = Effect.fn("test.createAccount")(function*(email: st
   yield* accounts.insert(account)
   const key = yield* (yield* ApiKeys).issue(account.id, { name: "test", permissions: PermissionValues })
   return key.secret
+})
+
+/**
+ * As createAccount, and the account has a ready identity (`did:svc:human:<account id>`, a person
+ * `per_<account id>` behind it), as after a sign-up: the account can propose agents.
+ */
+export const createAccountWithIdentity = Effect.fn("test.createAccountWithIdentity")(function*(email: string) {
+  const secret = yield* createAccount(email)
+  const caller = yield* (yield* ApiKeys).authenticate(secret)
+  const accountId = caller.account.id
+  yield* (yield* PeopleStore).saveIdentity({
+    account_id: accountId,
+    person_id: `per_${accountId}`,
+    state: "ready",
+    did: `did:svc:human:${accountId}`,
+    wallet_address: `0x${"0".repeat(40)}`,
+    error: null,
+    updated_at: yield* Time.now
+  })
+  return secret
 })

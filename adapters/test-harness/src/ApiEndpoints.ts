@@ -118,7 +118,8 @@ const resolve = (schema: JsonSchema, components: JsonSchema): JsonSchema => {
 }
 
 /**
- * The smallest value a JSON Schema accepts, as far as this walk can tell: required properties only,
+ * The smallest value a JSON Schema accepts, as far as this walk can tell: required properties only
+ * (and the first optional ones up to minProperties),
  * the first branch of a union (skipping null), the first enum value, the minimum of a number, the
  * shortest string. Good enough for a body that passes decoding; handlers may still refuse it.
  */
@@ -139,6 +140,14 @@ export const minimalValue = (schema: JsonSchema | undefined, components: JsonSch
       const out: Record<string, unknown> = {}
       for (const key of (s.required ?? []) as Array<string>) {
         out[key] = minimalValue(s.properties?.[key], components, depth + 1)
+      }
+      // minProperties beyond the required ones: optional properties in order, skipping those no
+      // value satisfies (`not`).
+      const least = typeof s.minProperties === "number" ? s.minProperties : 0
+      for (const [key, sub] of Object.entries((s.properties ?? {}) as Record<string, JsonSchema>)) {
+        if (Object.keys(out).length >= least) break
+        if (key in out || "not" in resolve(sub, components)) continue
+        out[key] = minimalValue(sub, components, depth + 1)
       }
       return out
     }

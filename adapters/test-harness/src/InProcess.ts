@@ -8,14 +8,23 @@ import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/api/Http"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
-import { createAccount } from "./Accounts.ts"
+import { createAccount, createAccountWithIdentity } from "./Accounts.ts"
 import type { ShellUnderTest } from "./HttpSuite.ts"
 import { MemoryPlatformStores } from "./MemoryPlatformStores.ts"
+
+export interface InProcessExtras {
+  /**
+   * Each account `newAccount` makes has a ready identity (a person behind it, as after sign-up),
+   * so it can propose agents. Off unless set: such an account is one no person owns.
+   */
+  readonly readyIdentities?: boolean
+}
 
 export const startInProcess = async <S extends PlatformStores, E>(
   catalogue: CatalogueConfig,
   stores?: Layer.Layer<S, E>,
-  options: PlatformOptions = {}
+  options: PlatformOptions = {},
+  extras: InProcessExtras = {}
 ): Promise<ShellUnderTest> => {
   // Layer.merge: the services of the second layer win.
   const all: Layer.Layer<PlatformStores, E> = stores === undefined
@@ -34,7 +43,12 @@ export const startInProcess = async <S extends PlatformStores, E>(
   )
   return {
     ownerSecret: owner?.key.secret ?? "",
-    newAccount: () => runtime.runPromise(createAccount(`user-${crypto.randomUUID()}@test.local`)),
+    newAccount: () =>
+      runtime.runPromise(
+        extras.readyIdentities === true
+          ? createAccountWithIdentity(`user-${crypto.randomUUID()}@test.local`)
+          : createAccount(`user-${crypto.randomUUID()}@test.local`)
+      ),
     fetch: (path, init) => handler(new Request(`http://platform.test${path}`, init)),
     close: async () => {
       await dispose()

@@ -71,9 +71,18 @@ export const PATH_ID_KINDS: Readonly<Record<string, IdKind>> = {
   keys: owned("key"),
   receipts: owned("receipt"),
   subscriptions: owned("subscription"),
+  agents: owned("agent"),
   // This month: the one A's world has activity in.
   statements: { _tag: "own_period", value: () => new Date().toISOString().slice(0, 7) }
 }
+
+/**
+ * Kinds a world holds only where the shell is set up to make them; elsewhere their endpoints are
+ * not checked with A's ids (there are none), and the run says so.
+ */
+const SHELL_DEPENDENT_KINDS: ReadonlyMap<OwnedKind, string> = new Map([
+  ["agent", "agents need a ready identity, an account service taking approvals and nodes serving agents"] as const
+])
 
 /** Body fields naming an id (by name: `id`, `*_id`, `code`, `to`), for every write endpoint. */
 export const BODY_ID_KINDS: Readonly<Record<string, IdKind>> = {
@@ -367,6 +376,10 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
         }
         const failures: Array<string> = []
         for (const { kind, ids } of ownedIdsFor(e, A)) {
+          if (ids.length === 0 && SHELL_DEPENDENT_KINDS.has(kind)) {
+            console.log(`isolation matrix on ${shell}: ${labelOf(e)} not checked with A's ids: this shell makes no ${kind} (${SHELL_DEPENDENT_KINDS.get(kind)})`)
+            continue
+          }
           expect(ids.length, `A has no ${kind} ids`).toBeGreaterThan(0)
           for (const id of ids) {
             for (const { who, key } of askers(e)) {

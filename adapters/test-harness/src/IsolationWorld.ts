@@ -57,7 +57,7 @@ export const clientOf = (shell: ShellUnderTest): Client => {
 // ---------------------------------------------------------------------------------------------
 
 /** The kinds of ids an account owns. */
-export type OwnedKind = "order" | "key" | "receipt" | "ticket_code" | "deposit_address" | "subscription" | "rental"
+export type OwnedKind = "order" | "key" | "receipt" | "ticket_code" | "deposit_address" | "subscription" | "rental" | "agent"
 
 /** A write the account sent while its world was built. */
 export interface SentWrite {
@@ -134,7 +134,7 @@ export const stringsOf = (value: unknown, out: Set<string> = new Set()): Set<str
 export const buildWorld = async (client: Client, name: string, key: string, snapshotPermissions: ReadonlyArray<string>): Promise<World> => {
   const { call, ok } = client
   const me = (await ok("GET", "/me", { key })).json
-  const ids: World["ids"] = { order: [], key: [me.key.id], receipt: [], ticket_code: [], deposit_address: [], subscription: [], rental: [] }
+  const ids: World["ids"] = { order: [], key: [me.key.id], receipt: [], ticket_code: [], deposit_address: [], subscription: [], rental: [], agent: [] }
   const secrets: Array<string> = []
   const writes: Array<SentWrite> = []
 
@@ -190,6 +190,10 @@ export const buildWorld = async (client: Client, name: string, key: string, snap
   ids.subscription.push(...((await ok("GET", "/subscriptions", { key })).json.data as Array<any>).map((r) => r.id))
   ids.rental.push(...((await ok("GET", "/rentals", { key })).json.data as Array<any>).map((r) => r.id))
   ids.receipt.push(...((await ok("GET", "/billing/receipts", { key })).json.data as Array<any>).map((r) => r.id))
+  // An agent, where the shell can propose one (an identity ready, an account service and serving
+  // nodes configured; else 409 or 503 and the account has none).
+  await call("POST", "/agents", { key, body: { name: `iso-${name}-agent` } })
+  ids.agent.push(...((await ok("GET", "/agents", { key })).json.data as Array<any>).map((r) => r.id))
 
   // Usage: a chat and an embedding call, with two of the account's keys, where the catalogue has them.
   const models = (await call("GET", "/v1/models")).json?.data as Array<any> | undefined

@@ -64,6 +64,12 @@ export const AgentRecord = Schema.Struct({
   /** When the delegation ends: activated_at + expires_in_days. */
   expires_at: Schema.NullOr(Timestamp),
   revoked_at: Schema.NullOr(Timestamp),
+  /**
+   * Whether an approved step handed the platform the agent's network key (the account service
+   * keeps no copy). Only that it did is kept: the key itself is a secret and is never stored in
+   * clear (docs/agents.md "Collecting approvals"). Absent: no.
+   */
+  network_key_held: Schema.optionalKey(Schema.Boolean),
   /** Bumped by every write: a store swaps a record only from the version it was read at. */
   version: Schema.Int
 })

@@ -174,7 +174,9 @@ export const AgentSettings = Schema.Struct({
   name: Schema.optionalKey(Schema.Never.annotate({ message: "an agent's name cannot change" })),
   ...settingsFields
 }).check(
-  Schema.makeFilter((body) => Object.keys(body).length > 0 || "at least one setting to change is required")
+  // minProperties (not a bare predicate): the OpenAPI document says so too, and tools reading it
+  // (the test suites' minimal bodies) send a setting.
+  Schema.isMinProperties(1, { message: "at least one setting to change is required" })
 )
 export type AgentSettings = typeof AgentSettings.Type
 

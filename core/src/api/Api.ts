@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Me } from "../Account.ts"
+import { AgentsApiGroup, AgentsGroup } from "../agents/AgentsApi.ts"
 import { AlertsGroup } from "../billing/AlertsApi.ts"
 import { LimitsGroup } from "../billing/LimitsApi.ts"
 import { PlansGroup } from "../plans/PlansApi.ts"
@@ -200,6 +201,8 @@ export class PlatformApi extends HttpApi.make("platform")
   .add(AlertsGroup)
   .add(StatementsGroup)
   .add(IdentityGroup)
+  .add(AgentsGroup)
+  .add(AgentsApiGroup)
   // Applies to the groups added above: keep it after the last `.add`.
   .middleware(SchemaErrors)
   .annotateMerge(OpenApi.annotations({

@@ -4,6 +4,7 @@ import { AccountService } from "../accounts/AccountService.ts"
 import { AccountsConfig } from "../accounts/AccountsConfig.ts"
 import { storedIdentity } from "../accounts/Identities.ts"
 import { HttpApiBuilder } from "effect/http-api"
+import { AgentsHandlers } from "../agents/AgentsHandlers.ts"
 import { ApiKeys } from "../ApiKeys.ts"
 import { AlertsHandlers } from "../billing/AlertsHandlers.ts"
 import { LimitsHandlers } from "../billing/LimitsHandlers.ts"
@@ -124,5 +125,6 @@ export const PlatformHandlers = Layer.mergeAll(
   AlertsHandlers,
   StatementsHandlers,
   PlansHandlers,
-  IdentityHandlers
+  IdentityHandlers,
+  AgentsHandlers
 )

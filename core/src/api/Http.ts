@@ -10,6 +10,7 @@ import { PlanRenewer, type PlanRenewerOptions } from "../plans/Renewals.ts"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { Agents } from "../agents/Agents.ts"
 import { ApiKeys } from "../ApiKeys.ts"
 import { Alerts } from "../billing/Alerts.ts"
 import { AutoReload } from "../billing/AutoReload.ts"
@@ -24,10 +25,12 @@ import { MachineHttpLayer } from "../gateway/MachineHttp.ts"
 import { Ledger } from "../money/Ledger.ts"
 import { MAX_ID_LENGTH } from "../Limits.ts"
 import { Orders, Tickets } from "../money/OrderService.ts"
+import { AgentApprovals, ApprovalsUnavailable } from "../ports/AgentApprovals.ts"
 import { CardProcessor } from "../ports/CardProcessor.ts"
 import type { EmailSender } from "../ports/EmailSender.ts"
 import type { MeteringJournal } from "../ports/MeteringJournal.ts"
 import type { MachineClient } from "../ports/MachineClient.ts"
+import { Network, NetworkUnavailable } from "../ports/Network.ts"
 import { StablecoinRail } from "../ports/StablecoinRail.ts"
 import * as TestCardProcessor from "../TestCardProcessor.ts"
 import { PlatformApi } from "./Api.ts"
@@ -96,6 +99,18 @@ export interface PlatformOptions {
    * "Alerts"): the shell's sender (SMTP or the outbox). None: alerts are only listed.
    */
   readonly alertMail?: Layer.Layer<EmailSender, unknown> | undefined
+  /**
+   * The account service's agent approvals, as the platform reaches them (docs/agents.md: the
+   * shells' ApprovalsHttpClient, or the account service in the same process). None: every
+   * approval call answers ApprovalsUnavailable (POST /agents: 503 approvals_unavailable; reads
+   * answer agents as stored).
+   */
+  readonly agentApprovals?: Layer.Layer<AgentApprovals> | undefined
+  /**
+   * The network, for the nodes serving agents (docs/agents.md). None: no node serves agents
+   * (POST /agents: 409 no_serving_nodes).
+   */
+  readonly network?: Layer.Layer<Network> | undefined
 }
 
 /** The platform's clock (PlatformOptions.clock), to provide under everything a shell builds. */
@@ -165,6 +180,22 @@ export const stablecoinRailLayer = (payments: Payments): Layer.Layer<StablecoinR
   )
 }
 
+/** AgentApprovals when no account service is configured: every call answers ApprovalsUnavailable. */
+export const NoAgentApprovals: Layer.Layer<AgentApprovals> = Layer.succeed(AgentApprovals, {
+  create: () => Effect.fail(new ApprovalsUnavailable({ reason: "no account service is configured for agent approvals" })),
+  read: () => Effect.fail(new ApprovalsUnavailable({ reason: "no account service is configured for agent approvals" }))
+})
+
+/** The Network when none is configured: no node serves agents, and nothing else answers. */
+export const NoNetwork: Layer.Layer<Network> = Layer.succeed(Network, {
+  network: "none",
+  createHumanIdentity: () => Effect.fail(new NetworkUnavailable({ reason: "no network is configured" })),
+  servingNodes: Effect.succeed([]),
+  registerAgent: () => Effect.fail(new NetworkUnavailable({ reason: "no network is configured" })),
+  revokeAgent: () => Effect.fail(new NetworkUnavailable({ reason: "no network is configured" })),
+  issueAgentKey: () => Effect.fail(new NetworkUnavailable({ reason: "no network is configured" }))
+})
+
 /**
  * Completes the fulfilment of paid orders a crash cut short (Orders.healPaid), once at start. A
  * failure is logged, never fatal: the next replay of a completion finishes the order too.
@@ -197,7 +228,11 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
   const renewer = options.renewPlans === undefined
     ? Layer.empty
     : PlanRenewer.layer(options.renewPlans).pipe(Layer.provide(Layer.mergeAll(money, rails, alerts)))
-  return Layer.mergeAll(ApiKeys.layer, money, billing, gateway, sweeper, renewer, HealPaidOrders.pipe(Layer.provide(money))).pipe(
+  // Agents (docs/agents.md): approvals at the account service, serving nodes from the network.
+  const agents = Agents.layer({ publicUrl: options.publicUrl }).pipe(
+    Layer.provide(Layer.mergeAll(ApiKeys.layer, options.agentApprovals ?? NoAgentApprovals, options.network ?? NoNetwork))
+  )
+  return Layer.mergeAll(ApiKeys.layer, money, billing, gateway, sweeper, renewer, agents, HealPaidOrders.pipe(Layer.provide(money))).pipe(
     Layer.provideMerge(Catalogue.layer(config))
   )
 }

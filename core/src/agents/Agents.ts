@@ -1,0 +1,662 @@
+/**
+ * Agents, the use-cases (docs/agents.md "Endpoints", "Collecting approvals"): propose an agent,
+ * change its settings or revoke it (each a step the owner approves with a passkey at the account
+ * service, ports/AgentApprovals.ts), read agents (collecting an outstanding approval first, and
+ * ending a delegation whose time is up), and give an active agent a key.
+ *
+ * Every move of an agent goes through the state machine (AgentStates.ts `applyAgentEvent`) and is
+ * written by a compare-and-set on the record's version (AgentStore.swap): a write that lost to
+ * another process reads the agent again and decides again, a few times.
+ *
+ * The owner is the account's person (`sub` at the account service: the identity's person_id),
+ * whose identity must be ready. Settings are kept exactly (Records.ts: wei and micro-credits) and
+ * converted at the boundary (Amounts.ts).
+ */
+import { Clock, Context, Effect, Layer } from "effect"
+import { ApiKeys, type Caller } from "../ApiKeys.ts"
+import { Catalogue } from "../Catalogue.ts"
+import * as Errors from "../Errors.ts"
+import { type CreatedKey, generateId } from "../Keys.ts"
+import { microToCredits } from "../Money.ts"
+import { DEFAULT_PERMISSIONS, ungrantable } from "../Permissions.ts"
+import { AgentApprovals, type ApprovalsUnavailable } from "../ports/AgentApprovals.ts"
+import { AgentStore } from "../ports/AgentStore.ts"
+import { LedgerStore } from "../ports/LedgerStore.ts"
+import { Network } from "../ports/Network.ts"
+import { PeopleStore } from "../ports/PeopleStore.ts"
+import { RequestBaseUrl } from "../api/PublicUrl.ts"
+import * as Time from "../Time.ts"
+import {
+  approvedCreditLimitToMicro,
+  creditLimitToMicro,
+  microToCreditLimit,
+  tokenCapToWei,
+  weiFromWire,
+  weiToProposedCap,
+  weiToTokenCap
+} from "./Amounts.ts"
+import { type AgentEvent, type AgentMove, type AgentState, applyAgentEvent, proposedState } from "./AgentStates.ts"
+import type { ApprovalResultWire, ApprovalSettingsWire, ApprovedSettingsWire } from "./ApprovalWire.ts"
+import { agentDayBudget, agentTotalBudget, dayOf, TOTAL_PERIOD } from "./Limits.ts"
+import type { AgentApprovalRecord, AgentRecord, AgentSettingsRecord } from "./Records.ts"
+import {
+  type Agent,
+  type AgentList,
+  type AgentProposalResponse,
+  type AgentSettings,
+  type CreateAgent,
+  type CreateAgentKey,
+  DEFAULT_CAPABILITIES,
+  DEFAULT_EXPIRES_IN_DAYS
+} from "./Schemas.ts"
+
+const MINUTE_MS = 60_000
+const DAY_MS = 24 * 60 * MINUTE_MS
+
+/** How long an approval link works (the spec: "approval link valid 30 minutes"). */
+export const APPROVAL_LINK_MS = 30 * MINUTE_MS
+
+/** How many times a write that lost to another process is decided again. */
+export const SWAP_ATTEMPTS = 5
+
+/**
+ * An approval another process collected first (the account service answers `collected`): the
+ * agent is read again up to this many times, this far apart, until that process's write shows.
+ */
+export const COLLECTED_READS = 5
+export const COLLECTED_WAIT_MS = 50
+
+// ---- rules -----------------------------------------------------------------------------------
+
+/** What the state machine looks at in a record: its status and the kind of the approval waiting. */
+export const stateOf = (record: AgentRecord): AgentState => ({
+  status: record.status,
+  pending: record.approval !== null && record.approval.state === "pending" ? record.approval.kind : null
+})
+
+/** The settings a proposal (POST /agents) asks for, with the defaults filled in. */
+export const settingsOfProposal = (body: CreateAgent): AgentSettingsRecord => ({
+  capabilities: body.capabilities ?? DEFAULT_CAPABILITIES,
+  max_transaction_wei: tokenCapToWei(body.max_transaction_token ?? null),
+  max_daily_wei: tokenCapToWei(body.max_daily_token ?? null),
+  daily_limit: creditLimitToMicro(body.daily_limit_credits ?? null),
+  total_limit: creditLimitToMicro(body.total_limit_credits ?? null),
+  expires_in_days: body.expires_in_days ?? DEFAULT_EXPIRES_IN_DAYS
+})
+
+/** A settings body over the approved settings: an omitted field keeps its value, null (or "") clears it. */
+export const mergeSettings = (approved: AgentSettingsRecord, body: AgentSettings): AgentSettingsRecord => ({
+  capabilities: body.capabilities ?? approved.capabilities,
+  max_transaction_wei: body.max_transaction_token === undefined ? approved.max_transaction_wei : tokenCapToWei(body.max_transaction_token),
+  max_daily_wei: body.max_daily_token === undefined ? approved.max_daily_wei : tokenCapToWei(body.max_daily_token),
+  daily_limit: body.daily_limit_credits === undefined ? approved.daily_limit : creditLimitToMicro(body.daily_limit_credits),
+  total_limit: body.total_limit_credits === undefined ? approved.total_limit : creditLimitToMicro(body.total_limit_credits),
+  expires_in_days: body.expires_in_days ?? approved.expires_in_days
+})
+
+/** Settings as the account service is asked to show them (token caps "" when unset). */
+export const settingsToWire = (name: string, settings: AgentSettingsRecord): ApprovalSettingsWire => ({
+  agent_name: name,
+  capabilities: settings.capabilities,
+  max_transaction_token: weiToProposedCap(settings.max_transaction_wei),
+  max_daily_token: weiToProposedCap(settings.max_daily_wei),
+  daily_limit_credits: microToCreditLimit(settings.daily_limit),
+  total_limit_credits: microToCreditLimit(settings.total_limit),
+  expires_in_days: settings.expires_in_days
+})
+
+/** The settings the owner signed, as the approved answer carries them (caps in wei), kept exactly. */
+export const settingsFromApproved = (approved: ApprovedSettingsWire): AgentSettingsRecord => ({
+  capabilities: approved.capabilities,
+  max_transaction_wei: weiFromWire(approved.max_transaction_value),
+  max_daily_wei: weiFromWire(approved.max_daily_spend),
+  daily_limit: approvedCreditLimitToMicro(approved.daily_limit_credits),
+  total_limit: approvedCreditLimitToMicro(approved.total_limit_credits),
+  expires_in_days: approved.expires_in_days
+})
+
+/** The event an answer of the account service is for the pending step, or undefined (nothing to do). */
+const eventOf = (answer: ApprovalResultWire): AgentEvent | undefined =>
+  answer.state === "approved" || answer.state === "collected"
+    ? "collected"
+    : answer.state === "expired"
+    ? "link_expired"
+    : answer.state === "failed"
+    ? "refused"
+    : undefined
+
+/**
+ * The record once the answer about its pending approval `approvalId` is applied at `now`, or
+ * undefined when there is nothing to apply (that approval no longer waits, the answer changes
+ * nothing, or the machine refuses the move).
+ *
+ * - approved, create: active; the approved settings replace the proposed ones; did, wallet and
+ *   the serving nodes and operators counted; approved_at = activated_at = now; expires_at = now +
+ *   expires_in_days.
+ * - approved, update: the approved settings replace the ones in force; expires_at = activated_at
+ *   + the approved expires_in_days.
+ * - approved, revoke: revoked, revoked_at = now.
+ * - expired: a create's agent is expired; an update or revoke lapses, the agent unchanged.
+ * - failed: a create's agent is failed; an update or revoke lapses; either way `error` holds the
+ *   network's reason as it is.
+ * - collected: the step was approved and its result handed to a process that never wrote it (the
+ *   caller passes this answer only once that is certain: "Collecting approvals"): applied as
+ *   approved with what is known without the result: the settings asked for, the DID, no wallet
+ *   (create), the serving nodes and the network key as they were.
+ * An approved step clears `error`, and records whether it handed over the network key.
+ */
+export const applyApprovalAnswer = (
+  record: AgentRecord,
+  approvalId: string,
+  answer: ApprovalResultWire,
+  now: number
+): AgentRecord | undefined => {
+  const approval = record.approval
+  if (approval === null || approval.id !== approvalId || approval.state !== "pending") return undefined
+  const event = eventOf(answer)
+  if (event === undefined) return undefined
+  const move: AgentMove = applyAgentEvent(stateOf(record), event)
+  if (move._tag === "Refused") return undefined
+  const at = Time.toTimestamp(now)
+  const base = { ...record, status: move.state.status, version: record.version + 1 }
+  if (answer.state === "expired") return { ...base, approval: { ...approval, state: "expired" } }
+  if (answer.state === "failed") return { ...base, approval: { ...approval, state: "failed" }, error: answer.error }
+  if (answer.state !== "approved" && answer.state !== "collected") return undefined
+  const collected: AgentApprovalRecord = { ...approval, state: "collected" }
+  const known = answer.state === "approved"
+    ? {
+      did: answer.agent_did,
+      wallet: answer.network.wallet.address,
+      nodes: answer.network.serving_nodes,
+      settings: answer.settings === null ? approval.settings ?? record.settings : settingsFromApproved(answer.settings),
+      keyHeld: record.network_key_held === true || answer.network.api_key !== null
+    }
+    : {
+      did: answer.agent_did,
+      wallet: null,
+      nodes: [],
+      settings: approval.settings ?? record.settings,
+      keyHeld: record.network_key_held === true
+    }
+  if (approval.kind === "revoke") {
+    return { ...base, approval: collected, error: null, revoked_at: at, network_key_held: known.keyHeld }
+  }
+  const settings = known.settings
+  if (settings === null) return undefined
+  const serving = known.nodes.length === 0
+    ? record.serving
+    : { nodes: known.nodes.length, operators: new Set(known.nodes.map((n) => n.operator_did)).size }
+  if (approval.kind === "create") {
+    return {
+      ...base,
+      approval: collected,
+      settings,
+      did: known.did,
+      wallet_address: known.wallet,
+      serving,
+      error: null,
+      approved_at: at,
+      activated_at: at,
+      expires_at: Time.toTimestamp(now + settings.expires_in_days * DAY_MS),
+      network_key_held: known.keyHeld
+    }
+  }
+  const activated = record.activated_at === null ? now : Date.parse(record.activated_at)
+  return {
+    ...base,
+    approval: collected,
+    settings,
+    serving,
+    error: null,
+    approved_at: at,
+    expires_at: Time.toTimestamp(activated + settings.expires_in_days * DAY_MS),
+    network_key_held: known.keyHeld
+  }
+}
+
+/** Whether an active agent's delegation has ended at `now` (its expires_at passed). */
+export const delegationEnded = (record: AgentRecord, now: number): boolean =>
+  record.status === "active" && record.expires_at !== null && now >= Date.parse(record.expires_at)
+
+/**
+ * The record once its delegation has ended: expired; an approval still waiting lapses with it
+ * (recorded as expired, so nothing waits on a final agent). Undefined when it has not ended.
+ */
+export const endDelegation = (record: AgentRecord, now: number): AgentRecord | undefined => {
+  if (!delegationEnded(record, now)) return undefined
+  const move = applyAgentEvent(stateOf(record), "delegation_ends")
+  if (move._tag === "Refused") return undefined
+  const approval = record.approval !== null && record.approval.state === "pending"
+    ? { ...record.approval, state: "expired" as const }
+    : record.approval
+  return { ...record, status: move.state.status, approval, version: record.version + 1 }
+}
+
+/**
+ * An agent as the API shows it at `now`. An active agent whose delegation has ended shows expired
+ * even before that is written. `detail`: GET /agents/{id}'s spend and network_key_held.
+ */
+export const agentView = (
+  record: AgentRecord,
+  now: number,
+  detail?: { readonly spend: { readonly today: bigint; readonly total: bigint } }
+): Agent => {
+  const pending = record.approval !== null && record.approval.state === "pending" ? record.approval : null
+  const status = delegationEnded(record, now) ? "expired" : record.status
+  const settings = record.settings
+  const proposed = pending?.settings ?? null
+  const view: Agent = {
+    id: record.id,
+    name: record.name,
+    status,
+    approval: pending === null || status !== record.status
+      ? null
+      : { kind: pending.kind, state: pending.state, approve_url: pending.approve_url },
+    capabilities: settings?.capabilities ?? proposed?.capabilities ?? DEFAULT_CAPABILITIES,
+    limits: settings === null
+      ? null
+      : {
+        max_transaction_token: weiToTokenCap(settings.max_transaction_wei),
+        max_daily_token: weiToTokenCap(settings.max_daily_wei),
+        daily_limit_credits: microToCreditLimit(settings.daily_limit),
+        total_limit_credits: microToCreditLimit(settings.total_limit),
+        expires_in_days: settings.expires_in_days
+      },
+    proposed: proposed === null || status !== record.status
+      ? null
+      : {
+        agent_name: record.name,
+        capabilities: proposed.capabilities,
+        max_transaction_token: weiToProposedCap(proposed.max_transaction_wei),
+        max_daily_token: weiToProposedCap(proposed.max_daily_wei),
+        daily_limit_credits: microToCreditLimit(proposed.daily_limit),
+        total_limit_credits: microToCreditLimit(proposed.total_limit),
+        expires_in_days: proposed.expires_in_days
+      },
+    did: record.did,
+    wallet_address: record.wallet_address,
+    serving: record.serving,
+    error: record.error,
+    created_at: record.created_at,
+    approved_at: record.approved_at,
+    activated_at: record.activated_at,
+    expires_at: record.expires_at,
+    revoked_at: record.revoked_at
+  }
+  if (detail === undefined) return view
+  return {
+    ...view,
+    spend: { today_credits: microToCredits(detail.spend.today), total_credits: microToCredits(detail.spend.total) },
+    network_key_held: record.network_key_held === true
+  }
+}
+
+// ---- use-cases -------------------------------------------------------------------------------
+
+const notFound = (id: string) => Errors.notFound("agent_not_found", `No agent "${id}" in this account.`)
+
+const approvalsUnavailable = (what: string) =>
+  new Errors.ServiceUnavailable({
+    error: {
+      code: "approvals_unavailable",
+      message: `The account service, where the owner approves agents, cannot be reached now; ${what}. Try again in a minute.`
+    }
+  })
+
+const refusal = (id: string, reason: "final" | "not_active" | "change_pending" | "nothing_pending") =>
+  reason === "change_pending"
+    ? Errors.conflict(
+      "change_pending",
+      `Agent ${id} already has a change waiting for the owner's approval; only one can wait at a time. Approve it (or let its link expire) first.`
+    )
+    : Errors.conflict("agent_not_active", `Agent ${id} is not active; only an active agent can be changed, revoked or given keys.`)
+
+export interface AgentsOptions {
+  /**
+   * The platform's public base URL (PlatformOptions.publicUrl): an approval's `return_to` is
+   * `<publicUrl>/agents/<id>`. Unset: the address the request was sent to (PublicUrl.ts).
+   */
+  readonly publicUrl?: string | undefined
+}
+
+export class Agents extends Context.Service<Agents, {
+  /** GET /agents: the account's agents, newest first, each collected first. */
+  readonly list: (caller: Caller) => Effect.Effect<AgentList>
+  /** GET /agents/{id}: the agent, collected first, with its spend and network_key_held. */
+  readonly get: (caller: Caller, id: string) => Effect.Effect<Agent, Errors.NotFound>
+  /**
+   * POST /agents. `accountsUrl`: the account service's base address, for the manage_url a refusal
+   * names.
+   */
+  readonly propose: (
+    caller: Caller,
+    body: CreateAgent,
+    accountsUrl: string
+  ) => Effect.Effect<AgentProposalResponse, Errors.Conflict | Errors.ServiceUnavailable>
+  /** POST /agents/{id}/settings: an update for the owner to approve; the settings in force stay. */
+  readonly changeSettings: (
+    caller: Caller,
+    id: string,
+    body: AgentSettings,
+    accountsUrl: string
+  ) => Effect.Effect<AgentProposalResponse, Errors.NotFound | Errors.Conflict | Errors.ServiceUnavailable>
+  /** POST /agents/{id}/revoke: a revocation for the owner to approve. */
+  readonly revoke: (
+    caller: Caller,
+    id: string,
+    accountsUrl: string
+  ) => Effect.Effect<AgentProposalResponse, Errors.NotFound | Errors.Conflict | Errors.ServiceUnavailable>
+  /** POST /agents/{id}/keys: a key of an active agent, its secret once. */
+  readonly createKey: (
+    caller: Caller,
+    id: string,
+    body: CreateAgentKey
+  ) => Effect.Effect<CreatedKey, Errors.NotFound | Errors.Conflict | Errors.Forbidden>
+}>()("@model-platform/core/agents/Agents") {
+  static readonly layer = (
+    options: AgentsOptions = {}
+  ): Layer.Layer<Agents, never, AgentStore | PeopleStore | LedgerStore | Catalogue | ApiKeys | AgentApprovals | Network> =>
+    Layer.effect(Agents, makeAgents(options))
+}
+
+const makeAgents = (options: AgentsOptions) =>
+  Effect.gen(function*() {
+    const store = yield* AgentStore
+    const people = yield* PeopleStore
+    const ledger = yield* LedgerStore
+    const catalogue = yield* Catalogue
+    const apiKeys = yield* ApiKeys
+    const approvals = yield* AgentApprovals
+    const network = yield* Network
+
+    /**
+     * Writes `decide(current)` by swap, deciding again from the record as stored after a lost
+     * write (SWAP_ATTEMPTS times at most). `applied`: whether a decision was written; when the
+     * decision is undefined (nothing to do, or no longer allowed) the record as it is.
+     */
+    const settle = Effect.fnUntraced(function*(
+      record: AgentRecord,
+      decide: (current: AgentRecord) => AgentRecord | undefined
+    ) {
+      let current = record
+      for (let attempt = 0; attempt < SWAP_ATTEMPTS; attempt++) {
+        const next = decide(current)
+        if (next === undefined) return { record: current, applied: false }
+        if (yield* store.swap(next)) return { record: next, applied: true }
+        const again = yield* store.get(record.id)
+        if (again === undefined) return yield* Effect.die(new Error(`agent ${record.id} vanished while being written`))
+        current = again
+      }
+      return yield* Effect.die(new Error(`agent ${record.id} kept changing under ${SWAP_ATTEMPTS} writes`))
+    })
+
+    /** The account's person (the approvals' `sub`), when it has an identity. */
+    const ownerOf = (accountId: string) => Effect.map(people.getIdentity(accountId), (identity) => identity?.person_id)
+
+    /**
+     * Collects the agent's outstanding approval (docs/agents.md "Collecting approvals"): asks the
+     * account service and applies its answer. The service unavailable: the agent as stored.
+     */
+    const collect = Effect.fnUntraced(function*(record: AgentRecord) {
+      const approval = record.approval
+      if (approval === null || approval.state !== "pending") return record
+      const sub = yield* ownerOf(record.account_id)
+      if (sub === undefined) return record
+      const answer = yield* approvals.read(sub, approval.id).pipe(
+        Effect.catchTag("ApprovalsUnavailable", (e: ApprovalsUnavailable) =>
+          Effect.as(
+            Effect.logWarning("agent approval not collected: the account service is unavailable", {
+              agent_id: record.id,
+              approval_id: approval.id,
+              reason: e.reason
+            }),
+            undefined
+          ))
+      )
+      if (answer === undefined || answer.state === "pending") return record
+      if (answer.state === "collected") {
+        // Another process read the approved result first and is writing it: the agent as stored
+        // once that is written (read again a few times, COLLECTED_WAIT_MS apart), else as it is.
+        let current = record
+        for (let attempt = 0; attempt < COLLECTED_READS; attempt++) {
+          current = (yield* store.get(record.id)) ?? current
+          if (current.approval?.id !== approval.id || current.approval.state !== "pending") return current
+          yield* Effect.sleep(COLLECTED_WAIT_MS)
+        }
+        // Still not written. Once the link has expired, the process handed the result is taken
+        // to have died with it: apply what is known without it (docs/agents.md "A result never
+        // written"; a slower writer then loses its swap, the limits being the same either way).
+        const now = yield* Clock.currentTimeMillis
+        if (now < Date.parse(approval.expires_at)) {
+          yield* Effect.logWarning("agent approval collected elsewhere, not yet written", { agent_id: record.id, approval_id: approval.id })
+          return current
+        }
+        yield* Effect.logWarning("agent approval collected elsewhere and never written: applied without its result", {
+          agent_id: record.id,
+          approval_id: approval.id
+        })
+        return (yield* settle(current, (latest) => applyApprovalAnswer(latest, approval.id, answer, now))).record
+      }
+      const now = yield* Clock.currentTimeMillis
+      const settled = yield* settle(record, (current) => applyApprovalAnswer(current, approval.id, answer, now))
+      return settled.record
+    })
+
+    /** The agent once collected and its delegation's end applied. */
+    const refresh = Effect.fnUntraced(function*(record: AgentRecord) {
+      const collected = yield* collect(record)
+      const now = yield* Clock.currentTimeMillis
+      if (!delegationEnded(collected, now)) return collected
+      return (yield* settle(collected, (current) => endDelegation(current, now))).record
+    })
+
+    /** The caller's agent, refreshed, or 404 agent_not_found (another account's too). */
+    const found = Effect.fnUntraced(function*(caller: Caller, id: string) {
+      const record = yield* store.get(id)
+      if (record === undefined || record.account_id !== caller.account.id) return yield* notFound(id)
+      return yield* refresh(record)
+    })
+
+    /** The account's person, when its identity is ready; else 409 identity_not_ready. */
+    const readyOwner = Effect.fnUntraced(function*(accountId: string, accountsUrl: string) {
+      const identity = yield* people.getIdentity(accountId)
+      if (identity !== undefined && identity.state === "ready") return identity.person_id
+      const manageUrl = identity === undefined ? `${accountsUrl}/sign-up` : `${accountsUrl}/manage`
+      return yield* Errors.conflict(
+        "identity_not_ready",
+        identity?.state === "failed"
+          ? `The account's identity on the network failed (${identity.error ?? "no reason given"}); see ${manageUrl}.`
+          : `The account has no ready identity to own agents: sign up and register a passkey at ${manageUrl}, then try again.`
+      )
+    })
+
+    /** The nodes serving agents now; the network unavailable: 503. */
+    const servingNodes = (what: string) =>
+      network.servingNodes.pipe(
+        Effect.catchTag("NetworkUnavailable", (e) =>
+          Effect.andThen(
+            Effect.logWarning("network unavailable for agents", { reason: e.reason }),
+            Effect.fail(approvalsUnavailable(what))
+          ))
+      )
+
+    const createApproval = (sub: string, request: Parameters<typeof approvals.create>[1], what: string) =>
+      approvals.create(sub, request).pipe(
+        Effect.catchTag("ApprovalsUnavailable", (e) =>
+          Effect.andThen(
+            Effect.logWarning("agent approval not created: the account service is unavailable", { kind: request.kind, reason: e.reason }),
+            Effect.fail(approvalsUnavailable(what))
+          ))
+      )
+
+    const platformUrl = Effect.map(RequestBaseUrl, (fromRequest) =>
+      options.publicUrl !== undefined && options.publicUrl !== "" ? options.publicUrl.replace(/\/+$/, "") : fromRequest ?? "")
+
+    const pendingApproval = (
+      created: { readonly id: string; readonly approve_url: string },
+      kind: AgentApprovalRecord["kind"],
+      settings: AgentSettingsRecord | null,
+      now: number
+    ): AgentApprovalRecord => ({
+      id: created.id,
+      kind,
+      state: "pending",
+      approve_url: created.approve_url,
+      expires_at: Time.toTimestamp(now + APPROVAL_LINK_MS),
+      settings
+    })
+
+    const list = Effect.fn("Agents.list")(function*(caller: Caller) {
+      const records = yield* store.list(caller.account.id)
+      const refreshed = yield* Effect.forEach(records, refresh, { concurrency: 4 })
+      const now = yield* Clock.currentTimeMillis
+      return { data: refreshed.map((r) => agentView(r, now)) } satisfies AgentList
+    })
+
+    /** What the agent spent (spent + held) today (UTC) and in total, by its ledger budgets. */
+    const spendOf = Effect.fnUntraced(function*(record: AgentRecord, now: number) {
+      const [day, total] = yield* Effect.all([
+        ledger.budgets(record.account_id, dayOf(now)),
+        ledger.budgets(record.account_id, TOTAL_PERIOD)
+      ], { concurrency: 2 })
+      const used = (states: typeof day, budget: string) => {
+        const state = states.find((s) => s.budget === budget)
+        return state === undefined ? 0n : state.spent + state.held
+      }
+      return { today: used(day, agentDayBudget(record.id)), total: used(total, agentTotalBudget(record.id)) }
+    })
+
+    const get = Effect.fn("Agents.get")(function*(caller: Caller, id: string) {
+      const record = yield* found(caller, id)
+      const now = yield* Clock.currentTimeMillis
+      return agentView(record, now, { spend: yield* spendOf(record, now) })
+    })
+
+    const propose = Effect.fn("Agents.propose")(function*(caller: Caller, body: CreateAgent, accountsUrl: string) {
+      const sub = yield* readyOwner(caller.account.id, accountsUrl)
+      const nothing = "no agent was created"
+      const nodes = yield* servingNodes(nothing)
+      if (nodes.length === 0) {
+        return yield* Errors.conflict(
+          "no_serving_nodes",
+          "No node of the network serves agents now, so an agent cannot be created; try again later."
+        )
+      }
+      const settings = settingsOfProposal(body)
+      const id = yield* generateId("agt")
+      const created = yield* createApproval(sub, {
+        kind: "create",
+        settings: settingsToWire(body.name, settings),
+        serving_nodes: nodes.map((n) => ({ machine_did: n.machine_did, operator_did: n.operator_did })),
+        return_to: `${yield* platformUrl}/agents/${id}`
+      }, nothing)
+      const now = yield* Clock.currentTimeMillis
+      const record: AgentRecord = {
+        id,
+        account_id: caller.account.id,
+        name: body.name,
+        status: proposedState.status,
+        settings: null,
+        approval: pendingApproval(created, "create", settings, now),
+        did: null,
+        wallet_address: null,
+        serving: { nodes: 0, operators: 0 },
+        error: null,
+        created_at: Time.toTimestamp(now),
+        approved_at: null,
+        activated_at: null,
+        expires_at: null,
+        revoked_at: null,
+        network_key_held: false,
+        version: 0
+      }
+      yield* store.insert(record)
+      return { approve_url: created.approve_url, agent: agentView(record, now) } satisfies AgentProposalResponse
+    })
+
+    /**
+     * A step of an active agent for the owner to approve (update or revoke): refused first by the
+     * machine when it may not happen now, then asked of the account service, then written.
+     */
+    const proposeStep = Effect.fnUntraced(function*(
+      caller: Caller,
+      id: string,
+      accountsUrl: string,
+      event: "propose_update" | "propose_revoke",
+      settingsOf: (record: AgentRecord) => AgentSettingsRecord | null
+    ) {
+      const record = yield* found(caller, id)
+      const first = applyAgentEvent(stateOf(record), event)
+      if (first._tag === "Refused") return yield* refusal(id, first.reason)
+      const agentDid = record.did
+      if (agentDid === null) return yield* Effect.die(new Error(`active agent ${id} has no DID`))
+      const sub = yield* readyOwner(caller.account.id, accountsUrl)
+      const settings = settingsOf(record)
+      const nothing = "nothing was changed"
+      const created = settings === null
+        ? yield* createApproval(sub, { kind: "revoke", agent_did: agentDid }, nothing)
+        : yield* createApproval(sub, {
+          kind: "update",
+          agent_did: agentDid,
+          settings: settingsToWire(record.name, settings),
+          serving_nodes: (yield* servingNodes(nothing)).map((n) => ({ machine_did: n.machine_did, operator_did: n.operator_did }))
+        }, nothing)
+      const now = yield* Clock.currentTimeMillis
+      const approval = pendingApproval(created, settings === null ? "revoke" : "update", settings, now)
+      let refused: AgentMove | undefined
+      const settled = yield* settle(record, (current) => {
+        const move = applyAgentEvent(stateOf(current), event)
+        if (move._tag === "Refused") {
+          refused = move
+          return undefined
+        }
+        return { ...current, status: move.state.status, approval, version: current.version + 1 }
+      })
+      if (!settled.applied) {
+        // Another change was written first; the approval just made is never collected and lapses.
+        return yield* refusal(id, refused?._tag === "Refused" ? refused.reason : "not_active")
+      }
+      return { approve_url: created.approve_url, agent: agentView(settled.record, now) } satisfies AgentProposalResponse
+    })
+
+    const changeSettings = Effect.fn("Agents.changeSettings")(
+      (caller: Caller, id: string, body: AgentSettings, accountsUrl: string) =>
+        proposeStep(caller, id, accountsUrl, "propose_update", (record) =>
+          record.settings === null ? null : mergeSettings(record.settings, body))
+    )
+
+    const revoke = Effect.fn("Agents.revoke")((caller: Caller, id: string, accountsUrl: string) =>
+      proposeStep(caller, id, accountsUrl, "propose_revoke", () => null)
+    )
+
+    const createKey = Effect.fn("Agents.createKey")(function*(caller: Caller, id: string, body: CreateAgentKey) {
+      const record = yield* found(caller, id)
+      if (record.status !== "active") {
+        return yield* Errors.conflict("agent_not_active", `Agent ${id} is ${record.status}; only an active agent can be given keys.`)
+      }
+      const permissions = body.permissions ?? DEFAULT_PERMISSIONS
+      // The granting rule of POST /keys (ApiKeys.create): a key grants only what it holds, and a
+      // key pinned to a machine makes keys pinned to it.
+      const missing = ungrantable(caller.key.permissions, permissions)
+      if (missing.length > 0) {
+        return yield* Errors.forbidden(
+          "key_lacks_permission",
+          `A key can only grant permissions it holds; this key lacks ${missing.join(", ")}.`,
+          missing[0]
+        )
+      }
+      const machineId = body.machine_id ?? null
+      if (caller.key.machine_id !== null && machineId !== caller.key.machine_id) {
+        return yield* Errors.forbidden(
+          "key_not_scoped_to_machine",
+          `This key is pinned to machine "${caller.key.machine_id}" and can only create keys pinned to it.`
+        )
+      }
+      if (machineId !== null && catalogue.machineConfig(machineId) === undefined) {
+        return yield* Errors.notFound("machine_not_found", `No machine "${machineId}".`)
+      }
+      return yield* apiKeys.issue(caller.account.id, { name: body.name, permissions, machine_id: machineId, agent_id: record.id })
+    })
+
+    return Agents.of({ list, get, propose, changeSettings, revoke, createKey })
+  })
