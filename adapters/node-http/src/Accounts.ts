@@ -65,11 +65,14 @@ export const accountsConfigLayer = (options: {
   readonly recoveryDelayMs?: number | undefined
   readonly publicUrl?: string | undefined
   readonly host: string
+  /** The platform's client at the agent approvals API (its secret's SHA-256 only). */
+  readonly platformClient?: { readonly id: string; readonly secretSha256: string } | undefined
 }): Layer.Layer<AccountsConfig, never, HttpServer.HttpServer> =>
   Layer.effect(
     AccountsConfig,
     Effect.map(HttpServer.HttpServer, (server) => ({
       recoveryDelayMs: options.recoveryDelayMs,
+      platformClient: options.platformClient,
       accountsUrl: options.accountsUrl !== undefined && options.accountsUrl !== ""
         ? options.accountsUrl.replace(/\/+$/, "")
         : defaultAccountsUrl({

@@ -12,8 +12,11 @@ import { AccountPagesSettings } from "@model-platform/core/api/AccountRequests"
 import type { EmailSender } from "@model-platform/core/ports/EmailSender"
 import type { Network } from "@model-platform/core/ports/Network"
 import { AccountService } from "@model-platform/core/accounts/AccountService"
+import { Approvals } from "@model-platform/core/accounts/Approvals"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
-import { Layer } from "effect"
+import { ApprovalsHttpClient } from "@model-platform/core/agents/ApprovalsHttpClient"
+import { accountServiceView, type PlatformClient, randomPlatformClient } from "@model-platform/core/agents/PlatformClient"
+import { Layer, Redacted } from "effect"
 import { HttpRouter } from "effect/http"
 import { createServer, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
@@ -33,6 +36,11 @@ export interface ServerOptions {
   readonly platform?: Omit<PlatformOptions, "publicUrl"> | undefined
   /** The account service (docs/accounts.md "Pages and routes"). */
   readonly accounts?: AccountsOptions | undefined
+  /**
+   * The platform's client at the account service's agent approvals API (agents/PlatformClient.ts);
+   * unset: a random secret for this process, which serves both.
+   */
+  readonly platformClient?: PlatformClient | undefined
 }
 
 export interface AccountsOptions {
@@ -52,7 +60,25 @@ export interface AccountsOptions {
  * stores it serves (for an operator's command or a test run in the same process).
  */
 export const serverLayer = <E, R>(options: ServerOptions, stores: Layer.Layer<Stores, E, R>) => {
+  // One server, shared by the routes and by the account service's default address (its port).
+  const nodeServer = NodeHttpServer.layer(makeNodeServer, { port: options.port, host: options.host })
+  const client = options.platformClient ?? randomPlatformClient()
+  const accountsConfig = accountsConfigLayer({
+    accountsUrl: options.accounts?.accountsUrl,
+    recoveryDelayMs: options.accounts?.recoveryDelayMs,
+    publicUrl: options.publicUrl,
+    host: options.host,
+    platformClient: accountServiceView(client)
+  }).pipe(Layer.provide(nodeServer))
+  // One network for the account service (identities, agents) and the platform (serving nodes).
+  const network = (options.accounts?.network ?? SimulatedNetwork.layer()).pipe(Layer.orDie)
   const services = PlatformServices(options.catalogue, {
+    // The platform asks the account service here for agent approvals, over HTTP as any client would.
+    agentApprovals: ApprovalsHttpClient.layerFromConfig({ clientId: client.id, clientSecret: Redacted.value(client.secret) }).pipe(
+      Layer.provide(accountsConfig),
+      Layer.orDie
+    ),
+    network,
     ...options.platform,
     // Machines are called over node:http (keep-alive Agent): far less CPU per call than fetch.
     machineClient: options.platform?.machineClient ?? MachineNodeHttpLayer,
@@ -60,24 +86,16 @@ export const serverLayer = <E, R>(options: ServerOptions, stores: Layer.Layer<St
     // Billing alerts go out the way the account service's mail does (SMTP or the outbox).
     alertMail: options.platform?.alertMail ?? options.accounts?.emailSender
   }).pipe(Layer.provideMerge(stores))
-  // One server, shared by the routes and by the account service's default address (its port).
-  const nodeServer = NodeHttpServer.layer(makeNodeServer, { port: options.port, host: options.host })
   const pages = Layer.sync(AccountPagesSettings, () => ({ webauthnBundle: readWebAuthnBundle(), platformUrl: options.publicUrl }))
   const http = HttpRouter.serve(AppRoutes, { disableListenLog: true, disableLogger: true, routerConfig: ROUTER_CONFIG }).pipe(
     Layer.provide(pages),
     Layer.provideMerge(nodeServer)
   )
-  const accountsConfig = accountsConfigLayer({
-    accountsUrl: options.accounts?.accountsUrl,
-    recoveryDelayMs: options.accounts?.recoveryDelayMs,
-    publicUrl: options.publicUrl,
-    host: options.host
-  }).pipe(Layer.provide(nodeServer))
   // Without its options (a test of the API alone) the account service is not served: 503 pages.
   const accounts = options.accounts === undefined
     ? accountsConfig
-    : AccountService.layer.pipe(
-      Layer.provide(Layer.mergeAll(options.accounts.emailSender, options.accounts.network ?? SimulatedNetwork.layer())),
+    : Layer.mergeAll(AccountService.layer, Approvals.layer).pipe(
+      Layer.provide(Layer.mergeAll(options.accounts.emailSender, network)),
       Layer.provideMerge(accountsConfig)
     )
   return Layer.mergeAll(http, FirstStart.layer(options.ownerEmail)).pipe(

@@ -9,6 +9,7 @@ import { HttpServer } from "effect/http"
 import * as Path from "node:path"
 import { AccountsConfig } from "@model-platform/core/accounts/AccountService"
 import { RecoveryDelayConfig } from "@model-platform/core/accounts/AccountsConfig"
+import { PlatformClientConfig } from "@model-platform/core/agents/PlatformClient"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
 import { AccountsServerConfig } from "./Accounts.ts"
 import { loadCatalogue } from "./CatalogueFile.ts"
@@ -78,7 +79,9 @@ const main = Effect.gen(function*() {
         recoveryDelayMs: yield* RecoveryDelayConfig,
         emailSender: emailSenderLayer(email),
         network: SimulatedNetwork.fromConfig
-      }
+      },
+      // The agent approvals API's client: configured, or a random secret for this process.
+      platformClient: yield* PlatformClientConfig
     },
     PgPlatformStores.pipe(Layer.provide(database))
   )

@@ -76,6 +76,10 @@ export const agentsBrowserFlow = (options: FlowOptions) => {
       expect(spend.today_credits).toBeGreaterThan(0)
       expect(spend.today_credits).toBeLessThanOrEqual(DAILY_LIMIT)
 
+      // Spent up to the limit (what the 32 left), so the next call is refused.
+      for (let i = 0; i < 20 && (await chat(botKey)).status === 200; i++) { /* spend what is left */ }
+      expect((await chat(botKey)).body.error?.code).toBe("agent_daily_limit")
+
       // A change waits for the owner: the old limit holds until it is approved.
       const change = await world!.api(secret, "POST", `/agents/${id}/settings`, { daily_limit_credits: 10 })
       expect(change.status, JSON.stringify(change.body)).toBe(200)
