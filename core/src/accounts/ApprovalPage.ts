@@ -19,12 +19,21 @@ export const weiToTokens = (wei: bigint): string => {
   return fraction === "" ? whole.toString() : `${whole}.${fraction}`
 }
 
+const APPROVAL_STYLE = `
+  #settings th { text-align: left; font-weight: 600; color: #6b7280; font-size: .85rem; width: 40%; vertical-align: top; padding-right: .75rem; }
+  #settings td { padding-bottom: .35rem; }
+`
+
 const row = (label: string, value: string) => `<tr><th>${escapeHtml(label)}</th><td>${escapeHtml(value)}</td></tr>`
 
 const settingsTable = (view: ApprovalPageView) => {
   const s = view.settings
   if (s === null) return ""
-  const credits = (micro: bigint | null, per: string) => (micro === null ? "no limit" : `${microToCredits(micro)} credits ${per}`)
+  const credits = (micro: bigint | null, per: string) => {
+    if (micro === null) return `no limit ${per}`
+    const amount = microToCredits(micro)
+    return `${amount} ${amount === 1 ? "credit" : "credits"} ${per}`
+  }
   const tokens = (wei: bigint | null) => (wei === null ? "no cap" : `${weiToTokens(wei)} tokens`)
   return `<table class="list" id="settings"><tbody>
 ${row("Agent", view.agent_name)}
@@ -50,6 +59,10 @@ const OUTCOME: Record<ApprovalPageView["state"], string> = {
   failed: "The network refused it"
 }
 
+/** What went wrong with a closed approval, for the page's error line. */
+const problemOf = (view: ApprovalPageView): string | undefined =>
+  view.state === "failed" ? `${OUTCOME.failed}: ${view.error ?? "no reason given"}` : view.state === "expired" ? OUTCOME.expired : undefined
+
 /** The approval page of `view`, with the approve button while it waits. */
 export const approvalPage = (ctx: PageContext, view: ApprovalPageView, error?: string): string =>
   layout(
@@ -60,18 +73,18 @@ export const approvalPage = (ctx: PageContext, view: ApprovalPageView, error?: s
 <p>${escapeHtml(QUESTION[view.kind])}</p>
 ${view.agent_did === null ? "" : `<p class="note">Agent ${escapeHtml(view.agent_did)}</p>`}
 ${settingsTable(view)}
-${errorLine(error)}
+${errorLine(error ?? problemOf(view))}
 ${
       view.state === "pending"
         ? `<p class="note">Approving needs one of your passkeys. The link works until ${escapeHtml(view.expires_at.replace("T", " ").slice(0, 16))} UTC.</p>
 <button type="button" id="approve" data-ceremony="approve" data-approval="${escapeHtml(view.id)}">${
           view.kind === "revoke" ? "Revoke with your passkey" : "Approve with your passkey"
         }</button>`
-        : view.state === "failed"
-        ? `<p class="error" id="outcome">${escapeHtml(`${OUTCOME.failed}: ${view.error ?? "no reason given"}`)}</p>`
-        : okLine(OUTCOME[view.state])
+        : view.state === "approved" || view.state === "collected"
+        ? okLine(OUTCOME[view.state])
+        : ""
     }
 ${view.return_to === null || view.state === "pending" ? "" : `<p><a href="${escapeHtml(view.return_to)}" id="return">Back to the application</a></p>`}
 </div>`,
-    { script: view.state === "pending" }
+    { script: view.state === "pending", style: APPROVAL_STYLE }
   )
