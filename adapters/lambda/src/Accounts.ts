@@ -10,12 +10,16 @@
  * server, PostgreSQL) out of the function's bundle.
  */
 import { AccountService, AccountsConfig } from "@model-platform/core/accounts/AccountService"
+import { Approvals } from "@model-platform/core/accounts/Approvals"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
+import { ApprovalsHttpClient } from "@model-platform/core/agents/ApprovalsHttpClient"
+import type { PlatformClient } from "@model-platform/core/agents/PlatformClient"
+import type { PlatformOptions } from "@model-platform/core/api/Http"
 import { ACCOUNTS_BASE, AccountPagesSettings } from "@model-platform/core/api/AccountRequests"
 import type { EmailSender } from "@model-platform/core/ports/EmailSender"
 import type { Network } from "@model-platform/core/ports/Network"
 import { readWebAuthnBundle } from "@model-platform/node-http/Accounts"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import { existsSync, readFileSync } from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -65,18 +69,43 @@ export const accountsUrlOf = (accountsUrl: string | undefined, publicUrl: string
  * AccountService with AccountsConfig and AccountPagesSettings, over the platform's services and
  * stores (AccountService.layer's requirements). Fails at build when no address is configured.
  */
-export const accountsLayer = (options: AccountsOptions, publicUrl: string | undefined) =>
+export const accountsLayer = (
+  options: AccountsOptions,
+  publicUrl: string | undefined,
+  platformClient: { readonly id: string; readonly secretSha256: string }
+) =>
   Layer.unwrap(Effect.gen(function*() {
     const accountsUrl = accountsUrlOf(options.accountsUrl, publicUrl)
     if (accountsUrl instanceof LambdaConfigError) return yield* accountsUrl
-    const config = Layer.succeed(AccountsConfig, { accountsUrl, recoveryDelayMs: options.recoveryDelayMs })
+    const config = Layer.succeed(AccountsConfig, { accountsUrl, recoveryDelayMs: options.recoveryDelayMs, platformClient })
     // Read once per container, at build: the pages serve it from memory.
     const pages = Layer.sync(AccountPagesSettings, () => ({ webauthnBundle: readBundledWebAuthn(), platformUrl: publicUrl }))
     return Layer.mergeAll(
-      AccountService.layer.pipe(
+      Layer.mergeAll(AccountService.layer, Approvals.layer).pipe(
         Layer.provide(Layer.mergeAll(options.emailSender, options.network ?? SimulatedNetwork.layer())),
         Layer.provideMerge(config)
       ),
       pages
     )
   }))
+
+/**
+ * What the platform needs to ask the account service for agent approvals: its client over HTTP at
+ * the account service's address (another function of the stack, reached as any client would), and
+ * the network (`options.network`: the same value the account service is built with).
+ */
+export const agentApprovalsOf = (
+  options: AccountsOptions,
+  publicUrl: string | undefined,
+  client: PlatformClient
+): Pick<PlatformOptions, "agentApprovals" | "network"> => {
+  const accountsUrl = accountsUrlOf(options.accountsUrl, publicUrl)
+  return {
+    network: (options.network ?? SimulatedNetwork.layer()).pipe(Layer.orDie),
+    ...(accountsUrl instanceof LambdaConfigError
+      ? {}
+      : {
+        agentApprovals: ApprovalsHttpClient.layer({ accountsUrl, clientId: client.id, clientSecret: Redacted.value(client.secret) })
+      })
+  }
+}

@@ -9,6 +9,7 @@
  * build. A build that failed (DynamoDB unreachable at a cold start) is forgotten, so the next
  * invocation builds again instead of failing for the container's whole life.
  */
+import { accountServiceView, type PlatformClient, randomPlatformClient } from "@model-platform/core/agents/PlatformClient"
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context as LambdaContext } from "aws-lambda"
 import { FirstStart, type Owner } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
@@ -16,7 +17,8 @@ import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, type Pla
 import { errorBody } from "@model-platform/core/api/ErrorShape"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
-import { type AccountsOptions, accountsLayer } from "./Accounts.ts"
+import { type AccountsOptions, accountsLayer, agentApprovalsOf } from "./Accounts.ts"
+import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
 import { DynamoConfig, type DynamoSettings } from "./DynamoTable.ts"
 import { DynamoPlatformStores } from "./DynamoPlatformStores.ts"
 import { payloadV2 } from "./Events.ts"
@@ -55,6 +57,13 @@ export type HandlerOptions = {
    * API alone, or no SMTP_URL in lambda.ts) every /accounts page answers 503.
    */
   readonly accounts?: AccountsOptions | undefined
+  /**
+   * The platform's client at the agent approvals API (agents/PlatformClient.ts): the same in every
+   * function of the stack (PLATFORM_CLIENT_SECRET), since the API function calls the accounts
+   * function over HTTP. Unset: a random secret per container, so approvals work only where one
+   * container serves both (tests).
+   */
+  readonly platformClient?: PlatformClient | undefined
 } & (
   /** The DynamoDB table and client of the stores (production). */
   | { readonly dynamo: DynamoSettings }
@@ -93,7 +102,14 @@ const DEFAULT_DEADLINE_MARGIN_MILLIS = 1_000
 /** Builds the web application over the stores, running the first start once. */
 const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unknown>): Promise<App> => {
   const { catalogue, ownerEmail, ownerSecret } = options
+  const client = options.platformClient ?? randomPlatformClient()
+  // One network value for the account service and the platform (one instance per container).
+  const accountsOptions = options.accounts === undefined
+    ? undefined
+    : { ...options.accounts, network: options.accounts.network ?? SimulatedNetwork.layer() }
+  const approvals = accountsOptions === undefined ? undefined : agentApprovalsOf(accountsOptions, options.publicUrl, client)
   const platform = {
+    ...(approvals === undefined ? {} : approvals),
     ...options.platform,
     publicUrl: options.publicUrl,
     gateway: { ...options.platform?.gateway, settleInline: true },
@@ -104,7 +120,7 @@ const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unk
   const firstStart = ownerSecret === undefined
     ? FirstStart.layer(ownerEmail)
     : FirstStart.layerWithSecret(ownerEmail, ownerSecret)
-  const accounts = options.accounts === undefined ? Layer.empty : accountsLayer(options.accounts, options.publicUrl)
+  const accounts = accountsOptions === undefined ? Layer.empty : accountsLayer(accountsOptions, options.publicUrl, accountServiceView(client))
   const runtime = ManagedRuntime.make(
     Layer.mergeAll(firstStart, accounts).pipe(Layer.provideMerge(services), Layer.provideMerge(clockLayer(platform)))
   )

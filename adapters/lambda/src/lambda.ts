@@ -23,6 +23,7 @@
  * function of the stack gets the same environment, so each serves it (the HTTP API routes
  * /accounts to AccountsFunction, which runs `handler` too).
  */
+import { PlatformClientConfig } from "@model-platform/core/agents/PlatformClient"
 import { SSMClient } from "@aws-sdk/client-ssm"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
 // The Node shell's SMTP sender is runtime neutral (nodemailer only): imported by its module, it
@@ -82,6 +83,8 @@ const startPlatform = Effect.gen(function*() {
     ownerSecret,
     // The renewal job runs while a container is thawed, as the sweeper does (plans/Renewals.ts).
     platform: { healthCheck: {}, sweepReservations: {}, renewPlans: {} },
+    // The same in every function (PLATFORM_CLIENT_SECRET): the API function asks the accounts function.
+    platformClient: yield* PlatformClientConfig,
     dynamo: { tableName: config.tableName, client: makeDocumentClient() }
   })
 })

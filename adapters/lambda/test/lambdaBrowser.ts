@@ -6,7 +6,9 @@
  */
 import { SmtpEmailSender } from "@model-platform/node-http/SmtpEmailSender"
 import { type FlowSetup, flowCatalogue, type PlatformUnderTest } from "@model-platform/test-harness/BrowserWorld"
-import { Effect, Redacted } from "effect"
+import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
+import { randomPlatformClient } from "@model-platform/core/agents/PlatformClient"
+import { Effect, Layer, Redacted } from "effect"
 import { readFileSync } from "node:fs"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type * as Net from "node:net"
@@ -73,8 +75,11 @@ export const startLambdaForBrowser = async ({ clock, machineUrl, recoveryDelayMs
   })
   await new Promise<void>((listening) => gateway.listen(0, "127.0.0.1", listening))
   const port = (gateway.address() as Net.AddressInfo).port
-  // What every function of the stack gets from the same environment (lambda.ts).
+  // What every function of the stack gets from the same environment (lambda.ts), and one network
+  // for all of them, as a real network is one (the simulated one lives in a process).
+  const network = Layer.succeedContext(await Effect.runPromise(Effect.scoped(Layer.build(SimulatedNetwork.layer()))))
   const options = {
+    platformClient: randomPlatformClient(),
     catalogue,
     ownerEmail: "owner@test.local",
     publicUrl: `http://localhost:${port}`,
@@ -82,7 +87,8 @@ export const startLambdaForBrowser = async ({ clock, machineUrl, recoveryDelayMs
     platform: { clock },
     accounts: {
       recoveryDelayMs,
-      emailSender: SmtpEmailSender({ url: Redacted.make(smtpUrl), from: "Model Platform <no-reply@test.local>" })
+      emailSender: SmtpEmailSender({ url: Redacted.make(smtpUrl), from: "Model Platform <no-reply@test.local>" }),
+      network
     }
   }
   // A handler starts building at once: the first makes the owner before the others start, as

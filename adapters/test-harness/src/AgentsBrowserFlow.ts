@@ -37,6 +37,16 @@ export const agentsBrowserFlow = (options: FlowOptions) => {
       await page.locator(`#approval:not([data-state="pending"])`).waitFor({ timeout: 15_000 })
       return page.locator("#approval").getAttribute("data-state")
     }
+    /** Calls with `secret` until a call is paid with credits (the usage CSV's last column but one). */
+    const spendAllowances = async (secret: string) => {
+      for (let i = 0; i < 100; i++) {
+        expect((await chat(secret)).status).toBe(200)
+        const csv = await fetch(`${world!.url}/billing/usage.csv`, { headers: { authorization: `Bearer ${secret}` } }).then((r) => r.text())
+        const rows = csv.trim().split("\r\n").slice(1).map((line) => line.split(","))
+        if (rows.some((row) => Number(row[10]) > 0)) return
+      }
+      throw new Error("the allowance and the trial were not used up in 100 calls")
+    }
     const chat = (secret: string) =>
       world!.api(secret, "POST", "/v1/chat/completions", { model: "ref-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 8 })
 
@@ -60,6 +70,10 @@ export const agentsBrowserFlow = (options: FlowOptions) => {
         did: expect.stringMatching(/^did:svc:machine:[^:]+:[^:]+$/),
         wallet_address: expect.stringMatching(/^0x[0-9a-f]{40}$/)
       })
+
+      // Any call spends the account's free allowance and trial first (docs/billing.md); an agent's
+      // limits count what credits pay (docs/agents.md), so the owner spends those first.
+      await spendAllowances(secret)
 
       const made = await world!.api(secret, "POST", `/agents/${id}/keys`, { name: "bot key" })
       expect(made.status, JSON.stringify(made.body)).toBe(200)
