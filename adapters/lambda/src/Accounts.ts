@@ -14,6 +14,7 @@ import { Approvals } from "@model-platform/core/accounts/Approvals"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
 import { ApprovalsHttpClient } from "@model-platform/core/agents/ApprovalsHttpClient"
 import type { PlatformClient } from "@model-platform/core/agents/PlatformClient"
+import type { ServiceSigner, TrustedService } from "@model-platform/core/agents/ServiceAssertions"
 import type { PlatformOptions } from "@model-platform/core/api/Http"
 import { ACCOUNTS_BASE, AccountPagesSettings } from "@model-platform/core/api/AccountRequests"
 import type { EmailSender } from "@model-platform/core/ports/EmailSender"
@@ -72,12 +73,14 @@ export const accountsUrlOf = (accountsUrl: string | undefined, publicUrl: string
 export const accountsLayer = (
   options: AccountsOptions,
   publicUrl: string | undefined,
-  platformClient: { readonly id: string; readonly secretSha256: string }
+  platformClient: { readonly id: string; readonly secretSha256: string },
+  /** Whose service assertions the agent approvals API accepts (Handler.ts: the platform's key). */
+  trustedServices: ReadonlyArray<TrustedService> = []
 ) =>
   Layer.unwrap(Effect.gen(function*() {
     const accountsUrl = accountsUrlOf(options.accountsUrl, publicUrl)
     if (accountsUrl instanceof LambdaConfigError) return yield* accountsUrl
-    const config = Layer.succeed(AccountsConfig, { accountsUrl, recoveryDelayMs: options.recoveryDelayMs, platformClient })
+    const config = Layer.succeed(AccountsConfig, { accountsUrl, recoveryDelayMs: options.recoveryDelayMs, platformClient, trustedServices })
     // Read once per container, at build: the pages serve it from memory.
     const pages = Layer.sync(AccountPagesSettings, () => ({ webauthnBundle: readBundledWebAuthn(), platformUrl: publicUrl }))
     return Layer.mergeAll(
@@ -92,12 +95,14 @@ export const accountsLayer = (
 /**
  * What the platform needs to ask the account service for agent approvals: its client over HTTP at
  * the account service's address (another function of the stack, reached as any client would), and
- * the network (`options.network`: the same value the account service is built with).
+ * the network (`options.network`: the same value the account service is built with). With a
+ * signer (PLATFORM_SIGNING_KEY) its calls carry service assertions, else HTTP Basic.
  */
 export const agentApprovalsOf = (
   options: AccountsOptions,
   publicUrl: string | undefined,
-  client: PlatformClient
+  client: PlatformClient,
+  signer?: ServiceSigner | undefined
 ): Pick<PlatformOptions, "agentApprovals" | "network"> => {
   const accountsUrl = accountsUrlOf(options.accountsUrl, publicUrl)
   return {
@@ -105,7 +110,7 @@ export const agentApprovalsOf = (
     ...(accountsUrl instanceof LambdaConfigError
       ? {}
       : {
-        agentApprovals: ApprovalsHttpClient.layer({ accountsUrl, clientId: client.id, clientSecret: Redacted.value(client.secret) })
+        agentApprovals: ApprovalsHttpClient.layer({ accountsUrl, clientId: client.id, clientSecret: Redacted.value(client.secret), signer })
       })
   }
 }

@@ -10,6 +10,7 @@
  * invocation builds again instead of failing for the container's whole life.
  */
 import { accountServiceView, type PlatformClient, randomPlatformClient } from "@model-platform/core/agents/PlatformClient"
+import type { SigningKeys, TrustedService } from "@model-platform/core/agents/ServiceAssertions"
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context as LambdaContext } from "aws-lambda"
 import { FirstStart, type Owner } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
@@ -64,6 +65,18 @@ export type HandlerOptions = {
    * container serves both (tests).
    */
   readonly platformClient?: PlatformClient | undefined
+  /**
+   * The key the platform signs its calls to the account service with (service assertions,
+   * PLATFORM_SIGNING_KEY: the same in every function) and publishes at /.well-known/jwks.json.
+   * Unset: the calls carry HTTP Basic; no key is made per container, since another function,
+   * with another key, would answer them.
+   */
+  readonly serviceKeys?: SigningKeys | undefined
+  /**
+   * Whose assertions the account service accepts: PLATFORM_JWKS when configured, else the public
+   * part of `serviceKeys` (ServiceAssertions.trustedPlatform); none without either.
+   */
+  readonly trustedServices?: ReadonlyArray<TrustedService> | undefined
 } & (
   /** The DynamoDB table and client of the stores (production). */
   | { readonly dynamo: DynamoSettings }
@@ -107,11 +120,16 @@ const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unk
   const accountsOptions = options.accounts === undefined
     ? undefined
     : { ...options.accounts, network: options.accounts.network ?? SimulatedNetwork.layer() }
-  const approvals = accountsOptions === undefined ? undefined : agentApprovalsOf(accountsOptions, options.publicUrl, client)
+  const keys = options.serviceKeys
+  // The platform's name in its assertions is its client id at the account service.
+  const signer = keys === undefined ? undefined : { iss: client.id, keys }
+  const trusted = options.trustedServices ?? (keys === undefined ? [] : [{ iss: client.id, jwks: keys.publicJwks }])
+  const approvals = accountsOptions === undefined ? undefined : agentApprovalsOf(accountsOptions, options.publicUrl, client, signer)
   const platform = {
     ...(approvals === undefined ? {} : approvals),
     ...options.platform,
     publicUrl: options.publicUrl,
+    serviceKeys: keys,
     gateway: { ...options.platform?.gateway, settleInline: true },
     // Billing alerts go out the way the account service's mail does.
     alertMail: options.platform?.alertMail ?? options.accounts?.emailSender
@@ -120,7 +138,7 @@ const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unk
   const firstStart = ownerSecret === undefined
     ? FirstStart.layer(ownerEmail)
     : FirstStart.layerWithSecret(ownerEmail, ownerSecret)
-  const accounts = accountsOptions === undefined ? Layer.empty : accountsLayer(accountsOptions, options.publicUrl, accountServiceView(client))
+  const accounts = accountsOptions === undefined ? Layer.empty : accountsLayer(accountsOptions, options.publicUrl, accountServiceView(client), trusted)
   const runtime = ManagedRuntime.make(
     Layer.mergeAll(firstStart, accounts).pipe(Layer.provideMerge(services), Layer.provideMerge(clockLayer(platform)))
   )

@@ -23,7 +23,8 @@
  * function of the stack gets the same environment, so each serves it (the HTTP API routes
  * /accounts to AccountsFunction, which runs `handler` too).
  */
-import { PlatformClientConfig } from "@model-platform/core/agents/PlatformClient"
+import { DEFAULT_PLATFORM_CLIENT_ID, PlatformClientConfig } from "@model-platform/core/agents/PlatformClient"
+import { configuredSigningKeys, ServiceAssertionConfig, trustedPlatform } from "@model-platform/core/agents/ServiceAssertions"
 import { SSMClient } from "@aws-sdk/client-ssm"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
 // The Node shell's SMTP sender is runtime neutral (nodemailer only): imported by its module, it
@@ -75,6 +76,15 @@ const startPlatform = Effect.gen(function*() {
     return readOwnerSecret(ssm, config.ownerKeySecretId)
   })
   const accounts = yield* accountsOptions(config)
+  const platformClient = yield* PlatformClientConfig
+  // Service assertions: PLATFORM_SIGNING_KEY (the same in every function), else HTTP Basic.
+  const assertions = yield* ServiceAssertionConfig
+  const serviceKeys = yield* configuredSigningKeys(assertions.signingKey).pipe(
+    Effect.mapError((error) => new LambdaConfigError({ message: error.message }))
+  )
+  const trustedServices = yield* trustedPlatform(platformClient?.id ?? DEFAULT_PLATFORM_CLIENT_ID, serviceKeys, assertions.jwks).pipe(
+    Effect.mapError((error) => new LambdaConfigError({ message: error.message }))
+  )
   return makeHandler({
     catalogue,
     accounts,
@@ -84,7 +94,9 @@ const startPlatform = Effect.gen(function*() {
     // The renewal job runs while a container is thawed, as the sweeper does (plans/Renewals.ts).
     platform: { healthCheck: {}, sweepReservations: {}, renewPlans: {} },
     // The same in every function (PLATFORM_CLIENT_SECRET): the API function asks the accounts function.
-    platformClient: yield* PlatformClientConfig,
+    platformClient,
+    serviceKeys,
+    trustedServices,
     dynamo: { tableName: config.tableName, client: makeDocumentClient() }
   })
 })

@@ -8,7 +8,9 @@ import { SmtpEmailSender } from "@model-platform/node-http/SmtpEmailSender"
 import { type FlowSetup, flowCatalogue, type PlatformUnderTest } from "@model-platform/test-harness/BrowserWorld"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
 import { randomPlatformClient } from "@model-platform/core/agents/PlatformClient"
+import { signingKeysFromJwk } from "@model-platform/core/agents/ServiceAssertions"
 import { Effect, Layer, Redacted } from "effect"
+import { generateKeyPairSync } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type * as Net from "node:net"
@@ -78,8 +80,12 @@ export const startLambdaForBrowser = async ({ clock, machineUrl, recoveryDelayMs
   // What every function of the stack gets from the same environment (lambda.ts), and one network
   // for all of them, as a real network is one (the simulated one lives in a process).
   const network = Layer.succeedContext(await Effect.runPromise(Effect.scoped(Layer.build(SimulatedNetwork.layer()))))
+  // PLATFORM_SIGNING_KEY, the same in every function: the API function's calls to the accounts
+  // functions carry service assertions (a jti used once across containers, in DynamoDB).
+  const signingKey = JSON.stringify(generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ format: "jwk" }))
   const options = {
     platformClient: randomPlatformClient(),
+    serviceKeys: await Effect.runPromise(signingKeysFromJwk(Redacted.make(signingKey))),
     catalogue,
     ownerEmail: "owner@test.local",
     publicUrl: `http://localhost:${port}`,

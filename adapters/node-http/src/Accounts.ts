@@ -6,6 +6,7 @@
  */
 import { AccountsConfig } from "@model-platform/core/accounts/AccountService"
 import { ACCOUNTS_BASE } from "@model-platform/core/api/AccountRequests"
+import type { TrustedService } from "@model-platform/core/agents/ServiceAssertions"
 import { Config, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import { existsSync, readFileSync } from "node:fs"
@@ -67,12 +68,15 @@ export const accountsConfigLayer = (options: {
   readonly host: string
   /** The platform's client at the agent approvals API (its secret's SHA-256 only). */
   readonly platformClient?: { readonly id: string; readonly secretSha256: string } | undefined
+  /** Whose service assertions the agent approvals API accepts (the platform's key). */
+  readonly trustedServices?: ReadonlyArray<TrustedService> | undefined
 }): Layer.Layer<AccountsConfig, never, HttpServer.HttpServer> =>
   Layer.effect(
     AccountsConfig,
     Effect.map(HttpServer.HttpServer, (server) => ({
       recoveryDelayMs: options.recoveryDelayMs,
       platformClient: options.platformClient,
+      trustedServices: options.trustedServices,
       accountsUrl: options.accountsUrl !== undefined && options.accountsUrl !== ""
         ? options.accountsUrl.replace(/\/+$/, "")
         : defaultAccountsUrl({

@@ -16,7 +16,8 @@ import { Approvals } from "@model-platform/core/accounts/Approvals"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
 import { ApprovalsHttpClient } from "@model-platform/core/agents/ApprovalsHttpClient"
 import { accountServiceView, type PlatformClient, randomPlatformClient } from "@model-platform/core/agents/PlatformClient"
-import { Layer, Redacted } from "effect"
+import { type SigningKeys, generateSigningKeys, type TrustedService } from "@model-platform/core/agents/ServiceAssertions"
+import { Effect, Layer, Redacted } from "effect"
 import { HttpRouter } from "effect/http"
 import { createServer, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
@@ -41,6 +42,17 @@ export interface ServerOptions {
    * unset: a random secret for this process, which serves both.
    */
   readonly platformClient?: PlatformClient | undefined
+  /**
+   * The key the platform signs its calls to the account service with (service assertions,
+   * PLATFORM_SIGNING_KEY) and publishes at /.well-known/jwks.json; unset: a fresh key for this
+   * process, which serves both.
+   */
+  readonly serviceKeys?: SigningKeys | undefined
+  /**
+   * Whose assertions the account service accepts: PLATFORM_JWKS when configured, else the public
+   * part of `serviceKeys` (ServiceAssertions.trustedPlatform).
+   */
+  readonly trustedServices?: ReadonlyArray<TrustedService> | undefined
 }
 
 export interface AccountsOptions {
@@ -59,22 +71,32 @@ export interface AccountsOptions {
  * HttpServer (its address), FirstStart (the owner key to print, once), and the use-cases and
  * stores it serves (for an operator's command or a test run in the same process).
  */
-export const serverLayer = <E, R>(options: ServerOptions, stores: Layer.Layer<Stores, E, R>) => {
+export const serverLayer = <E, R>(options: ServerOptions, stores: Layer.Layer<Stores, E, R>) =>
+  // The key is made before the layers, so the platform signs with the very key the account service trusts.
+  Layer.unwrap(Effect.map(
+    options.serviceKeys === undefined ? generateSigningKeys : Effect.succeed(options.serviceKeys),
+    (keys) => serverLayerWith(options, keys, stores)
+  ))
+
+const serverLayerWith = <E, R>(options: ServerOptions, keys: SigningKeys, stores: Layer.Layer<Stores, E, R>) => {
   // One server, shared by the routes and by the account service's default address (its port).
   const nodeServer = NodeHttpServer.layer(makeNodeServer, { port: options.port, host: options.host })
   const client = options.platformClient ?? randomPlatformClient()
+  // The platform's name in its assertions is its client id at the account service.
+  const signer = { iss: client.id, keys }
   const accountsConfig = accountsConfigLayer({
     accountsUrl: options.accounts?.accountsUrl,
     recoveryDelayMs: options.accounts?.recoveryDelayMs,
     publicUrl: options.publicUrl,
     host: options.host,
-    platformClient: accountServiceView(client)
+    platformClient: accountServiceView(client),
+    trustedServices: options.trustedServices ?? [{ iss: client.id, jwks: keys.publicJwks }]
   }).pipe(Layer.provide(nodeServer))
   // One network for the account service (identities, agents) and the platform (serving nodes).
   const network = (options.accounts?.network ?? SimulatedNetwork.layer()).pipe(Layer.orDie)
   const services = PlatformServices(options.catalogue, {
     // The platform asks the account service here for agent approvals, over HTTP as any client would.
-    agentApprovals: ApprovalsHttpClient.layerFromConfig({ clientId: client.id, clientSecret: Redacted.value(client.secret) }).pipe(
+    agentApprovals: ApprovalsHttpClient.layerFromConfig({ clientId: client.id, clientSecret: Redacted.value(client.secret), signer }).pipe(
       Layer.provide(accountsConfig),
       Layer.orDie
     ),
@@ -83,6 +105,7 @@ export const serverLayer = <E, R>(options: ServerOptions, stores: Layer.Layer<St
     // Machines are called over node:http (keep-alive Agent): far less CPU per call than fetch.
     machineClient: options.platform?.machineClient ?? MachineNodeHttpLayer,
     publicUrl: options.publicUrl,
+    serviceKeys: keys,
     // Billing alerts go out the way the account service's mail does (SMTP or the outbox).
     alertMail: options.platform?.alertMail ?? options.accounts?.emailSender
   }).pipe(Layer.provideMerge(stores))

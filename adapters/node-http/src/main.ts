@@ -9,7 +9,8 @@ import { HttpServer } from "effect/http"
 import * as Path from "node:path"
 import { AccountsConfig } from "@model-platform/core/accounts/AccountService"
 import { RecoveryDelayConfig } from "@model-platform/core/accounts/AccountsConfig"
-import { PlatformClientConfig } from "@model-platform/core/agents/PlatformClient"
+import { DEFAULT_PLATFORM_CLIENT_ID, PlatformClientConfig } from "@model-platform/core/agents/PlatformClient"
+import { configuredSigningKeys, ServiceAssertionConfig, trustedPlatform } from "@model-platform/core/agents/ServiceAssertions"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
 import { AccountsServerConfig } from "./Accounts.ts"
 import { loadCatalogue } from "./CatalogueFile.ts"
@@ -55,6 +56,13 @@ const main = Effect.gen(function*() {
   const mail = Option.isSome(email.smtpUrl)
     ? "mail is sent through SMTP_URL"
     : `mail is written to the outbox ${Path.resolve(outboxDirectory(email))} (open the newest file to follow its link)`
+  // Service assertions: PLATFORM_SIGNING_KEY, else a fresh key for this process (Server.ts).
+  const platformClient = yield* PlatformClientConfig
+  const assertions = yield* ServiceAssertionConfig
+  const serviceKeys = yield* configuredSigningKeys(assertions.signingKey)
+  const trustedServices = Option.isSome(assertions.jwks)
+    ? yield* trustedPlatform(platformClient?.id ?? DEFAULT_PLATFORM_CLIENT_ID, serviceKeys, assertions.jwks)
+    : undefined
   const server = serverLayer(
     {
       catalogue,
@@ -81,7 +89,9 @@ const main = Effect.gen(function*() {
         network: SimulatedNetwork.fromConfig
       },
       // The agent approvals API's client: configured, or a random secret for this process.
-      platformClient: yield* PlatformClientConfig
+      platformClient,
+      serviceKeys,
+      trustedServices
     },
     PgPlatformStores.pipe(Layer.provide(database))
   )

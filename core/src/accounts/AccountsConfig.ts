@@ -1,5 +1,6 @@
 /** What the account service needs from its shell (AccountService.ts). */
 import { Config, Context, Option, Schema } from "effect"
+import type { TrustedService } from "../agents/ServiceAssertions.ts"
 
 /**
  * What the account service needs from its shell. Its layer (AccountService.layer) needs this, PeopleStore, AccountStore, RateLimitStore, EmailSender, Network and ApiKeys.
@@ -20,6 +21,11 @@ export interface AccountsSettings {
    * every call (401).
    */
   readonly platformClient?: { readonly id: string; readonly secretSha256: string } | undefined
+  /**
+   * The services whose service assertions (Bearer JWTs, docs/agents.md "Service assertions") the
+   * agent approvals API accepts beside Basic: each issuer's name and JWKS. Unset or empty: none.
+   */
+  readonly trustedServices?: ReadonlyArray<TrustedService> | undefined
 }
 
 export class AccountsConfig extends Context.Service<AccountsConfig, AccountsSettings>()(

@@ -1,7 +1,9 @@
 /**
  * The AgentApprovals port (ports/AgentApprovals.ts) over HTTP with the web-standard `fetch`, so the
  * same code runs on Node and on Lambda: the platform calling its account service server to server
- * (the spec's "Account service"), authenticated with HTTP Basic as the platform's OAuth client.
+ * (the spec's "Account service"), authenticated with a service assertion when the platform has a
+ * signing key (`signer`: a fresh ES256 JWT per call whose aud is the URL called; docs/agents.md
+ * "Service assertions"), else with HTTP Basic as the platform's OAuth client.
  *
  *   POST {accountsUrl}/api/accounts/{sub}/agent-approvals          -> {id, approve_url}
  *   GET  {accountsUrl}/api/accounts/{sub}/agent-approvals/{id}     -> {state, ...}
@@ -12,7 +14,7 @@
  * wrong, never the client secret. Interrupting a call aborts its request.
  */
 import { AccountsConfig } from "../accounts/AccountsConfig.ts"
-import { Effect, Layer, Schema } from "effect"
+import { Clock, Effect, Layer, Schema } from "effect"
 import { AgentApprovals, ApprovalsUnavailable } from "../ports/AgentApprovals.ts"
 import {
   ApprovalResultWire,
@@ -20,6 +22,7 @@ import {
   CreateApprovalWire as CreateApprovalSchema,
   CreatedApprovalWire
 } from "./ApprovalWire.ts"
+import { type ServiceSigner, sign } from "./ServiceAssertions.ts"
 
 /** How long a call may take, from sending to the whole answer. */
 export const REQUEST_TIMEOUT_MS = 10_000
@@ -30,6 +33,8 @@ export interface ApprovalsHttpSettings {
   /** The platform's OAuth client id and secret at the account service. */
   readonly clientId: string
   readonly clientSecret: string
+  /** Sign each call with a service assertion instead of Basic (the platform's key and name). */
+  readonly signer?: ServiceSigner | undefined
   /** The fetch to use (tests); default the global one. */
   readonly fetch?: typeof globalThis.fetch | undefined
   /** Default REQUEST_TIMEOUT_MS. */
@@ -60,7 +65,14 @@ export const makeApprovalsHttp = (settings: ApprovalsHttpSettings): AgentApprova
   const base = settings.accountsUrl.replace(/\/+$/, "")
   const fetchImpl = settings.fetch ?? globalThis.fetch
   const timeoutMs = settings.timeoutMs ?? REQUEST_TIMEOUT_MS
-  const authorization = basicAuthorization(settings.clientId, settings.clientSecret)
+  const basic = basicAuthorization(settings.clientId, settings.clientSecret)
+  const signer = settings.signer
+  /** Basic, or an assertion for this very URL (made per call: each is used once and lives 60 s). */
+  const authorizationFor = (url: string): Effect.Effect<string> =>
+    signer === undefined
+      ? Effect.succeed(basic)
+      : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.map(sign(signer.keys, { iss: signer.iss, aud: url, now }), (token) => `Bearer ${token}`))
   const collection = (sub: string) => `${base}/api/accounts/${encodeURIComponent(sub)}/agent-approvals`
 
   /** One call: its JSON answer decoded with `decode`, or ApprovalsUnavailable naming `what`. */
@@ -72,6 +84,7 @@ export const makeApprovalsHttp = (settings: ApprovalsHttpSettings): AgentApprova
   ): Effect.Effect<A, ApprovalsUnavailable> => {
     const unavailable = (reason: string) => new ApprovalsUnavailable({ reason: `${what}: ${reason}` })
     const exchange = Effect.gen(function*() {
+      const authorization = yield* authorizationFor(url)
       const response = yield* Effect.tryPromise({
         try: (signal) =>
           fetchImpl(url, {
@@ -125,7 +138,7 @@ export const makeApprovalsHttp = (settings: ApprovalsHttpSettings): AgentApprova
 }
 
 export const ApprovalsHttpClient = {
-  /** AgentApprovals over HTTP at `accountsUrl`, as the platform's OAuth client. */
+  /** AgentApprovals over HTTP at `accountsUrl`, as the platform (an assertion with a signer, else Basic). */
   layer: (settings: ApprovalsHttpSettings): Layer.Layer<AgentApprovals> =>
     Layer.succeed(AgentApprovals, makeApprovalsHttp(settings)),
   /** The same at the account service's own address (AccountsConfig: a shell that serves both). */

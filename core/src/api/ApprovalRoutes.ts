@@ -8,18 +8,24 @@
  *   POST /accounts/api/approve/options|verify                (JSON, the page script) approve with a passkey
  *
  * The platform's calls carry HTTP Basic with its client id and secret (AccountsConfig.platformClient:
- * the secret's SHA-256 only is configured here); anything else is 401 client_unauthorized. The
- * page's POSTs are checked like every account page's: same Origin, the double-submit CSRF token.
+ * the secret's SHA-256 only is configured here) or a service assertion, `Bearer <JWT>` from a
+ * trusted service (AccountsConfig.trustedServices; agents/ServiceAssertions.ts) whose `aud` is the
+ * URL called: ACCOUNTS_URL, which the client builds its calls from, and the path as the request
+ * arrived (not the Host header, which a proxy may rewrite). Anything else is 401
+ * client_unauthorized. The page's POSTs are checked like every account page's: same Origin, the
+ * double-submit CSRF token.
  */
-import { Effect, Option, Schema } from "effect"
+import { Clock, Effect, Option, Schema } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import { Approvals } from "../accounts/Approvals.ts"
 import { AccountsConfig } from "../accounts/AccountsConfig.ts"
 import { approvalPage } from "../accounts/ApprovalPage.ts"
 import { accountError } from "../accounts/AccountErrors.ts"
 import { CreateApprovalWire } from "../agents/ApprovalWire.ts"
+import { jtiOnceIn, trustedMap, verify } from "../agents/ServiceAssertions.ts"
+import { RateLimitStore } from "../ports/RateLimitStore.ts"
 import { sha256Hex } from "../Sha256.ts"
-import { csrfHeader, json, jsonBody, jsonError, sameToken, site } from "./AccountRequests.ts"
+import { ACCOUNTS_BASE, csrfHeader, json, jsonBody, jsonError, sameToken, site } from "./AccountRequests.ts"
 import * as Pages from "../accounts/Pages.ts"
 import { anonymousCsrfOk, anonymousPage, apiError, at, checkedPost, guardJson, guardPage, type Response } from "./AccountPages.ts"
 
@@ -45,14 +51,39 @@ export const ApprovalRoutes = HttpRouter.use((router) =>
     if (Option.isNone(found)) return
     const approvals = found.value
     // Where Approvals is, so is AccountsConfig (the account service's layer); read as optional to need nothing more.
-    const client = Option.getOrUndefined(yield* Effect.serviceOption(AccountsConfig))?.platformClient
+    const config = Option.getOrUndefined(yield* Effect.serviceOption(AccountsConfig))
+    const client = config?.platformClient
+    const trusted = trustedMap(config?.trustedServices)
+    // The store every process shares (the account service's layer needs it): a jti is used once.
+    const store = Option.getOrUndefined(yield* Effect.serviceOption(RateLimitStore))
+    const jtiOnce = store === undefined ? undefined : jtiOnceIn(store)
 
-    /** The platform's call: refused unless its client id and secret are the configured ones. */
+    const unauthorized = (why: string) =>
+      apiError(accountError("client_unauthorized", `The agent approvals API takes the platform's client credentials (HTTP Basic) or a service assertion (Bearer): ${why}.`))
+
+    /** A service assertion for this very URL: ACCOUNTS_URL and the path as it arrived. */
+    const assertionOk = (token: string) =>
+      Effect.gen(function*() {
+        if (jtiOnce === undefined || trusted.size === 0) return "no service is trusted"
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const path = new URL(request.url, "http://x").pathname
+        const audience = (yield* site).accountsUrl + (path.startsWith(ACCOUNTS_BASE) ? path.slice(ACCOUNTS_BASE.length) : path)
+        const now = yield* Clock.currentTimeMillis
+        const result = yield* Effect.result(verify(token, { audience, trusted, jtiOnce, now }))
+        return result._tag === "Success" ? undefined : `the service assertion was refused (${result.failure.reason})`
+      })
+
+    /** The platform's call: refused unless it carries a valid assertion or the configured client id and secret. */
     const platformOnly = (handler: Effect.Effect<Response, never, HttpServerRequest.HttpServerRequest | HttpRouter.RouteContext>) =>
       guardJson(Effect.gen(function*() {
+        const header = (yield* HttpServerRequest.HttpServerRequest).headers["authorization"] ?? ""
+        if (/^bearer /i.test(header)) {
+          const refused = yield* assertionOk(header.slice(7).trim())
+          return refused === undefined ? yield* handler : yield* unauthorized(refused)
+        }
         const sent = yield* basicCredentials
         const ok = client !== undefined && sent !== undefined && sent.id === client.id && sameToken(sha256Hex(sent.secret), client.secretSha256)
-        if (!ok) return yield* apiError(accountError("client_unauthorized", "The agent approvals API takes the platform's client credentials (HTTP Basic)."))
+        if (!ok) return yield* unauthorized("the credentials are missing or wrong")
         return yield* handler
       }))
 

@@ -6,6 +6,8 @@
  * handler).
  */
 import { ApprovalRoutes } from "./ApprovalRoutes.ts"
+import { JWKS_PATH, JwksRoute } from "./JwksRoute.ts"
+import { PublishedJwks, type SigningKeys } from "../agents/ServiceAssertions.ts"
 import { PlanRenewer, type PlanRenewerOptions } from "../plans/Renewals.ts"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
@@ -111,6 +113,12 @@ export interface PlatformOptions {
    * (POST /agents: 409 no_serving_nodes).
    */
   readonly network?: Layer.Layer<Network> | undefined
+  /**
+   * The key the platform signs its service assertions with (docs/agents.md "Service
+   * assertions"): its public part is published at /.well-known/jwks.json. The shell gives the same
+   * key to its ApprovalsHttpClient. None: an empty JWKS.
+   */
+  readonly serviceKeys?: SigningKeys | undefined
 }
 
 /** The platform's clock (PlatformOptions.clock), to provide under everything a shell builds. */
@@ -232,7 +240,8 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
   const agents = Agents.layer({ publicUrl: options.publicUrl }).pipe(
     Layer.provide(Layer.mergeAll(ApiKeys.layer, options.agentApprovals ?? NoAgentApprovals, options.network ?? NoNetwork))
   )
-  return Layer.mergeAll(ApiKeys.layer, money, billing, gateway, sweeper, renewer, agents, HealPaidOrders.pipe(Layer.provide(money))).pipe(
+  const jwks = options.serviceKeys === undefined ? Layer.empty : Layer.succeed(PublishedJwks, options.serviceKeys.publicJwks)
+  return Layer.mergeAll(ApiKeys.layer, money, billing, gateway, sweeper, renewer, agents, jwks, HealPaidOrders.pipe(Layer.provide(money))).pipe(
     Layer.provideMerge(Catalogue.layer(config))
   )
 }
@@ -262,12 +271,13 @@ export const AppRoutes = Layer.mergeAll(
   CheckoutRoutes,
   AccountRoutes,
   ApprovalRoutes,
+  JwksRoute,
   BillingPageRoutes,
   PlansPageRoutes,
   HttpApiScalar.layer(PlatformApi, { path: DOCS_PATH }),
   RootRoute,
   InferenceRoutes,
-  fallbackRoute([PlatformApi, SimulatedApi, InferenceApi], [OPENAPI_PATH, DOCS_PATH, INFERENCE_OPENAPI_PATH]),
+  fallbackRoute([PlatformApi, SimulatedApi, InferenceApi], [OPENAPI_PATH, DOCS_PATH, INFERENCE_OPENAPI_PATH, JWKS_PATH]),
   ErrorShapeMiddleware,
   RequestLimitsMiddleware
 )
