@@ -201,6 +201,20 @@ export class PlatformStack extends Stack {
       default: "",
       description: "smtp://user:pass@host:587 or smtps://user:pass@host:465 of the account service's mail; empty: no account service"
     })
+    // The API function asks the accounts function for agent approvals as the platform's client:
+    // one secret and one signing key for both (docs/agents.md "Approvals"). No echo: secrets.
+    const platformClientSecret = new CfnParameter(this, "PlatformClientSecret", {
+      type: "String",
+      noEcho: true,
+      default: "",
+      description: "The platform's client secret at the agent approvals API (e.g. openssl rand -base64 32); empty: no agent approvals between functions"
+    })
+    const platformSigningKey = new CfnParameter(this, "PlatformSigningKey", {
+      type: "String",
+      noEcho: true,
+      default: "",
+      description: "The platform's service assertion key, a P-256 private JWK as JSON (adapters/lambda/scripts/new-signing-key.ts); empty: HTTP Basic only"
+    })
     const smtpFrom = new CfnParameter(this, "SmtpFrom", {
       type: "String",
       default: "",
@@ -230,6 +244,8 @@ export class PlatformStack extends Stack {
       [ENV.ownerKeySecretId]: this.ownerKeyParameterName,
       [ENV.smtpUrl]: smtpUrl.valueAsString,
       [ENV.smtpFrom]: smtpFrom.valueAsString,
+      [ENV.platformClientSecret]: platformClientSecret.valueAsString,
+      [ENV.platformSigningKey]: platformSigningKey.valueAsString,
       NODE_OPTIONS: "--enable-source-maps"
     }
     const makeFunction = (name: string, handler: string, timeout: Duration, description: string) => {

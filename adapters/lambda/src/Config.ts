@@ -35,7 +35,11 @@ export const ENV = {
   /** `smtp://user:pass@host:port` or `smtps://…`: the account service's mail. Unset or empty: no account service. */
   smtpUrl: "SMTP_URL",
   /** The From address of that mail; required with SMTP_URL. */
-  smtpFrom: "SMTP_FROM"
+  smtpFrom: "SMTP_FROM",
+  /** The platform's client secret at the agent approvals API: the same in every function (agents/PlatformClient.ts). */
+  platformClientSecret: "PLATFORM_CLIENT_SECRET",
+  /** The platform's service assertion key, a P-256 private JWK: the same in every function (agents/ServiceAssertions.ts). */
+  platformSigningKey: "PLATFORM_SIGNING_KEY"
 } as const
 
 export const DEFAULT_CATALOGUE_PARAMETER = "/model-platform/catalogue"

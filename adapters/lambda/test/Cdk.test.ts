@@ -159,6 +159,8 @@ describe("PlatformStack", () => {
           [ENV.ownerKeySecretId]: DEFAULT_OWNER_KEY_PARAMETER,
           [ENV.smtpUrl]: { Ref: "SmtpUrl" },
           [ENV.smtpFrom]: { Ref: "SmtpFrom" },
+          [ENV.platformClientSecret]: { Ref: "PlatformClientSecret" },
+          [ENV.platformSigningKey]: { Ref: "PlatformSigningKey" },
           [ENV.accountsUrl]: { "Fn::Join": ["", [{ "Fn::GetAtt": [apiId, "ApiEndpoint"] }, "/accounts"]] },
           NODE_OPTIONS: "--enable-source-maps"
         }
@@ -168,6 +170,9 @@ describe("PlatformStack", () => {
     // The SMTP URL holds the relay's password: never echoed; both empty by default (no account service).
     template.hasParameter("SmtpUrl", { Type: "String", NoEcho: true, Default: "" })
     template.hasParameter("SmtpFrom", { Type: "String", Default: "" })
+    // The approvals API's client secret and the signing key: never echoed, empty by default.
+    template.hasParameter("PlatformClientSecret", { Type: "String", NoEcho: true, Default: "" })
+    template.hasParameter("PlatformSigningKey", { Type: "String", NoEcho: true, Default: "" })
   })
 
   it("an HTTP API sending /accounts and /accounts/* to the accounts function, every other route to the API function (payload 2.0)", () => {

@@ -29,4 +29,7 @@ export const accountServiceView = (client: PlatformClient) => ({ id: client.id, 
 export const PlatformClientConfig: Config.Config<PlatformClient | undefined> = Config.all({
   id: Config.String("PLATFORM_CLIENT_ID").pipe(Config.withDefault(DEFAULT_PLATFORM_CLIENT_ID)),
   secret: Config.option(Config.Redacted("PLATFORM_CLIENT_SECRET"))
-}).pipe(Config.map(({ id, secret }) => Option.match(secret, { onNone: () => undefined, onSome: (s) => ({ id, secret: s }) })))
+}).pipe(Config.map(({ id, secret }) =>
+  // Empty is unset (a stack parameter left at its default).
+  Option.match(Option.filter(secret, (s) => Redacted.value(s) !== ""), { onNone: () => undefined, onSome: (s) => ({ id, secret: s }) })
+))

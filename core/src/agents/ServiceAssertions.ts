@@ -142,7 +142,11 @@ export const parseJwks = (json: string, name = "PLATFORM_JWKS"): Effect.Effect<J
 export const ServiceAssertionConfig = Config.all({
   signingKey: Config.option(Config.Redacted("PLATFORM_SIGNING_KEY")),
   jwks: Config.option(Config.String("PLATFORM_JWKS"))
-})
+}).pipe(Config.map(({ jwks, signingKey }) => ({
+  // Empty is unset (a stack parameter left at its default).
+  signingKey: Option.filter(signingKey, (key) => Redacted.value(key) !== ""),
+  jwks: Option.filter(jwks, (text) => text !== "")
+})))
 
 /** The configured signing key, if any. */
 export const configuredSigningKeys = (
