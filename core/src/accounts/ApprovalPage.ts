@@ -5,19 +5,12 @@
  * passkeys (the page script's "approve" ceremony). Every value is HTML-escaped. Elements tests look
  * for carry stable ids (#approval with data-state, #approve, #settings).
  */
+import { formatTokens } from "../agents/Amounts.ts"
 import { escapeHtml } from "../CheckoutPage.ts"
 import { microToCredits } from "../Money.ts"
 import type { ApprovalPageView } from "./Approvals.ts"
 import { errorLine, layout, okLine, type PageContext } from "./PageFrame.ts"
 
-const WEI_PER_TOKEN = 10n ** 18n
-
-/** Wei as a decimal amount of network tokens, exactly ("1.5", "0.000000000000000001"). */
-export const weiToTokens = (wei: bigint): string => {
-  const whole = wei / WEI_PER_TOKEN
-  const fraction = (wei % WEI_PER_TOKEN).toString().padStart(18, "0").replace(/0+$/, "")
-  return fraction === "" ? whole.toString() : `${whole}.${fraction}`
-}
 
 const APPROVAL_STYLE = `
   #settings th { text-align: left; font-weight: 600; color: #6b7280; font-size: .85rem; width: 40%; vertical-align: top; padding-right: .75rem; }
@@ -34,7 +27,7 @@ const settingsTable = (view: ApprovalPageView) => {
     const amount = microToCredits(micro)
     return `${amount} ${amount === 1 ? "credit" : "credits"} ${per}`
   }
-  const tokens = (wei: bigint | null) => (wei === null ? "no cap" : `${weiToTokens(wei)} tokens`)
+  const tokens = (wei: bigint | null) => (wei === null ? "no cap" : `${formatTokens(wei)} tokens`)
   return `<table class="list" id="settings"><tbody>
 ${row("Agent", view.agent_name)}
 ${row("Can", s.capabilities.join(", "))}

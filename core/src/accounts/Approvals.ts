@@ -16,7 +16,14 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import type { AgentSettingsRecord } from "../agents/Records.ts"
-import type { ApprovalResultWire, ApprovalSettingsWire, CreateApprovalWire, CreatedApprovalWire } from "../agents/ApprovalWire.ts"
+import { tokenCapToWei } from "../agents/Amounts.ts"
+import {
+  APPROVAL_LINK_MS,
+  type ApprovalResultWire,
+  type ApprovalSettingsWire,
+  type CreateApprovalWire,
+  type CreatedApprovalWire
+} from "../agents/ApprovalWire.ts"
 import { generateId } from "../Keys.ts"
 import { creditsToMicro, microToCredits } from "../Money.ts"
 import { ApprovalStore } from "../ports/ApprovalStore.ts"
@@ -29,17 +36,6 @@ import type { BegunCeremony, RelyingParty } from "./AccountService.ts"
 import type { ApprovalRecord } from "./ApprovalRecords.ts"
 import { approvalOptions, assertionCredentialId, beginFlow, consumeFlow, verifyAuthentication } from "./WebAuthn.ts"
 
-/** The spec: "approval link valid 30 minutes". */
-export const APPROVAL_TTL_MS = 30 * 60_000
-
-const WEI_PER_TOKEN = 10n ** 18n
-
-/** Wei of a decimal amount of network tokens (at most 18 decimals: exact); "" is unset. */
-export const tokensToWei = (tokens: string): bigint | null => {
-  if (tokens === "") return null
-  const [whole = "0", fraction = ""] = tokens.split(".")
-  return BigInt(whole) * WEI_PER_TOKEN + BigInt(fraction.padEnd(18, "0") || "0")
-}
 
 /** The settings a request asks for, as kept (caps in wei, limits in micro-credits). */
 const settingsOf = (wire: ApprovalSettingsWire): AgentSettingsRecord | string => {
@@ -54,8 +50,8 @@ const settingsOf = (wire: ApprovalSettingsWire): AgentSettingsRecord | string =>
   if (typeof total === "string") return total
   return {
     capabilities: [...wire.capabilities],
-    max_transaction_wei: tokensToWei(wire.max_transaction_token),
-    max_daily_wei: tokensToWei(wire.max_daily_token),
+    max_transaction_wei: tokenCapToWei(wire.max_transaction_token),
+    max_daily_wei: tokenCapToWei(wire.max_daily_token),
     daily_limit: daily,
     total_limit: total,
     expires_in_days: wire.expires_in_days
@@ -142,7 +138,7 @@ export class Approvals extends Context.Service<Approvals, {
           serving_nodes: (request.serving_nodes ?? []).map((n) => ({ ...n, dpop_jkt: null })),
           return_to: request.return_to ?? null,
           created_at: Time.toTimestamp(now),
-          expires_at: Time.toTimestamp(now + APPROVAL_TTL_MS),
+          expires_at: Time.toTimestamp(now + APPROVAL_LINK_MS),
           approved_at: null,
           collected_at: null,
           network: null,

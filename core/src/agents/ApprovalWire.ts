@@ -13,6 +13,9 @@
 import { Schema } from "effect"
 import { AgentName, ApprovalKind, Capability, ExpiresInDays, TokenAmountOrEmpty } from "./Schemas.ts"
 
+/** How long an approval link works (the spec: "approval link valid 30 minutes"). */
+export const APPROVAL_LINK_MS = 30 * 60_000
+
 const Credits = Schema.NullOr(Schema.Number)
 /** A decimal string of wei (an integer). */
 const Wei = Schema.String.check(Schema.isPattern(/^\d+$/, { expected: "an integer amount of wei" }))
