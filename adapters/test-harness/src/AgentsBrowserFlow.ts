@@ -54,6 +54,10 @@ export const agentsBrowserFlow = (options: FlowOptions) => {
       const { page } = await world!.device()
       const secret = await world!.signUp(page, `agents-${Date.now()}@test.local`, { manage: true })
       await world!.buy(page, 5)
+      // The owner's identity, with the passkey just registered; the guide's /api address answers the same.
+      const identity = (await world!.api(secret, "GET", "/identity")).body
+      expect(identity).toMatchObject({ state: "ready", did: expect.stringMatching(/^did:svc:human:/), passkeys: 1 })
+      expect((await world!.api(secret, "GET", "/api/identity")).body).toEqual(identity)
 
       const proposed = await world!.api(secret, "POST", "/agents", { name: "research-bot", daily_limit_credits: DAILY_LIMIT, total_limit_credits: 1 })
       expect(proposed.status, JSON.stringify(proposed.body)).toBe(200)

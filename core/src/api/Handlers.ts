@@ -106,12 +106,13 @@ export const IdentityHandlers = HttpApiBuilder.group(PlatformApi, "identity", Ef
         onSome: (c) => c.accountsUrl,
         onNone: () => `${base ?? ""}/accounts`
       })))
-  return handlers.handle("identity", () =>
+  const identity = () =>
     Effect.flatMap(CurrentCaller, (caller) =>
       Option.match(service, {
         onSome: (accounts) => accounts.identityOf(caller.account.id),
         onNone: () => withRequestBaseUrl(fromStore(caller.account.id))
-      })))
+      }))
+  return handlers.handle("identity", identity).handle("identityApi", identity)
 }))
 
 export const PlatformHandlers = Layer.mergeAll(
