@@ -4,7 +4,7 @@
  * in blob storage.
  */
 import { Schema } from "effect"
-import { Timestamp } from "./Time.ts"
+import { Timestamp } from "../Time.ts"
 
 export const DatasetSourceValues = ["fieldwork", "voices", "upload"] as const
 export const DatasetSource = Schema.Literals(DatasetSourceValues)

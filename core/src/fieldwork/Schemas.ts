@@ -5,7 +5,7 @@
  * JSON shapes only (and the headers' formats); the flow lives elsewhere.
  */
 import { Schema } from "effect"
-import { Timestamp } from "./Time.ts"
+import { Timestamp } from "../Time.ts"
 
 // ---- Values -------------------------------------------------------------------------------
 
