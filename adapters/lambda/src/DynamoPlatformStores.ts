@@ -5,7 +5,7 @@
 import { markPlatformStores, type PlatformStores } from "@model-platform/core/ports/PlatformStores"
 import { GatewayStoreComposed } from "@model-platform/core/ports/GatewayStore"
 import { Layer } from "effect"
-import { AgentStoreDynamo, ApprovalStoreDynamo } from "./DynamoDocuments.ts"
+import { AgentStoreDynamo, ApprovalStoreDynamo, DocumentStoresDynamo } from "./DynamoDocuments.ts"
 import { AlertStoreDynamo } from "./DynamoAlertStore.ts"
 import { BillingSettingsStoreDynamo } from "./DynamoBillingSettingsStore.ts"
 import { LedgerStoreDynamo } from "./DynamoLedgerStore.ts"
@@ -32,7 +32,8 @@ export const DynamoPlatformStores: Layer.Layer<PlatformStores, never, DynamoConf
       AlertStoreDynamo,
       PlanStoreDynamo,
       AgentStoreDynamo,
-      ApprovalStoreDynamo
+      ApprovalStoreDynamo,
+      DocumentStoresDynamo
     )
   ))
 )

@@ -3,31 +3,33 @@
  * (`documentStoresContract`, with its concurrency test and the two kinds with one id never
  * meeting) on a fresh table, then what only this store has: its items (a record as its encoded
  * form beside the columns conditions use, keyed by kind and id, listed under its kind's owner
- * partition without an index) and a stored record that does not decode being a defect. One
+ * partition without an index, both gone after a remove), the DocumentStores port on the same
+ * items, and a stored record that does not decode being a defect. One
  * DynamoDB Local serves the file; it is stopped after it.
  */
 import { GetItemCommand, PutItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb"
 import { assert, layer } from "@effect/vitest"
 import { ApprovalDocuments } from "@model-platform/core/accounts/ApprovalRecords"
-import { encodeAgent } from "@model-platform/core/agents/Records"
+import { AgentDocuments, encodeAgent } from "@model-platform/core/agents/Records"
 import { generateId } from "@model-platform/core/Keys"
 import { AgentStore } from "@model-platform/core/ports/AgentStore"
 import { ApprovalStore } from "@model-platform/core/ports/ApprovalStore"
+import { DocumentStores } from "@model-platform/core/ports/DocumentStores"
 import { AgentDocumentsContract, makeAgent } from "@model-platform/test-harness/AgentContract"
 import { ApprovalDocumentsContract, makeApproval } from "@model-platform/test-harness/ApprovalContract"
 import { assertDies } from "@model-platform/test-harness/ContractSupport"
 import { documentStoresContract } from "@model-platform/test-harness/DocumentContract"
 import { Effect, Layer } from "effect"
-import { AgentStoreDynamo, ApprovalStoreDynamo, DocumentKeys } from "../src/DynamoDocuments.ts"
+import { AgentStoreDynamo, ApprovalStoreDynamo, DocumentKeys, DocumentStoresDynamo } from "../src/DynamoDocuments.ts"
 import { DynamoConfig, type ItemKey } from "../src/DynamoTable.ts"
 import { useDynamoLocal } from "./dynamoLocal.ts"
 
 const { freshTable } = useDynamoLocal("documents-test")
 const FreshTable = freshTable()
-const Stores = Layer.mergeAll(AgentStoreDynamo, ApprovalStoreDynamo)
+const Stores = Layer.mergeAll(AgentStoreDynamo, ApprovalStoreDynamo, DocumentStoresDynamo)
 
 documentStoresContract(
-  "AgentStoreDynamo + ApprovalStoreDynamo on DynamoDB Local",
+  "AgentStoreDynamo + ApprovalStoreDynamo + DocumentStoresDynamo on DynamoDB Local",
   Stores.pipe(Layer.provide(FreshTable)),
   [AgentDocumentsContract, ApprovalDocumentsContract]
 )
@@ -109,6 +111,36 @@ layer(StoresAndTable, { excludeTestServices: true, timeout: "60 seconds" })("Doc
       assert.deepStrictEqual(yield* ownerSortKeys("approval", sub), [`${approval.created_at}#${approval.id}`])
       assert.isUndefined(yield* rawItem(DocumentKeys.document("agent", approval.id)))
       assert.deepStrictEqual(yield* ownerSortKeys("agent", sub), [])
+    }))
+
+  it.effect("a remove deletes both items; a stale one deletes neither", () =>
+    Effect.gen(function*() {
+      const store = yield* AgentStore
+      const account = yield* generateId("acct")
+      const agent = yield* makeAgent(account)
+      yield* store.insert(agent)
+      const moved = { ...agent, name: "moved", version: 1 }
+      assert.isTrue(yield* store.swap(moved))
+      assert.isFalse(yield* store.remove(agent))
+      // The same version with another created_at is not the stored record (the list item's key).
+      assert.isFalse(yield* store.remove({ ...moved, created_at: "2026-02-01T00:00:00.000Z" }))
+      assert.isDefined(yield* rawItem(DocumentKeys.document("agent", agent.id)))
+      assert.lengthOf(yield* ownerSortKeys("agent", account), 1)
+      assert.isTrue(yield* store.remove(moved))
+      assert.isUndefined(yield* rawItem(DocumentKeys.document("agent", agent.id)))
+      assert.deepStrictEqual(yield* ownerSortKeys("agent", account), [])
+    }))
+
+  it.effect("DocumentStores: a kind's store is on the same items as its own port's; a name with # is refused", () =>
+    Effect.gen(function*() {
+      const stores = yield* DocumentStores
+      const agents = stores.of(AgentDocuments)
+      const agent = yield* makeAgent(yield* generateId("acct"))
+      yield* (yield* AgentStore).insert(agent)
+      assert.deepStrictEqual(yield* agents.get(agent.id), agent)
+      assert.isTrue(yield* agents.remove(agent))
+      assert.isUndefined(yield* (yield* AgentStore).get(agent.id))
+      yield* assertDies(stores.of({ ...AgentDocuments, kind: "a#b" }).get(agent.id), "a kind's name with #")
     }))
 
   it.effect("a stored record that does not decode is a defect, by id and in its owner's list", () =>

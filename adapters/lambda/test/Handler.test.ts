@@ -9,7 +9,7 @@ import { LedgerStoreMemory } from "@model-platform/test-harness/MemoryLedgerStor
 import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
 import { PlanStoreMemory } from "@model-platform/test-harness/MemoryPlanStore"
 import { AgentStoreMemory } from "@model-platform/test-harness/MemoryAgentStore"
-import { ApprovalStoreMemory } from "@model-platform/test-harness/MemoryDocuments"
+import { ApprovalStoreMemory, DocumentStoresMemory } from "@model-platform/test-harness/MemoryDocuments"
 import { RateLimitStoreMemory } from "@model-platform/test-harness/MemoryRateLimitStore"
 import { PeopleStoreMemory } from "@model-platform/test-harness/MemoryPeopleStore"
 import { AlertStoreMemory } from "@model-platform/test-harness/MemoryAlertStore"
@@ -102,7 +102,7 @@ describe("Lambda handler", () => {
       Layer.mergeAll(
         AccountStoreMemory, SlowKeys, IdempotencyStoreMemory, LedgerStoreMemory, OrderStoreMemory, UsageStoreMemory, RateLimitStoreMemory,
         PeopleStoreMemory, BillingSettingsStoreMemory, AlertStoreMemory, PlanStoreMemory, AgentStoreMemory,
-        ApprovalStoreMemory
+        ApprovalStoreMemory, DocumentStoresMemory
       )
     )
     const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores, deadlineMarginMillis: 1_000 })

@@ -35,7 +35,7 @@ import { BillingSettingsStoreMemory } from "@model-platform/test-harness/MemoryB
 import { PeopleStoreMemory } from "@model-platform/test-harness/MemoryPeopleStore"
 import { PlanStoreMemory } from "@model-platform/test-harness/MemoryPlanStore"
 import { AgentStoreMemory } from "@model-platform/test-harness/MemoryAgentStore"
-import { ApprovalStoreMemory } from "@model-platform/test-harness/MemoryDocuments"
+import { ApprovalStoreMemory, DocumentStoresMemory } from "@model-platform/test-harness/MemoryDocuments"
 import { MemoryStores } from "@model-platform/test-harness/MemoryStores"
 import { Effect, Layer, Stream } from "effect"
 
@@ -248,5 +248,5 @@ const RateLimitStoreFast = Layer.sync(RateLimitStore, () => {
 export const FastMemoryStores: Layer.Layer<PlatformStores> = Layer.provideMerge(
   GatewayStoreComposed,
   Layer.mergeAll(MemoryStores, OrderStoreMemory, LedgerStoreFast, UsageStoreFast, RateLimitStoreFast, PeopleStoreMemory, BillingSettingsStoreMemory,
-    AlertStoreMemory, PlanStoreMemory, AgentStoreMemory, ApprovalStoreMemory)
+    AlertStoreMemory, PlanStoreMemory, AgentStoreMemory, ApprovalStoreMemory, DocumentStoresMemory)
 )

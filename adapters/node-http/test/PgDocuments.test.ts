@@ -4,13 +4,14 @@
  * real PostgreSQL server when TEST_DATABASE_URL is set (there the concurrent swaps from one
  * version race on the row across a pool of connections). The server suite runs on a new database
  * each time, as the other Pg store suites do, so nothing an earlier run left is in the way. Then,
- * on PGlite, what only this store has: its rows, and a stored record that does not decode being a
- * defect.
+ * on PGlite, what only this store has: its rows (gone after a remove), the DocumentStores port on
+ * the same rows, and a stored record that does not decode being a defect.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { encodeAgent } from "@model-platform/core/agents/Records"
+import { AgentDocuments, encodeAgent } from "@model-platform/core/agents/Records"
 import { generateId } from "@model-platform/core/Keys"
 import { AgentStore } from "@model-platform/core/ports/AgentStore"
+import { DocumentStores } from "@model-platform/core/ports/DocumentStores"
 import { AgentDocumentsContract, makeAgent } from "@model-platform/test-harness/AgentContract"
 import { ApprovalDocumentsContract } from "@model-platform/test-harness/ApprovalContract"
 import { assertDies } from "@model-platform/test-harness/ContractSupport"
@@ -18,22 +19,22 @@ import { documentStoresContract } from "@model-platform/test-harness/DocumentCon
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Database from "../src/postgres/Database.ts"
-import { AgentStorePg, ApprovalStorePg } from "../src/postgres/PgDocuments.ts"
+import { AgentStorePg, ApprovalStorePg, DocumentStoresPg } from "../src/postgres/PgDocuments.ts"
 import { freshDatabaseUrl } from "./support.ts"
 
 const kinds = [AgentDocumentsContract, ApprovalDocumentsContract]
 
 const stores = (options: Database.Options) =>
-  Layer.mergeAll(AgentStorePg, ApprovalStorePg).pipe(Layer.provide(Database.layer(options)))
+  Layer.mergeAll(AgentStorePg, ApprovalStorePg, DocumentStoresPg).pipe(Layer.provide(Database.layer(options)))
 
-documentStoresContract("AgentStorePg + ApprovalStorePg on in-memory PGlite", stores({ dataDir: Database.MEMORY }), kinds)
+documentStoresContract("AgentStorePg + ApprovalStorePg + DocumentStoresPg on in-memory PGlite", stores({ dataDir: Database.MEMORY }), kinds)
 
 /** The stores on a new database of the server at `serverUrl`, created when the layer is built. */
 const onFreshDatabase = (serverUrl: string) =>
   Layer.unwrap(Effect.map(Effect.promise(() => freshDatabaseUrl(serverUrl)), (databaseUrl) => stores({ databaseUrl, dataDir: "unused" })))
 
 const databaseUrl = process.env["TEST_DATABASE_URL"]
-describe.skipIf(databaseUrl === undefined)("AgentStorePg + ApprovalStorePg on PostgreSQL (TEST_DATABASE_URL)", () => {
+describe.skipIf(databaseUrl === undefined)("AgentStorePg + ApprovalStorePg + DocumentStoresPg on PostgreSQL (TEST_DATABASE_URL)", () => {
   if (databaseUrl !== undefined) documentStoresContract("contract", onFreshDatabase(databaseUrl), kinds)
   else it.skip("set TEST_DATABASE_URL=postgres://... to run the contract on a PostgreSQL server", () => {})
 })
@@ -41,7 +42,7 @@ describe.skipIf(databaseUrl === undefined)("AgentStorePg + ApprovalStorePg on Po
 // ---------------------------------------------------------------------------------------------
 // this store's own rows (PGlite)
 
-const StoresAndSql = Layer.mergeAll(AgentStorePg, ApprovalStorePg).pipe(Layer.provideMerge(Database.layer({ dataDir: Database.MEMORY })))
+const StoresAndSql = Layer.mergeAll(AgentStorePg, ApprovalStorePg, DocumentStoresPg).pipe(Layer.provideMerge(Database.layer({ dataDir: Database.MEMORY })))
 
 layer(StoresAndSql, {
   excludeTestServices: true,
@@ -59,6 +60,19 @@ layer(StoresAndSql, {
       assert.lengthOf(rows, 1)
       assert.deepStrictEqual([rows[0]?.kind, rows[0]?.owner_id, rows[0]?.version], ["agent", account, 0])
       assert.deepStrictEqual(rows[0]?.record, encodeAgent(agent))
+    }))
+
+  it.effect("a remove deletes the row; DocumentStores' store of a kind is on the same rows as its own port's", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const agents = yield* AgentStore
+      const viaPort = (yield* DocumentStores).of(AgentDocuments)
+      const agent = yield* makeAgent(yield* generateId("acct"))
+      yield* agents.insert(agent)
+      assert.deepStrictEqual(yield* viaPort.get(agent.id), agent)
+      assert.isTrue(yield* viaPort.remove(agent))
+      assert.isUndefined(yield* agents.get(agent.id))
+      assert.lengthOf(yield* sql`SELECT 1 FROM documents WHERE kind = 'agent' AND id = ${agent.id}`, 0)
     }))
 
   it.effect("a stored record that does not decode is a defect, by id and in its owner's list", () =>

@@ -12,7 +12,7 @@ import { OrderStoreMemory } from "./MemoryOrderStore.ts"
 import { PeopleStoreMemory } from "./MemoryPeopleStore.ts"
 import { PlanStoreMemory } from "./MemoryPlanStore.ts"
 import { AgentStoreMemory } from "./MemoryAgentStore.ts"
-import { ApprovalStoreMemory } from "./MemoryDocuments.ts"
+import { ApprovalStoreMemory, DocumentStoresMemory } from "./MemoryDocuments.ts"
 import { RateLimitStoreMemory } from "./MemoryRateLimitStore.ts"
 import { MemoryStores } from "./MemoryStores.ts"
 import { UsageStoreMemory } from "./MemoryUsageStore.ts"
@@ -30,6 +30,7 @@ export const MemoryPlatformStores: Layer.Layer<PlatformStores> = Layer.provideMe
     AlertStoreMemory,
     PlanStoreMemory,
     AgentStoreMemory,
-    ApprovalStoreMemory
+    ApprovalStoreMemory,
+    DocumentStoresMemory
   )
 )

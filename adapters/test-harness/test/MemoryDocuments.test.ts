@@ -1,13 +1,13 @@
-/** The document store contract in memory, for agents and approvals. */
+/** The document store contract in memory, for agents and approvals, and the DocumentStores port. */
 import { Layer } from "effect"
 import { AgentDocumentsContract } from "../src/AgentContract.ts"
 import { ApprovalDocumentsContract } from "../src/ApprovalContract.ts"
 import { documentStoresContract } from "../src/DocumentContract.ts"
 import { AgentStoreMemory } from "../src/MemoryAgentStore.ts"
-import { ApprovalStoreMemory } from "../src/MemoryDocuments.ts"
+import { ApprovalStoreMemory, DocumentStoresMemory } from "../src/MemoryDocuments.ts"
 
 documentStoresContract(
-  "AgentStoreMemory + ApprovalStoreMemory",
-  Layer.mergeAll(AgentStoreMemory, ApprovalStoreMemory),
+  "AgentStoreMemory + ApprovalStoreMemory + DocumentStoresMemory",
+  Layer.mergeAll(AgentStoreMemory, ApprovalStoreMemory, DocumentStoresMemory),
   [AgentDocumentsContract, ApprovalDocumentsContract]
 )

@@ -5,7 +5,7 @@
 import { markPlatformStores, type PlatformStores } from "@model-platform/core/ports/PlatformStores"
 import { Layer } from "effect"
 import type { SqlClient } from "effect/sql"
-import { AgentStorePg, ApprovalStorePg } from "./PgDocuments.ts"
+import { AgentStorePg, ApprovalStorePg, DocumentStoresPg } from "./PgDocuments.ts"
 import { AlertStorePg } from "./PgAlertStore.ts"
 import { BillingSettingsStorePg } from "./PgBillingSettingsStore.ts"
 import { GatewayStorePg } from "./PgGatewayStore.ts"
@@ -30,5 +30,6 @@ export const PgPlatformStores: Layer.Layer<PlatformStores, never, SqlClient.SqlC
   AlertStorePg,
   PlanStorePg,
   AgentStorePg,
-  ApprovalStorePg
+  ApprovalStorePg,
+  DocumentStoresPg
 )))
