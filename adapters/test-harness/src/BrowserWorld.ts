@@ -73,6 +73,8 @@ export interface FlowOptions {
   /** Where the screenshots go. */
   readonly artifacts: string
   readonly start: (setup: FlowSetup) => Promise<PlatformUnderTest>
+  /** More Chromium switches, after the usual ones (e.g. a fake microphone for the fieldwork flow). */
+  readonly chromiumArgs?: ReadonlyArray<string> | undefined
 }
 
 /** A person's device: a browser context with its own virtual authenticator. */
@@ -116,7 +118,8 @@ export const startBrowserWorld = async (options: FlowOptions & { readonly recove
   const browser: Browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync"]
+    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync",
+      ...(options.chromiumArgs ?? [])]
   })
   const { url, accounts } = platform
 
