@@ -546,7 +546,7 @@ describe("Inference", () => {
 
 describe("Datasets", () => {
   const dataset = {
-    id: "ds_1", name: "Oslo voices", source: "fieldwork", kind: "audio", items: 120, bytes: 48_000_000,
+    id: "ds_1", name: "Oslo voices", source: "fieldwork", kind: "audio", project_id: "fwp_1", items: 120, bytes: 48_000_000,
     created_at: T, updated_at: T
   }
   it("decodes datasets and the bodies", () => {

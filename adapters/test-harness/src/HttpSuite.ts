@@ -17,6 +17,12 @@ export interface ShellUnderTest {
   readonly close: () => Promise<void>
 }
 
+/** A shell whose blob store a test can look into (docs/datasets.md: what a deletion leaves). */
+export interface BlobLister {
+  /** The keys of the shell's blob store under `prefix`. */
+  readonly blobs: (prefix: string) => Promise<ReadonlyArray<string>>
+}
+
 const SECRET_SHAPE = /^mpk_[A-Za-z0-9_-]{43}$/
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 

@@ -9,7 +9,8 @@ import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, type Pla
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createAccount, createAccountWithIdentity } from "./Accounts.ts"
-import type { ShellUnderTest } from "./HttpSuite.ts"
+import type { BlobLister, ShellUnderTest } from "./HttpSuite.ts"
+import { Datasets } from "@model-platform/core/datasets/Datasets"
 import { MemoryPlatformStores } from "./MemoryPlatformStores.ts"
 
 export interface InProcessExtras {
@@ -25,7 +26,7 @@ export const startInProcess = async <S extends PlatformStores, E>(
   stores?: Layer.Layer<S, E>,
   options: PlatformOptions = {},
   extras: InProcessExtras = {}
-): Promise<ShellUnderTest> => {
+): Promise<ShellUnderTest & BlobLister> => {
   // Layer.merge: the services of the second layer win.
   const all: Layer.Layer<PlatformStores, E> = stores === undefined
     ? MemoryPlatformStores
@@ -50,6 +51,7 @@ export const startInProcess = async <S extends PlatformStores, E>(
           : createAccount(`user-${crypto.randomUUID()}@test.local`)
       ),
     fetch: (path, init) => handler(new Request(`http://platform.test${path}`, init)),
+    blobs: (prefix) => runtime.runPromise(Effect.flatMap(Datasets, (d) => d.blobs.list(prefix))),
     close: async () => {
       await dispose()
       await runtime.dispose()

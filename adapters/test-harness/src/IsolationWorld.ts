@@ -4,6 +4,8 @@
  * tickets, receipts, usage through /v1), and snapshots of an account's state read back through
  * its GET endpoints.
  */
+import { encodeWav } from "@model-platform/core/fieldwork/Wav"
+import { sha256, toHex } from "@model-platform/core/Sha256"
 import { expect } from "vitest"
 import type { ShellUnderTest } from "./HttpSuite.ts"
 
@@ -57,7 +59,20 @@ export const clientOf = (shell: ShellUnderTest): Client => {
 // ---------------------------------------------------------------------------------------------
 
 /** The kinds of ids an account owns. */
-export type OwnedKind = "order" | "key" | "receipt" | "ticket_code" | "deposit_address" | "subscription" | "rental" | "agent"
+export type OwnedKind =
+  | "order"
+  | "key"
+  | "receipt"
+  | "ticket_code"
+  | "deposit_address"
+  | "subscription"
+  | "rental"
+  | "agent"
+  | "dataset"
+  | "dataset_item"
+  | "dataset_export"
+  | "project"
+  | "ingest_key"
 
 /** A write the account sent while its world was built. */
 export interface SentWrite {
@@ -76,6 +91,8 @@ export interface World {
   readonly email: string
   readonly accountId: string
   readonly ids: Record<OwnedKind, Array<string>>
+  /** The parent of an id that lives under another in paths (an export's dataset, an ingest key's project). */
+  readonly parents: Record<string, string>
   /** Secrets no GET shows again: key secrets, ticket codes, checkout addresses. */
   readonly secrets: Array<string>
   readonly writes: Array<SentWrite>
@@ -134,9 +151,24 @@ export const stringsOf = (value: unknown, out: Set<string> = new Set()): Set<str
 export const buildWorld = async (client: Client, name: string, key: string, snapshotPermissions: ReadonlyArray<string>): Promise<World> => {
   const { call, ok } = client
   const me = (await ok("GET", "/me", { key })).json
-  const ids: World["ids"] = { order: [], key: [me.key.id], receipt: [], ticket_code: [], deposit_address: [], subscription: [], rental: [], agent: [] }
+  const ids: World["ids"] = {
+    order: [],
+    key: [me.key.id],
+    receipt: [],
+    ticket_code: [],
+    deposit_address: [],
+    subscription: [],
+    rental: [],
+    agent: [],
+    dataset: [],
+    dataset_item: [],
+    dataset_export: [],
+    project: [],
+    ingest_key: []
+  }
   const secrets: Array<string> = []
   const writes: Array<SentWrite> = []
+  const parents: Record<string, string> = {}
 
   const write = async (method: string, template: string, path: string, body: unknown) => {
     const idempotencyKey = `iso-${name}-${randomToken(12)}`
@@ -195,6 +227,45 @@ export const buildWorld = async (client: Client, name: string, key: string, snap
   await call("POST", "/agents", { key, body: { name: `iso-${name}-agent` } })
   ids.agent.push(...((await ok("GET", "/agents", { key })).json.data as Array<any>).map((r) => r.id))
 
+  // A fieldwork project with a participant's take (a proof of work of difficulty 0), an export,
+  // and an upload dataset.
+  const project = await write("POST", "/fieldwork/projects", "/fieldwork/projects", {
+    name: `iso-${name}-project`,
+    prompts: [{ text: `say ${name}` }],
+    consent: { version: "v1", text: "ok", scopes: [{ id: "rec", label: "keep", required: true }] },
+    challenge_difficulty: 0
+  })
+  ids.project.push(project.id)
+  ids.dataset.push(project.dataset_id)
+  const ingestKey = await write("POST", "/fieldwork/projects/:id/ingest-keys", `/fieldwork/projects/${project.id}/ingest-keys`, {
+    origins: ["https://iso.example"]
+  })
+  ids.ingest_key.push(ingestKey.id)
+  parents[ingestKey.id] = project.id
+  secrets.push(ingestKey.key)
+  const flow = { key: ingestKey.key, headers: { origin: "https://iso.example" } }
+  const challenge = (await call("GET", "/ingest/challenge", flow)).json
+  const participant = (await call("POST", "/ingest/participants", {
+    ...flow,
+    body: { country: "NO", dob: "1990-01-01", challenge: challenge.challenge, nonce: "0" }
+  })).json
+  secrets.push(participant.token)
+  const asParticipant = { key: ingestKey.key, headers: { ...flow.headers, "x-participant-token": participant.token } }
+  await call("POST", "/ingest/participant/consent", { ...asParticipant, body: { given: { rec: true } } })
+  const wav = encodeWav(Array.from({ length: 1600 }, (_, i) => Math.sin(i / 8)), 16000)
+  const take = await client.shell.fetch(`/ingest/items?prompt=p1`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${ingestKey.key}`, ...asParticipant.headers, "content-type": "audio/wav", "x-content-sha256": toHex(sha256(wav)) },
+    body: wav as unknown as BodyInit
+  })
+  const item = (await take.json() as { id: string }).id
+  const exported = (await write("POST", "/datasets/:id/exports", `/datasets/${project.dataset_id}/exports`, undefined)).id as string
+  ids.dataset_item.push(item)
+  ids.dataset_export.push(exported)
+  parents[item] = project.dataset_id
+  parents[exported] = project.dataset_id
+  ids.dataset.push((await write("POST", "/datasets", "/datasets", { name: `iso-${name}-uploads`, kind: "text" })).id)
+
   // Usage: a chat and an embedding call, with two of the account's keys, where the catalogue has them.
   const models = (await call("GET", "/v1/models")).json?.data as Array<any> | undefined
   const chat = models?.find((m) => m.endpoint === "/v1/chat/completions")
@@ -218,6 +289,7 @@ export const buildWorld = async (client: Client, name: string, key: string, snap
     email: me.email,
     accountId: me.id,
     ids,
+    parents,
     secrets,
     writes,
     snapshotKey,

@@ -3,7 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { BlobStore } from "@model-platform/core/ports/BlobStore"
 import { blobStoreContract } from "../src/BlobContract.ts"
-import { BlobStoreMemory } from "../src/MemoryBlobStore.ts"
+import { BlobStoreMemory } from "@model-platform/core/ports/MemoryBlobStore"
 
 blobStoreContract("BlobStoreMemory", BlobStoreMemory)
 

@@ -7,6 +7,8 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api
 import { Me } from "../Account.ts"
 import { AgentsApiGroup, AgentsGroup } from "../agents/AgentsApi.ts"
 import { AlertsGroup } from "../billing/AlertsApi.ts"
+import { DatasetsGroup } from "../datasets/DatasetsApi.ts"
+import { FieldworkGroup } from "../fieldwork/FieldworkApi.ts"
 import { LimitsGroup } from "../billing/LimitsApi.ts"
 import { PlansGroup } from "../plans/PlansApi.ts"
 import { StatementsGroup } from "../billing/StatementsApi.ts"
@@ -205,11 +207,13 @@ export class PlatformApi extends HttpApi.make("platform")
   .add(IdentityGroup)
   .add(AgentsGroup)
   .add(AgentsApiGroup)
+  .add(DatasetsGroup)
+  .add(FieldworkGroup)
   // Applies to the groups added above: keep it after the last `.add`.
   .middleware(SchemaErrors)
   .annotateMerge(OpenApi.annotations({
     title: "Model Platform API",
     version: "1.0.0",
-    description: "Catalogue, account, credits, billing, keys and agents. Inference lives under /v1."
+    description: "Catalogue, account, credits, billing, keys, agents, datasets and fieldwork. Inference lives under /v1."
   }))
 {}

@@ -7,6 +7,8 @@ import { HttpApiBuilder } from "effect/http-api"
 import { AgentsHandlers } from "../agents/AgentsHandlers.ts"
 import { ApiKeys } from "../ApiKeys.ts"
 import { AlertsHandlers } from "../billing/AlertsHandlers.ts"
+import { DatasetsHandlers } from "../datasets/DatasetsHandlers.ts"
+import { FieldworkHandlers } from "../fieldwork/FieldworkHandlers.ts"
 import { LimitsHandlers } from "../billing/LimitsHandlers.ts"
 import { PlansHandlers } from "../plans/PlansHandlers.ts"
 import { StatementsHandlers } from "../billing/StatementsHandlers.ts"
@@ -127,5 +129,7 @@ export const PlatformHandlers = Layer.mergeAll(
   StatementsHandlers,
   PlansHandlers,
   IdentityHandlers,
-  AgentsHandlers
+  AgentsHandlers,
+  DatasetsHandlers,
+  FieldworkHandlers
 )

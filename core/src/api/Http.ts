@@ -13,6 +13,13 @@ import { Clock, Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { Agents } from "../agents/Agents.ts"
+import { Datasets } from "../datasets/Datasets.ts"
+import { Ingest } from "../fieldwork/Ingest.ts"
+import { IngestRouteTable, IngestRoutes } from "../fieldwork/IngestRoutes.ts"
+import { Projects } from "../fieldwork/Projects.ts"
+import { RECORD_PAGE_PATH, RecordPageRoute } from "../fieldwork/RecordPage.ts"
+import type { BlobStore } from "../ports/BlobStore.ts"
+import { BlobStoreMemory } from "../ports/MemoryBlobStore.ts"
 import { ApiKeys } from "../ApiKeys.ts"
 import { Alerts } from "../billing/Alerts.ts"
 import { AutoReload } from "../billing/AutoReload.ts"
@@ -119,6 +126,12 @@ export interface PlatformOptions {
    * key to its ApprovalsHttpClient. None: an empty JWKS.
    */
   readonly serviceKeys?: SigningKeys | undefined
+  /**
+   * Where dataset files and fieldwork takes are kept (docs/datasets.md): the Node server's disk,
+   * the Lambda shell's S3 bucket. None: in memory, gone when the process ends (tests), with a
+   * warning at start.
+   */
+  readonly blobs?: Layer.Layer<BlobStore> | undefined
 }
 
 /** The platform's clock (PlatformOptions.clock), to provide under everything a shell builds. */
@@ -240,8 +253,16 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
   const agents = Agents.layer({ publicUrl: options.publicUrl }).pipe(
     Layer.provide(Layer.mergeAll(ApiKeys.layer, options.agentApprovals ?? NoAgentApprovals, options.network ?? NoNetwork))
   )
+  // Datasets and Fieldwork (docs/datasets.md, docs/fieldwork.md) over the blob store.
+  const blobs = options.blobs ?? Layer.effectDiscard(
+    Effect.logWarning("no blob store is configured: dataset files and takes are kept in memory and lost at exit")
+  ).pipe(Layer.provideMerge(BlobStoreMemory))
+  const datasets = Datasets.layer.pipe(Layer.provide(blobs))
+  const fieldwork = Layer.mergeAll(Projects.layer, Ingest.layer({ publicUrl: options.publicUrl }), Datasets.sweeper).pipe(
+    Layer.provideMerge(datasets)
+  )
   const jwks = options.serviceKeys === undefined ? Layer.empty : Layer.succeed(PublishedJwks, options.serviceKeys.publicJwks)
-  return Layer.mergeAll(ApiKeys.layer, money, billing, gateway, sweeper, renewer, agents, jwks, HealPaidOrders.pipe(Layer.provide(money))).pipe(
+  return Layer.mergeAll(ApiKeys.layer, money, billing, gateway, sweeper, renewer, agents, fieldwork, jwks, HealPaidOrders.pipe(Layer.provide(money))).pipe(
     Layer.provideMerge(Catalogue.layer(config))
   )
 }
@@ -277,7 +298,9 @@ export const AppRoutes = Layer.mergeAll(
   HttpApiScalar.layer(PlatformApi, { path: DOCS_PATH }),
   RootRoute,
   InferenceRoutes,
-  fallbackRoute([PlatformApi, SimulatedApi, InferenceApi], [OPENAPI_PATH, DOCS_PATH, INFERENCE_OPENAPI_PATH, JWKS_PATH]),
+  IngestRoutes,
+  RecordPageRoute,
+  fallbackRoute([PlatformApi, SimulatedApi, InferenceApi, IngestRouteTable], [OPENAPI_PATH, DOCS_PATH, INFERENCE_OPENAPI_PATH, JWKS_PATH, RECORD_PAGE_PATH]),
   ErrorShapeMiddleware,
   RequestLimitsMiddleware
 )

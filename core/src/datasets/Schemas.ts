@@ -4,6 +4,7 @@
  * in blob storage.
  */
 import { Schema } from "effect"
+import { TakeStatus } from "../fieldwork/Schemas.ts"
 import { Timestamp } from "../Time.ts"
 
 export const DatasetSourceValues = ["fieldwork", "voices", "upload"] as const
@@ -24,6 +25,8 @@ export const Dataset = Schema.Struct({
   name: Schema.String,
   source: DatasetSource,
   kind: DatasetKind,
+  /** The fieldwork project feeding it; null for an upload dataset. */
+  project_id: Schema.NullOr(Schema.String),
   items: Schema.Int,
   bytes: Schema.Int,
   created_at: Timestamp,
@@ -50,3 +53,53 @@ export const DatasetDeleted = Schema.Struct({
   deleted: Schema.Literal(true)
 })
 export type DatasetDeleted = typeof DatasetDeleted.Type
+
+/** An item of a dataset: an uploaded file or a fieldwork take. */
+export const DatasetItem = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  content_type: Schema.String,
+  bytes: Schema.Int,
+  sha256: Schema.String,
+  duration_ms: Schema.NullOr(Schema.Int),
+  participant_id: Schema.NullOr(Schema.String),
+  prompt_id: Schema.NullOr(Schema.String),
+  status: TakeStatus,
+  review_note: Schema.NullOr(Schema.String),
+  reviewed_at: Schema.NullOr(Timestamp),
+  created_at: Timestamp
+})
+export type DatasetItem = typeof DatasetItem.Type
+
+export const DatasetItemList = Schema.Struct({ data: Schema.Array(DatasetItem) })
+export type DatasetItemList = typeof DatasetItemList.Type
+
+/** POST /datasets/{id}/items/{item_id}/review. */
+export const ReviewItem = Schema.Struct({
+  status: Schema.Literals(["accepted", "rejected"]),
+  note: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(500, { expected: "at most 500 characters" })))
+})
+export type ReviewItem = typeof ReviewItem.Type
+
+/** A version export: the items frozen at created_at, listed in its manifest. */
+export const DatasetExport = Schema.Struct({
+  id: Schema.String,
+  dataset_id: Schema.String,
+  items: Schema.Int,
+  bytes: Schema.Int,
+  created_at: Timestamp
+})
+export type DatasetExport = typeof DatasetExport.Type
+
+export const DatasetExportList = Schema.Struct({ data: Schema.Array(DatasetExport) })
+
+/** GET /datasets/{id}/exports/{export_id}: the export and its manifest. */
+export const DatasetExportManifest = Schema.Struct({
+  ...DatasetExport.fields,
+  manifest: Schema.Array(Schema.Struct({
+    ...DatasetItem.fields,
+    /** Still downloadable: false once a participant withdrew it. */
+    available: Schema.Boolean
+  }))
+})
+export type DatasetExportManifest = typeof DatasetExportManifest.Type

@@ -10,7 +10,7 @@
  * decides again. A stored record that does not decode, a duplicate id and input the kind's
  * `problem` refuses are defects.
  */
-import type { Effect } from "effect"
+import { Effect, Option, Schema } from "effect"
 
 /** What every kind of record has. */
 export interface VersionedRecord {
@@ -44,6 +44,11 @@ export interface DocumentStore<R extends VersionedRecord> {
    * answers whether it did.
    */
   readonly swap: (next: R) => Effect.Effect<boolean>
+  /**
+   * ATOMIC compare-and-delete: removes the record (and its place in its owner's list) only while
+   * the stored one is at `record.version`; answers whether it did (false: gone already, or moved).
+   */
+  readonly remove: (record: R) => Effect.Effect<boolean>
 }
 
 /** Why a store must refuse this record (insert: version 0; swap: version >= 1), or undefined. */
@@ -55,3 +60,46 @@ export const documentProblem = <R extends VersionedRecord>(kind: DocumentKind<R>
     : op === "swap" && r.version < 1
     ? `a swapped ${kind.kind} has version >= 1, got ${r.version}`
     : undefined
+
+/**
+ * The kind of the records a Schema declares: stored as the Schema's encoded form, read back
+ * through it (a stored form that does not decode answers undefined, a defect for the store).
+ */
+export const documentKind = <R extends VersionedRecord, I>(
+  kind: string,
+  schema: Schema.Codec<R, I>,
+  owner: (record: R) => string
+): DocumentKind<R> => {
+  const decode = Schema.decodeUnknownOption(schema)
+  return {
+    kind,
+    owner,
+    encode: Schema.encodeUnknownSync(schema),
+    decode: (stored) => Option.getOrUndefined(decode(stored))
+  }
+}
+
+/** Compare-and-set attempts before `updateDocument` gives up (a defect: the record is contended). */
+const UPDATE_ATTEMPTS = 50
+
+/**
+ * Moves the record `id` by `change`, deciding again from the record as stored whenever another
+ * writer won the swap. `change` answers the next record (its version is set here) or undefined to
+ * leave it as it is; the answer is the record as written or left, or undefined when there is none.
+ */
+export const updateDocument = <R extends VersionedRecord, E, Q>(
+  store: DocumentStore<R>,
+  id: string,
+  change: (current: R) => Effect.Effect<R | undefined, E, Q>
+): Effect.Effect<R | undefined, E, Q> =>
+  Effect.gen(function*() {
+    for (let attempt = 0; attempt < UPDATE_ATTEMPTS; attempt++) {
+      const current = yield* store.get(id)
+      if (current === undefined) return undefined
+      const changed = yield* change(current)
+      if (changed === undefined) return current
+      const next = { ...changed, version: current.version + 1 }
+      if (yield* store.swap(next)) return next
+    }
+    return yield* Effect.die(new Error(`record ${id} changed under ${UPDATE_ATTEMPTS} writers in a row`))
+  })

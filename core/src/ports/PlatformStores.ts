@@ -9,6 +9,7 @@ import { AgentStore } from "./AgentStore.ts"
 import { AlertStore } from "./AlertStore.ts"
 import { ApprovalStore } from "./ApprovalStore.ts"
 import { BillingSettingsStore } from "./BillingSettingsStore.ts"
+import { DocumentStores } from "./DocumentStores.ts"
 import { GatewayStore } from "./GatewayStore.ts"
 import { IdempotencyStore } from "./IdempotencyStore.ts"
 import { KeyStore } from "./KeyStore.ts"
@@ -35,9 +36,20 @@ export type PlatformStores =
   | PlanStore
   | AgentStore
   | ApprovalStore
+  | DocumentStores
 
 const marked = <I, S extends object>(tag: Context.Key<I, S>, isUnavailable: (defect: unknown) => boolean) =>
   Layer.effect(tag, Effect.map(tag, (service) => markUnavailable(tag.key, service, isUnavailable)))
+
+/** Each kind's store marked as it is made, under its kind's name. */
+const markedDocuments = (isUnavailable: (defect: unknown) => boolean) =>
+  Layer.effect(
+    DocumentStores,
+    Effect.map(DocumentStores, (stores) =>
+      DocumentStores.of({
+        of: (kind) => markUnavailable(`DocumentStore(${kind.kind})`, stores.of(kind), isUnavailable)
+      }))
+  )
 
 /**
  * Every store of the platform again, each operation's defects that `isUnavailable` recognises
@@ -60,5 +72,6 @@ export const markPlatformStores = (
     marked(AlertStore, isUnavailable),
     marked(PlanStore, isUnavailable),
     marked(AgentStore, isUnavailable),
-    marked(ApprovalStore, isUnavailable)
+    marked(ApprovalStore, isUnavailable),
+    markedDocuments(isUnavailable)
   )

@@ -1,10 +1,10 @@
 /**
- * The blob port in memory, for tests. Bodies are copied on the way in and on the way out, so a
+ * The blob port in memory: for tests, and the default of a platform given no blob store (Http.ts). Bodies are copied on the way in and on the way out, so a
  * caller that reuses or mutates its buffer cannot change what is stored (as with disk and S3).
  * Each operation is one `Ref` step, so a `deletePrefix` counts exactly what it removed.
  */
 import { Effect, Layer, Ref } from "effect"
-import { type Blob, BlobStore } from "@model-platform/core/ports/BlobStore"
+import { type Blob, BlobStore } from "./BlobStore.ts"
 
 const copy = (blob: Blob): Blob => ({ body: new Uint8Array(blob.body), contentType: blob.contentType })
 
