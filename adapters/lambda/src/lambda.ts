@@ -35,6 +35,8 @@ import type { Owner } from "@model-platform/core/Bootstrap"
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda"
 import { ConfigProvider, Effect, Option, Redacted } from "effect"
 import type { AccountsOptions } from "./Accounts.ts"
+import { BlobStoreS3 } from "./S3BlobStore.ts"
+import { S3Client } from "@aws-sdk/client-s3"
 import { ENV, INIT_MARKS, type LambdaConfig, LambdaConfigError, loadCatalogue, readLambdaConfig, readOwnerSecret } from "./Config.ts"
 import { makeDocumentClient } from "./DynamoTable.ts"
 import { payloadV2 } from "./Events.ts"
@@ -92,7 +94,13 @@ const startPlatform = Effect.gen(function*() {
     publicUrl: Option.getOrUndefined(config.publicUrl),
     ownerSecret,
     // The renewal job runs while a container is thawed, as the sweeper does (plans/Renewals.ts).
-    platform: { healthCheck: {}, sweepReservations: {}, renewPlans: {} },
+    platform: {
+      healthCheck: {},
+      sweepReservations: {},
+      renewPlans: {},
+      // Dataset files and fieldwork takes in the stack's bucket (docs/datasets.md).
+      blobs: Option.isSome(config.bucketName) ? BlobStoreS3({ client: new S3Client({}), bucket: config.bucketName.value }) : undefined
+    },
     // The same in every function (PLATFORM_CLIENT_SECRET): the API function asks the accounts function.
     platformClient,
     serviceKeys,

@@ -20,6 +20,11 @@ export const ServerConfig = Config.all({
    * "Metering that survives faults"); several processes may share it. Default DATA_DIR/metering.
    */
   meteringJournalDir: Config.String("METERING_JOURNAL_DIR").pipe(Config.option),
+  /**
+   * Where dataset files and fieldwork takes are kept on disk (docs/datasets.md); several
+   * processes may share it. Default DATA_DIR/blobs.
+   */
+  blobDir: Config.String("BLOB_DIR").pipe(Config.option),
   /** Email of the owner account created at first start. */
   ownerEmail: Config.String("OWNER_EMAIL").pipe(Config.withDefault("owner@localhost"))
 })

@@ -19,6 +19,7 @@ import { EmailConfig, emailSenderLayer, outboxDirectory } from "./Email.ts"
 import { FileMeteringJournal } from "./FileMeteringJournal.ts"
 import { Database } from "./postgres/Database.ts"
 import { PgPlatformStores } from "./postgres/PgPlatformStores.ts"
+import { BlobStoreDisk } from "./DiskBlobStore.ts"
 import { serverLayer } from "./Server.ts"
 
 const announce = (host: string, mail: string) => Effect.gen(function*() {
@@ -75,6 +76,10 @@ const main = Effect.gen(function*() {
         sweepReservations: {},
         // Card plans renewed at their period's end (plans/Renewals.ts).
         renewPlans: {},
+        // An in-memory database (tests) keeps its blobs in memory too unless a directory is named.
+        blobs: Option.isNone(config.blobDir) && config.dataDir === Database.MEMORY
+          ? undefined
+          : BlobStoreDisk(Option.getOrElse(config.blobDir, () => Path.join(config.dataDir, "blobs"))),
         // An in-memory database (tests) keeps no journal unless one is named.
         meteringJournal: Option.isNone(config.meteringJournalDir) && config.dataDir === Database.MEMORY
           ? undefined
