@@ -5,6 +5,7 @@
  */
 import { Schema } from "effect"
 import { TakeStatus } from "../fieldwork/Schemas.ts"
+import { Text } from "../Text.ts"
 import { Timestamp } from "../Time.ts"
 
 export const DatasetSourceValues = ["fieldwork", "voices", "upload"] as const
@@ -15,9 +16,7 @@ export const DatasetKindValues = ["audio", "image", "video", "text"] as const
 export const DatasetKind = Schema.Literals(DatasetKindValues)
 export type DatasetKind = typeof DatasetKind.Type
 
-export const DatasetName = Schema.String.check(
-  Schema.isBetweenLength(1, 128, { expected: "a name of 1 to 128 characters" })
-)
+export const DatasetName = Text(1, 128)
 
 /** A dataset with its item count and total size in bytes. */
 export const Dataset = Schema.Struct({
@@ -77,7 +76,7 @@ export type DatasetItemList = typeof DatasetItemList.Type
 /** POST /datasets/{id}/items/{item_id}/review. */
 export const ReviewItem = Schema.Struct({
   status: Schema.Literals(["accepted", "rejected"]),
-  note: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(500, { expected: "at most 500 characters" })))
+  note: Schema.optionalKey(Text(0, 500))
 })
 export type ReviewItem = typeof ReviewItem.Type
 

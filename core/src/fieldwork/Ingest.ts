@@ -11,6 +11,8 @@ import { base64url, generateId, hashSecret, randomBytes } from "../Keys.ts"
 import { DocumentStores } from "../ports/DocumentStores.ts"
 import { updateDocument } from "../ports/Documents.ts"
 import { sha256, toHex } from "../Sha256.ts"
+import { exceedsJsonDepth } from "../Limits.ts"
+import { textProblem } from "../Text.ts"
 import { now, toTimestamp } from "../Time.ts"
 import { idFromHash } from "./Projects.ts"
 import { solves } from "./ProofOfWork.ts"
@@ -66,10 +68,29 @@ const decodeMeta = (text: string): unknown => {
   try {
     const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"))
     const json = new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)))
-    return JSON.parse(json)
+    const value: unknown = JSON.parse(json)
+    // Stored as JSON by every store: no NUL or lone surrogate anywhere, and not deep.
+    return exceedsJsonDepth(value, 8) || hasBadText(value) ? undefined : value
   } catch {
     return undefined
   }
+}
+
+/** Whether any key or string inside a parsed JSON value is not client text (Text.ts). */
+const hasBadText = (value: unknown): boolean => {
+  const stack: Array<unknown> = [value]
+  while (stack.length > 0) {
+    const v = stack.pop()
+    if (typeof v === "string") {
+      if (textProblem(v) !== undefined) return true
+    } else if (typeof v === "object" && v !== null) {
+      for (const [k, child] of Object.entries(v)) {
+        if (textProblem(k) !== undefined) return true
+        stack.push(child)
+      }
+    }
+  }
+  return false
 }
 const decodeTakeMeta = Schema.decodeUnknownOption(TakeMeta)
 const isDeviceId = Schema.is(DeviceId)

@@ -3,11 +3,12 @@
  * answers of /fieldwork/projects and its ingest keys. The participant's side is Schemas.ts.
  */
 import { Schema } from "effect"
+import { Text } from "../Text.ts"
 import { Timestamp } from "../Time.ts"
 import { CaptureFormat, ConsentText, IngestLimits, Prompt, Question } from "./Schemas.ts"
 
-const Name = Schema.String.check(Schema.isBetweenLength(1, 128, { expected: "a name of 1 to 128 characters" }))
-const LongText = Schema.String.check(Schema.isBetweenLength(1, 2000, { expected: "1 to 2000 characters" }))
+const Name = Text(1, 128)
+const LongText = Text(1, 2000)
 const ShortId = Schema.String.check(
   Schema.isPattern(/^[A-Za-z0-9_-]{1,64}$/, { expected: "an id of 1 to 64 characters of A-Z a-z 0-9 _ -" })
 )
@@ -16,8 +17,8 @@ const between = (min: number, max: number) =>
   Schema.Int.check(Schema.isBetween({ minimum: min, maximum: max }, { expected: `an integer from ${min} to ${max}` }))
 
 export const ConsentBody = Schema.Struct({
-  version: Schema.String.check(Schema.isBetweenLength(1, 64, { expected: "a version of 1 to 64 characters" })),
-  text: Schema.String.check(Schema.isBetweenLength(1, 20_000, { expected: "a text of 1 to 20000 characters" })),
+  version: Text(1, 64),
+  text: Text(1, 20_000),
   scopes: Schema.Array(Schema.Struct({ id: ShortId, label: LongText, required: Schema.Boolean })).check(
     Schema.isBetweenLength(1, 20, { expected: "1 to 20 scopes" }),
     Schema.makeFilter((scopes) => scopes.some((s) => s.required) || "at least one scope must be required")

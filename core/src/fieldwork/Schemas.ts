@@ -5,6 +5,7 @@
  * JSON shapes only (and the headers' formats); the flow lives elsewhere.
  */
 import { Schema } from "effect"
+import { Text } from "../Text.ts"
 import { Timestamp } from "../Time.ts"
 
 // ---- Values -------------------------------------------------------------------------------
@@ -23,11 +24,11 @@ export const ContentSha256 = Schema.String.check(
 )
 
 /** A participant's answer to one question. */
-export const Answer = Schema.Union([Schema.String, Schema.Finite, Schema.Boolean, Schema.Array(Schema.String)])
+export const Answer = Schema.Union([Text(0, 2000), Schema.Finite, Schema.Boolean, Schema.Array(Text(0, 2000)).check(Schema.isMaxLength(50))])
 export type Answer = typeof Answer.Type
 
 /** Answers by question id. */
-export const Answers = Schema.Record(Schema.String, Answer)
+export const Answers = Schema.Record(Text(1, 64), Answer)
 export type Answers = typeof Answers.Type
 
 // ---- Project (GET /ingest/project) --------------------------------------------------------
@@ -114,14 +115,14 @@ const isRealDate = (text: string) => {
 export const CreateParticipant = Schema.Struct({
   /** ISO 3166-1 alpha-2. */
   country: Schema.String.check(Schema.isPattern(/^[A-Z]{2}$/, { expected: "a two-letter country code, e.g. DE" })),
-  region: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(100, { expected: "at most 100 characters" }))),
+  region: Schema.optionalKey(Text(0, 100)),
   /** Date of birth, YYYY-MM-DD. */
   dob: Schema.String.check(
     Schema.makeFilter((s: string) => /^\d{4}-\d{2}-\d{2}$/.test(s) && isRealDate(s), { expected: "a date YYYY-MM-DD" })
   ),
   answers: Schema.optionalKey(Answers),
-  challenge: Schema.String.check(Schema.isNonEmpty({ expected: "the challenge of GET /ingest/challenge" })),
-  nonce: Schema.String.check(Schema.isBetweenLength(1, 128, { expected: "a nonce of 1 to 128 characters" }))
+  challenge: Text(1, 128),
+  nonce: Text(1, 128)
 })
 export type CreateParticipant = typeof CreateParticipant.Type
 
