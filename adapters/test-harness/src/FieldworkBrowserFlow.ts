@@ -6,7 +6,8 @@
  *
  * the owner makes a key with fieldwork:write and datasets:read, a project with two prompts (an
  * easy proof of work) and an ingest key for the server's origin; a link with a wrong key shows the
- * refusal; the participant answers the questions (the page solves the proof of work), consents,
+ * refusal, and so does a key bound to another origin (a real browser's same-origin GET sends no Origin,
+ * only Sec-Fetch-Site); the participant answers the questions (the page solves the proof of work), consents,
  * records and sends a take, reloads (the token kept in localStorage continues at prompt 2) and
  * sends the second; the owner's dataset then counts 2 items and their bytes, and the blob store
  * holds 2 WAVs under datasets/<id>/ (16-bit mono at the project's rate, not silent: the tone came
@@ -157,10 +158,13 @@ export const fieldworkBrowserFlow = (options: FieldworkFlowOptions) => {
       const link = `${world!.url}/fieldwork/record#key=${ingest.key}`
 
       const { page } = await world!.device()
-      // A wrong key: the page says what the server answered.
+      // A wrong key, and a key for another web site: the page says what the server answered.
       await page.goto(`${world!.url}/fieldwork/record#key=mpi_wrong`)
       await expect.poll(() => page.getByTestId("message").textContent()).toMatch(/ingest key/i)
       expect(await page.getByTestId("message").getAttribute("role")).toBe("alert")
+      const elsewhere = await ok(team, "POST", `/fieldwork/projects/${project.id}/ingest-keys`, { origins: ["https://team.example"] })
+      await page.goto(`${world!.url}/fieldwork/record#key=${elsewhere.key}`)
+      await expect.poll(() => page.getByTestId("message").textContent()).toContain(origin)
 
       // About you: the questions by kind; the page solves the proof of work.
       await page.goto(link)

@@ -254,14 +254,17 @@ export const FLOW_SCRIPT = `
 
   var record = function () {
     clearMessages();
-    var capture = state.project.capture, max = capture.max_seconds;
+    var capture = state.project.capture;
+    // Stop before the take outgrows what the project accepts: its length, or its bytes.
+    var byBytes = (capture.max_bytes - 44) / (2 * capture.sample_rate_hz);
+    var max = capture.max_seconds === null ? byBytes : Math.min(capture.max_seconds, byBytes);
     busy($("record"), true);
     startCapture(capture.sample_rate_hz, function (rms, seconds) {
       // -60 dBFS (silence) to 0 dBFS (full scale), as a recorder's meter shows it.
       var db = 20 * Math.log10(Math.max(rms, 0.001));
       $("level").style.width = Math.max(0, Math.min(100, Math.round((db + 60) * 100 / 60))) + "%";
-      $("timer").textContent = clock(seconds) + (max ? " / " + clock(max) : "");
-      if (max && seconds >= max && state.capture) stop();
+      $("timer").textContent = clock(seconds) + " / " + clock(max);
+      if (seconds >= max && state.capture) stop();
     }).then(function (running) {
       state.capture = running;
       recorder("recording");

@@ -1,0 +1,88 @@
+/**
+ * Fieldwork's participant page end to end on the Lambda shell (the shared flow of
+ * adapters/test-harness/src/FieldworkBrowserFlow.ts): the API function over DynamoDB Local with
+ * its takes in s3rver, behind a local stand-in for API Gateway (as lambdaBrowser.ts, without the
+ * accounts functions this flow does not use). PUBLIC_URL is the stand-in's address, since a Lambda
+ * sees every request as https: the page's same-origin calls come from the origin the key lists.
+ * The flow looks into the bucket through a store of its own, as another function would.
+ * Screenshots in adapters/lambda/test-artifacts/fieldwork/ (gitignored).
+ */
+import { CreateBucketCommand } from "@aws-sdk/client-s3"
+import { fieldworkBrowserFlow } from "@model-platform/test-harness/FieldworkBrowserFlow"
+import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
+import { Effect } from "effect"
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import type * as Net from "node:net"
+import { resolve } from "node:path"
+import { type LambdaHandler, makeHandler } from "../src/Handler.ts"
+import { BlobStoreS3, makeBlobStoreS3 } from "../src/S3BlobStore.ts"
+import { startDynamoLocal } from "./dynamoLocal.ts"
+import { s3rverClient, startS3rver } from "./s3Local.ts"
+import { invocationContext, requestToEvent, resultToResponse, tableOn } from "./support.ts"
+
+/** The browser's request as API Gateway hands it on (hop-by-hop headers dropped). */
+const toRequest = async (incoming: IncomingMessage, base: string): Promise<Request> => {
+  const headers = new Headers()
+  for (let i = 0; i < incoming.rawHeaders.length; i += 2) {
+    const name = incoming.rawHeaders[i]!.toLowerCase()
+    if (!["connection", "keep-alive", "transfer-encoding", "upgrade"].includes(name)) headers.append(name, incoming.rawHeaders[i + 1]!)
+  }
+  const chunks: Array<Buffer> = []
+  for await (const chunk of incoming) chunks.push(chunk as Buffer)
+  const body = Buffer.concat(chunks)
+  return new Request(base + (incoming.url ?? "/"), { method: incoming.method ?? "GET", headers, ...(body.length === 0 ? {} : { body }) })
+}
+
+const send = async (response: Response, outgoing: ServerResponse) => {
+  outgoing.writeHead(response.status, [...response.headers.entries()].flat())
+  outgoing.end(Buffer.from(await response.arrayBuffer()))
+}
+
+fieldworkBrowserFlow({
+  shell: "lambda, DynamoDB Local, blobs in s3rver",
+  artifacts: resolve(import.meta.dirname, "../test-artifacts/fieldwork"),
+  start: async ({ clock }) => {
+    const [local, s3] = await Promise.all([startDynamoLocal(), startS3rver()])
+    const dynamo = await tableOn(local)
+    const client = s3rverClient(s3.endpoint)
+    const bucket = "fieldwork-browser"
+    await client.send(new CreateBucketCommand({ Bucket: bucket }))
+    let api: LambdaHandler | undefined
+    const gateway = createServer((incoming, outgoing) => {
+      toRequest(incoming, url)
+        .then(async (request) => resultToResponse(await api!(await requestToEvent(request), invocationContext)))
+        .then((response) => send(response, outgoing))
+        .catch((error: unknown) => {
+          console.error("the stand-in for API Gateway failed", error)
+          outgoing.writeHead(502).end()
+        })
+    })
+    await new Promise<void>((listening) => gateway.listen(0, "127.0.0.1", listening))
+    const url = `http://127.0.0.1:${(gateway.address() as Net.AddressInfo).port}`
+    api = makeHandler({
+      catalogue: fixtureCatalogue,
+      ownerEmail: "owner@test.local",
+      publicUrl: url,
+      dynamo,
+      platform: { clock, blobs: BlobStoreS3({ client, bucket }) }
+    })
+    const owner = await api.firstStart()
+    const look = makeBlobStoreS3({ client, bucket })
+    return {
+      url,
+      accounts: `${url}/accounts`,
+      ownerKey: owner!.key.secret,
+      blobs: {
+        list: (prefix) => Effect.runPromise(look.list(prefix)),
+        get: (key) => Effect.runPromise(Effect.map(look.get(key), (blob) => blob?.body))
+      },
+      stop: async () => {
+        await new Promise((closed) => gateway.close(closed))
+        await api?.dispose()
+        dynamo.client.destroy()
+        client.destroy()
+        await Promise.all([local.stop(), s3.stop()])
+      }
+    }
+  }
+})
