@@ -33,8 +33,14 @@ export const exceedsJsonDepth = (value: unknown, max: number = MAX_JSON_DEPTH): 
  */
 export const MAX_MANAGEMENT_BODY_BYTES = 64 * 1024
 
-/** Bytes of one take on POST /ingest/items (the spec's 12 MB audio take; the route comes later). */
+/** Bytes of one take on POST /ingest/items (the spec's 12 MB audio take). */
 export const MAX_TAKE_BYTES = 12 * 1024 * 1024
+
+/**
+ * Bytes of one file on POST /datasets/{id}/items: streamed into the blob store, never held whole
+ * (datasets/UploadRoute.ts). The Lambda shell's own request limit (6 MB) comes first there.
+ */
+export const MAX_UPLOAD_BYTES = 1024 * 1024 * 1024
 
 /**
  * A generous bound on the JSON bytes of one token of text: a token is about 4 bytes of English,

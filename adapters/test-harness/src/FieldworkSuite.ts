@@ -274,7 +274,44 @@ export const fieldworkSuite = (shell: string, start: () => Promise<FieldworkShel
       expect((await call("DELETE", `/datasets/${project.dataset_id}`, { key: owner() })).status).toBe(404)
       expect((await sendTake(key, token, "p3", toneWav(0.2))).json.error.code).toBe("dataset_deleted")
       expect(await platform.blobs(`datasets/${project.dataset_id}/`)).toEqual([])
-      const upload = await call("POST", "/datasets", { key: owner(), body: { name: "notes", kind: "text" } })
-      expect(upload.json).toMatchObject({ source: "upload", kind: "text", project_id: null, items: 0 })
+    })
+
+    it("a file streams into an upload dataset, checked against its SHA-256; a bad one stores nothing", async () => {
+      const made = await call("POST", "/datasets", { key: owner(), body: { name: "notes", kind: "text" } })
+      expect(made.json).toMatchObject({ source: "upload", kind: "text", project_id: null, items: 0 })
+      const id = made.json.id as string
+      // 20 MiB: far over a management body, streamed into the store.
+      const file = new Uint8Array(20 * 1024 * 1024).map((_, i) => 97 + (i % 26))
+      const upload = (body: Uint8Array, headers: Record<string, string> = {}, o: { key?: string; path?: string } = {}) =>
+        call("POST", o.path ?? `/datasets/${id}/items?name=letters.txt`, {
+          key: o.key ?? owner(),
+          raw: body,
+          headers: { "content-type": "text/plain; charset=utf-8", "x-content-sha256": hex(body), ...headers }
+        })
+      const stored = await upload(file)
+      expect(stored.status, stored.text).toBe(201)
+      expect(stored.json).toMatchObject({ name: "letters.txt", content_type: "text/plain", bytes: file.length, sha256: hex(file), participant_id: null })
+      const reader = await call("POST", "/keys", { key: owner(), body: { name: "reader", permissions: ["datasets:read"] } })
+      const fieldwork = (await call("POST", "/fieldwork/projects", { key: owner(), body: projectBody() })).json.dataset_id
+      const small = new TextEncoder().encode("hello")
+      const refusals: Array<[string, { status: number; json: any }, number, string]> = [
+        ["wrong checksum", await upload(small, { "x-content-sha256": hex(file) }), 400, "checksum_mismatch"],
+        ["no checksum", await upload(small, { "x-content-sha256": "" }), 400, "missing_content_sha256"],
+        ["not text", await upload(small, { "content-type": "image/png" }), 415, "unsupported_media_type"],
+        ["no name", await upload(small, {}, { path: `/datasets/${id}/items` }), 400, "invalid_name"],
+        ["read-only key", await upload(small, {}, { key: reader.json.secret }), 403, "key_lacks_permission"],
+        ["no key", await upload(small, {}, { key: "" }), 401, "missing_api_key"],
+        ["unknown dataset", await upload(small, {}, { path: "/datasets/ds_none/items?name=a.txt" }), 404, "dataset_not_found"],
+        ["fieldwork dataset", await upload(small, { "content-type": "audio/wav" }, { path: `/datasets/${fieldwork}/items?name=a.wav` }), 409, "not_an_upload_dataset"]
+      ]
+      for (const [name, { status, json }, expected, code] of refusals) expect([name, status, json?.error?.code]).toEqual([name, expected, code])
+      if (platform.newAccount !== undefined) {
+        const other = await upload(small, {}, { key: await platform.newAccount() })
+        expect([other.status, other.json.error.code]).toEqual([404, "dataset_not_found"])
+      }
+      expect(await dataset(id)).toMatchObject({ items: 1, bytes: file.length })
+      expect(await platform.blobs(`datasets/${id}/`)).toHaveLength(1)
+      expect((await call("DELETE", `/datasets/${id}`, { key: owner() })).status).toBe(200)
+      expect(await platform.blobs(`datasets/${id}/`)).toEqual([])
     })
   })

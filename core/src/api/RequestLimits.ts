@@ -18,17 +18,20 @@ import { Catalogue } from "../Catalogue.ts"
 import * as Errors from "../Errors.ts"
 import * as Limits from "../Limits.ts"
 import { textProblem } from "../Text.ts"
+import { isUpload } from "../datasets/UploadRoute.ts"
 import { errorResponse } from "./ErrorShape.ts"
 
-/** The ingest flow's take upload, the one route with a larger body (not served yet). */
+/** The ingest flow's take upload, a route with a larger body. */
 export const INGEST_ITEMS_PATH = "/ingest/items"
 
-/** Bytes a body on `path` may have: /v1 from the catalogue, an ingest take, else management. */
-export const bodyLimitFor = (path: string, inferenceLimit: number): number =>
+/** Bytes a body on `path` may have: /v1 from the catalogue, an ingest take, a dataset upload, else management. */
+export const bodyLimitFor = (method: string, path: string, inferenceLimit: number): number =>
   Errors.isInferencePath(path)
     ? inferenceLimit
     : path === INGEST_ITEMS_PATH
     ? Limits.MAX_TAKE_BYTES
+    : isUpload(method, path)
+    ? Limits.MAX_UPLOAD_BYTES
     : Limits.MAX_MANAGEMENT_BODY_BYTES
 
 const shorten = (text: string) => (text.length > 64 ? `${text.slice(0, 61)}...` : text)
@@ -145,11 +148,12 @@ export const RequestLimitsMiddleware = HttpRouter.middleware(
             "headers_too_large"
           )
         }
-        const limit = bodyLimitFor(path, inferenceLimit)
+        const limit = bodyLimitFor(request.method, path, inferenceLimit)
         const declared = request.headers["content-length"]
         if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > limit) return tooLarge(path, limit)
         const serve = Effect.provideService(httpEffect, HttpServerRequest.HttpServerRequest, request)
-        if (BODYLESS.has(request.method)) return yield* serve
+        // A dataset upload streams its body into the blob store and bounds it there.
+        if (BODYLESS.has(request.method) || isUpload(request.method, path)) return yield* serve
         // Read once, bounded: the request caches the bytes for the handler.
         const body = yield* Effect.result(
           Effect.provideService(request.arrayBuffer, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(limit))

@@ -252,8 +252,11 @@ const make = Effect.gen(function*() {
    * meanwhile, the item removes itself (the deletion may have listed before it was written).
    */
   const addItem = (item: ItemRecord, body: Uint8Array) =>
+    Effect.flatMap(blobs.put(item.blob_key, { body, contentType: item.content_type }), () => recordItem(item))
+
+  /** The record of an item whose bytes are stored, then the dataset looked at again (addItem). */
+  const recordItem = (item: ItemRecord) =>
     Effect.gen(function*() {
-      yield* blobs.put(item.blob_key, { body, contentType: item.content_type })
       yield* items.insert(item)
       const dataset = yield* datasets.get(item.dataset_id)
       if (dataset === undefined || dataset.deleting_at !== null) {
@@ -288,6 +291,8 @@ const make = Effect.gen(function*() {
     itemsOf,
     review,
     addItem,
+    recordItem,
+    ownedRecord: owned,
     removeItems,
     items,
     datasets,
