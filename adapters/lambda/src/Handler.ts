@@ -112,6 +112,9 @@ interface App {
 
 const DEFAULT_DEADLINE_MARGIN_MILLIS = 1_000
 
+/** The largest fieldwork take a Lambda function can receive (docs/fieldwork.md "On Lambda"). */
+export const LAMBDA_MAX_TAKE_BYTES = 4 * 1024 * 1024
+
 /** Builds the web application over the stores, running the first start once. */
 const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unknown>): Promise<App> => {
   const { catalogue, ownerEmail, ownerSecret } = options
@@ -131,6 +134,8 @@ const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unk
     publicUrl: options.publicUrl,
     serviceKeys: keys,
     gateway: { ...options.platform?.gateway, settleInline: true },
+    // A function's request is at most 6 MB, a binary body base64 in it: 4 MiB of take fits.
+    maxTakeBytes: options.platform?.maxTakeBytes ?? LAMBDA_MAX_TAKE_BYTES,
     // Billing alerts go out the way the account service's mail does.
     alertMail: options.platform?.alertMail ?? options.accounts?.emailSender
   }

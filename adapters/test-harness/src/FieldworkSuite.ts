@@ -9,6 +9,7 @@
 import { encodeWav } from "@model-platform/core/fieldwork/Wav"
 import { solve, solves } from "@model-platform/core/fieldwork/ProofOfWork"
 import { sha256, toHex } from "@model-platform/core/Sha256"
+import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fillPath, platformEndpoints } from "./ApiEndpoints.ts"
 import type { BlobLister, ShellUnderTest } from "./HttpSuite.ts"
@@ -171,6 +172,9 @@ export const fieldworkSuite = (shell: string, start: () => Promise<FieldworkShel
       const reused = await ingest(key, "POST", "/ingest/participants", { body: { ...body, nonce } })
       expect([reused.status, reused.json.error.code]).toEqual([409, "challenge_used"])
       expect((await newParticipant(key, device)).json.error.code).toBe("device_limit_reached")
+      // A withdrawn participant contributes nothing: the device may start another.
+      expect((await ingest(key, "POST", "/ingest/participant/withdraw", { token: first.json.token })).status).toBe(200)
+      expect((await newParticipant(key, device)).status).toBe(201)
       expect((await newParticipant(key, "short")).json.error.code).toBe("invalid_device_id")
       const unanswered = (await ingest(key, "GET", "/ingest/challenge")).json
       const noAnswer = await ingest(key, "POST", "/ingest/participants", {
@@ -237,6 +241,54 @@ export const fieldworkSuite = (shell: string, start: () => Promise<FieldworkShel
       const v2 = await call("PUT", `/fieldwork/projects/${project.id}/consent`, { key: owner(), body: { ...projectBody().consent, version: "v2" } })
       expect(v2.status, v2.text).toBe(200)
       expect((await ingest(key, "GET", "/ingest/participant", { token })).json.state).toBe("needs_consent")
+    })
+
+    it("under concurrent calls a challenge is spent once, a device's and a prompt's limits hold", async () => {
+      const { key, project } = await newProject({ limits: { takes_per_prompt: 2, participants_per_device: 2 } })
+      const challenge = (await ingest(key, "GET", "/ingest/challenge")).json
+      const body = { country: "NO", dob: "1990-04-01", answers: { accent: "north" }, challenge: challenge.challenge, nonce: solve(challenge.challenge, 6) }
+      const racing = await Promise.all(Array.from({ length: 8 }, () => ingest(key, "POST", "/ingest/participants", { body })))
+      expect(racing.map((a) => a.status).sort()).toEqual([201, 409, 409, 409, 409, 409, 409, 409])
+      const device = "device-concurrent-0123456789"
+      const onDevice = await Promise.all(Array.from({ length: 6 }, () => newParticipant(key, device)))
+      expect(onDevice.filter((a) => a.status === 201)).toHaveLength(2)
+      expect(onDevice.filter((a) => a.status !== 201).map((a) => a.json.error.code)).toEqual(Array(4).fill("device_limit_reached"))
+      const token = await consented(key)
+      const takes = await Promise.all(Array.from({ length: 8 }, () => sendTake(key, token, "p1", toneWav(0.1))))
+      expect(takes.filter((a) => a.status === 201)).toHaveLength(2)
+      expect(takes.filter((a) => a.status !== 201).map((a) => a.json.error.code)).toEqual(Array(6).fill("take_limit_reached"))
+      expect(await dataset(project.dataset_id)).toMatchObject({ items: 2 })
+      expect(await platform.blobs(`datasets/${project.dataset_id}/`)).toHaveLength(2)
+    })
+
+    it("random bodies and headers on the participant flow: never a 5xx, always the error shape", async () => {
+      const { key } = await newProject()
+      const token = await consented(key)
+      const text = fc.oneof(fc.string({ unit: "binary", maxLength: 20 }), fc.constantFrom("", "\u0000", "__proto__", "x".repeat(300)))
+      const json = fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.record({
+        country: text, region: text, dob: text, challenge: text, nonce: text,
+        answers: fc.dictionary(text, fc.oneof(text, fc.integer(), fc.boolean())), given: fc.dictionary(text, fc.jsonValue({ maxDepth: 1 }))
+      }, { requiredKeys: [] }))
+      // Header values a client can send at all (printable ASCII).
+      const headerText = fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 80 })
+      const request = fc.record({
+        path: fc.constantFrom("/ingest/participants", "/ingest/participant/consent", "/ingest/items?prompt=p1", "/ingest/items?prompt=%00"),
+        body: fc.oneof(json.map((v) => new TextEncoder().encode(JSON.stringify(v))), fc.uint8Array({ maxLength: 64 })),
+        token: fc.oneof(fc.constant(token), headerText),
+        sha: fc.oneof(headerText, fc.constant("0".repeat(64))),
+        meta: fc.oneof(headerText, fc.jsonValue({ maxDepth: 12 }).map((v) => Buffer.from(JSON.stringify(v)).toString("base64url"))),
+        contentType: fc.constantFrom("application/json", "audio/wav", "text/plain", "")
+      })
+      await fc.assert(fc.asyncProperty(request, async (r) => {
+        const answer = await ingest(key, "POST", r.path, {
+          token: r.token,
+          raw: r.body,
+          headers: { "content-type": r.contentType, "x-content-sha256": r.sha, "x-fieldwork-meta": r.meta }
+        }).catch((e: unknown) => ({ status: 0, json: undefined, text: String(e) }))
+        expect(answer.status, answer.text).toBeGreaterThanOrEqual(400)
+        expect(answer.status, answer.text).toBeLessThan(500)
+        expect(Object.keys(answer.json?.error ?? {}).sort(), answer.text).toEqual(["code", "message"])
+      }), { numRuns: 60 })
     })
 
     it("a withdrawal deletes the takes from the dataset, its exports and the blob store", async () => {

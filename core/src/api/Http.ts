@@ -133,6 +133,8 @@ export interface PlatformOptions {
    * warning at start.
    */
   readonly blobs?: Layer.Layer<BlobStore> | undefined
+  /** The largest fieldwork take the shell can receive, when less than 12 MiB (Lambda's request limit). */
+  readonly maxTakeBytes?: number | undefined
 }
 
 /** The platform's clock (PlatformOptions.clock), to provide under everything a shell builds. */
@@ -259,7 +261,7 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     Effect.logWarning("no blob store is configured: dataset files and takes are kept in memory and lost at exit")
   ).pipe(Layer.provideMerge(BlobStoreMemory))
   const datasets = Datasets.layer.pipe(Layer.provide(blobs))
-  const fieldwork = Layer.mergeAll(Projects.layer, Ingest.layer({ publicUrl: options.publicUrl }), Datasets.sweeper).pipe(
+  const fieldwork = Layer.mergeAll(Projects.layer, Ingest.layer({ publicUrl: options.publicUrl, maxTakeBytes: options.maxTakeBytes }), Datasets.sweeper).pipe(
     Layer.provideMerge(datasets)
   )
   const jwks = options.serviceKeys === undefined ? Layer.empty : Layer.succeed(PublishedJwks, options.serviceKeys.publicJwks)

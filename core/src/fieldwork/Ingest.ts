@@ -11,7 +11,7 @@ import { base64url, generateId, hashSecret, randomBytes } from "../Keys.ts"
 import { DocumentStores } from "../ports/DocumentStores.ts"
 import { updateDocument } from "../ports/Documents.ts"
 import { sha256, toHex } from "../Sha256.ts"
-import { exceedsJsonDepth } from "../Limits.ts"
+import { exceedsJsonDepth, MAX_TAKE_BYTES } from "../Limits.ts"
 import { textProblem } from "../Text.ts"
 import { now, toTimestamp } from "../Time.ts"
 import { idFromHash } from "./Projects.ts"
@@ -98,6 +98,11 @@ const isDeviceId = Schema.is(DeviceId)
 export interface IngestOptions {
   /** The platform's public base URL (PUBLIC_URL): its origin is the platform's own. */
   readonly publicUrl?: string | undefined
+  /**
+   * The largest take this shell can receive, when less than MAX_TAKE_BYTES (Lambda: its request
+   * limit): shown to participants as capture.max_bytes and refused above it.
+   */
+  readonly maxTakeBytes?: number | undefined
 }
 
 const make = (options: IngestOptions) => Effect.gen(function*() {
@@ -137,7 +142,8 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
       return { key, project } satisfies IngestCaller
     })
 
-  const project = (caller: IngestCaller) => Effect.succeed(projectView(caller.project))
+  const maxTakeBytes = Math.min(MAX_TAKE_BYTES, options.maxTakeBytes ?? MAX_TAKE_BYTES)
+  const project = (caller: IngestCaller) => Effect.succeed(projectView(caller.project, maxTakeBytes))
 
   const challenge = (caller: IngestCaller) =>
     Effect.gen(function*() {
@@ -303,6 +309,9 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
     Effect.gen(function*() {
       const found = yield* participantOf(caller, token)
       const { project } = caller
+      if (upload.body.length > maxTakeBytes) {
+        return yield* refuse(413, "payload_too_large", `The take is larger than ${maxTakeBytes} bytes, the most this platform takes.`)
+      }
       if ((upload.contentType ?? "").split(";")[0]!.trim().toLowerCase() !== "audio/wav") {
         return yield* refuse(415, "unsupported_media_type", "Send the take as `Content-Type: audio/wav`.")
       }
@@ -397,6 +406,11 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
       const withdrawn = yield* updateDocument(participants, found.id, (p) =>
         Effect.succeed(p.withdrawn_at === null ? { ...p, withdrawn_at: at } : undefined))
       const record: ParticipantRecord = withdrawn ?? found
+      // A withdrawn participant contributes nothing: the device may start another.
+      if (record.device_id !== null) {
+        yield* updateDocument(devices, deviceRecordId(record.project_id, record.device_id), (d) =>
+          Effect.succeed(d.participants.includes(record.id) ? { ...d, participants: d.participants.filter((p) => p !== record.id) } : undefined))
+      }
       yield* datasets.blobs.deletePrefix(`datasets/${record.dataset_id}/participants/${record.id}/`)
       const deleted = yield* datasets.removeItems(record.takes.map((t) => t.id))
       return { withdrawn: true as const, deleted_takes: deleted }

@@ -19,12 +19,13 @@ export const INGEST_ENDPOINTS = [
   { method: "POST", path: "/ingest/participant/withdraw" }
 ] as const
 
-export const projectView = (p: ProjectRecord): IngestProject => ({
+/** The project as a participant sees it; a take is at most `maxTakeBytes`, the shell's own limit. */
+export const projectView = (p: ProjectRecord, maxTakeBytes: number): IngestProject => ({
   id: p.id,
   name: p.name,
   data_type: "audio",
   prompts: p.prompts,
-  capture: p.capture,
+  capture: { ...p.capture, max_bytes: Math.min(p.capture.max_bytes, maxTakeBytes) },
   limits: p.limits,
   questions: p.questions,
   consent: p.consent,
@@ -92,7 +93,7 @@ export const answersProblem = (questions: ReadonlyArray<Question>, answers: Answ
   }
   for (const q of questions) {
     const a = answers[q.id]
-    if (a === undefined) {
+    if (a === undefined || (q.required && Array.isArray(a) && a.length === 0)) {
       if (q.required) return `Question ${q.id} needs an answer.`
       continue
     }
