@@ -8,17 +8,28 @@
  *   S3 reports as not deleted is a defect.
  * - A missing key (NoSuchKey, 404) is `undefined` for `get`; every other failure is a defect, as
  *   the port says. Interrupting an operation aborts its HTTP request.
+ * - `putStream` copies the body into one buffer of PART_BYTES (SHA-256 on the way). A body that
+ *   fits in it is one PutObject; a longer one is a multipart upload (CRC32 checksums per part),
+ *   each full buffer one UploadPart, the rest the last part, then CompleteMultipartUpload. On
+ *   failure, interruption or `maxBytes` the upload is aborted; an abort that fails is logged,
+ *   not raised (a bucket lifecycle rule for incomplete uploads is the backstop).
  */
 import {
+  AbortMultipartUploadCommand,
+  type CompletedPart,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
-  type S3Client
+  type S3Client,
+  UploadPartCommand
 } from "@aws-sdk/client-s3"
-import { Effect, Layer } from "effect"
-import { type Blob, BlobStore } from "@model-platform/core/ports/BlobStore"
+import { Effect, Exit, Layer, Stream } from "effect"
+import { createHash } from "node:crypto"
+import { type Blob, BlobStore, BlobTooLarge, type PutStreamOptions, type PutStreamResult } from "@model-platform/core/ports/BlobStore"
 
 export interface S3BlobStoreOptions {
   readonly client: S3Client
@@ -29,6 +40,20 @@ export interface S3BlobStoreOptions {
 
 /** DeleteObjects takes at most 1000 keys a request. */
 const DELETE_BATCH = 1000
+
+/** S3's smallest part but the last: 5 MiB. With at most 10,000 parts, bodies up to ~48 GiB. */
+export const PART_BYTES = 5 * 1024 * 1024
+
+/** A request that, when interrupted, is aborted and waited for (so an abort that follows comes after it). */
+const settled = <A>(request: (abortSignal: AbortSignal) => Promise<A>): Effect.Effect<A> =>
+  Effect.callback<A>((resume) => {
+    const controller = new AbortController()
+    const done = request(controller.signal).then((a) => resume(Effect.succeed(a)), (e) => resume(Effect.die(e)))
+    return Effect.promise(() => {
+      controller.abort()
+      return done
+    })
+  })
 
 const isMissing = (error: unknown): boolean => {
   if (typeof error !== "object" || error === null) return false
@@ -83,7 +108,92 @@ export const makeBlobStoreS3 = (options: S3BlobStoreOptions): BlobStore["Service
     return keys.length
   }
 
+  const putStream = <E>(
+    key: string,
+    body: Stream.Stream<Uint8Array, E>,
+    { contentType, maxBytes }: PutStreamOptions
+  ): Effect.Effect<PutStreamResult, E | BlobTooLarge> =>
+    Effect.suspend(() => {
+      const Key = objectKey(key)
+      const hash = createHash("sha256")
+      // never more than maxBytes, so a buffer filled up is always a full part
+      const buffer = new Uint8Array(Math.min(PART_BYTES, Math.max(0, maxBytes)))
+      let filled = 0
+      let bytes = 0
+      let uploadId: string | undefined
+      let completed = false
+      const parts: Array<CompletedPart> = []
+
+      const uploadBuffer = Effect.gen(function*() {
+        // uninterruptible: an upload that S3 created is always known, so it can be aborted
+        uploadId ??= yield* Effect.uninterruptible(Effect.promise(() =>
+          client.send(
+            new CreateMultipartUploadCommand({ Bucket: bucket, Key, ContentType: contentType, ChecksumAlgorithm: "CRC32" })
+          )
+        )).pipe(Effect.map((answer) => {
+          if (answer.UploadId === undefined) throw new Error(`S3 CreateMultipartUpload on ${bucket}: no upload id`)
+          return answer.UploadId
+        }))
+        const PartNumber = parts.length + 1
+        const Body = buffer.subarray(0, filled)
+        const part = { Bucket: bucket, Key, UploadId: uploadId, PartNumber, Body, ContentLength: filled }
+        const answer = yield* settled((abortSignal) =>
+          client.send(new UploadPartCommand({ ...part, ChecksumAlgorithm: "CRC32" }), { abortSignal })
+        )
+        parts.push({ PartNumber, ETag: answer.ETag, ChecksumCRC32: answer.ChecksumCRC32 })
+        filled = 0
+      })
+
+      const take = (chunk: Uint8Array) =>
+        Effect.gen(function*() {
+          if (bytes + chunk.byteLength > maxBytes) return yield* new BlobTooLarge({ maxBytes })
+          bytes += chunk.byteLength
+          hash.update(chunk)
+          for (let offset = 0; offset < chunk.byteLength;) {
+            // a full buffer is sent only once more bytes come, so the last part is never empty
+            if (filled === buffer.byteLength) yield* uploadBuffer
+            const n = Math.min(buffer.byteLength - filled, chunk.byteLength - offset)
+            buffer.set(chunk.subarray(offset, offset + n), filled)
+            filled += n
+            offset += n
+          }
+        })
+
+      const finish = Effect.gen(function*() {
+        if (uploadId === undefined) {
+          const Body = buffer.subarray(0, filled)
+          yield* Effect.promise(() =>
+            client.send(new PutObjectCommand({ Bucket: bucket, Key, Body, ContentType: contentType, ContentLength: filled }))
+          )
+        } else {
+          yield* uploadBuffer
+          const MultipartUpload = { Parts: parts }
+          yield* Effect.promise(() =>
+            client.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key, UploadId: uploadId, MultipartUpload }))
+          )
+          completed = true
+        }
+        return { bytes, sha256: hash.digest("hex") }
+      })
+
+      const abort = Effect.suspend(() =>
+        uploadId === undefined || completed ? Effect.void : Effect.flatten(Effect.promise(() =>
+          client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key, UploadId: uploadId })).then(
+            () => Effect.void,
+            (error: unknown) =>
+              Effect.logWarning(`S3 AbortMultipartUpload of ${Key} (${uploadId}) on ${bucket} failed: ${String(error)}`)
+          )
+        ))
+      )
+
+      return Stream.runForEach(body, take).pipe(
+        Effect.andThen(Effect.uninterruptible(finish)),
+        Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : abort))
+      )
+    })
+
   return BlobStore.of({
+    putStream,
     put: (key, blob) =>
       Effect.promise((abortSignal) =>
         client.send(

@@ -1,14 +1,18 @@
 /**
  * The blob contract on S3, against s3rver started by the test (s3Local.ts); plus the store's own
- * promises: a key prefix confines a store to part of a bucket, and the emulator is gone after.
+ * promises: a key prefix confines a store to part of a bucket, streamed bodies go in parts of
+ * PART_BYTES and a refused one aborts its multipart upload, and the emulator is gone after.
+ *
+ * s3rver 3.7.1 does multipart uploads but neither AbortMultipartUpload (405 MethodNotAllowed) nor
+ * ListMultipartUploads (NotImplemented): the abort is checked on the requests the store sends.
  */
-import { ListObjectsV2Command } from "@aws-sdk/client-s3"
+import { ListMultipartUploadsCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Stream } from "effect"
 import * as Net from "node:net"
-import { BlobStore } from "@model-platform/core/ports/BlobStore"
-import { blobStoreContract } from "@model-platform/test-harness/BlobContract"
-import { BlobStoreS3, makeBlobStoreS3 } from "../src/S3BlobStore.ts"
+import { BlobStore, BlobTooLarge } from "@model-platform/core/ports/BlobStore"
+import { BodyBroke, blobStoreContract, chunked, interruptAfter, patternBytes } from "@model-platform/test-harness/BlobContract"
+import { BlobStoreS3, makeBlobStoreS3, PART_BYTES } from "../src/S3BlobStore.ts"
 import { type S3Local, s3LocalBucket } from "./s3Local.ts"
 
 /** Every s3rver this file started, to check none is left running. */
@@ -45,7 +49,100 @@ const isRunning = (pid: number) => {
   }
 }
 
+interface Sent {
+  readonly command: string
+  readonly input: { readonly Key?: string; readonly UploadId?: string; readonly ContentLength?: number; readonly PartNumber?: number }
+  /** "ok", the error's name, or "pending" while under way. */
+  outcome: string
+}
+
+/** Every command `client` sends from now on, with how it ended. */
+const recordCommands = (client: S3Client): Array<Sent> => {
+  const sent: Array<Sent> = []
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const entry: Sent = { command: context.commandName ?? "?", input: args.input as Sent["input"], outcome: "pending" }
+      sent.push(entry)
+      try {
+        const output = await next(args)
+        entry.outcome = "ok"
+        return output
+      } catch (error) {
+        entry.outcome = error instanceof Error ? error.name : String(error)
+        throw error
+      }
+    },
+    { step: "initialize", name: "recordCommands" }
+  )
+  return sent
+}
+
+const commandsFor = (sent: ReadonlyArray<Sent>, key: string) => sent.filter((s) => s.input.Key === key)
+
 describe("BlobStoreS3", () => {
+  it.live("a streamed body over one part is uploaded in parts of PART_BYTES; one of PART_BYTES is one PutObject", () =>
+    Effect.gen(function*() {
+      const { bucket, client, s3 } = yield* s3LocalBucket("parts-bucket")
+      started.push(s3)
+      const sent = recordCommands(client)
+      const store = makeBlobStoreS3({ client, bucket })
+      const options = { contentType: "audio/wav", maxBytes: 1 << 30 }
+      const large = patternBytes(2 * PART_BYTES + 1024 * 1024, 3)
+      yield* store.putStream("large.wav", chunked(large, 64 * 1024), options)
+      const commands = commandsFor(sent, "large.wav")
+      assert.deepStrictEqual(commands.map((s) => s.command), [
+        "CreateMultipartUploadCommand",
+        "UploadPartCommand",
+        "UploadPartCommand",
+        "UploadPartCommand",
+        "CompleteMultipartUploadCommand"
+      ])
+      const uploads = commands.filter((s) => s.command === "UploadPartCommand")
+      assert.deepStrictEqual(uploads.map((s) => [s.input.PartNumber, s.input.ContentLength]), [[1, PART_BYTES], [2, PART_BYTES], [3, 1024 * 1024]])
+      assert.isTrue(commands.every((s) => s.outcome === "ok"))
+      const got = yield* store.get("large.wav")
+      assert.strictEqual(got?.contentType, "audio/wav")
+      assert.isTrue(Buffer.from(got!.body).equals(Buffer.from(large)), "the parts joined are the body")
+
+      yield* store.putStream("one-part.bin", chunked(patternBytes(PART_BYTES), 64 * 1024), options)
+      assert.deepStrictEqual(commandsFor(sent, "one-part.bin").map((s) => s.command), ["PutObjectCommand"])
+    }))
+
+  it.live("a streamed body that fails, grows too large or is interrupted after a part aborts its upload", () =>
+    Effect.gen(function*() {
+      const { bucket, client, s3 } = yield* s3LocalBucket("abort-bucket")
+      started.push(s3)
+      const sent = recordCommands(client)
+      const store = makeBlobStoreS3({ client, bucket })
+      const sixMiB = () => chunked(patternBytes(6 * 1024 * 1024), 64 * 1024)
+      const options = { contentType: "application/octet-stream", maxBytes: 1 << 30 }
+
+      const broke = new BodyBroke({ at: 6 * 1024 * 1024 })
+      assert.strictEqual(yield* Effect.flip(store.putStream("failing", sixMiB().pipe(Stream.concat(Stream.fail(broke))), options)), broke)
+      const tooLarge = yield* Effect.flip(store.putStream("too-large", sixMiB(), { ...options, maxBytes: 6 * 1024 * 1024 - 1 }))
+      assert.instanceOf(tooLarge, BlobTooLarge)
+      yield* interruptAfter(store, "interrupted", sixMiB())
+
+      for (const key of ["failing", "too-large", "interrupted"]) {
+        const commands = commandsFor(sent, key)
+        assert.deepStrictEqual(
+          commands.map((s) => s.command),
+          ["CreateMultipartUploadCommand", "UploadPartCommand", "AbortMultipartUploadCommand"],
+          key
+        )
+        const [, part, abort] = commands
+        assert.strictEqual(part!.outcome, "ok", `${key}: the part was uploaded`)
+        assert.strictEqual(abort!.input.UploadId, part!.input.UploadId, `${key}: the same upload is aborted`)
+        assert.isUndefined(yield* store.get(key), key)
+      }
+      assert.deepStrictEqual(yield* store.list(""), [])
+      // where the emulator lists multipart uploads, none is left open
+      const listed = yield* Effect.promise(() =>
+        client.send(new ListMultipartUploadsCommand({ Bucket: bucket })).then((answer) => answer.Uploads ?? [], () => undefined)
+      )
+      if (listed !== undefined) assert.deepStrictEqual(listed, [], "no multipart upload left open")
+    }))
+
   it.live("a key prefix confines the store to its part of the bucket", () =>
     Effect.gen(function*() {
       const { bucket, client, s3 } = yield* s3LocalBucket("shared-bucket")

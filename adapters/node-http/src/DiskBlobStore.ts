@@ -21,13 +21,18 @@
  * removed afterwards. `delete` takes the record away with one rename first. Two concurrent puts
  * of the same key can leave an unreferenced `.bin` file behind (never listed nor read).
  *
+ * Streams. `putStream` writes the body chunk by chunk to `<name>@<uuid>.tmp` (hashing it on the
+ * way), flushes it, renames it to `<name>@<uuid>.bin` and then writes the record as `put` does.
+ * A body that fails, is interrupted or passes `maxBytes` has its `.tmp` file removed (and empty
+ * folders pruned); the record, and so the blob already at the key, is untouched.
+ *
  * Other I/O failures are defects, as the port says.
  */
-import { Effect, Layer, Schema } from "effect"
-import { randomUUID } from "node:crypto"
+import { Effect, Exit, Layer, Schema, Stream } from "effect"
+import { createHash, randomUUID } from "node:crypto"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
-import { type Blob, BlobStore } from "@model-platform/core/ports/BlobStore"
+import { type Blob, BlobStore, BlobTooLarge, type PutStreamOptions, type PutStreamResult } from "@model-platform/core/ports/BlobStore"
 
 /** A key the disk store refuses to map to a path: a programming error, so a defect. */
 export class InvalidBlobKey extends Error {
@@ -125,6 +130,12 @@ const writeNew = async (path: string, data: Uint8Array | string, fsync: boolean)
   }
 }
 
+const writeAll = async (handle: Fs.FileHandle, data: Uint8Array): Promise<void> => {
+  for (let offset = 0; offset < data.byteLength;) {
+    offset += (await handle.write(data, offset, data.byteLength - offset)).bytesWritten
+  }
+}
+
 const syncDir = async (dir: string): Promise<void> => {
   const handle = await Fs.open(dir, "r")
   try {
@@ -157,32 +168,87 @@ const makeDiskBlobStore = (rootDir: string, options: DiskBlobStoreOptions) =>
       }
     }
 
-    const put = async (key: string, blob: Blob): Promise<void> => {
-      const { base, dir } = locate(root, key)
-      const recordPath = Path.join(dir, base + RECORD)
-      // a concurrent delete may prune the folder between mkdir and the first write: try again
+    /** Makes the blob's folder and a new file `name` in it. */
+    const openNew = async (dir: string, name: string): Promise<Fs.FileHandle> => {
+      // a concurrent delete may prune the folder between mkdir and open: try again
       for (let attempt = 1;; attempt++) {
-        const id = randomUUID()
-        const bodyName = `${base}@${id}.bin`
         try {
           await Fs.mkdir(dir, { recursive: true })
-          await writeNew(Path.join(dir, bodyName), blob.body, fsync)
+          return await Fs.open(Path.join(dir, name), "wx")
         } catch (error) {
           if (errorCode(error) === "ENOENT" && attempt < 5) continue
           throw error
         }
-        const previous = await readRecord(recordPath)
-        const record: Record = { contentType: blob.contentType, body: bodyName, size: blob.body.byteLength }
-        const temporary = Path.join(dir, `${base}@${id}.tmp`)
-        await writeNew(temporary, JSON.stringify(record), fsync)
-        await Fs.rename(temporary, recordPath)
-        if (fsync) await syncDir(dir)
-        if (previous !== undefined && previous.body !== bodyName) {
-          await Fs.rm(Path.join(dir, Path.basename(previous.body)), { force: true })
-        }
-        return
       }
     }
+
+    /** Points the blob's record at `record.body` (a complete file), then removes the body it replaced. */
+    const commit = async (dir: string, base: string, record: Record): Promise<void> => {
+      const recordPath = Path.join(dir, base + RECORD)
+      const previous = await readRecord(recordPath)
+      const temporary = Path.join(dir, `${base}@${randomUUID()}.tmp`)
+      await writeNew(temporary, JSON.stringify(record), fsync)
+      await Fs.rename(temporary, recordPath)
+      if (fsync) await syncDir(dir)
+      if (previous !== undefined && previous.body !== record.body) {
+        await Fs.rm(Path.join(dir, Path.basename(previous.body)), { force: true })
+      }
+    }
+
+    const put = async (key: string, blob: Blob): Promise<void> => {
+      const { base, dir } = locate(root, key)
+      const bodyName = `${base}@${randomUUID()}.bin`
+      const handle = await openNew(dir, bodyName)
+      try {
+        await writeAll(handle, blob.body)
+        if (fsync) await handle.sync()
+      } finally {
+        await handle.close()
+      }
+      await commit(dir, base, { contentType: blob.contentType, body: bodyName, size: blob.body.byteLength })
+    }
+
+    const putStream = <E>(
+      key: string,
+      body: Stream.Stream<Uint8Array, E>,
+      { contentType, maxBytes }: PutStreamOptions
+    ): Effect.Effect<PutStreamResult, E | BlobTooLarge> =>
+      Effect.suspend(() => {
+        const { base, dir } = locate(root, key)
+        const id = randomUUID()
+        const partial = `${base}@${id}.tmp`
+        const bodyName = `${base}@${id}.bin`
+        const hash = createHash("sha256")
+        let bytes = 0
+        const write = (handle: Fs.FileHandle) =>
+          Stream.runForEach(body, (chunk) => {
+            if (bytes + chunk.byteLength > maxBytes) return Effect.fail(new BlobTooLarge({ maxBytes }))
+            bytes += chunk.byteLength
+            hash.update(chunk)
+            // uninterruptible: the handle is closed only after the write it started
+            return Effect.uninterruptible(Effect.promise(() => writeAll(handle, chunk)))
+          })
+        const finish = (handle: Fs.FileHandle) =>
+          Effect.promise(async (): Promise<PutStreamResult> => {
+            if (fsync) await handle.sync()
+            await handle.close()
+            await Fs.rename(Path.join(dir, partial), Path.join(dir, bodyName))
+            await commit(dir, base, { contentType, body: bodyName, size: bytes })
+            return { bytes, sha256: hash.digest("hex") }
+          })
+        return Effect.acquireUseRelease(
+          Effect.promise(() => openNew(dir, partial)),
+          (handle) => write(handle).pipe(Effect.andThen(Effect.uninterruptible(finish(handle)))),
+          (handle) => Effect.promise(() => handle.close())
+        ).pipe(
+          Effect.onExit((exit) =>
+            Exit.isSuccess(exit) ? Effect.void : Effect.promise(async () => {
+              await Fs.rm(Path.join(dir, partial), { force: true })
+              await prune(dir)
+            })
+          )
+        )
+      })
 
     const get = async (key: string): Promise<Blob | undefined> => {
       const { base, dir } = locate(root, key)
@@ -250,6 +316,7 @@ const makeDiskBlobStore = (rootDir: string, options: DiskBlobStoreOptions) =>
 
     return BlobStore.of({
       put: (key, blob) => Effect.promise(() => put(key, blob)),
+      putStream,
       get: (key) => Effect.promise(() => get(key)),
       delete: (key) => Effect.promise(() => remove(key).then(() => undefined)),
       list: (prefix) => Effect.promise(() => list(prefix)),

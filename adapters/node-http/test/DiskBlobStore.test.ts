@@ -4,12 +4,12 @@
  * directory holds what was written.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Layer } from "effect"
+import { Cause, Effect, Exit, Layer, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { BlobStore } from "@model-platform/core/ports/BlobStore"
-import { blobStoreContract } from "@model-platform/test-harness/BlobContract"
+import { BlobStore, BlobTooLarge } from "@model-platform/core/ports/BlobStore"
+import { BodyBroke, blobStoreContract, chunked, interruptAfter, patternBytes } from "@model-platform/test-harness/BlobContract"
 import { BlobStoreDisk, InvalidBlobKey } from "../src/DiskBlobStore.ts"
 
 /** A fresh directory, removed when the scope closes. */
@@ -129,5 +129,28 @@ describe("BlobStoreDisk", () => {
         }), { concurrency: 4 })
       yield* Effect.all([writes, reads], { concurrency: 2 })
       assert.deepStrictEqual(yield* store.list(""), ["k"])
+    }))
+
+  it.live("putStream leaves a record and a body file; a refused one leaves no temporary file or folder", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      const store = yield* open(BlobStoreDisk(root))
+      const options = { contentType: "application/octet-stream", maxBytes: 4096 }
+      yield* store.putStream("d/item.bin", chunked(patternBytes(4000), 1000), options)
+      const before = filesUnder(root)
+      assert.deepStrictEqual(before.map((f) => f.replace(/@[0-9a-f-]{36}\./, "@<uuid>.")).sort(), [Path.join("d", "item.bin@<uuid>.bin"), Path.join("d", "item.bin@blob.json")])
+      const temporaries = () => filesUnder(root).filter((f) => f.endsWith(".tmp"))
+      for (const key of ["d/item.bin", "d/new.bin", "e/deeper/new.bin"]) {
+        const tooLarge = yield* Effect.flip(store.putStream(key, chunked(patternBytes(5000), 1000), options))
+        assert.instanceOf(tooLarge, BlobTooLarge, key)
+        const broke = new BodyBroke({ at: 3000 })
+        const failing = chunked(patternBytes(3000), 1000).pipe(Stream.concat(Stream.fail(broke)))
+        assert.strictEqual(yield* Effect.flip(store.putStream(key, failing, options)), broke, key)
+        yield* interruptAfter(store, key, chunked(patternBytes(3000), 1000), Effect.sync(() => {
+          assert.strictEqual(temporaries().length, 1, `${key}: the body is being written to a temporary file`)
+        }))
+        assert.deepStrictEqual(filesUnder(root), before, `${key}: only the blob that was there`)
+      }
+      assert.deepStrictEqual(Fs.readdirSync(root), ["d"], "folders made for refused writes are pruned")
     }))
 })

@@ -9,10 +9,14 @@
  *
  * Order: `list` answers keys in JavaScript's default string order (UTF-16 code units). Every key
  * whose order the suite checks is ASCII, where that order is also S3's (UTF-8 bytes).
+ *
+ * `putStream`: each refused write (too large, failing body, interrupted) is tried on a key that
+ * holds a blob, which must stay as it was, and on a fresh key, which must stay empty.
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
-import { Effect, type Layer } from "effect"
-import { type Blob, BlobStore } from "@model-platform/core/ports/BlobStore"
+import { Data, Deferred, Effect, Fiber, type Layer, Stream } from "effect"
+import { type Blob, BlobStore, BlobTooLarge } from "@model-platform/core/ports/BlobStore"
+import { sha256, toHex } from "@model-platform/core/Sha256"
 
 /** Store layers may start an emulator or open a directory. */
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
@@ -45,6 +49,56 @@ const putAll = (store: BlobStore["Service"], keys: ReadonlyArray<string>, concur
   Effect.forEach(keys, (key) => store.put(key, text(key)), { concurrency, discard: true })
 
 const sorted = (keys: ReadonlyArray<string>): Array<string> => [...keys].sort()
+
+/** `length` bytes of a pattern that does not repeat every 256 bytes. */
+export const patternBytes = (length: number, seed = 0): Uint8Array => {
+  const bytes = new Uint8Array(length)
+  for (let i = 0; i < length; i++) bytes[i] = (i * 31 + (i >> 8) + seed) & 0xff
+  return bytes
+}
+
+/** `body` as a stream of `size`-byte chunks (the last one shorter). */
+export const chunked = (body: Uint8Array, size: number): Stream.Stream<Uint8Array> =>
+  Stream.fromIterable(Array.from({ length: Math.ceil(body.byteLength / size) }, (_, i) => body.subarray(i * size, (i + 1) * size)))
+
+/** The error a test body fails with. */
+export class BodyBroke extends Data.TaggedError("BodyBroke")<{ readonly at: number }> {}
+
+const octets = (body: Uint8Array): Blob => ({ body, contentType: "application/octet-stream" })
+
+/** A key holding a blob and a fresh key, for checking that a refused write stored nothing. */
+const occupiedAndFresh = (store: BlobStore["Service"]) =>
+  Effect.gen(function*() {
+    const prefix = yield* freshPrefix
+    const previous = text("the blob that was there before", "text/x-previous")
+    yield* store.put(`${prefix}occupied.bin`, previous)
+    const nothingNew = Effect.gen(function*() {
+      assertBlob(yield* store.get(`${prefix}occupied.bin`), previous, "the blob already there is unchanged")
+      assert.isUndefined(yield* store.get(`${prefix}fresh.bin`), "nothing at the fresh key")
+      assert.deepStrictEqual(yield* store.list(prefix), [`${prefix}occupied.bin`], "no other key")
+    })
+    return { keys: [`${prefix}occupied.bin`, `${prefix}fresh.bin`] as const, nothingNew }
+  })
+
+/**
+ * Runs `putStream` on a body that emits `head`, then never ends; once the store has taken `head`
+ * (a stream is pulled again only after its previous chunks were handled), runs `meanwhile`, then
+ * interrupts the write.
+ */
+export const interruptAfter = (
+  store: BlobStore["Service"],
+  key: string,
+  head: Stream.Stream<Uint8Array>,
+  meanwhile: Effect.Effect<void> = Effect.void
+) =>
+  Effect.gen(function*() {
+    const taken = yield* Deferred.make<void>()
+    const body = head.pipe(Stream.concat(Stream.fromEffectDrain(Deferred.succeed(taken, undefined))), Stream.concat(Stream.never))
+    const fiber = yield* Effect.forkChild(store.putStream(key, body, { contentType: "application/octet-stream", maxBytes: 1 << 30 }))
+    yield* Deferred.await(taken)
+    yield* meanwhile
+    yield* Fiber.interrupt(fiber)
+  })
 
 // ---------------------------------------------------------------------------------------------
 // tests
@@ -204,6 +258,88 @@ const blobTests = (it: Vitest.MethodsNonLive<BlobStore>) =>
         assert.strictEqual(yield* store.deletePrefix(prefix), 1)
         assert.deepStrictEqual(yield* store.list(prefix), [])
       }))
+
+    it.effect("putStream writes a body given in many small chunks, replacing the blob there", () =>
+      Effect.gen(function*() {
+        const store = yield* BlobStore
+        const prefix = yield* freshPrefix
+        const body = patternBytes(100_003)
+        // chunks of 997 bytes, with empty chunks between some of them
+        const stream = chunked(body, 997).pipe(Stream.flatMap((chunk) =>
+          chunk[0]! % 3 === 0 ? Stream.make(chunk, new Uint8Array(0)) : Stream.succeed(chunk)
+        ))
+        yield* store.put(`${prefix}item.wav`, text("older and shorter"))
+        const result = yield* store.putStream(`${prefix}item.wav`, stream, { contentType: "audio/wav", maxBytes: 1 << 30 })
+        assert.deepStrictEqual(result, { bytes: body.byteLength, sha256: toHex(sha256(body)) })
+        assertBlob(yield* store.get(`${prefix}item.wav`), { body, contentType: "audio/wav" }, "streamed body")
+        assert.deepStrictEqual(yield* store.list(prefix), [`${prefix}item.wav`])
+      }))
+
+    it.effect("putStream of an empty body stores an empty blob", () =>
+      Effect.gen(function*() {
+        const store = yield* BlobStore
+        const key = `${yield* freshPrefix}empty.txt`
+        const result = yield* store.putStream(key, Stream.empty, { contentType: "text/plain", maxBytes: 0 })
+        assert.deepStrictEqual(result, {
+          bytes: 0,
+          sha256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        })
+        assertBlob(yield* store.get(key), { body: new Uint8Array(0), contentType: "text/plain" }, "empty")
+      }))
+
+    it.effect("putStream of exactly maxBytes is stored; one byte more fails with BlobTooLarge and stores nothing", () =>
+      Effect.gen(function*() {
+        const store = yield* BlobStore
+        const prefix = yield* freshPrefix
+        const exact = patternBytes(10_000, 1)
+        const fits = yield* store.putStream(`${prefix}exact.bin`, chunked(exact, 1000), { contentType: "application/octet-stream", maxBytes: 10_000 })
+        assert.strictEqual(fits.bytes, 10_000)
+        assertBlob(yield* store.get(`${prefix}exact.bin`), octets(exact), "exactly maxBytes")
+
+        const { keys, nothingNew } = yield* occupiedAndFresh(store)
+        for (const key of keys) {
+          // the body must not be read past the chunk that goes over
+          const body = chunked(patternBytes(10_001), 1000).pipe(Stream.concat(Stream.fail(new BodyBroke({ at: 10_001 }))))
+          const error = yield* Effect.flip(store.putStream(key, body, { contentType: "application/octet-stream", maxBytes: 10_000 }))
+          assert.instanceOf(error, BlobTooLarge, key)
+          assert.strictEqual((error as BlobTooLarge).maxBytes, 10_000)
+        }
+        yield* nothingNew
+      }))
+
+    it.effect("putStream of a body that fails halfway fails with that error and stores nothing", () =>
+      Effect.gen(function*() {
+        const store = yield* BlobStore
+        const { keys, nothingNew } = yield* occupiedAndFresh(store)
+        for (const key of keys) {
+          const broke = new BodyBroke({ at: 5000 })
+          const body = chunked(patternBytes(5000), 512).pipe(Stream.concat(Stream.fail(broke)))
+          const error = yield* Effect.flip(store.putStream(key, body, { contentType: "application/octet-stream", maxBytes: 1 << 30 }))
+          assert.strictEqual(error, broke, key)
+        }
+        yield* nothingNew
+      }))
+
+    it.effect("an interrupted putStream stores nothing", () =>
+      Effect.gen(function*() {
+        const store = yield* BlobStore
+        const { keys, nothingNew } = yield* occupiedAndFresh(store)
+        for (const key of keys) yield* interruptAfter(store, key, chunked(patternBytes(5000), 512))
+        yield* nothingNew
+      }))
+
+    it.effect("putStream of a body over one S3 part (11 MiB in 64 KiB chunks) round-trips", () =>
+      Effect.gen(function*() {
+        const store = yield* BlobStore
+        const key = `${yield* freshPrefix}large.bin`
+        const body = patternBytes(11 * 1024 * 1024, 7)
+        const result = yield* store.putStream(key, chunked(body, 64 * 1024), { contentType: "application/x-large", maxBytes: 1 << 30 })
+        assert.deepStrictEqual(result, { bytes: body.byteLength, sha256: toHex(sha256(body)) })
+        const got = yield* store.get(key)
+        assert.strictEqual(got?.contentType, "application/x-large")
+        assert.strictEqual(got?.body.byteLength, body.byteLength)
+        assert.strictEqual(toHex(sha256(got!.body)), result.sha256, "the stored bytes")
+      }), 120_000)
 
     it.effect("keys with spaces, punctuation and unicode round-trip and list", () =>
       Effect.gen(function*() {

@@ -2,16 +2,47 @@
  * Port: blobs (dataset items, fieldwork takes, statement exports). Keys are slash-separated paths
  * such as `datasets/ds_1/items/it_1.wav`. Store failures are defects.
  */
-import { Context, type Effect } from "effect"
+import { Context, type Effect, Schema, type Stream } from "effect"
 
 export interface Blob {
   readonly body: Uint8Array
   readonly contentType: string
 }
 
+/** A streamed body went past `maxBytes`: nothing new is stored. */
+export class BlobTooLarge extends Schema.TaggedError<BlobTooLarge>()("BlobTooLarge", {
+  maxBytes: Schema.Number
+}) {}
+
+export interface PutStreamOptions {
+  readonly contentType: string
+  /** The most bytes the body may have; one more fails the write with BlobTooLarge. */
+  readonly maxBytes: number
+}
+
+export interface PutStreamResult {
+  readonly bytes: number
+  /** Lower-case hex SHA-256 of the body. */
+  readonly sha256: string
+}
+
 export class BlobStore extends Context.Service<BlobStore, {
   /** Writes (or replaces) the blob at `key`. */
   readonly put: (key: string, blob: Blob) => Effect.Effect<void>
+  /**
+   * Writes the blob at `key` from `body`, chunk by chunk, never holding it whole (disk: a
+   * temporary file renamed into place; S3: a multipart upload, parts of PART_BYTES), and answers
+   * its size and hex SHA-256. More than `maxBytes` bytes: fails with BlobTooLarge. A failing or
+   * interrupted body fails with the stream's error or is interrupted (disk: the temporary file is
+   * removed; S3: the multipart upload is aborted). In all three cases nothing new is stored: a
+   * blob already at `key` is left as it was. Once the body has ended, storing it is not
+   * interrupted.
+   */
+  readonly putStream: <E>(
+    key: string,
+    body: Stream.Stream<Uint8Array, E>,
+    options: PutStreamOptions
+  ) => Effect.Effect<PutStreamResult, E | BlobTooLarge>
   readonly get: (key: string) => Effect.Effect<Blob | undefined>
   /** Deleting a missing key is not an error. */
   readonly delete: (key: string) => Effect.Effect<void>

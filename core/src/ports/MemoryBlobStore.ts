@@ -2,9 +2,12 @@
  * The blob port in memory: for tests, and the default of a platform given no blob store (Http.ts). Bodies are copied on the way in and on the way out, so a
  * caller that reuses or mutates its buffer cannot change what is stored (as with disk and S3).
  * Each operation is one `Ref` step, so a `deletePrefix` counts exactly what it removed.
+ * `putStream` collects the body (copying each chunk, failing as soon as it passes `maxBytes`) and
+ * stores it in one step at the end.
  */
-import { Effect, Layer, Ref } from "effect"
-import { type Blob, BlobStore } from "./BlobStore.ts"
+import { Effect, Layer, Ref, Stream } from "effect"
+import { sha256, toHex } from "../Sha256.ts"
+import { type Blob, BlobStore, BlobTooLarge } from "./BlobStore.ts"
 
 const copy = (blob: Blob): Blob => ({ body: new Uint8Array(blob.body), contentType: blob.contentType })
 
@@ -18,6 +21,27 @@ export const makeBlobStoreMemory: Effect.Effect<BlobStore["Service"]> = Effect.g
   return BlobStore.of({
     put: (key, blob) =>
       Ref.update(blobs, (map) => new Map(map).set(key, copy(blob))),
+    putStream: (key, body, { contentType, maxBytes }) =>
+      Effect.suspend(() => {
+        const chunks: Array<Uint8Array> = []
+        let bytes = 0
+        return Stream.runForEach(body, (chunk) => {
+          bytes += chunk.byteLength
+          if (bytes > maxBytes) return Effect.fail(new BlobTooLarge({ maxBytes }))
+          chunks.push(new Uint8Array(chunk))
+          return Effect.void
+        }).pipe(Effect.andThen(Effect.suspend(() => {
+          const whole = new Uint8Array(bytes)
+          let offset = 0
+          for (const chunk of chunks) {
+            whole.set(chunk, offset)
+            offset += chunk.byteLength
+          }
+          return Ref.update(blobs, (map) => new Map(map).set(key, { body: whole, contentType })).pipe(
+            Effect.as({ bytes, sha256: toHex(sha256(whole)) })
+          )
+        })))
+      }),
     get: (key) =>
       Ref.get(blobs).pipe(Effect.map((map) => {
         const blob = map.get(key)
