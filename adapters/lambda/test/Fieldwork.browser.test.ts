@@ -1,8 +1,8 @@
 /**
  * Fieldwork's participant page end to end on the Lambda shell (the shared flow of
  * adapters/test-harness/src/FieldworkBrowserFlow.ts): the API function over DynamoDB Local with
- * its takes in s3rver, behind a local stand-in for API Gateway (as lambdaBrowser.ts, without the
- * accounts functions this flow does not use). PUBLIC_URL is the stand-in's address, since a Lambda
+ * its takes in s3rver, behind lambdaBrowser.ts's stand-in for API Gateway (without the accounts
+ * functions this flow does not use). PUBLIC_URL is the stand-in's address, since a Lambda
  * sees every request as https: the page's same-origin calls come from the origin the key lists.
  * The flow looks into the bucket through a store of its own, as another function would.
  * Screenshots in adapters/lambda/test-artifacts/fieldwork/ (gitignored).
@@ -11,32 +11,13 @@ import { CreateBucketCommand } from "@aws-sdk/client-s3"
 import { fieldworkBrowserFlow } from "@model-platform/test-harness/FieldworkBrowserFlow"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { Effect } from "effect"
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import type * as Net from "node:net"
 import { resolve } from "node:path"
 import { type LambdaHandler, makeHandler } from "../src/Handler.ts"
 import { BlobStoreS3, makeBlobStoreS3 } from "../src/S3BlobStore.ts"
 import { startDynamoLocal } from "./dynamoLocal.ts"
 import { s3rverClient, startS3rver } from "./s3Local.ts"
-import { invocationContext, requestToEvent, resultToResponse, tableOn } from "./support.ts"
-
-/** The browser's request as API Gateway hands it on (hop-by-hop headers dropped). */
-const toRequest = async (incoming: IncomingMessage, base: string): Promise<Request> => {
-  const headers = new Headers()
-  for (let i = 0; i < incoming.rawHeaders.length; i += 2) {
-    const name = incoming.rawHeaders[i]!.toLowerCase()
-    if (!["connection", "keep-alive", "transfer-encoding", "upgrade"].includes(name)) headers.append(name, incoming.rawHeaders[i + 1]!)
-  }
-  const chunks: Array<Buffer> = []
-  for await (const chunk of incoming) chunks.push(chunk as Buffer)
-  const body = Buffer.concat(chunks)
-  return new Request(base + (incoming.url ?? "/"), { method: incoming.method ?? "GET", headers, ...(body.length === 0 ? {} : { body }) })
-}
-
-const send = async (response: Response, outgoing: ServerResponse) => {
-  outgoing.writeHead(response.status, [...response.headers.entries()].flat())
-  outgoing.end(Buffer.from(await response.arrayBuffer()))
-}
+import { startStandInGateway } from "./lambdaBrowser.ts"
+import { tableOn } from "./support.ts"
 
 fieldworkBrowserFlow({
   shell: "lambda, DynamoDB Local, blobs in s3rver",
@@ -48,17 +29,8 @@ fieldworkBrowserFlow({
     const bucket = "fieldwork-browser"
     await client.send(new CreateBucketCommand({ Bucket: bucket }))
     let api: LambdaHandler | undefined
-    const gateway = createServer((incoming, outgoing) => {
-      toRequest(incoming, url)
-        .then(async (request) => resultToResponse(await api!(await requestToEvent(request), invocationContext)))
-        .then((response) => send(response, outgoing))
-        .catch((error: unknown) => {
-          console.error("the stand-in for API Gateway failed", error)
-          outgoing.writeHead(502).end()
-        })
-    })
-    await new Promise<void>((listening) => gateway.listen(0, "127.0.0.1", listening))
-    const url = `http://127.0.0.1:${(gateway.address() as Net.AddressInfo).port}`
+    const gateway = await startStandInGateway(() => api!)
+    const url = `http://127.0.0.1:${gateway.port}`
     api = makeHandler({
       catalogue: fixtureCatalogue,
       ownerEmail: "owner@test.local",
@@ -77,7 +49,7 @@ fieldworkBrowserFlow({
         get: (key) => Effect.runPromise(Effect.map(look.get(key), (blob) => blob?.body))
       },
       stop: async () => {
-        await new Promise((closed) => gateway.close(closed))
+        await gateway.close()
         await api?.dispose()
         dynamo.client.destroy()
         client.destroy()

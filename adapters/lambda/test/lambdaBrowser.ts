@@ -54,6 +54,25 @@ const send = async (response: Response, outgoing: ServerResponse) => {
   outgoing.end(Buffer.from(await response.arrayBuffer()))
 }
 
+/** A local stand-in for API Gateway on a free port, handing each request to the handler `route` picks. */
+export const startStandInGateway = async (route: (path: string) => LambdaHandler) => {
+  const gateway = createServer((incoming, outgoing) => {
+    const origin = `http://localhost:${(gateway.address() as Net.AddressInfo).port}`
+    toRequest(incoming, origin)
+      .then(async (request) => resultToResponse(await route(new URL(request.url).pathname)(await requestToEvent(request), invocationContext)))
+      .then((response) => send(response, outgoing))
+      .catch((error: unknown) => {
+        console.error("the stand-in for API Gateway failed", error)
+        outgoing.writeHead(502).end()
+      })
+  })
+  await new Promise<void>((listening) => gateway.listen(0, "127.0.0.1", listening))
+  return {
+    port: (gateway.address() as Net.AddressInfo).port,
+    close: () => new Promise<void>((closed) => gateway.close(() => closed()))
+  }
+}
+
 /** Starts the platform for a browser flow (AccountsBrowserFlow.ts FlowSetup). */
 export const startLambdaForBrowser = async ({ clock, machineUrl, recoveryDelayMs, smtpUrl }: FlowSetup): Promise<PlatformUnderTest> => {
   const catalogue = flowCatalogue(demo, machineUrl)
@@ -62,21 +81,8 @@ export const startLambdaForBrowser = async ({ clock, machineUrl, recoveryDelayMs
   let api: LambdaHandler | undefined
   let accounts: Array<LambdaHandler> = []
   let turn = 0
-  const gateway = createServer((incoming, outgoing) => {
-    const origin = `http://localhost:${(gateway.address() as Net.AddressInfo).port}`
-    toRequest(incoming, origin)
-      .then(async (request) => {
-        const handler = isAccountsRoute(new URL(request.url).pathname) ? accounts[turn++ % accounts.length]! : api!
-        return resultToResponse(await handler(await requestToEvent(request), invocationContext))
-      })
-      .then((response) => send(response, outgoing))
-      .catch((error: unknown) => {
-        console.error("the stand-in for API Gateway failed", error)
-        outgoing.writeHead(502).end()
-      })
-  })
-  await new Promise<void>((listening) => gateway.listen(0, "127.0.0.1", listening))
-  const port = (gateway.address() as Net.AddressInfo).port
+  const gateway = await startStandInGateway((path) => isAccountsRoute(path) ? accounts[turn++ % accounts.length]! : api!)
+  const port = gateway.port
   // What every function of the stack gets from the same environment (lambda.ts), and one network
   // for all of them, as a real network is one (the simulated one lives in a process).
   const network = Layer.succeedContext(await Effect.runPromise(Effect.scoped(Layer.build(SimulatedNetwork.layer()))))
@@ -107,7 +113,7 @@ export const startLambdaForBrowser = async ({ clock, machineUrl, recoveryDelayMs
     url: `http://127.0.0.1:${port}`,
     accounts: `http://localhost:${port}/accounts`,
     stop: async () => {
-      await new Promise((closed) => gateway.close(closed))
+      await gateway.close()
       for (const handler of [api, ...accounts]) await handler?.dispose()
       dynamo.client.destroy()
       await local.stop()
