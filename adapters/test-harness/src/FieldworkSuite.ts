@@ -13,6 +13,7 @@ import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fillPath, platformEndpoints } from "./ApiEndpoints.ts"
 import type { BlobLister, ShellUnderTest } from "./HttpSuite.ts"
+import { clientOf, type Request } from "./IsolationWorld.ts"
 
 export type FieldworkShell = ShellUnderTest & BlobLister
 
@@ -59,24 +60,7 @@ export const fieldworkSuite = (shell: string, start: () => Promise<FieldworkShel
       await platform?.close()
     })
 
-    const call = async (method: string, path: string, o: { key?: string; body?: unknown; headers?: Record<string, string>; raw?: Uint8Array } = {}) => {
-      const headers: Record<string, string> = { ...o.headers }
-      if (o.key !== undefined) headers.authorization = `Bearer ${o.key}`
-      if (o.body !== undefined) headers["content-type"] = "application/json"
-      const response = await platform.fetch(path, {
-        method,
-        headers,
-        ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : o.raw !== undefined ? { body: o.raw as unknown as BodyInit } : {})
-      })
-      const text = await response.text()
-      let json: any
-      try {
-        json = JSON.parse(text)
-      } catch {
-        json = undefined
-      }
-      return { status: response.status, headers: response.headers, text, json }
-    }
+    const call = (method: string, path: string, request?: Request) => clientOf(platform).call(method, path, request)
     const owner = () => platform.ownerSecret
     /** A call of the participant flow from ORIGIN with the ingest key. */
     const ingest = (key: string, method: string, path: string, o: { token?: string; body?: unknown; headers?: Record<string, string>; raw?: Uint8Array } = {}) =>

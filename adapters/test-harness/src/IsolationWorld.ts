@@ -18,7 +18,10 @@ export interface Answer {
 
 export interface Request {
   readonly key?: string
+  /** Sent as JSON. */
   readonly body?: unknown
+  /** Sent as they are (an audio take, a file), with the content type the headers give. */
+  readonly raw?: Uint8Array
   readonly headers?: Record<string, string>
 }
 
@@ -37,7 +40,11 @@ export const clientOf = (shell: ShellUnderTest): Client => {
     const response = await shell.fetch(path, {
       method,
       headers,
-      ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) })
+      ...(request.body !== undefined
+        ? { body: JSON.stringify(request.body) }
+        : request.raw !== undefined
+        ? { body: request.raw as unknown as BodyInit }
+        : {})
     })
     const text = await response.text()
     let json: unknown
@@ -253,12 +260,12 @@ export const buildWorld = async (client: Client, name: string, key: string, snap
   const asParticipant = { key: ingestKey.key, headers: { ...flow.headers, "x-participant-token": participant.token } }
   await call("POST", "/ingest/participant/consent", { ...asParticipant, body: { given: { rec: true } } })
   const wav = encodeWav(Array.from({ length: 1600 }, (_, i) => Math.sin(i / 8)), 16000)
-  const take = await client.shell.fetch(`/ingest/items?prompt=p1`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${ingestKey.key}`, ...asParticipant.headers, "content-type": "audio/wav", "x-content-sha256": toHex(sha256(wav)) },
-    body: wav as unknown as BodyInit
+  const take = await call("POST", "/ingest/items?prompt=p1", {
+    ...asParticipant,
+    raw: wav,
+    headers: { ...asParticipant.headers, "content-type": "audio/wav", "x-content-sha256": toHex(sha256(wav)) }
   })
-  const item = (await take.json() as { id: string }).id
+  const item = take.json.id as string
   const exported = (await write("POST", "/datasets/:id/exports", `/datasets/${project.dataset_id}/exports`, undefined)).id as string
   ids.dataset_item.push(item)
   ids.dataset_export.push(exported)

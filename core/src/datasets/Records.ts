@@ -7,8 +7,8 @@
 import { Schema } from "effect"
 import { documentKind } from "../ports/Documents.ts"
 import { Timestamp } from "../Time.ts"
-import { Answers, TakeStatus } from "../fieldwork/Schemas.ts"
-import { DatasetKind, DatasetSource } from "./Schemas.ts"
+import { TakeMeta } from "../fieldwork/Schemas.ts"
+import { DatasetItem, DatasetKind, DatasetSource } from "./Schemas.ts"
 
 export const DatasetRecord = Schema.Struct({
   id: Schema.String,
@@ -28,28 +28,13 @@ export type DatasetRecord = typeof DatasetRecord.Type
 
 export const DatasetDocuments = documentKind("dataset", DatasetRecord, (r) => r.account_id)
 
+/** An item as shown (Schemas.ts DatasetItem), with where its bytes are and the take's meta. */
 export const ItemRecord = Schema.Struct({
-  id: Schema.String,
+  ...DatasetItem.fields,
   dataset_id: Schema.String,
   blob_key: Schema.String,
-  /** The uploaded file's name, or the prompt's id for a take. */
-  name: Schema.String,
-  content_type: Schema.String,
-  bytes: Schema.Int,
-  sha256: Schema.String,
-  duration_ms: Schema.NullOr(Schema.Int),
-  /** A take's participant and prompt; null for an upload. */
-  participant_id: Schema.NullOr(Schema.String),
-  prompt_id: Schema.NullOr(Schema.String),
-  status: TakeStatus,
-  review_note: Schema.NullOr(Schema.String),
-  reviewed_at: Schema.NullOr(Timestamp),
   /** X-Fieldwork-Meta, decoded. */
-  meta: Schema.NullOr(Schema.Struct({
-    capture: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown)),
-    answers: Schema.optionalKey(Answers)
-  })),
-  created_at: Timestamp,
+  meta: Schema.NullOr(TakeMeta),
   version: Schema.Int
 })
 export type ItemRecord = typeof ItemRecord.Type

@@ -56,11 +56,13 @@ export type DatasetDeleted = typeof DatasetDeleted.Type
 /** An item of a dataset: an uploaded file or a fieldwork take. */
 export const DatasetItem = Schema.Struct({
   id: Schema.String,
+  /** The uploaded file's name; a take's is `<prompt id>.wav`. */
   name: Schema.String,
   content_type: Schema.String,
   bytes: Schema.Int,
   sha256: Schema.String,
   duration_ms: Schema.NullOr(Schema.Int),
+  /** A take's participant and prompt; null for an upload. */
   participant_id: Schema.NullOr(Schema.String),
   prompt_id: Schema.NullOr(Schema.String),
   status: TakeStatus,
