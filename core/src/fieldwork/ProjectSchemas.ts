@@ -54,17 +54,23 @@ export const CreateProject = Schema.Struct({
 })
 export type CreateProject = typeof CreateProject.Type
 
-export const Project = Schema.Struct({
-  id: Schema.String,
+/** A project's settings, as shown and as kept (Records.ts). */
+export const ProjectSettings = Schema.Struct({
   name: Schema.String,
+  /** The dataset (source fieldwork) the takes go to. */
   dataset_id: Schema.String,
-  data_type: Schema.Literal("audio"),
   prompts: Schema.Array(Prompt),
   capture: CaptureFormat,
   limits: IngestLimits,
   questions: Schema.Array(Question),
   consent: ConsentText,
-  challenge_difficulty: Schema.Int,
+  challenge_difficulty: Schema.Int
+})
+
+export const Project = Schema.Struct({
+  id: Schema.String,
+  ...ProjectSettings.fields,
+  data_type: Schema.Literal("audio"),
   /** Participants not withdrawn. */
   participants: Schema.Int,
   /** Takes stored. */

@@ -22,15 +22,7 @@ export const DEFAULT_CHALLENGE_DIFFICULTY = 16
 /** The record id of a key or token: derived from its hash, so a call finds it with one read. */
 export const idFromHash = (kind: string, hash: string) => `${kind}_${hash.slice(0, 32)}`
 
-export const toIngestKey = (k: IngestKeyRecord): IngestKey => ({
-  id: k.id,
-  project_id: k.project_id,
-  name: k.name,
-  origins: k.origins,
-  prefix: k.prefix,
-  created_at: k.created_at,
-  revoked_at: k.revoked_at
-})
+export const toIngestKey = ({ account_id: _account, key_hash: _hash, version: _version, ...shown }: IngestKeyRecord): IngestKey => shown
 
 const invalid = (message: string) => Errors.badRequest("invalid_request", message)
 

@@ -7,20 +7,13 @@
 import { Schema } from "effect"
 import { documentKind } from "../ports/Documents.ts"
 import { Timestamp } from "../Time.ts"
-import { Answers, CaptureFormat, ConsentText, IngestLimits, Prompt, Question } from "./Schemas.ts"
+import { IngestKey, ProjectSettings } from "./ProjectSchemas.ts"
+import { Answers } from "./Schemas.ts"
 
 export const ProjectRecord = Schema.Struct({
   id: Schema.String,
   account_id: Schema.String,
-  /** The dataset (source fieldwork) the takes go to. */
-  dataset_id: Schema.String,
-  name: Schema.String,
-  prompts: Schema.Array(Prompt),
-  capture: CaptureFormat,
-  limits: IngestLimits,
-  questions: Schema.Array(Question),
-  consent: ConsentText,
-  challenge_difficulty: Schema.Int,
+  ...ProjectSettings.fields,
   created_at: Timestamp,
   updated_at: Timestamp,
   version: Schema.Int
@@ -34,15 +27,9 @@ export const ProjectDocuments = documentKind("fieldwork_project", ProjectRecord,
  * with one read; only the hash is kept.
  */
 export const IngestKeyRecord = Schema.Struct({
-  id: Schema.String,
+  ...IngestKey.fields,
   account_id: Schema.String,
-  project_id: Schema.String,
-  name: Schema.String,
-  origins: Schema.Array(Schema.String),
   key_hash: Schema.String,
-  prefix: Schema.String,
-  created_at: Timestamp,
-  revoked_at: Schema.NullOr(Timestamp),
   version: Schema.Int
 })
 export type IngestKeyRecord = typeof IngestKeyRecord.Type
