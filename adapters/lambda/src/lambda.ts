@@ -87,6 +87,9 @@ const startPlatform = Effect.gen(function*() {
   const trustedServices = yield* trustedPlatform(platformClient?.id ?? DEFAULT_PLATFORM_CLIENT_ID, serviceKeys, assertions.jwks).pipe(
     Effect.mapError((error) => new LambdaConfigError({ message: error.message }))
   )
+  if (Option.isNone(config.bucketName)) {
+    yield* Effect.logWarning(`${ENV.bucket} is not set: dataset files and fieldwork takes are kept in this container's memory and lost`)
+  }
   return makeHandler({
     catalogue,
     accounts,

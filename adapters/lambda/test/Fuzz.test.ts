@@ -116,6 +116,6 @@ const startLambdaFuzz = async (): Promise<FuzzShell> => {
   }
 }
 
-// 75 cases per endpoint by default (the Node shell runs 150 through the same core): DynamoDB Local
+// 50 cases per endpoint by default (the Node shell runs 100 through the same core): DynamoDB Local
 // makes each case several times slower, and the whole CI run has a budget (FUZZ_RUNS for more).
-fuzzSuite("lambda (API Gateway v2), DynamoDB Local", startLambdaFuzz, 75)
+fuzzSuite("lambda (API Gateway v2), DynamoDB Local", startLambdaFuzz, 50)

@@ -63,5 +63,5 @@ const startNodeFuzz = async (): Promise<FuzzShell> => {
   }
 }
 
-// 150 cases per endpoint by default: the whole CI run has a budget (FUZZ_RUNS for more).
-fuzzSuite("node-http, embedded Postgres", startNodeFuzz, 150)
+// 100 cases per endpoint by default: the whole CI run has a budget (FUZZ_RUNS for more).
+fuzzSuite("node-http, embedded Postgres", startNodeFuzz, 100)

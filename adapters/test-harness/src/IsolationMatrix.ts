@@ -272,8 +272,13 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
       return out
     }
 
+    /** A's state as last read: each check reads it once after, and that is the next check's before. */
+    let lastA: Snapshot | undefined
+    const stateOfA = async () => (lastA ??= await snapshot(A))
+
     const expectAUnchanged = async (before: Snapshot, context: string) => {
       const after = await snapshot(A)
+      lastA = after
       checks++
       expect(after, `${context}: A's state changed`).toEqual(before)
     }
@@ -394,7 +399,7 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
           }
           return
         }
-        const before = await snapshot(A)
+        const before = await stateOfA()
         const bodies: Array<{ body: unknown; idempotencyKey: string | undefined }> = [{ body: validBody(e), idempotencyKey: undefined }]
         for (const w of A.writes.filter((w) => w.template === e.path && w.method === e.method)) {
           bodies.push({ body: w.body, idempotencyKey: w.idempotencyKey })
@@ -441,7 +446,7 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
     for (const { endpoint: e, fields } of bodyIdWrites) {
       it(`${labelOf(e)}: A's ids in the body (${fields.join(", ")}) change nothing of A's`, async () => {
         needsTwo()
-        const before = await snapshot(A)
+        const before = await stateOfA()
         const failures: Array<string> = []
         const notes: Array<string> = []
         for (const field of fields) {
@@ -517,7 +522,7 @@ export const isolationMatrixSuite = (shell: string, start: () => Promise<ShellUn
 
     it("B sending A's writes with A's Idempotency-Keys gets its own answers, never A's replay", async () => {
       needsTwo()
-      const before = await snapshot(A)
+      const before = await stateOfA()
       const failures: Array<string> = []
       // What B sent so far is B's own: a later answer may list it (a key B made with A's key's
       // name, listed in the limits view POST /billing/limits answers).

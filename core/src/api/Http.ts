@@ -129,8 +129,8 @@ export interface PlatformOptions {
   readonly serviceKeys?: SigningKeys | undefined
   /**
    * Where dataset files and fieldwork takes are kept (docs/datasets.md): the Node server's disk,
-   * the Lambda shell's S3 bucket. None: in memory, gone when the process ends (tests), with a
-   * warning at start.
+   * the Lambda shell's S3 bucket. None: in memory, gone when the process ends (tests; a shell
+   * that falls back to it says so).
    */
   readonly blobs?: Layer.Layer<BlobStore> | undefined
   /** The largest fieldwork take the shell can receive, when less than 12 MiB (Lambda's request limit). */
@@ -257,9 +257,7 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     Layer.provide(Layer.mergeAll(ApiKeys.layer, options.agentApprovals ?? NoAgentApprovals, options.network ?? NoNetwork))
   )
   // Datasets and Fieldwork (docs/datasets.md, docs/fieldwork.md) over the blob store.
-  const blobs = options.blobs ?? Layer.effectDiscard(
-    Effect.logWarning("no blob store is configured: dataset files and takes are kept in memory and lost at exit")
-  ).pipe(Layer.provideMerge(BlobStoreMemory))
+  const blobs = options.blobs ?? BlobStoreMemory
   const datasets = Datasets.layer.pipe(Layer.provide(blobs))
   const fieldwork = Layer.mergeAll(Projects.layer, Ingest.layer({ publicUrl: options.publicUrl, maxTakeBytes: options.maxTakeBytes }), Datasets.sweeper).pipe(
     Layer.provideMerge(datasets)
