@@ -2,7 +2,7 @@
  * The participant flow's use-cases (docs/fieldwork.md "The participant flow"), behind an ingest
  * key: the project as a participant sees it, challenges, participants, consent, takes and
  * withdrawal. Every refusal is an `IngestRefusal` (status, code, message) the routes answer in
- * the platform's error shape; a refused take stores nothing.
+ * the platform's error shape (TakeChecks.ts); a refused take stores nothing.
  */
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { Datasets } from "../datasets/Datasets.ts"
@@ -10,9 +10,7 @@ import type { ItemRecord } from "../datasets/Records.ts"
 import { base64url, generateId, hashSecret, randomBytes } from "../Keys.ts"
 import { DocumentStores } from "../ports/DocumentStores.ts"
 import { updateDocument } from "../ports/Documents.ts"
-import { sha256, toHex } from "../Sha256.ts"
-import { exceedsJsonDepth, MAX_TAKE_BYTES } from "../Limits.ts"
-import { textProblem } from "../Text.ts"
+import { MAX_TAKE_BYTES } from "../Limits.ts"
 import { now, toTimestamp } from "../Time.ts"
 import { idFromHash } from "./Projects.ts"
 import { solves } from "./ProofOfWork.ts"
@@ -28,16 +26,8 @@ import {
   ProjectDocuments,
   type ProjectRecord
 } from "./Records.ts"
-import { type CreateParticipant, DeviceId, type GiveConsent, TakeMeta } from "./Schemas.ts"
-import { readWav } from "./Wav.ts"
-
-export class IngestRefusal extends Schema.TaggedError<IngestRefusal>()("IngestRefusal", {
-  status: Schema.Int,
-  code: Schema.String,
-  message: Schema.String
-}) {}
-
-const refuse = (status: number, code: string, message: string) => Effect.fail(new IngestRefusal({ status, code, message }))
+import { type CreateParticipant, DeviceId, type GiveConsent } from "./Schemas.ts"
+import { checkTake, IngestRefusal, refuse, type TakeUpload } from "./TakeChecks.ts"
 
 /** A challenge stays valid this long after it is issued. */
 export const CHALLENGE_TTL_MS = 10 * 60 * 1000
@@ -45,54 +35,12 @@ export const CHALLENGE_TTL_MS = 10 * 60 * 1000
 /** The visible start of a participant token, `mpt_` then 43 base64url characters. */
 export const PARTICIPANT_TOKEN_PREFIX = "mpt_"
 
-/** Bytes of X-Fieldwork-Meta at most (base64url text). */
-export const MAX_META_CHARS = 4096
-
 /** What a call carries that says who it is from. */
 export interface IngestCaller {
   readonly key: IngestKeyRecord
   readonly project: ProjectRecord
 }
 
-/** A take as the route received it. */
-export interface TakeUpload {
-  readonly promptId: string | undefined
-  readonly contentType: string | undefined
-  readonly contentSha256: string | undefined
-  readonly meta: string | undefined
-  readonly body: Uint8Array
-}
-
-const decodeMeta = (text: string): unknown => {
-  if (text.length > MAX_META_CHARS || !/^[A-Za-z0-9_-]*={0,2}$/.test(text)) return undefined
-  try {
-    const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"))
-    const json = new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)))
-    const value: unknown = JSON.parse(json)
-    // Stored as JSON by every store: no NUL or lone surrogate anywhere, and not deep.
-    return exceedsJsonDepth(value, 8) || hasBadText(value) ? undefined : value
-  } catch {
-    return undefined
-  }
-}
-
-/** Whether any key or string inside a parsed JSON value is not client text (Text.ts). */
-const hasBadText = (value: unknown): boolean => {
-  const stack: Array<unknown> = [value]
-  while (stack.length > 0) {
-    const v = stack.pop()
-    if (typeof v === "string") {
-      if (textProblem(v) !== undefined) return true
-    } else if (typeof v === "object" && v !== null) {
-      for (const [k, child] of Object.entries(v)) {
-        if (textProblem(k) !== undefined) return true
-        stack.push(child)
-      }
-    }
-  }
-  return false
-}
-const decodeTakeMeta = Schema.decodeUnknownOption(TakeMeta)
 const isDeviceId = Schema.is(DeviceId)
 
 export interface IngestOptions {
@@ -309,54 +257,7 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
     Effect.gen(function*() {
       const found = yield* participantOf(caller, token)
       const { project } = caller
-      if (upload.body.length > maxTakeBytes) {
-        return yield* refuse(413, "payload_too_large", `The take is larger than ${maxTakeBytes} bytes, the most this platform takes.`)
-      }
-      if ((upload.contentType ?? "").split(";")[0]!.trim().toLowerCase() !== "audio/wav") {
-        return yield* refuse(415, "unsupported_media_type", "Send the take as `Content-Type: audio/wav`.")
-      }
-      if (upload.promptId === undefined || upload.promptId === "") {
-        return yield* refuse(400, "missing_prompt", "Name the prompt the take answers: POST /ingest/items?prompt=<prompt id>.")
-      }
-      const promptId = upload.promptId
-      if (!project.prompts.some((p) => p.id === promptId)) {
-        return yield* refuse(404, "prompt_not_found", `This project has no prompt ${promptId.slice(0, 64)}.`)
-      }
-      if (upload.contentSha256 === undefined || !/^[0-9a-fA-F]{64}$/.test(upload.contentSha256)) {
-        return yield* refuse(400, "missing_content_sha256", "Send X-Content-Sha256: the hex SHA-256 of the body.")
-      }
-      const digest = toHex(sha256(upload.body))
-      if (digest !== upload.contentSha256.toLowerCase()) {
-        return yield* refuse(400, "checksum_mismatch", `The body's SHA-256 is ${digest}, not the X-Content-Sha256 sent.`)
-      }
-      let meta: ItemRecord["meta"] = null
-      if (upload.meta !== undefined) {
-        const decoded = decodeTakeMeta(decodeMeta(upload.meta))
-        if (decoded._tag === "None") {
-          return yield* refuse(400, "invalid_meta", "X-Fieldwork-Meta must be base64url JSON {capture?, answers?} of at most 4 KB.")
-        }
-        meta = decoded.value
-      }
-      const wav = readWav(upload.body)
-      if ("code" in wav) return yield* refuse(400, wav.code, wav.message)
-      if (wav.channels !== 1) return yield* refuse(400, "wav_not_mono", `The take has ${wav.channels} channels; send mono (1 channel).`)
-      if (wav.bitsPerSample !== 16) {
-        return yield* refuse(400, "wav_not_16_bit", `The take has ${wav.bitsPerSample}-bit samples; send 16-bit PCM.`)
-      }
-      if (wav.sampleRateHz !== project.capture.sample_rate_hz) {
-        return yield* refuse(
-          400,
-          "wav_sample_rate",
-          `The take is at ${wav.sampleRateHz} Hz; this project records at ${project.capture.sample_rate_hz} Hz.`
-        )
-      }
-      const seconds = wav.durationMs / 1000
-      if (project.capture.min_seconds !== null && seconds < project.capture.min_seconds) {
-        return yield* refuse(400, "take_too_short", `The take lasts ${seconds} s; at least ${project.capture.min_seconds} s.`)
-      }
-      if (project.capture.max_seconds !== null && seconds > project.capture.max_seconds) {
-        return yield* refuse(400, "take_too_long", `The take lasts ${seconds} s; at most ${project.capture.max_seconds} s.`)
-      }
+      const { digest, meta, promptId, wav } = yield* checkTake(project, upload, maxTakeBytes)
       const takeId = yield* generateId("it")
       yield* reserveTake(caller, found.id, takeId, promptId)
       const item: ItemRecord = {
