@@ -38,7 +38,7 @@ export const MAX_TAKE_BYTES = 12 * 1024 * 1024
 
 /**
  * Bytes of one file on POST /datasets/{id}/items: streamed into the blob store, never held whole
- * (datasets/UploadRoute.ts). The Lambda shell's own request limit (6 MB) comes first there.
+ * (datasets/FileRoutes.ts). The Lambda shell's own request limit (6 MB) comes first there.
  */
 export const MAX_UPLOAD_BYTES = 1024 * 1024 * 1024
 

@@ -345,8 +345,17 @@ export const fieldworkSuite = (shell: string, start: () => Promise<FieldworkShel
         const other = await upload(small, {}, { key: await platform.newAccount() })
         expect([other.status, other.json.error.code]).toEqual([404, "dataset_not_found"])
       }
-      expect(await dataset(id)).toMatchObject({ items: 1, bytes: file.length })
+      expect(await dataset(id)).toMatchObject({ items: 1, bytes: file.length, updated_at: stored.json.created_at })
       expect(await platform.blobs(`datasets/${id}/`)).toHaveLength(1)
+      // The owner downloads it back, byte for byte; nobody else can.
+      const content = `/datasets/${id}/items/${stored.json.id}/content`
+      const download = await platform.fetch(content, { headers: { authorization: `Bearer ${reader.json.secret}` } })
+      expect([download.status, download.headers.get("content-type"), download.headers.get("x-content-sha256")]).toEqual([200, "text/plain", hex(file)])
+      expect(hex(new Uint8Array(await download.arrayBuffer()))).toBe(hex(file))
+      if (platform.newAccount !== undefined) {
+        expect((await call("GET", content, { key: await platform.newAccount() })).json.error.code).toBe("dataset_not_found")
+      }
+      expect((await call("GET", `/datasets/${id}/items/it_none/content`, { key: owner() })).json.error.code).toBe("item_not_found")
       expect((await call("DELETE", `/datasets/${id}`, { key: owner() })).status).toBe(200)
       expect(await platform.blobs(`datasets/${id}/`)).toEqual([])
     })

@@ -14,7 +14,7 @@ import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { Agents } from "../agents/Agents.ts"
 import { Datasets } from "../datasets/Datasets.ts"
-import { UploadRoute, UploadRouteTable } from "../datasets/UploadRoute.ts"
+import { DownloadRoute, FileRouteTable, UploadRoute } from "../datasets/FileRoutes.ts"
 import { Ingest } from "../fieldwork/Ingest.ts"
 import { IngestRouteTable, IngestRoutes } from "../fieldwork/IngestRoutes.ts"
 import { Projects } from "../fieldwork/Projects.ts"
@@ -302,7 +302,8 @@ export const AppRoutes = Layer.mergeAll(
   IngestRoutes,
   RecordPageRoute,
   UploadRoute,
-  fallbackRoute([PlatformApi, SimulatedApi, InferenceApi, IngestRouteTable, UploadRouteTable], [OPENAPI_PATH, DOCS_PATH, INFERENCE_OPENAPI_PATH, JWKS_PATH, RECORD_PAGE_PATH]),
+  DownloadRoute,
+  fallbackRoute([PlatformApi, SimulatedApi, InferenceApi, IngestRouteTable, FileRouteTable], [OPENAPI_PATH, DOCS_PATH, INFERENCE_OPENAPI_PATH, JWKS_PATH, RECORD_PAGE_PATH]),
   ErrorShapeMiddleware,
   RequestLimitsMiddleware
 )

@@ -18,7 +18,7 @@ import { Catalogue } from "../Catalogue.ts"
 import * as Errors from "../Errors.ts"
 import * as Limits from "../Limits.ts"
 import { textProblem } from "../Text.ts"
-import { isUpload } from "../datasets/UploadRoute.ts"
+import { isUpload } from "../datasets/FileRoutes.ts"
 import { errorResponse } from "./ErrorShape.ts"
 
 /** The ingest flow's take upload, a route with a larger body. */

@@ -96,7 +96,8 @@ const make = Effect.gen(function*() {
       items: all.length,
       bytes: all.reduce((sum, i) => sum + i.bytes, 0),
       created_at: d.created_at,
-      updated_at: d.updated_at
+      // An item added is a change of the dataset too.
+      updated_at: all.reduce((latest, i) => (i.created_at > latest ? i.created_at : latest), d.updated_at)
     }))
 
   /** A new dataset of the account (POST /datasets makes upload ones; fieldwork its own). */
