@@ -7,7 +7,6 @@
 import { Schema } from "effect"
 import { documentKind } from "../ports/Documents.ts"
 import { Timestamp } from "../Time.ts"
-import { TakeMeta } from "../fieldwork/Schemas.ts"
 import { DatasetItem, DatasetKind, DatasetSource } from "./Schemas.ts"
 
 export const DatasetRecord = Schema.Struct({
@@ -33,8 +32,8 @@ export const ItemRecord = Schema.Struct({
   ...DatasetItem.fields,
   dataset_id: Schema.String,
   blob_key: Schema.String,
-  /** X-Fieldwork-Meta, decoded. */
-  meta: Schema.NullOr(TakeMeta),
+  /** What the item's source said of it, kept as given (a take: its X-Fieldwork-Meta, checked there). */
+  meta: Schema.NullOr(Schema.Unknown),
   version: Schema.Int
 })
 export type ItemRecord = typeof ItemRecord.Type

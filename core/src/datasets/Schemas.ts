@@ -4,7 +4,6 @@
  * in blob storage.
  */
 import { Schema } from "effect"
-import { TakeStatus } from "../fieldwork/Schemas.ts"
 import { Text } from "../Text.ts"
 import { Timestamp } from "../Time.ts"
 
@@ -53,6 +52,10 @@ export const DatasetDeleted = Schema.Struct({
 })
 export type DatasetDeleted = typeof DatasetDeleted.Type
 
+/** An item's review by the dataset's owner (a fieldwork participant sees it on their takes). */
+export const ItemStatus = Schema.Literals(["pending_review", "accepted", "rejected"])
+export type ItemStatus = typeof ItemStatus.Type
+
 /** An item of a dataset: an uploaded file or a fieldwork take. */
 export const DatasetItem = Schema.Struct({
   id: Schema.String,
@@ -65,7 +68,7 @@ export const DatasetItem = Schema.Struct({
   /** A take's participant and prompt; null for an upload. */
   participant_id: Schema.NullOr(Schema.String),
   prompt_id: Schema.NullOr(Schema.String),
-  status: TakeStatus,
+  status: ItemStatus,
   review_note: Schema.NullOr(Schema.String),
   reviewed_at: Schema.NullOr(Timestamp),
   created_at: Timestamp

@@ -5,6 +5,7 @@
  * JSON shapes only (and the headers' formats); the flow lives elsewhere.
  */
 import { Schema } from "effect"
+import { ItemStatus } from "../datasets/Schemas.ts"
 import { Text } from "../Text.ts"
 import { Timestamp } from "../Time.ts"
 
@@ -192,14 +193,11 @@ export const TakeMeta = Schema.Struct({
 })
 export type TakeMeta = typeof TakeMeta.Type
 
-export const TakeStatusValues = ["pending_review", "accepted", "rejected"] as const
-export const TakeStatus = Schema.Literals(TakeStatusValues)
-export type TakeStatus = typeof TakeStatus.Type
-
 export const Take = Schema.Struct({
   id: Schema.String,
   prompt_id: Schema.String,
-  status: TakeStatus,
+  /** The owner's review (datasets/Schemas.ts ItemStatus). */
+  status: ItemStatus,
   bytes: Schema.Int,
   duration_ms: Schema.Int,
   sha256: Schema.String,
