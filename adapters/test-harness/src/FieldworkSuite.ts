@@ -316,6 +316,10 @@ export const fieldworkSuite = (shell: string, start: () => Promise<FieldworkShel
       const made = await call("POST", "/datasets", { key: owner(), body: { name: "notes", kind: "text" } })
       expect(made.json).toMatchObject({ source: "upload", kind: "text", project_id: null, items: 0 })
       const id = made.json.id as string
+      const listed = async (query: string) => (await call("GET", `/datasets?${query}`, { key: owner() })).json.data as Array<any>
+      expect((await listed("kind=text")).map((d) => d.id)).toContain(id)
+      expect((await listed("kind=audio")).map((d) => d.id)).not.toContain(id)
+      expect((await listed("source=upload&kind=text")).every((d) => d.source === "upload" && d.kind === "text")).toBe(true)
       // 20 MiB: far over a management body, streamed into the store.
       const file = new Uint8Array(20 * 1024 * 1024).map((_, i) => 97 + (i % 26))
       const upload = (body: Uint8Array, headers: Record<string, string> = {}, o: { key?: string; path?: string } = {}) =>

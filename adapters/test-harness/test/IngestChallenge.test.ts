@@ -1,0 +1,44 @@
+/**
+ * A proof-of-work challenge expires 10 minutes after it is issued (docs/fieldwork.md "Proof of
+ * work"), on the test clock: solved in time it starts a participant, solved too late it is refused
+ * with 400 challenge_expired, and it stays unspent either way until a participant is made with it.
+ */
+import { assert, it } from "@effect/vitest"
+import type { Caller } from "@model-platform/core/ApiKeys"
+import { Datasets } from "@model-platform/core/datasets/Datasets"
+import { CHALLENGE_TTL_MS, Ingest } from "@model-platform/core/fieldwork/Ingest"
+import { Projects } from "@model-platform/core/fieldwork/Projects"
+import { solve } from "@model-platform/core/fieldwork/ProofOfWork"
+import { BlobStoreMemory } from "@model-platform/core/ports/MemoryBlobStore"
+import { Effect, Layer } from "effect"
+import { TestClock } from "effect/testing"
+import { DocumentStoresMemory } from "../src/MemoryDocuments.ts"
+
+const services = Layer.mergeAll(Projects.layer, Ingest.layer()).pipe(
+  Layer.provideMerge(Datasets.layer),
+  Layer.provide(Layer.mergeAll(DocumentStoresMemory, BlobStoreMemory))
+)
+
+it.effect("a challenge works until 10 minutes after it was issued, and is refused as expired after", () =>
+  Effect.gen(function*() {
+    const projects = yield* Projects
+    const ingest = yield* Ingest
+    const caller = { account: { id: "acct_clock" } } as unknown as Caller
+    const project = yield* projects.create(caller, {
+      name: "clock",
+      prompts: [{ text: "one" }],
+      consent: { version: "v1", text: "ok", scopes: [{ id: "rec", label: "keep", required: true }] },
+      challenge_difficulty: 4
+    })
+    const key = yield* projects.createKey(caller, project.id, { origins: ["https://study.example"] })
+    const flow = yield* ingest.authenticate(key.key, "https://study.example")
+    const body = (challenge: string) => ({ country: "NO", dob: "1990-01-01", challenge, nonce: solve(challenge, 4) })
+
+    const late = yield* ingest.challenge(flow)
+    const inTime = yield* ingest.challenge(flow)
+    yield* TestClock.adjust(CHALLENGE_TTL_MS - 1)
+    assert.match((yield* ingest.createParticipant(flow, body(inTime.challenge), undefined)).token, /^mpt_/)
+    yield* TestClock.adjust(1)
+    const refused = yield* Effect.flip(ingest.createParticipant(flow, body(late.challenge), undefined))
+    assert.deepStrictEqual([refused.status, refused.code], [400, "challenge_expired"])
+  }).pipe(Effect.provide(services)))
