@@ -3,7 +3,8 @@
  *
  * - one DynamoDB table, declared by the stores' own `tableDefinition` (src/DynamoTable.ts: keys,
  *   billing mode, indexes, TTL attribute), plus point-in-time recovery;
- * - one S3 bucket for blobs (no public access, S3-managed encryption, TLS only);
+ * - one S3 bucket for blobs (no public access, S3-managed encryption, TLS only, unfinished
+ *   multipart uploads cleared after a day);
  * - three functions from the same esbuild bundle (Node 22, arm64): `ApiFunction` answers the HTTP
  *   API (API Gateway v2, payload 2.0, every route but the account service's), `AccountsFunction`
  *   its `/accounts` routes (the account service, docs/accounts.md), `StreamFunction` a Function
@@ -169,6 +170,8 @@ export class PlatformStack extends Stack {
       encryption: BucketEncryption.S3_MANAGED,
       enforceSSL: true,
       objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      // A dataset upload is a multipart upload: one whose abort failed is cleared after a day.
+      lifecycleRules: [{ abortIncompleteMultipartUploadAfter: Duration.days(1) }],
       removalPolicy
     })
 

@@ -105,7 +105,7 @@ describe("PlatformStack", () => {
     template.hasResource("AWS::DynamoDB::Table", { DeletionPolicy: "Retain", UpdateReplacePolicy: "Retain" })
   })
 
-  it("a private, encrypted bucket that refuses plain HTTP", () => {
+  it("a private, encrypted bucket that refuses plain HTTP and clears unfinished uploads", () => {
     template.hasResourceProperties("AWS::S3::Bucket", {
       PublicAccessBlockConfiguration: {
         BlockPublicAcls: true,
@@ -116,7 +116,8 @@ describe("PlatformStack", () => {
       BucketEncryption: {
         ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: "AES256" } }]
       },
-      OwnershipControls: { Rules: [{ ObjectOwnership: "BucketOwnerEnforced" }] }
+      OwnershipControls: { Rules: [{ ObjectOwnership: "BucketOwnerEnforced" }] },
+      LifecycleConfiguration: { Rules: [{ AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 }, Status: "Enabled" }] }
     })
     template.hasResource("AWS::S3::Bucket", { DeletionPolicy: "Retain" })
     const bucketId = onlyId(template, "AWS::S3::Bucket")
