@@ -50,7 +50,9 @@ export interface Cluster {
 
 export const startCluster = (): Cluster => {
   const state = Path.join(Fs.mkdtempSync(Path.join(Os.tmpdir(), "fault-pg-")), "state")
-  const env = { ...process.env, CI_POSTGRES_STATE: state, CI_POSTGRES_PORT: "57300" }
+  // Below Linux's ephemeral ports (32768 and up): a client socket of a test running beside this
+  // one can take any of those as its own port, and the cluster is stopped and started again here.
+  const env = { ...process.env, CI_POSTGRES_STATE: state, CI_POSTGRES_PORT: "31300" }
   const url = execFileSync(Path.join(ROOT, "scripts", "ci-postgres.sh"), ["start"], { env, encoding: "utf8" }).trim()
   const vars = Object.fromEntries(
     Fs.readFileSync(state, "utf8").trim().split("\n").map((line) => line.split("=", 2) as [string, string])
