@@ -21,6 +21,7 @@ import { DocumentStores } from "@model-platform/core/ports/DocumentStores"
 import { sha256, toHex } from "@model-platform/core/Sha256"
 import fc from "fast-check"
 import { Effect, Exit, Layer } from "effect"
+import { RateLimitStoreMemory } from "./MemoryRateLimitStore.ts"
 
 const ORIGIN = "https://study.example"
 const WAV = encodeWav(Array.from({ length: 800 }, (_, i) => Math.sin(i / 4) / 2), 16000)
@@ -63,7 +64,9 @@ export const fieldworkProperty = <E>(name: string, stores: Layer.Layer<DocumentS
               )
               const services = Layer.mergeAll(Projects.layer, Ingest.layer()).pipe(
                 Layer.provideMerge(Datasets.layer),
-                Layer.provideMerge(gatedStores)
+                Layer.provideMerge(gatedStores),
+                // Challenges are counted per minute; this property asks for one.
+                Layer.provideMerge(RateLimitStoreMemory)
               )
               const program = Effect.gen(function*() {
                 const projects = yield* Projects

@@ -1,22 +1,23 @@
 /**
  * A proof-of-work challenge expires 10 minutes after it is issued (docs/fieldwork.md "Proof of
  * work"), on the test clock: solved in time it starts a participant, solved too late it is refused
- * with 400 challenge_expired, and it stays unspent either way until a participant is made with it.
+ * with 400 challenge_expired; and a key is given at most CHALLENGES_PER_MINUTE of them a minute.
  */
 import { assert, it } from "@effect/vitest"
 import type { Caller } from "@model-platform/core/ApiKeys"
 import { Datasets } from "@model-platform/core/datasets/Datasets"
-import { CHALLENGE_TTL_MS, Ingest } from "@model-platform/core/fieldwork/Ingest"
+import { CHALLENGE_TTL_MS, CHALLENGES_PER_MINUTE, Ingest } from "@model-platform/core/fieldwork/Ingest"
 import { Projects } from "@model-platform/core/fieldwork/Projects"
 import { solve } from "@model-platform/core/fieldwork/ProofOfWork"
 import { BlobStoreMemory } from "@model-platform/core/ports/MemoryBlobStore"
 import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { DocumentStoresMemory } from "../src/MemoryDocuments.ts"
+import { RateLimitStoreMemory } from "../src/MemoryRateLimitStore.ts"
 
 const services = Layer.mergeAll(Projects.layer, Ingest.layer()).pipe(
   Layer.provideMerge(Datasets.layer),
-  Layer.provide(Layer.mergeAll(DocumentStoresMemory, BlobStoreMemory))
+  Layer.provide(Layer.mergeAll(DocumentStoresMemory, BlobStoreMemory, RateLimitStoreMemory))
 )
 
 it.effect("a challenge works until 10 minutes after it was issued, and is refused as expired after", () =>
@@ -41,4 +42,23 @@ it.effect("a challenge works until 10 minutes after it was issued, and is refuse
     yield* TestClock.adjust(1)
     const refused = yield* Effect.flip(ingest.createParticipant(flow, body(late.challenge), undefined))
     assert.deepStrictEqual([refused.status, refused.code], [400, "challenge_expired"])
+  }).pipe(Effect.provide(services)))
+
+it.effect("an ingest key is given at most CHALLENGES_PER_MINUTE challenges a minute, then 429 until the next minute", () =>
+  Effect.gen(function*() {
+    const projects = yield* Projects
+    const ingest = yield* Ingest
+    const caller = { account: { id: "acct_flood" } } as unknown as Caller
+    const project = yield* projects.create(caller, {
+      name: "flood",
+      prompts: [{ text: "one" }],
+      consent: { version: "v1", text: "ok", scopes: [{ id: "rec", label: "keep", required: true }] }
+    })
+    const key = yield* projects.createKey(caller, project.id, { origins: ["https://study.example"] })
+    const flow = yield* ingest.authenticate(key.key, "https://study.example")
+    yield* Effect.forEach(Array.from({ length: CHALLENGES_PER_MINUTE }), () => ingest.challenge(flow), { discard: true })
+    const refused = yield* Effect.flip(ingest.challenge(flow))
+    assert.deepStrictEqual([refused.status, refused.code], [429, "too_many_challenges"])
+    yield* TestClock.adjust(60_000)
+    assert.match((yield* ingest.challenge(flow)).challenge, /^ch_/)
   }).pipe(Effect.provide(services)))

@@ -10,6 +10,7 @@ import type { ItemRecord } from "../datasets/Records.ts"
 import { base64url, generateId, hashSecret, randomBytes } from "../Keys.ts"
 import { DocumentStores } from "../ports/DocumentStores.ts"
 import { updateDocument } from "../ports/Documents.ts"
+import { RateLimitStore, windowStartOf } from "../ports/RateLimitStore.ts"
 import { MAX_TAKE_BYTES } from "../Limits.ts"
 import { now, toTimestamp } from "../Time.ts"
 import { idFromHash } from "./Projects.ts"
@@ -31,6 +32,12 @@ import { checkTake, IngestRefusal, refuse, type TakeUpload } from "./TakeChecks.
 
 /** A challenge stays valid this long after it is issued. */
 export const CHALLENGE_TTL_MS = 10 * 60 * 1000
+
+/**
+ * Challenges one ingest key is given a minute, across processes: ten a second is more than any
+ * study's participants start, and a script asking faster stores no more records than that.
+ */
+export const CHALLENGES_PER_MINUTE = 600
 
 /** The visible start of a participant token, `mpt_` then 43 base64url characters. */
 export const PARTICIPANT_TOKEN_PREFIX = "mpt_"
@@ -61,6 +68,7 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
   const participants = stores.of(ParticipantDocuments)
   const devices = stores.of(DeviceDocuments)
   const challenges = stores.of(ChallengeDocuments)
+  const rateLimits = yield* RateLimitStore
 
   /**
    * The key and project behind a call from `origin` (the Origin header, or the platform's own
@@ -96,6 +104,14 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
   const challenge = (caller: IngestCaller) =>
     Effect.gen(function*() {
       const at = yield* Clock.currentTimeMillis
+      const issued = yield* rateLimits.hit(`ingest-challenge:${caller.key.id}`, windowStartOf(at, 60_000), 60_000)
+      if (issued > CHALLENGES_PER_MINUTE) {
+        return yield* refuse(
+          429,
+          "too_many_challenges",
+          `This ingest key has been given ${CHALLENGES_PER_MINUTE} challenges this minute; ask again in a minute.`
+        )
+      }
       const record = {
         id: `ch_${base64url(yield* randomBytes(24))}`,
         project_id: caller.project.id,
