@@ -22,6 +22,9 @@ import { DEFAULT_PERMISSIONS, normalize, type Permission, ungrantable } from "./
 import { AccountStore } from "./ports/AccountStore.ts"
 import { KeyStore } from "./ports/KeyStore.ts"
 import { PlanStore } from "./ports/PlanStore.ts"
+import { AgentStore } from "./ports/AgentStore.ts"
+import { requireWithin, scopeOf } from "./KeyScope.ts"
+import { type KeyRefused, standingOf } from "./KeyStanding.ts"
 import * as Time from "./Time.ts"
 
 /** Who is calling: the key that authenticated the request and its account. */
@@ -54,8 +57,12 @@ export const IDENTIFY_CACHE_MS = 60_000
 export const IDENTIFY_CACHE_SIZE = 10_000
 
 export class ApiKeys extends Context.Service<ApiKeys, {
-  /** The caller behind a bearer secret, or 401 missing_api_key / invalid_api_key. Records the use. */
-  readonly authenticate: (secret: string) => Effect.Effect<Caller, Errors.Unauthorized>
+  /**
+   * The caller behind a bearer secret, or 401 missing_api_key / invalid_api_key; a live key whose
+   * agent, plan or rental no longer lets it act is refused too (KeyStanding.ts: 401, or 403
+   * agent_expired, subscription_inactive, rental_ended). Records the use.
+   */
+  readonly authenticate: (secret: string) => Effect.Effect<Caller, Errors.Unauthorized | Errors.Forbidden>
   /**
    * For the inference gateway's hot path: as `authenticate`, but without recording the use, and
    * answered from memory for up to IDENTIFY_CACHE_MS after the store was read (a key's fields
@@ -90,7 +97,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
     input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission> }
   ) => Effect.Effect<CreatedKey, MalformedSecret>
   readonly list: (caller: Caller) => Effect.Effect<ReadonlyArray<Key>>
-  readonly revoke: (caller: Caller, keyId: string) => Effect.Effect<{ id: string; revoked: true }, Errors.NotFound>
+  readonly revoke: (caller: Caller, keyId: string) => Effect.Effect<{ id: string; revoked: true }, Errors.NotFound | Errors.Forbidden>
 }>()("@model-platform/core/ApiKeys") {
   static readonly layer = Layer.effect(
     ApiKeys,
@@ -99,6 +106,11 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       const accounts = yield* AccountStore
       const catalogue = yield* Catalogue
       const plans = yield* PlanStore
+      const agents = yield* AgentStore
+
+      /** A refused standing in the management API's shape. */
+      const refusal = (refused: KeyRefused) =>
+        refused.status === 401 ? Errors.unauthorized(refused.code, refused.message) : Errors.forbidden(refused.code, refused.message)
 
       const invalid = (message: string) => Errors.unauthorized("invalid_api_key", message)
 
@@ -151,6 +163,11 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       const authenticate = Effect.fn("ApiKeys.authenticate")(function*(secret: string) {
         const { key, account } = yield* lookup(yield* secretHash(secret))
         const millis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+        yield* standingOf(key, millis).pipe(
+          Effect.provideService(AgentStore, agents),
+          Effect.provideService(PlanStore, plans),
+          Effect.mapError(refusal)
+        )
         const last = key.last_used_at === null ? 0 : Date.parse(key.last_used_at)
         const now = Time.toTimestamp(millis)
         if (millis - last >= TOUCH_INTERVAL_MS) yield* keys.touch(key.id, now)
@@ -218,12 +235,11 @@ export class ApiKeys extends Context.Service<ApiKeys, {
             "A key can be scoped by at most one of machine_id, subscription_id and rental_id."
           )
         }
-        if (caller.key.machine_id !== null && input.machine_id !== caller.key.machine_id) {
-          return yield* Errors.forbidden(
-            "key_not_scoped_to_machine",
-            `This key is pinned to machine "${caller.key.machine_id}" and can only create keys pinned to it.`
-          )
-        }
+        // A scoped key makes keys of its own scope only (KeyScope.ts), else it could escape it.
+        yield* requireWithin(plans, caller, {
+          _tag: "Key",
+          scope: scopeOf({ machine_id: input.machine_id ?? null, subscription_id: input.subscription_id ?? null, rental_id: input.rental_id ?? null })
+        })
         if (input.machine_id != null && catalogue.machineConfig(input.machine_id) === undefined) {
           return yield* Errors.notFound("machine_not_found", `No machine "${input.machine_id}".`)
         }
@@ -253,8 +269,14 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         issueWithSecret,
         list: (caller) => Effect.map(keys.list(caller.account.id), (records) => records.map(toKey)),
         revoke: Effect.fn("ApiKeys.revoke")(function*(caller: Caller, keyId: string) {
+          const notFound = Errors.notFound("key_not_found", `No key "${keyId}".`)
+          if (scopeOf(caller.key)._tag !== "Account") {
+            const target = yield* keys.get(caller.account.id, keyId)
+            if (target === undefined) return yield* notFound
+            yield* requireWithin(plans, caller, { _tag: "Key", scope: scopeOf(target) })
+          }
           const revoked = yield* keys.revoke(caller.account.id, keyId, yield* Time.now)
-          if (revoked === undefined) return yield* Errors.notFound("key_not_found", `No key "${keyId}".`)
+          if (revoked === undefined) return yield* notFound
           forgetKey(revoked.id)
           return { id: revoked.id, revoked: true as const }
         })

@@ -17,12 +17,11 @@ import type { AlertsShell } from "@model-platform/test-harness/BillingAlertsSuit
 import { Catalogue } from "@model-platform/core/Catalogue"
 import { createAccount } from "@model-platform/test-harness/Accounts"
 import type { StatementsShell } from "@model-platform/test-harness/BillingStatementsSuite"
+import type { SeedServices } from "@model-platform/test-harness/HttpSuite"
 import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
 import { UsageStore } from "@model-platform/core/ports/UsageStore"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { DynamoPlatformStores } from "../src/DynamoPlatformStores.ts"
-import { DynamoStores } from "../src/DynamoStores.ts"
-import { PlanStoreDynamo } from "../src/DynamoPlanStore.ts"
 import { UsageStoreDynamo } from "../src/DynamoUsageStore.ts"
 import { LedgerStoreDynamo } from "../src/DynamoLedgerStore.ts"
 import { createTable, DynamoConfig, type DynamoSettings, makeDocumentClient } from "../src/DynamoTable.ts"
@@ -167,6 +166,16 @@ const saveCardOn = (catalogue: CatalogueConfig, dynamo: DynamoSettings): AlertsS
     Effect.runPromise(Effect.flatMap(AutoReload, (autoReload) => autoReload.saveCard(accountId, card)).pipe(Effect.provide(services)))
 }
 
+/** Runs an effect on the shell's table (keys, accounts, plans, agents), as another container would. */
+const seedOn = (catalogue: CatalogueConfig, dynamo: DynamoSettings) => {
+  const services = ApiKeys.layer.pipe(
+    Layer.provideMerge(DynamoPlatformStores),
+    Layer.provide(Catalogue.layer(catalogue)),
+    Layer.provide(DynamoConfig.layer(dynamo))
+  )
+  return <A, E>(effect: Effect.Effect<A, E, SeedServices>): Promise<A> => Effect.runPromise(Effect.provide(effect, services))
+}
+
 /** The Lambda handler over a fresh table on its own DynamoDB Local, for the shared HTTP suite. */
 export const startLambda = async (
   catalogue: CatalogueConfig,
@@ -198,18 +207,8 @@ export const startLambda = async (
         handler,
         ownerSecret: owner?.key.secret ?? "",
         // Made on the same table, as a sign-up through the handler would.
-        newAccount: () =>
-          Effect.runPromise(
-            createAccount(`user-${crypto.randomUUID()}@test.local`).pipe(
-              Effect.provide(
-                ApiKeys.layer.pipe(
-                  Layer.provideMerge(Layer.merge(DynamoStores, PlanStoreDynamo)),
-                  Layer.provide(Catalogue.layer(catalogue)),
-                  Layer.provide(DynamoConfig.layer(dynamo))
-                )
-              )
-            )
-          ),
+        newAccount: () => seedOn(catalogue, dynamo)(createAccount(`user-${crypto.randomUUID()}@test.local`)),
+        seed: seedOn(catalogue, dynamo),
         fetch: (path, init) => invoke(handler, new Request(`https://api.platform.test${path}`, init)),
         saveCard: saveCardOn(catalogue, dynamo),
         // Written on the same table, as the handler's metering would.

@@ -29,6 +29,7 @@ export const startNodeServer = async <E>(
     firstStart: owner !== undefined,
     ownerSecret: owner?.key.secret ?? "",
     newAccount: () => runtime.runPromise(createAccount(`user-${crypto.randomUUID()}@test.local`)),
+    seed: (effect) => runtime.runPromise(effect),
     fetch: (path, init) => fetch(url + path, init),
     saveCard: (accountId, card) => runtime.runPromise(Effect.flatMap(AutoReload, (autoReload) => autoReload.saveCard(accountId, card))),
     recordUsage: (records) =>

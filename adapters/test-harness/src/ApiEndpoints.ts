@@ -10,6 +10,7 @@ import { InferenceApi, InferenceKey } from "@model-platform/core/api/InferenceAp
 import { Authentication, RequiredPermission } from "@model-platform/core/api/Security"
 import { SimulatedApi } from "@model-platform/core/api/Simulated"
 import { isInferencePath } from "@model-platform/core/Errors"
+import { type ScopeRule, ScopeRuleAnnotation, scopeRuleOf } from "@model-platform/core/KeyScope"
 import type { Permission } from "@model-platform/core/Permissions"
 import { Context, type Schema } from "effect"
 import { OpenApi } from "effect/http-api"
@@ -31,6 +32,8 @@ export interface ApiEndpoint {
    * `inference` (the gateway checks it; InferenceKey documents the bearer key).
    */
   readonly access: { readonly _tag: "public" } | { readonly _tag: "key"; readonly permission: Permission | undefined }
+  /** How a key scoped to a machine, plan or rental may use it (KeyScope.ts); "any" for public and /v1 endpoints. */
+  readonly scopeRule: ScopeRule
   /** The error shape of its answers: platform {error:{code,message,scope?}} or inference {error:{message,type,code}}. */
   readonly surface: "platform" | "inference"
   readonly querySchema: Schema.Top | undefined
@@ -75,6 +78,9 @@ const endpointsOf = (api: ApiLike): ReadonlyArray<ApiEndpoint> => {
         : middlewares.includes(InferenceKey.key)
         ? { _tag: "key", permission: "inference" }
         : { _tag: "public" }
+      const scopeRule = access._tag === "key" && middlewares.includes(Authentication.key)
+        ? scopeRuleOf(access.permission, Context.get(endpoint.annotations, ScopeRuleAnnotation))
+        : "any"
       const operation = document.paths?.[openApiPath(endpoint.path)]?.[endpoint.method.toLowerCase()] as JsonSchema | undefined
       const json = endpoint.payload.get("application/json")
       out.push({
@@ -84,6 +90,7 @@ const endpointsOf = (api: ApiLike): ReadonlyArray<ApiEndpoint> => {
         path: endpoint.path,
         pathParams: [...endpoint.path.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1]!),
         access,
+        scopeRule,
         surface: isInferencePath(endpoint.path) ? "inference" : "platform",
         querySchema: endpoint.query,
         payloadSchemas: json === undefined || json.encoding._tag === "Stream" ? [] : json.schemas,

@@ -4,6 +4,11 @@
  * that serves the platform on the fixture catalogue and returns a fetch to it and the owner's key.
  * A test that only one shell passes is a bug in that shell.
  */
+import type { ApiKeys } from "@model-platform/core/ApiKeys"
+import type { AccountStore } from "@model-platform/core/ports/AccountStore"
+import type { AgentStore } from "@model-platform/core/ports/AgentStore"
+import type { PlanStore } from "@model-platform/core/ports/PlanStore"
+import type { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { euCPlans } from "./Fixtures.ts"
 
@@ -14,8 +19,17 @@ export interface ShellUnderTest {
   readonly ownerSecret: string
   /** A key (every permission) of a new account beside the owner's; tests needing two skip without it. */
   readonly newAccount?: () => Promise<string>
+  /**
+   * Runs an effect on the shell's own stores, as another process of the same platform would: for
+   * suites that need records no endpoint makes directly (an agent in a given state, a plan that
+   * ended). Suites needing it say so when it is missing.
+   */
+  readonly seed?: <A, E>(effect: Effect.Effect<A, E, SeedServices>) => Promise<A>
   readonly close: () => Promise<void>
 }
+
+/** What a `seed` effect may use: keys, accounts, plans and rentals, agents. */
+export type SeedServices = ApiKeys | AccountStore | PlanStore | AgentStore
 
 /** A shell whose blob store a test can look into (docs/datasets.md: what a deletion leaves). */
 export interface BlobLister {
@@ -319,13 +333,33 @@ export const platformHttpSuite = (shell: string, start: () => Promise<ShellUnder
         const both = await call("POST", "/keys", { key: owner(), body: { name: "b", machine_id: "m-eu-a", rental_id: "rent_x" } })
         expect(both.status).toBe(400)
       })
-      it("a key pinned to a machine can only create keys pinned to that machine", async () => {
+      it("a key pinned to a machine creates and revokes only keys pinned to that machine (docs/api-decisions.md)", async () => {
         const pinned = await createKey({ name: "pinned-manager", permissions: ["read", "manage"], machine_id: "m-eu-a" })
         const unpinned = await call("POST", "/keys", { key: pinned.secret, body: { name: "x", permissions: ["read"] } })
         expect(unpinned.status).toBe(403)
-        expectPlatformError(unpinned, "key_not_scoped_to_machine")
+        expectPlatformError(unpinned, "key_scope_too_narrow")
+        const other = await call("POST", "/keys", { key: pinned.secret, body: { name: "x", permissions: ["read"], machine_id: "m-us-b" } })
+        expectPlatformError(other, "key_scope_too_narrow")
         const same = await call("POST", "/keys", { key: pinned.secret, body: { name: "x", permissions: ["read"], machine_id: "m-eu-a" } })
         expect(same.status).toBe(200)
+        // It revokes a key of its own scope, never one that reaches further (the owner's).
+        expect((await call("DELETE", `/keys/${same.json.id}`, { key: pinned.secret })).status).toBe(200)
+        const ownerKey = (await call("GET", "/me", { key: owner() })).json.key.id
+        const escape = await call("DELETE", `/keys/${ownerKey}`, { key: pinned.secret })
+        expect(escape.status).toBe(403)
+        expectPlatformError(escape, "key_scope_too_narrow")
+        expect((await call("GET", "/me", { key: owner() })).status).toBe(200)
+        // It orders and pays for its own machine only.
+        const own = await call("POST", "/orders", { key: pinned.secret, body: { type: "credits", amount_usd: 10, machine_id: "m-eu-a" } })
+        expect(own.status, own.text).toBe(200)
+        expect((await call("POST", `/orders/${own.json.id}/pay`, { key: pinned.secret, body: { method: "card" } })).status).toBe(200)
+        const wide = await call("POST", "/orders", { key: pinned.secret, body: { type: "credits", amount_usd: 10 } })
+        expectPlatformError(wide, "key_scope_too_narrow")
+        const ownersOrder = await call("POST", "/orders", { key: owner(), body: { type: "credits", amount_usd: 10 } })
+        expectPlatformError(await call("POST", `/orders/${ownersOrder.json.id}/pay`, { key: pinned.secret, body: { method: "card" } }), "key_scope_too_narrow")
+        // Account-wide changes need an unscoped key: its own monthly limit included.
+        const raise = await call("POST", `/billing/keys/${pinned.id}/limit`, { key: pinned.secret, body: { monthly_limit_credits: null } })
+        expectPlatformError(raise, "key_scope_too_narrow")
       })
       it("last_used_at is set when a key is used", async () => {
         const key = await createKey({ name: "usage", permissions: ["read"] })

@@ -50,6 +50,7 @@ export const startInProcess = async <S extends PlatformStores, E>(
           ? createAccountWithIdentity(`user-${crypto.randomUUID()}@test.local`)
           : createAccount(`user-${crypto.randomUUID()}@test.local`)
       ),
+    seed: (effect) => runtime.runPromise(effect),
     fetch: (path, init) => handler(new Request(`http://platform.test${path}`, init)),
     blobs: (prefix) => runtime.runPromise(Effect.flatMap(Datasets, (d) => d.blobs.list(prefix))),
     close: async () => {

@@ -21,6 +21,7 @@ import { Identity } from "../Identity.ts"
 import { MAX_ID_LENGTH, MAX_NAME_LENGTH, MAX_PERMISSIONS, MAX_SHORT_TEXT_LENGTH } from "../Limits.ts"
 import { CreatedKey, Key } from "../Keys.ts"
 import { CreateOrder, Order, OrderList, PayOrder, Quote } from "../Orders.ts"
+import { ScopeRuleAnnotation } from "../KeyScope.ts"
 import { Permission } from "../Permissions.ts"
 import { Text } from "../Text.ts"
 import { SchemaErrors } from "./ErrorShape.ts"
@@ -101,12 +102,15 @@ export class AccountGroup extends HttpApiGroup.make("account")
       error: [Errors.BadRequest, Errors.Forbidden, Errors.NotFound]
     })
       .annotate(RequiredPermission, "manage")
+      .annotate(ScopeRuleAnnotation, { within: "key" })
       .middleware(Idempotency),
     HttpApiEndpoint.delete("revokeKey", "/keys/:id", {
       params: { id: Id },
       success: Schema.Struct({ id: Schema.String, revoked: Schema.Literal(true) }),
-      error: Errors.NotFound
-    }).annotate(RequiredPermission, "manage")
+      error: [Errors.NotFound, Errors.Forbidden]
+    })
+      .annotate(RequiredPermission, "manage")
+      .annotate(ScopeRuleAnnotation, { within: "key" })
   )
   .middleware(Authentication)
   .annotateMerge(OpenApi.annotations({ title: "Account", description: "Account and API keys." }))
@@ -138,9 +142,10 @@ export class OrdersGroup extends HttpApiGroup.make("orders")
     HttpApiEndpoint.post("create", "/orders", {
       payload: CreateOrder,
       success: Order,
-      error: [Errors.BadRequest, Errors.NotFound]
+      error: [Errors.BadRequest, Errors.NotFound, Errors.Forbidden]
     })
       .annotate(RequiredPermission, "manage")
+      .annotate(ScopeRuleAnnotation, { within: "order" })
       .middleware(Idempotency),
     HttpApiEndpoint.get("list", "/orders", {
       query: { limit: Limit },
@@ -156,9 +161,10 @@ export class OrdersGroup extends HttpApiGroup.make("orders")
       params: { id: Id },
       payload: PayOrder,
       success: Order,
-      error: [Errors.BadRequest, Errors.NotFound, Errors.Conflict]
+      error: [Errors.BadRequest, Errors.NotFound, Errors.Conflict, Errors.Forbidden]
     })
       .annotate(RequiredPermission, "manage")
+      .annotate(ScopeRuleAnnotation, { within: "order" })
       .middleware(Idempotency)
   )
   .middleware(Authentication)

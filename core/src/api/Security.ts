@@ -1,12 +1,14 @@
 /**
  * Platform key authentication for the HttpApi: the bearer middleware, the permission each
- * endpoint needs (an endpoint annotation), and the CurrentCaller it provides to handlers.
+ * endpoint needs (an endpoint annotation), how a scoped key may use it (KeyScope.ts: refused here
+ * when the endpoint is account-wide), and the CurrentCaller it provides to handlers.
  */
 import { Context, Effect, Layer, Redacted } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import { ApiKeys, type Caller } from "../ApiKeys.ts"
 import * as Errors from "../Errors.ts"
+import { requireAccountWide, ScopeRuleAnnotation, scopeRuleOf } from "../KeyScope.ts"
 import type { Permission } from "../Permissions.ts"
 
 export class CurrentCaller extends Context.Service<CurrentCaller, Caller>()(
@@ -37,6 +39,9 @@ export class Authentication extends HttpApiMiddleware.Service<Authentication, { 
               `This key lacks the "${needed}" permission.`,
               needed
             )
+          }
+          if (scopeRuleOf(needed, Context.get(endpoint.annotations, ScopeRuleAnnotation)) === "account") {
+            yield* requireAccountWide(caller)
           }
           // An account's answer is for that account only: no cache between the client and the
           // platform may keep it and hand it to the next asker of the same address

@@ -60,7 +60,10 @@ const keyedDataset = (request: HttpServerRequest.HttpServerRequest, permission: 
     const datasets = yield* Datasets
     const authorization = /^Bearer\s+(.+)$/i.exec(request.headers["authorization"]?.trim() ?? "")
     if (authorization === null) return yield* refuse(401, "missing_api_key", "Send a platform key as `Authorization: Bearer <key>`.")
-    const caller = yield* apiKeys.authenticate(authorization[1]!.trim()).pipe(Effect.mapError((e) => fromPlatformError(e, 401)))
+    // 401, or 403 for a key whose agent's delegation, plan or rental has ended (KeyStanding.ts).
+    const caller = yield* apiKeys.authenticate(authorization[1]!.trim()).pipe(
+      Effect.mapError((e) => fromPlatformError(e, e instanceof Errors.Forbidden ? 403 : 401))
+    )
     if (!caller.key.permissions.includes(permission)) {
       return yield* refuse(403, "key_lacks_permission", `This key lacks the "${permission}" permission.`)
     }

@@ -17,7 +17,7 @@
  * admitted lately is "likely admitted", and its first machine is called while admission runs
  * (speculative dispatch, Gateway.ts).
  */
-import { agentBudgetClaims, agentGate, agentLimitOf } from "../agents/Limits.ts"
+import { agentBudgetClaims, agentLimitOf } from "../agents/Limits.ts"
 import type { AgentRecord } from "../agents/Records.ts"
 import { AgentStore } from "../ports/AgentStore.ts"
 import { Effect, Schema } from "effect"
@@ -111,26 +111,6 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
     })
     const claimsFor = (caller: Caller, service: string, now: number, allowance: AllowanceSource, agent: AgentRecord | undefined) =>
       Effect.map(purchasedOf(caller.account.id, now), (bought) => claimsOf(caller, service, now, bought, allowance, agent))
-
-    /**
-     * The agent of an agent's key, read once per call (so a revocation or an expiry stops its keys
-     * at once): 401 once revoked, 403 agent_expired once its delegation has ended
-     * (agents/Limits.ts agentGate); undefined for a key of no agent.
-     */
-    const agentOf = (caller: Caller, now: number) =>
-      Effect.gen(function*() {
-        const agentId = caller.key.agent_id
-        if (agentId === null) return undefined
-        const agent = yield* agents.get(agentId)
-        switch (agentGate(agent?.account_id === caller.account.id ? agent : undefined, now)) {
-          case "revoked":
-            return yield* inferenceError(401, "invalid_api_key", "The agent of this key was revoked.")
-          case "expired":
-            return yield* inferenceError(403, "agent_expired", `The delegation of agent ${agentId} has ended; propose the agent again.`)
-          case "ok":
-            return agent
-        }
-      })
 
     // -- per key, in process: when admission last recorded its use (last_used_at at most once per
     // TOUCH_INTERVAL_MS) and when it last admitted a call (speculative dispatch) --
@@ -255,5 +235,5 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
         )
       })
 
-    return { admit, agentOf, likelyAdmitted, claimsFor } as const
+    return { admit, likelyAdmitted, claimsFor } as const
   })

@@ -15,8 +15,7 @@ import { type InferenceError, inferenceError } from "../Errors.ts"
 import type { MachineClient, MachineFailure, MachineResponse } from "../ports/MachineClient.ts"
 import { MachineStatus } from "../ports/MachineStatus.ts"
 import { subscribeOfferOf } from "../plans/Offers.ts"
-import { rentalView, subscriptionView } from "../plans/Plans.ts"
-import { PlanStore } from "../ports/PlanStore.ts"
+import type { Standing } from "../KeyStanding.ts"
 import { orderRoutes, type RouteCandidate } from "../Routing.ts"
 import { type CanaryShape, type CooldownConfig, isRetryableStatus, makeCooldown } from "./Cooldown.ts"
 import { HealthChecker } from "./HealthChecker.ts"
@@ -47,7 +46,6 @@ const shapeOf = (call: ValidCall): CanaryShape => ({ endpoint: call.endpoint, mo
 export const makeDispatch = (config: DispatchConfig, catalogue: CatalogueConfig, machines: MachineClient["Service"]) =>
   Effect.gen(function*() {
     const status = yield* MachineStatus
-    const plans = yield* PlanStore
     // Optional: when a health checker runs beside the gateway, a failed call makes it probe at once.
     const checker = Option.getOrUndefined(yield* Effect.serviceOption(HealthChecker))
     const cooldown = yield* makeCooldown(config, machines)
@@ -70,19 +68,16 @@ export const makeDispatch = (config: DispatchConfig, catalogue: CatalogueConfig,
       )
 
     /**
-     * The machine a key is bound to, or null: its own pin, or its plan's or rental's machine while
-     * the plan or rental is active (docs/plans.md "Keys scoped to a plan or a rental": else 403
-     * subscription_inactive or rental_ended, and 403 model_not_in_plan for a model not in the plan);
-     * and whose allowance its calls spend (the plan's, or the account's month's).
+     * The machine a key is bound to, or null: its own pin, or its plan's or rental's machine (the
+     * key's standing, KeyStanding.ts, found them active: else 403 subscription_inactive or
+     * rental_ended before this), 403 model_not_in_plan for a model not in the plan (docs/plans.md
+     * "Keys scoped to a plan or a rental"); and whose allowance its calls spend (the plan's, or the
+     * account's month's).
      */
-    const keyMachineOf = (caller: Caller, call: ValidCall, now: number) =>
+    const keyMachineOf = (caller: Caller, standing: Standing, call: ValidCall) =>
       Effect.gen(function*(): Effect.fn.Return<{ readonly machine: string | null; readonly allowance: AllowanceSource }, InferenceError> {
-        const key = caller.key
-        if (key.subscription_id !== null) {
-          const plan = yield* plans.subscription(key.subscription_id)
-          if (plan === undefined || subscriptionView(plan, now).status !== "active") {
-            return yield* inferenceError(403, "subscription_inactive", `The plan behind this key (${key.subscription_id}) is not active.`)
-          }
+        const plan = standing.plan
+        if (plan !== undefined) {
           const offered = plansOf.get(plan.machine_id)?.get(plan.plan_id)
           if (offered === undefined || !offered.models.includes(call.model.id)) {
             return yield* inferenceError(
@@ -95,23 +90,17 @@ export const makeDispatch = (config: DispatchConfig, catalogue: CatalogueConfig,
           }
           return { machine: plan.machine_id, allowance: planAllowance(plan) }
         }
-        if (key.rental_id !== null) {
-          const rental = yield* plans.rental(key.rental_id)
-          if (rental === undefined || rentalView(rental, now).status !== "active") {
-            return yield* inferenceError(403, "rental_ended", `The rental behind this key (${key.rental_id}) is not running.`)
-          }
-          return { machine: rental.machine_id, allowance: MONTHLY_ALLOWANCE }
-        }
-        return { machine: key.machine_id, allowance: MONTHLY_ALLOWANCE }
+        if (standing.rental !== undefined) return { machine: standing.rental.machine_id, allowance: MONTHLY_ALLOWANCE }
+        return { machine: caller.key.machine_id, allowance: MONTHLY_ALLOWANCE }
       })
 
     /**
      * The machines that may take the call, best first (docs/gateway.md "Routing", step 3), and
      * whose allowance the call spends.
      */
-    const candidatesFor = (call: ValidCall, caller: Caller, now: number) =>
+    const candidatesFor = (call: ValidCall, caller: Caller, standing: Standing, now: number) =>
       Effect.gen(function*() {
-        const { allowance, machine: keyMachine } = yield* keyMachineOf(caller, call, now)
+        const { allowance, machine: keyMachine } = yield* keyMachineOf(caller, standing, call)
         return { allowance, machines: yield* machinesFor(call, keyMachine, now) }
       })
 

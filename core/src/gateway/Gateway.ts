@@ -6,7 +6,8 @@
  * Per call, in order:
  *  1. identify the key (ApiKeys.identify: 401 missing_api_key / invalid_api_key; answered from
  *     memory for a key seen lately), check the inference permission (403
- *     key_lacks_inference_permission);
+ *     key_lacks_inference_permission) and what stands behind the key, read at every call
+ *     (KeyStanding.ts: 401 for a revoked agent, 403 agent_expired, subscription_inactive, rental_ended);
  *  2. parse (400 invalid_json) and validate the body (Validation.ts);
  *  3. pick the machines (Dispatch.ts): `machine` in the body or a key pinned to a machine sends the
  *     call there only (403 key_not_scoped_to_machine when they disagree, 503 no_capacity when it is
@@ -39,7 +40,10 @@ import { Catalogue } from "../Catalogue.ts"
 import type { MachineConfig } from "../CatalogueConfig.ts"
 import { chargingGate } from "../Charging.ts"
 import { type InferenceError, inferenceError } from "../Errors.ts"
+import { standingOf } from "../KeyStanding.ts"
 import { Ledger } from "../money/Ledger.ts"
+import { AgentStore } from "../ports/AgentStore.ts"
+import { PlanStore } from "../ports/PlanStore.ts"
 import { MachineClient, type MachineFailure, type MachineResponse } from "../ports/MachineClient.ts"
 import * as Time from "../Time.ts"
 import { boundOf, completionChars, costOf, estimatedUsage, isFree, type Prices, pricesOf, reportedUsage } from "./Metering.ts"
@@ -198,6 +202,7 @@ const make = (config: GatewayConfig) =>
     const catalogue = yield* Catalogue
     const ledger = yield* Ledger
     const machines = yield* MachineClient
+    const keyRecords = Context.make(AgentStore, yield* AgentStore).pipe(Context.add(PlanStore, yield* PlanStore))
 
     const cfg = catalogue.config
     // Dispatch: candidates, attempts, failure accounting (canaries, cooldown).
@@ -247,6 +252,13 @@ const make = (config: GatewayConfig) =>
         if (!caller.key.permissions.includes("inference")) {
           return yield* inferenceError(403, "key_lacks_inference_permission", "This key lacks the \"inference\" permission.")
         }
+        // What stands behind the key (its agent, plan or rental), read at every call: the same rule
+        // as on the management API (KeyStanding.ts), checked before the body is looked at.
+        const now = yield* Clock.currentTimeMillis
+        const standing = yield* standingOf(caller.key, now).pipe(
+          Effect.provide(keyRecords),
+          Effect.mapError((refused) => inferenceError(refused.status, refused.code, refused.message))
+        )
         let raw: unknown
         try {
           raw = JSON.parse(text)
@@ -254,9 +266,8 @@ const make = (config: GatewayConfig) =>
           return yield* inferenceError(400, "invalid_json", "The request body is not valid JSON.")
         }
         const vc = yield* validateCall(endpoint, raw, cfg)
-        const now = yield* Clock.currentTimeMillis
-        const agent = yield* admission.agentOf(caller, now)
-        const { allowance, machines: candidates } = yield* dispatch.candidatesFor(vc, caller, now)
+        const { allowance, machines: candidates } = yield* dispatch.candidatesFor(vc, caller, standing, now)
+        const agent = standing.agent
         const price = prices.get(vc.model.id)!
         const charging = chargingGate(cfg.payments, now).open
         const priced = charging && !isFree(price)

@@ -27,6 +27,7 @@ import type { CheckoutInfo } from "../CheckoutPage.ts"
 import type { RedeemResponse, TicketList } from "../Credits.ts"
 import * as Errors from "../Errors.ts"
 import { generateId } from "../Keys.ts"
+import { requireWithin } from "../KeyScope.ts"
 import { Ledger } from "./Ledger.ts"
 import { microToCredits } from "../Money.ts"
 import type { CreateOrder, Order, OrderList, PayOrder, Quote } from "../Orders.ts"
@@ -96,7 +97,7 @@ export class Orders extends Context.Service<Orders, {
   /** POST /quotes: what a body would cost and grant, without creating anything. */
   readonly quote: (body: CreateOrder) => Effect.Effect<Quote, Errors.BadRequest | Errors.NotFound>
   /** POST /orders: a pending order; nothing is charged until it is paid. */
-  readonly create: (caller: Caller, body: CreateOrder) => Effect.Effect<Order, Errors.BadRequest | Errors.NotFound>
+  readonly create: (caller: Caller, body: CreateOrder) => Effect.Effect<Order, Errors.BadRequest | Errors.NotFound | Errors.Forbidden>
   /** GET /orders: newest first; limit 1 to 200, default 50, else 400 invalid_request. */
   readonly list: (caller: Caller, limit?: number | undefined) => Effect.Effect<OrderList, Errors.BadRequest>
   /** GET /orders/{id}, with `ticket` (the gift ticket of a paid gift order, else null). */
@@ -106,7 +107,7 @@ export class Orders extends Context.Service<Orders, {
     caller: Caller,
     orderId: string,
     body: PayOrder
-  ) => Effect.Effect<Order, Errors.BadRequest | Errors.NotFound | Errors.Conflict>
+  ) => Effect.Effect<Order, Errors.BadRequest | Errors.NotFound | Errors.Conflict | Errors.Forbidden>
   /** What the checkout page of a session shows (404 checkout_not_found). */
   readonly checkout: (sessionId: string) => Effect.Effect<CheckoutInfo, Errors.NotFound>
   /**
@@ -221,6 +222,7 @@ const makeOrders = Effect.gen(function*() {
   const ledger = yield* Ledger
   const catalogue = yield* Catalogue
   const plans = yield* makePlans
+  const planStore = yield* PlanStore
   const processor = yield* CardProcessor
   const rail = yield* StablecoinRail
   const payments = catalogue.config.payments
@@ -229,7 +231,17 @@ const makeOrders = Effect.gen(function*() {
 
   const { price, quote } = makePricing(catalogue)
 
+  /** The machine an order would be for (null: credits for the whole account, or an unknown package). */
+  const orderedMachine = (body: CreateOrder): string | null =>
+    body.type === "package"
+      ? catalogue.packages.find((p) => p.id === body.package_id)?.machine_id ?? null
+      : body.type === "credits"
+      ? body.machine_id ?? null
+      : body.machine_id
+
   const create = Effect.fn("Orders.create")(function*(caller: Caller, body: CreateOrder) {
+    // Before the order is priced: a scoped key learns nothing of orders beyond its scope.
+    yield* requireWithin(planStore, caller, { _tag: "Order", machine_id: orderedMachine(body) })
     const priced = yield* price(body)
     if (body.type === "subscription" && body.renew_subscription_id !== undefined) {
       yield* plans.checkRenewal(caller.account.id, { ...body, renew_subscription_id: body.renew_subscription_id })
@@ -314,6 +326,7 @@ const makeOrders = Effect.gen(function*() {
 
   const pay = Effect.fn("Orders.pay")(function*(caller: Caller, orderId: string, body: PayOrder) {
     const order = yield* own(caller, orderId)
+    yield* requireWithin(planStore, caller, { _tag: "Order", machine_id: order.machine_id })
     const now = yield* nowMillis
     if (!payableAt(order, now)) return yield* notPayable(order, now)
     const expiresAt = Time.toTimestamp(now + PAYMENT_WINDOW_MS)

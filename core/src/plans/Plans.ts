@@ -19,6 +19,7 @@
 import { Clock, Effect } from "effect"
 import type { Caller } from "../ApiKeys.ts"
 import * as Errors from "../Errors.ts"
+import { requireWithin } from "../KeyScope.ts"
 import { generateId } from "../Keys.ts"
 import type { OrderRecord } from "../ports/OrderStore.ts"
 import { PlanStore, type RentalRecord, type SubscriptionRecord } from "../ports/PlanStore.ts"
@@ -225,6 +226,7 @@ export const makePlans = Effect.gen(function*() {
       if (found === undefined || found.account_id !== caller.account.id) {
         return yield* Errors.notFound("subscription_not_found", `No plan "${id}" in this account.`)
       }
+      yield* requireWithin(store, caller, { _tag: "Subscription", id: found.id, machine_id: found.machine_id })
       const now = yield* Clock.currentTimeMillis
       const move = applyPlanEvent(planState(found, now), cancel ? "cancel" : "resume")
       if (move._tag === "Refused") {

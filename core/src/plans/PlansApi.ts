@@ -5,6 +5,7 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import * as Errors from "../Errors.ts"
+import { ScopeRuleAnnotation } from "../KeyScope.ts"
 import { MAX_ID_LENGTH } from "../Limits.ts"
 import { Text } from "../Text.ts"
 import { Idempotency } from "../api/Idempotency.ts"
@@ -15,9 +16,10 @@ const change = (name: "cancel" | "resume") =>
   HttpApiEndpoint.post(name, `/subscriptions/:id/${name}`, {
     params: { id: Text(1, MAX_ID_LENGTH) },
     success: PlanChange,
-    error: [Errors.BadRequest, Errors.NotFound]
+    error: [Errors.BadRequest, Errors.NotFound, Errors.Forbidden]
   })
     .annotate(RequiredPermission, "manage")
+    .annotate(ScopeRuleAnnotation, { within: "subscription" })
     .middleware(Idempotency)
 
 export class PlansGroup extends HttpApiGroup.make("plans")
