@@ -500,21 +500,43 @@ describe.each(MACHINE_CLIENTS)("machine client $name", ({ layer: machineClient }
       expect(await server.run(balanceOf(accountId))).toEqual({ available: CREDITS, held: 0n })
     })
 
-    it("a stream broken by the machine ends with an SSE error event and is not charged", async () => {
-      const { accountId, secret } = await server.run(newAccount({ credits: CREDITS }))
-      a.faults.set({ drop_after_chunks: 3 })
+    /** A stream of `count to 30` read whole with fetch: the data of its events. */
+    const brokenStream = async (secret: string) => {
       const res = await fetch(`${server.url}/v1/chat/completions`, {
         method: "POST",
         headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
         body: JSON.stringify({ ...hi, messages: [{ role: "user", content: "count to 30" }], stream: true })
       })
       expect(res.status).toBe(200)
-      const events = (await res.text()).split("\n\n").filter((e) => e.startsWith("data: ")).map((e) => e.slice(6))
-      expect(events).toHaveLength(4)
-      expect(JSON.parse(events[3]!)).toEqual({ error: { message: expect.any(String), type: "server_error", code: "machine_error" } })
+      return (await res.text()).split("\n\n").filter((e) => e.startsWith("data: ")).map((e) => JSON.parse(e.slice(6)))
+    }
+    const machineError = { error: { message: expect.any(String), type: "server_error", code: "machine_error" } }
+
+    it("a stream broken by the machine before its first event ends with an SSE error event and is not charged", async () => {
+      const { accountId, secret } = await server.run(newAccount({ credits: CREDITS }))
+      // The answer head came, then the connection broke: the client got nothing but keep-alives.
+      a.faults.set({ drop_after_chunks: 0, first_chunk_delay_ms: 100 })
+      expect(await brokenStream(secret)).toEqual([machineError])
       await idle()
       expect(await server.run(usageOf(accountId))).toEqual([])
       expect(await server.run(balanceOf(accountId))).toEqual({ available: CREDITS, held: 0n })
+    })
+
+    it("a stream broken by the machine after three events ends with an SSE error event and is charged the estimate of what it sent", async () => {
+      const { accountId, secret } = await server.run(newAccount({ credits: CREDITS }))
+      a.faults.set({ drop_after_chunks: 3 })
+      const events = await brokenStream(secret)
+      expect(events).toHaveLength(4)
+      expect(events[3]).toEqual(machineError)
+      await idle()
+      const chars = events.slice(0, 3).reduce((n, e) => n + (e.choices[0]?.delta?.content ?? "").length, 0)
+      const records = await server.run(usageOf(accountId))
+      expect(records).toHaveLength(1)
+      expect(records[0]!.output_tokens).toBe(BigInt(Math.ceil(chars / 4)))
+      const cost = tokenCost(Number(records[0]!.input_tokens), Number(records[0]!.output_tokens), CHAT_IN, CHAT_OUT)
+      expect(cost).toBeGreaterThan(0n)
+      expect(records[0]!.credits).toBe(cost)
+      expect(await server.run(balanceOf(accountId))).toEqual({ available: CREDITS - cost, held: 0n })
     })
 
     it("a machine reporting no usage: billed on the estimate, still one record, the stream still ends with usage", async () => {

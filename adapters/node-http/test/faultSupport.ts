@@ -147,7 +147,10 @@ export const startMock = (): Promise<Mock> => {
       const next = () => {
         if (mode === "drop" && i === 1) {
           if (id !== "") dropped.add(id)
-          res.destroy()
+          // Once its first event has reached the kernel, so that the gateway reads it before the break.
+          const socket = res.socket
+          if (socket === null) return void res.destroy()
+          socket.write("", () => socket.destroy())
           return
         }
         if (i === events.length) {

@@ -59,8 +59,16 @@ import { type Endpoint, validateCall } from "./Validation.ts"
 export interface GatewayConfig {
   /** Time allowed until a machine's answer head arrives (a non-streamed answer comes whole). */
   readonly firstByteTimeoutMs: number
-  /** A streamed call may last this long; past it the stream ends with an error event. */
+  /**
+   * A streamed call may last this long; past it the stream ends with an error event (charged for
+   * what the machine sent, docs/gateway.md "Streaming").
+   */
   readonly maxStreamMs: number
+  /**
+   * Bytes of a stream held for a client that reads more slowly than its machine writes; a client
+   * that falls this far behind is cut (an error event) and the call drained and charged.
+   */
+  readonly streamBufferBytes: number
   /** Keep-alive comment interval while a stream waits for its first event. */
   readonly keepAliveMs: number
   /** How long a stream is read on after its client left. */
@@ -109,6 +117,7 @@ export interface GatewayConfig {
 export const defaultGatewayConfig: GatewayConfig = {
   firstByteTimeoutMs: 300_000,
   maxStreamMs: 600_000,
+  streamBufferBytes: 1_048_576,
   keepAliveMs: 5_000,
   drainTimeoutMs: 60_000,
   maxDrains: 64,
@@ -343,7 +352,7 @@ const make = (config: GatewayConfig) =>
           if (vc.stream) {
             return yield* Effect.uninterruptible(Effect.gen(function*() {
               const mine = held.take()
-              const stream = yield* startStream({
+              const { stream } = yield* startStream({
                 call: vc,
                 machineId: machine.id,
                 body: response.body,
@@ -351,6 +360,7 @@ const make = (config: GatewayConfig) =>
                   keepAliveMs: config.keepAliveMs,
                   drainTimeoutMs: config.drainTimeoutMs,
                   maxStreamMs: config.maxStreamMs,
+                  bufferBytes: config.streamBufferBytes,
                   finishBeforeEnd: config.settleInline
                 },
                 drains,
@@ -364,6 +374,8 @@ const make = (config: GatewayConfig) =>
                       return true
                     }
                     const usage = outcome._tag === "Reported" ? outcome.usage : estimatedUsage(vc, outcome.outputChars)
+                    // Broken off after events were passed on: charged for what was read, and the machine is suspect all the same.
+                    if (outcome._tag === "Estimated" && outcome.broke !== undefined) yield* dispatch.suspect(machine, vc)
                     if (outcome._tag === "Estimated") {
                       yield* Effect.logWarning(`gateway: billing an estimate for a stream from ${machine.id}: ${outcome.reason}`)
                     }

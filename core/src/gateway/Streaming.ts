@@ -2,17 +2,22 @@
  * Streamed chat replies (docs/gateway.md "Streaming").
  *
  * A "pump" fiber, owned by the gateway (not by the request), reads the machine's server-sent
- * events and hands them to the client through a small bounded queue as they arrive (the events of
- * one read of the machine's stream together; never a whole reply). The client's response body is
- * a stream over that queue. So:
+ * events at the machine's speed and queues them for the client as they arrive (the events of one
+ * read of the machine's stream together; never a whole reply) in a buffer bounded in bytes
+ * (ClientBuffer.ts). The client's response body is a stream over that buffer. So:
  *
+ * - A slow client never slows the pump: a client that falls `bufferBytes` behind is treated as
+ *   gone: what it had not taken is dropped, its stream ends with a `client_too_slow` error event,
+ *   and the pump carries on as a drain.
  * - The client leaving (its stream is interrupted) does not stop the pump: it keeps reading the
  *   machine's stream to its final usage chunk (a "drain"), bounded in time (drainTimeoutMs) and
  *   in number (maxDrains concurrent drains, a semaphore). A drain that finds no free slot, or runs
  *   out of time, stops reading and the call is billed on the estimate of what was seen.
- * - The pump calls `finish` exactly once with the outcome: the machine's usage, an estimate (the
- *   stream completed without usage, or a drain was cut short), or a failure (the machine's stream
- *   broke before it reported usage: not charged).
+ * - The pump calls `finish` exactly once with the outcome: the machine's usage when it was read,
+ *   else an estimate of what was read (the stream completed without usage, a drain was cut short,
+ *   the machine broke off or the stream ran past maxStreamMs after events were passed on), or a
+ *   failure (the machine broke off, or ran out of time, before any event: the client got nothing,
+ *   not charged).
  * - Until the first event, a keep-alive comment is sent every keepAliveMs.
  * - The usage chunk is passed on (every client gets it, as the spec says: the last chunk carries
  *   usage); when the machine sent none, one with the estimate is added before `data: [DONE]`.
@@ -21,8 +26,9 @@
  *   not meter ends with a `store_unavailable` error event instead. finishBeforeEnd (Lambda): every
  *   stream ends after `finish`.
  */
-import { type Cause, Deferred, Effect, Exit, Fiber, Queue, Semaphore, Stream } from "effect"
+import { Clock, Deferred, Effect, Exit, Fiber, Semaphore, Stream } from "effect"
 import type { MachineFailure } from "../ports/MachineClient.ts"
+import { makeClientBuffer } from "./ClientBuffer.ts"
 import { completionChars, estimatedUsage, type Quantities, reportedUsage } from "./Metering.ts"
 import type { ValidCall } from "./Validation.ts"
 
@@ -96,16 +102,21 @@ export const sseError = (message: string, code: string, type = "server_error"): 
 export type StreamOutcome =
   /** The machine reported usage. */
   | { readonly _tag: "Reported"; readonly usage: Quantities }
-  /** No usage: the stream completed without it, or the drain was cut; bill the estimate. */
-  | { readonly _tag: "Estimated"; readonly outputChars: number; readonly reason: string }
-  /** The machine failed before reporting usage: not charged. */
+  /**
+   * No usage: the stream completed without it, the drain was cut, or the stream broke off (or ran
+   * out of time) after events were passed on (`broke`: why); bill the estimate.
+   */
+  | { readonly _tag: "Estimated"; readonly outputChars: number; readonly reason: string; readonly broke?: string }
+  /** The machine failed (or ran out of time) before any event was passed on: not charged. */
   | { readonly _tag: "Failed"; readonly reason: string }
 
 export interface StreamSettings {
   readonly keepAliveMs: number
   readonly drainTimeoutMs: number
-  /** Whole-stream limit: past it the call fails (error event) and is not charged. */
+  /** Whole-stream limit: past it the stream ends (error event), charged for what was read. */
   readonly maxStreamMs: number
+  /** What is held for a client that reads slower than the machine writes; past it the client is cut. */
+  readonly bufferBytes: number
   /** Call `finish` before the client's stream ends (hosts that freeze after the response). */
   readonly finishBeforeEnd: boolean
 }
@@ -126,24 +137,32 @@ export interface PumpInput {
   readonly fork: (pump: Effect.Effect<void>) => Effect.Effect<void>
 }
 
-const QUEUE_CAPACITY = 256
+export interface PumpedStream {
+  /** The client's body. */
+  readonly stream: Stream.Stream<Uint8Array>
+  /** The most bytes the pump ever held for the client (at most settings.bufferBytes). */
+  readonly peakBytes: () => number
+}
 
 type ReadEnd =
   | { readonly _tag: "Ended" }
   | { readonly _tag: "Broken"; readonly message: string }
+  | { readonly _tag: "TimedOut" }
   | { readonly _tag: "Cut"; readonly reason: string }
 
 /**
  * Starts the pump and returns the client's body stream. Must be called uninterruptibly together
  * with handing the call's reservation to `finish` (the gateway does).
  */
-export const startStream = (input: PumpInput): Effect.Effect<Stream.Stream<Uint8Array>> =>
+export const startStream = (input: PumpInput): Effect.Effect<PumpedStream> =>
   Effect.gen(function*() {
-    const queue = yield* Queue.bounded<Uint8Array, Cause.Done>(QUEUE_CAPACITY)
+    const buffer = yield* makeClientBuffer(input.settings.bufferBytes)
     const gone = yield* Deferred.make<void>()
     const { call, settings } = input
 
+    // Set when the client's stream ended, or the client fell bufferBytes behind (`tooSlow`).
     let clientGone = false
+    let tooSlow = false
     let sentEvent = false
     let usage: Quantities | undefined
     let outputChars = 0
@@ -153,7 +172,23 @@ export const startStream = (input: PumpInput): Effect.Effect<Stream.Stream<Uint8
     let lastChunk: { id?: unknown; created?: unknown; model?: unknown } = {}
 
     const send = (bytes: Uint8Array): Effect.Effect<void> =>
-      clientGone ? Effect.void : Effect.asVoid(Queue.offer(queue, bytes))
+      Effect.suspend(() => clientGone ? Effect.void : Effect.flatMap(buffer.offer(bytes), (queued) => queued ? Effect.void : cutSlowClient))
+
+    /**
+     * The client fell bufferBytes behind: it is treated as gone (the pump drains on), what it had
+     * not taken is dropped and its stream ends with an error event (after `finish` when the host
+     * freezes after a response).
+     */
+    const cutSlowClient = Effect.suspend(() => {
+      clientGone = true
+      tooSlow = true
+      const message = `The client read this stream more slowly than the machine wrote it and fell ${settings.bufferBytes} bytes ` +
+        "behind, so the stream was cut. The call is charged for what the machine produced."
+      return buffer.cut(sseError(message, "client_too_slow", "invalid_request_error")).pipe(
+        Effect.andThen(settings.finishBeforeEnd ? Effect.void : buffer.end),
+        Effect.andThen(Deferred.succeed(gone, undefined))
+      )
+    })
 
     /** Notes one event's data; whether it is passed on (all but the machine's [DONE]). */
     const onData = (data: string): boolean => {
@@ -199,11 +234,12 @@ export const startStream = (input: PumpInput): Effect.Effect<Stream.Stream<Uint8
     let holdsSlot = false
     const limit: Effect.Effect<ReadEnd> = Effect.gen(function*() {
       yield* Deferred.await(gone)
+      const left = tooSlow ? `the client fell ${settings.bufferBytes} bytes behind` : "the client left"
       const slot = yield* Semaphore.takeIfAvailable(input.drains, 1)
-      if (!slot) return { _tag: "Cut", reason: "the client left and no drain slot was free" } as const
+      if (!slot) return { _tag: "Cut", reason: `${left} and no drain slot was free` } as const
       holdsSlot = true
       yield* Effect.sleep(settings.drainTimeoutMs)
-      return { _tag: "Cut", reason: `the client left and the drain took over ${settings.drainTimeoutMs} ms` } as const
+      return { _tag: "Cut", reason: `${left} and the drain took over ${settings.drainTimeoutMs} ms` } as const
     })
 
     const keepAlive = Effect.gen(function*() {
@@ -213,26 +249,27 @@ export const startStream = (input: PumpInput): Effect.Effect<Stream.Stream<Uint8
       }
     })
 
-    const synthesizedUsage = (q: Quantities): Uint8Array =>
-      sseEvent(JSON.stringify({
-        id: typeof lastChunk.id === "string" ? lastChunk.id : "chatcmpl-gateway",
-        object: "chat.completion.chunk",
-        created: typeof lastChunk.created === "number" ? lastChunk.created : Math.floor(Date.now() / 1000),
-        model: typeof lastChunk.model === "string" ? lastChunk.model : call.model.id,
-        choices: [],
-        usage: {
-          prompt_tokens: Number(q.input_tokens),
-          completion_tokens: Number(q.output_tokens),
-          total_tokens: Number(q.input_tokens + q.output_tokens)
-        }
-      }))
+    const synthesizedUsage = (q: Quantities): Effect.Effect<Uint8Array> =>
+      Effect.map(Clock.currentTimeMillis, (now) =>
+        sseEvent(JSON.stringify({
+          id: typeof lastChunk.id === "string" ? lastChunk.id : "chatcmpl-gateway",
+          object: "chat.completion.chunk",
+          created: typeof lastChunk.created === "number" ? lastChunk.created : Math.floor(now / 1000),
+          model: typeof lastChunk.model === "string" ? lastChunk.model : call.model.id,
+          choices: [],
+          usage: {
+            prompt_tokens: Number(q.input_tokens),
+            completion_tokens: Number(q.output_tokens),
+            total_tokens: Number(q.input_tokens + q.output_tokens)
+          }
+        })))
 
     const pump = Effect.gen(function*() {
       const keeper = yield* Effect.forkChild(keepAlive)
       const end = yield* Effect.raceFirst(read, limit).pipe(
         Effect.timeoutOrElse({
           duration: settings.maxStreamMs,
-          orElse: () => Effect.succeed<ReadEnd>({ _tag: "Broken", message: `the stream took over ${settings.maxStreamMs} ms` })
+          orElse: () => Effect.succeed<ReadEnd>({ _tag: "TimedOut" })
         })
       )
       yield* Fiber.interrupt(keeper)
@@ -242,9 +279,17 @@ export const startStream = (input: PumpInput): Effect.Effect<Stream.Stream<Uint8
 
     const conclude = (end: ReadEnd): Effect.Effect<StreamOutcome> =>
       Effect.gen(function*() {
-        if (end._tag === "Broken" && usage === undefined) {
-          yield* send(sseError(`The machine's stream failed: ${end.message}. Nothing is charged for this call.`, "machine_error"))
-          return { _tag: "Failed", reason: end.message } as const
+        if ((end._tag === "Broken" || end._tag === "TimedOut") && usage === undefined) {
+          const [reason, what, code] = end._tag === "Broken"
+            ? [end.message, `The machine's stream failed: ${end.message}.`, "machine_error"]
+            : [`the stream took over ${settings.maxStreamMs} ms`, `The stream ran past the platform's limit of ${settings.maxStreamMs} ms.`, "stream_time_limit"]
+          // The client got nothing but keep-alives: nothing to charge. Else what was read is charged.
+          if (!sentEvent) {
+            yield* send(sseError(`${what} Nothing is charged for this call.`, code))
+            return { _tag: "Failed", reason } as const
+          }
+          yield* send(sseError(`${what} The call is charged for what the machine sent before.`, code))
+          return { _tag: "Estimated", outputChars, reason: `the stream ended early: ${reason}`, broke: reason } as const
         }
         if (end._tag === "Cut") {
           return usage !== undefined
@@ -255,7 +300,7 @@ export const startStream = (input: PumpInput): Effect.Effect<Stream.Stream<Uint8
         let outcome: StreamOutcome
         if (usage === undefined) {
           const estimate = { _tag: "Estimated", outputChars, reason: "the machine reported no usage" } as const
-          yield* send(synthesizedUsage(estimatedUsage(call, outputChars)))
+          yield* send(yield* synthesizedUsage(estimatedUsage(call, outputChars)))
           outcome = estimate
         } else {
           outcome = { _tag: "Reported", usage }
@@ -274,24 +319,27 @@ export const startStream = (input: PumpInput): Effect.Effect<Stream.Stream<Uint8
             ? { _tag: "Reported", usage }
             : { _tag: "Estimated", outputChars, reason: "the gateway stopped while the call streamed" }
           // A stream without its [DONE] to send (failed, cut, stopped) ends first, unless the host freezes after it.
-          if (!settings.finishBeforeEnd && !doneDue) yield* Queue.end(queue)
+          if (!settings.finishBeforeEnd && !doneDue) yield* buffer.end
           const metered = yield* input.finish(outcome)
           if (doneDue) {
             yield* send(metered ? DONE : sseError("The platform could not record this call's usage, so it is not charged; retry shortly.", "store_unavailable"))
           }
-          if (settings.finishBeforeEnd || doneDue) yield* Queue.end(queue)
+          if (settings.finishBeforeEnd || doneDue) yield* buffer.end
         })
       ),
       Effect.asVoid
     )
     yield* input.fork(run)
 
-    return Stream.fromQueue(queue).pipe(
-      Stream.onExit(() =>
-        Effect.suspend(() => {
-          clientGone = true
-          return Effect.andThen(Queue.shutdown(queue), Deferred.succeed(gone, undefined))
-        })
-      )
-    )
+    return {
+      stream: buffer.stream.pipe(
+        Stream.onExit(() =>
+          Effect.suspend(() => {
+            clientGone = true
+            return Effect.andThen(buffer.close, Deferred.succeed(gone, undefined))
+          })
+        )
+      ),
+      peakBytes: buffer.peakBytes
+    }
   })
