@@ -46,7 +46,7 @@ const announce = (host: string, mail: string) => Effect.gen(function*() {
         "",
         `Try: curl -H "Authorization: Bearer ${owner.key.secret}" ${address}/me`,
         "",
-        "To approve agents, give the account a passkey: open this one-time link in a browser on this machine",
+        "To approve agents the account needs a passkey: open this one-time link in a browser",
         `(it works until ${claim.expires_at}; POST /identity/claim-link with the key makes another):`,
         "",
         `    ${claim.claim_url}`,
