@@ -2,10 +2,12 @@
  * Use-case: the first start. When no account exists yet, create the owner account and its first
  * key holding every permission. The secret is handed to the shell once, to print; later starts
  * find the owner and hand over nothing. Shells that cannot print it use a secret made beforehand
- * (`ensureOwnerWithSecret`).
+ * (`ensureOwnerWithSecret`). Every start then asks the network for the owner's identity until it
+ * has answered (accounts/Owner.ts), so an owner made by an earlier release gets one too.
  */
 import { Context, Effect, Layer } from "effect"
 import type { AccountRecord } from "./Account.ts"
+import { ensureOwnerIdentity } from "./accounts/Owner.ts"
 import { ApiKeys, MalformedSecret } from "./ApiKeys.ts"
 import type { CreatedKey } from "./Keys.ts"
 import { generateId, looksLikeSecret } from "./Keys.ts"
@@ -52,10 +54,16 @@ export const ensureOwnerWithSecret = <E, R>(email: string, secret: Effect.Effect
     return { account, key } satisfies Owner
   }).pipe(Effect.withSpan("Bootstrap.ensureOwnerWithSecret"))
 
-/** What the first start created: the owner and its key with the secret, or undefined on later starts. */
+/** The start: the owner made when there is none, then the owner's identity (Owner.ts). */
+const started = <E, R>(owner: Effect.Effect<Owner | undefined, E, R>) => Effect.tap(owner, () => ensureOwnerIdentity)
+
+/**
+ * What the first start created: the owner and its key with the secret, or undefined on later
+ * starts. Building it also makes the owner's identity (needs the Network and the PeopleStore).
+ */
 export class FirstStart extends Context.Service<FirstStart, Owner | undefined>()("@model-platform/core/FirstStart") {
-  static readonly layer = (email: string) => Layer.effect(FirstStart, ensureOwner(email))
+  static readonly layer = (email: string) => Layer.effect(FirstStart, started(ensureOwner(email)))
   /** The first start with an owner secret made beforehand (`ensureOwnerWithSecret`). */
   static readonly layerWithSecret = <E, R>(email: string, secret: Effect.Effect<string, E, R>) =>
-    Layer.effect(FirstStart, ensureOwnerWithSecret(email, secret))
+    Layer.effect(FirstStart, started(ensureOwnerWithSecret(email, secret)))
 }

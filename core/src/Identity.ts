@@ -3,6 +3,7 @@
  * wallet and where the owner manages it. JSON shape only.
  */
 import { Schema } from "effect"
+import { Timestamp } from "./Time.ts"
 
 /** ready is observed; provisioning and failed are ours (docs/resources.md). */
 export const IdentityStateValues = ["provisioning", "ready", "failed"] as const
@@ -25,3 +26,13 @@ export const Identity = Schema.Struct({
   manage_url: Schema.String
 })
 export type Identity = typeof Identity.Type
+
+/**
+ * POST /identity/claim-link: a one-time link to the account service's claim page, where the owner
+ * account's holder registers a passkey (docs/accounts.md "The owner").
+ */
+export const ClaimLink = Schema.Struct({
+  claim_url: Schema.String,
+  expires_at: Timestamp
+})
+export type ClaimLink = typeof ClaimLink.Type

@@ -237,7 +237,7 @@ describe("src/lambda.ts: the account service", () => {
       expect(signUp.status).toBe(200)
       expect(await signUp.text()).toContain('id="sign-up"')
       const identity = await call(entry, "/identity", bearer(secret))
-      expect(await identity.json()).toMatchObject({ manage_url: `${ACCOUNTS_URL}/sign-up` })
+      expect(await identity.json()).toMatchObject({ state: "ready", passkeys: 0, manage_url: `${ACCOUNTS_URL}/manage` })
     })
     for (const line of logs) expect(line).not.toContain(PASSWORD)
   }, 30_000)

@@ -199,7 +199,7 @@ describe("Lambda handler: the account service", () => {
       expect(bundle.status).toBe(200)
       expect(await bundle.text()).toContain("SimpleWebAuthnBrowser")
       const identity = await page(handler, "/identity", { authorization: `Bearer ${owner?.key.secret}` })
-      expect(await identity.json()).toMatchObject({ manage_url: `${ACCOUNTS_URL}/sign-up` })
+      expect(await identity.json()).toMatchObject({ state: "ready", passkeys: 0, manage_url: `${ACCOUNTS_URL}/manage` })
     } finally {
       await handler.dispose()
     }
@@ -216,7 +216,7 @@ describe("Lambda handler: the account service", () => {
     try {
       const owner = await fromPublic.firstStart()
       const identity = await page(fromPublic, "/identity", { authorization: `Bearer ${owner?.key.secret}` })
-      expect(await identity.json()).toMatchObject({ manage_url: "https://platform.test/accounts/sign-up" })
+      expect(await identity.json()).toMatchObject({ manage_url: "https://platform.test/accounts/manage" })
     } finally {
       await fromPublic.dispose()
     }

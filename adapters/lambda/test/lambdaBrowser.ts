@@ -106,12 +106,13 @@ export const startLambdaForBrowser = async ({ clock, machineUrl, recoveryDelayMs
   // A handler starts building at once: the first makes the owner before the others start, as
   // containers starting together could race for it (docs/lambda.md "The owner key").
   api = makeHandler(options)
-  await api.firstStart()
+  const owner = await api.firstStart()
   accounts = [makeHandler(options), makeHandler(options)]
   for (const handler of accounts) await handler.firstStart()
   return {
     url: `http://127.0.0.1:${port}`,
     accounts: `http://localhost:${port}/accounts`,
+    ownerSecret: owner?.key.secret,
     stop: async () => {
       await gateway.close()
       for (const handler of [api, ...accounts]) await handler?.dispose()

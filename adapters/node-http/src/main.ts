@@ -1,6 +1,7 @@
 /**
  * Starts the platform: reads the configuration, opens the database (the embedded Postgres in
- * DATA_DIR unless DATABASE_URL is set), serves the API, and on first start prints the owner key.
+ * DATA_DIR unless DATABASE_URL is set), serves the API, and on first start prints the owner key and
+ * a one-time link that gives the owner account a passkey.
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { FirstStart } from "@model-platform/core/Bootstrap"
@@ -9,6 +10,7 @@ import { HttpServer } from "effect/http"
 import * as Path from "node:path"
 import { AccountsConfig } from "@model-platform/core/accounts/AccountService"
 import { RecoveryDelayConfig } from "@model-platform/core/accounts/AccountsConfig"
+import { issueClaimLink } from "@model-platform/core/accounts/Owner"
 import { DEFAULT_PLATFORM_CLIENT_ID, PlatformClientConfig } from "@model-platform/core/agents/PlatformClient"
 import { configuredSigningKeys, ServiceAssertionConfig, trustedPlatform } from "@model-platform/core/agents/ServiceAssertions"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
@@ -32,6 +34,8 @@ const announce = (host: string, mail: string) => Effect.gen(function*() {
   yield* Console.log(`Model Platform listening on ${address} (docs at ${address}/docs)`)
   yield* Console.log(`Account service at ${accounts.accountsUrl} (sign up at ${accounts.accountsUrl}/sign-up); ${mail}`)
   if (owner !== undefined) {
+    // Beside the key: where the owner attaches a passkey (to approve agents; docs/accounts.md "The owner").
+    const claim = yield* Effect.orDie(issueClaimLink(owner.account.id, accounts.accountsUrl))
     yield* Console.log(
       [
         "",
@@ -41,6 +45,11 @@ const announce = (host: string, mail: string) => Effect.gen(function*() {
         `    ${owner.key.secret}`,
         "",
         `Try: curl -H "Authorization: Bearer ${owner.key.secret}" ${address}/me`,
+        "",
+        "To approve agents the account needs a passkey: open this one-time link in a browser",
+        `(it works until ${claim.expires_at}; POST /identity/claim-link with the key makes another):`,
+        "",
+        `    ${claim.claim_url}`,
         ""
       ].join("\n")
     )

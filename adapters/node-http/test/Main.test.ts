@@ -1,6 +1,7 @@
 /**
  * The server as a user starts it (`./platform start` runs main.ts): the first start prints the owner
- * key once, the key works, and everything survives a restart on the same data directory.
+ * key once, with a one-time link that gives the owner account a passkey, the key works, the owner's
+ * identity is ready, and everything survives a restart on the same data directory.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
@@ -55,25 +56,40 @@ describe("./platform start (main.ts)", () => {
   it("prints the owner key once, and data survives a restart", async () => {
     const first = await start(dataDir)
     const secret = /^\s+(mpk_[A-Za-z0-9_-]{43})$/m.exec(first.output())?.[1]
-    expect(secret, first.output()).toBeDefined()
     const auth = { authorization: `Bearer ${secret}` }
-    const me = await fetch(`${first.url}/me`, { headers: auth })
-    expect(me.status).toBe(200)
-    const created = await fetch(`${first.url}/keys`, {
-      method: "POST",
-      headers: { ...auth, "content-type": "application/json" },
-      body: JSON.stringify({ name: "survivor", permissions: ["read"] })
-    })
-    expect(created.status).toBe(200)
-    const survivor = (await created.json()) as { id: string; secret: string }
-    const models = await fetch(`${first.url}/models`)
-    expect(((await models.json()) as { data: Array<unknown> }).data.length).toBeGreaterThan(0)
-    await stop(first)
+    let survivor: { id: string; secret: string }
+    // Stopped whatever happens: a server left running would hold the data directory.
+    try {
+      expect(secret, first.output()).toBeDefined()
+      const me = await fetch(`${first.url}/me`, { headers: auth })
+      expect(me.status).toBe(200)
+      // The owner is a full account: its identity is made at first start (no passkey yet), and a
+      // one-time link to attach one is printed beside the key.
+      const identity = await (await fetch(`${first.url}/identity`, { headers: auth })).json()
+      expect(identity).toMatchObject({ state: "ready", did: expect.stringMatching(/^did:svc:human:acct_/), passkeys: 0, can_send: false })
+      const claimUrl = /^\s+(http:\/\/localhost:\d+\/accounts\/claim\?token=[\w-]{43})$/m.exec(first.output())?.[1]
+      expect(claimUrl, first.output()).toBeDefined()
+      const claimPage = await fetch(claimUrl!)
+      expect(claimPage.status).toBe(200)
+      expect(await claimPage.text()).toContain(`id="claim"`)
+      const created = await fetch(`${first.url}/keys`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ name: "survivor", permissions: ["read"] })
+      })
+      expect(created.status).toBe(200)
+      survivor = (await created.json()) as { id: string; secret: string }
+      const models = await fetch(`${first.url}/models`)
+      expect(((await models.json()) as { data: Array<unknown> }).data.length).toBeGreaterThan(0)
+    } finally {
+      await stop(first)
+    }
 
     const second = await start(dataDir)
     try {
       expect(second.output()).not.toContain("First start")
       expect(second.output()).not.toMatch(/mpk_[A-Za-z0-9_-]{43}/)
+      expect(second.output()).not.toContain("/claim?token=")
       expect((await fetch(`${second.url}/me`, { headers: auth })).status).toBe(200)
       const survivorMe = await fetch(`${second.url}/me`, { headers: { authorization: `Bearer ${survivor.secret}` } })
       expect(survivorMe.status).toBe(200)

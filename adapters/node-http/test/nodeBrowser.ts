@@ -4,6 +4,7 @@
  * embedded PGlite), the demo catalogue pointed at the flow's reference machine, mail through the
  * SMTP sender. The browser opens http://localhost:<port> (passkeys need a secure context).
  */
+import { FirstStart } from "@model-platform/core/Bootstrap"
 import { type FlowSetup, flowCatalogue, type PlatformUnderTest } from "@model-platform/test-harness/BrowserWorld"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { HttpServer } from "effect/http"
@@ -40,11 +41,12 @@ export const startNodeForBrowser = async ({ clock, machineUrl, recoveryDelayMs, 
       PgPlatformStores.pipe(Layer.provide(database))
     )
   )
-  const server = await runtime.runPromise(Effect.service(HttpServer.HttpServer))
+  const [server, owner] = await runtime.runPromise(Effect.all([Effect.service(HttpServer.HttpServer), Effect.service(FirstStart)]))
   if (server.address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
   return {
     url: `http://127.0.0.1:${server.address.port}`,
     accounts: `http://localhost:${server.address.port}/accounts`,
+    ownerSecret: owner?.key.secret,
     stop: () => runtime.dispose()
   }
 }

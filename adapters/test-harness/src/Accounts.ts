@@ -3,6 +3,7 @@
  * else). The platform has no sign-up endpoint yet, so a shell's test support makes one directly
  * with its stores, as a sign-up would: an account and a key holding every permission.
  */
+import { normaliseEmail } from "@model-platform/core/accounts/Records"
 import { ApiKeys } from "@model-platform/core/ApiKeys"
 import { generateId } from "@model-platform/core/Keys"
 import { PermissionValues } from "@model-platform/core/Permissions"
@@ -21,8 +22,24 @@ export const createAccount = Effect.fn("test.createAccount")(function*(email: st
 })
 
 /**
+ * The person behind an account, as a sign-up leaves them: `per_<account id>`, the account's email,
+ * and one stand-in passkey (no key pair: nothing signs in with it), so the account can propose
+ * agents (a proposal needs a passkey to approve it, docs/agents.md).
+ */
+export const standInPerson = Effect.fn("test.standInPerson")(function*(accountId: string, email: string) {
+  const now = yield* Time.now
+  const personId = `per_${accountId}`
+  const inserted = yield* (yield* PeopleStore).insertPerson(
+    { id: personId, email: normaliseEmail(email), email_confirmed_at: now, account_id: accountId, created_at: now },
+    { credential_id: `cred_${accountId}`, person_id: personId, public_key: "", counter: 0, transports: [], name: "stand-in", created_at: now, last_used_at: null }
+  )
+  if (inserted._tag !== "Inserted") return yield* Effect.die(new Error(`the stand-in person of ${accountId}: ${inserted._tag}`))
+  return personId
+})
+
+/**
  * As createAccount, and the account has a ready identity (`did:svc:human:<account id>`, a person
- * `per_<account id>` behind it), as after a sign-up: the account can propose agents.
+ * `per_<account id>` with a passkey behind it), as after a sign-up: the account can propose agents.
  */
 export const createAccountWithIdentity = Effect.fn("test.createAccountWithIdentity")(function*(email: string) {
   const secret = yield* createAccount(email)
@@ -30,7 +47,7 @@ export const createAccountWithIdentity = Effect.fn("test.createAccountWithIdenti
   const accountId = caller.account.id
   yield* (yield* PeopleStore).saveIdentity({
     account_id: accountId,
-    person_id: `per_${accountId}`,
+    person_id: yield* standInPerson(accountId, email),
     state: "ready",
     did: `did:svc:human:${accountId}`,
     wallet_address: `0x${"0".repeat(40)}`,

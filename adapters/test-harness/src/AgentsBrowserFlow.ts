@@ -12,6 +12,7 @@
  */
 import type { Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { approveOnPage, chat as chatWith, spendAllowances as spendAllowancesOf } from "./AgentSteps.ts"
 import { type BrowserWorld, type FlowOptions, haveChromium, startBrowserWorld } from "./BrowserWorld.ts"
 
 const DAILY_LIMIT = 0.02
@@ -28,27 +29,9 @@ export const agentsBrowserFlow = (options: FlowOptions) => {
       await world?.stop()
     })
 
-    /** Opens an approval link and approves it with the device's passkey; the page's final state. */
-    const approve = async (page: Page, url: string, shot?: string) => {
-      await page.goto(url)
-      await page.locator(`#approval[data-state="pending"]`).waitFor()
-      if (shot !== undefined) await world!.shot(page, shot)
-      await page.click("#approve")
-      await page.locator(`#approval:not([data-state="pending"])`).waitFor({ timeout: 15_000 })
-      return page.locator("#approval").getAttribute("data-state")
-    }
-    /** Calls with `secret` until a call is paid with credits (the usage CSV's last column but one). */
-    const spendAllowances = async (secret: string) => {
-      for (let i = 0; i < 100; i++) {
-        expect((await chat(secret)).status).toBe(200)
-        const csv = await fetch(`${world!.url}/billing/usage.csv`, { headers: { authorization: `Bearer ${secret}` } }).then((r) => r.text())
-        const rows = csv.trim().split("\r\n").slice(1).map((line) => line.split(","))
-        if (rows.some((row) => Number(row[10]) > 0)) return
-      }
-      throw new Error("the allowance and the trial were not used up in 100 calls")
-    }
-    const chat = (secret: string) =>
-      world!.api(secret, "POST", "/v1/chat/completions", { model: "ref-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 8 })
+    const approve = (page: Page, url: string, shot?: string) => approveOnPage(world!, page, url, shot)
+    const chat = (secret: string) => chatWith(world!, secret)
+    const spendAllowances = (secret: string) => spendAllowancesOf(world!, secret)
 
     it("an owner approves an agent with a passkey; its key is held to its limits; a change waits for approval; revocation stops it", async () => {
       const { page } = await world!.device()

@@ -64,6 +64,8 @@ export interface PlatformUnderTest {
    * ACCOUNTS_URL): passkeys need a secure context, which localhost is and 127.0.0.1 is not.
    */
   readonly accounts: string
+  /** The owner key the first start made (every permission), as `./platform start` prints it. */
+  readonly ownerSecret?: string | undefined
   readonly stop: () => Promise<void>
 }
 
@@ -88,6 +90,8 @@ export interface Device {
 export interface BrowserWorld {
   readonly url: string
   readonly accounts: string
+  /** The first-start owner's key, when the shell handed it over (PlatformUnderTest.ownerSecret). */
+  readonly ownerSecret: string | undefined
   readonly mailbox: Mailbox
   readonly device: () => Promise<Device>
   readonly shot: (page: Page, name: string) => Promise<unknown>
@@ -206,6 +210,7 @@ export const startBrowserWorld = async (options: FlowOptions & { readonly recove
   return {
     url,
     accounts,
+    ownerSecret: platform.ownerSecret,
     mailbox,
     device,
     shot,

@@ -29,7 +29,7 @@ import { simulatedNodes } from "@model-platform/core/accounts/SimulatedNetwork"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createAccount } from "../src/Accounts.ts"
+import { createAccount, standInPerson } from "../src/Accounts.ts"
 import { AgentStoreMemory } from "../src/MemoryAgentStore.ts"
 import { MemoryPlatformStores } from "../src/MemoryPlatformStores.ts"
 import { movableClock } from "../src/MovableClock.ts"
@@ -203,16 +203,21 @@ const send = async (secret: string, method: string, path: string, body?: unknown
   return { status: response.status, json: text === "" ? undefined : JSON.parse(text) }
 }
 
-/** An account (every permission) whose identity is ready, with 100 credits; its key and id. */
-const owner = async (options: { readonly ready?: boolean } = {}) => {
-  const secret = await run(createAccount(`owner-${crypto.randomUUID()}@test.local`))
+/**
+ * An account (every permission) whose identity is ready, with a person and a passkey behind it
+ * (unless `passkey: false`), and 100 credits; its key and id.
+ */
+const owner = async (options: { readonly ready?: boolean; readonly passkey?: boolean } = {}) => {
+  const email = `owner-${crypto.randomUUID()}@test.local`
+  const secret = await run(createAccount(email))
   const me = await send(secret, "GET", "/me")
   const accountId: string = me.json.id
   if (options.ready !== false) {
+    const personId = options.passkey === false ? `per_${accountId}` : await run(standInPerson(accountId, email))
     await run(Effect.flatMap(PeopleStore, (people) =>
       people.saveIdentity({
         account_id: accountId,
-        person_id: `per_${accountId}`,
+        person_id: personId,
         state: "ready",
         did: `did:svc:human:${accountId}`,
         wallet_address: "0xowner",
@@ -352,6 +357,17 @@ describe("agents: proposing", () => {
     expect(answer.json.error.code).toBe("identity_not_ready")
     expect(answer.json.error.message).toContain("passkey")
     expect(answer.json.error.message).toContain("http://platform.test/accounts/sign-up")
+  })
+
+  it("an account with no passkey (the owner before it is claimed): 409 passkey_required saying how to attach one, no approval asked, nothing stored", async () => {
+    const { secret } = await owner({ passkey: false })
+    const asked = approvals.approvals.size
+    const answer = await send(secret, "POST", "/agents", proposal)
+    expect([answer.status, answer.json.error.code], JSON.stringify(answer.json)).toEqual([409, "passkey_required"])
+    expect(answer.json.error.message).toContain("POST /identity/claim-link")
+    expect(answer.json).not.toHaveProperty("approve_url")
+    expect(approvals.approvals.size).toBe(asked)
+    expect((await send(secret, "GET", "/agents")).json).toEqual({ data: [] })
   })
 
   it("no serving nodes: 409 no_serving_nodes, nothing stored", async () => {
@@ -708,10 +724,11 @@ describe("agents: without an account service or a network configured", () => {
   it("the platform starts; POST /agents answers 409 no_serving_nodes", async () => {
     const secret = await bare.runPromise(createAccount("bare@test.local"))
     const me = await (await bareHandler(new Request("http://platform.test/me", { headers: { authorization: `Bearer ${secret}` } }))).json()
+    const personId = await bare.runPromise(standInPerson(me.id, "bare@test.local"))
     await bare.runPromise(Effect.flatMap(PeopleStore, (people) =>
       people.saveIdentity({
         account_id: me.id,
-        person_id: "per_bare",
+        person_id: personId,
         state: "ready",
         did: `did:svc:human:${me.id}`,
         wallet_address: "0x",
@@ -758,7 +775,7 @@ describe("agents: a write lost to another process is decided again", () => {
         const accountId = "acct_race"
         yield* (yield* AccountStore).insert({ id: accountId, email: "race@test.local", created_at: new Date().toISOString() })
         yield* (yield* PeopleStore).saveIdentity({
-          account_id: accountId, person_id: "per_race", state: "ready", did: "did:svc:human:acct_race", wallet_address: "0x", error: null,
+          account_id: accountId, person_id: yield* standInPerson(accountId, "race@test.local"), state: "ready", did: "did:svc:human:acct_race", wallet_address: "0x", error: null,
           updated_at: new Date().toISOString()
         })
         const keys = yield* ApiKeys
@@ -772,7 +789,7 @@ describe("agents: a write lost to another process is decided again", () => {
         return { read, stored }
       }))
       expect(raced).toBe(1)
-      expect(result.read).toMatchObject({ status: "active", did: expect.stringMatching(/^did:svc:machine:per_race:agt_/) })
+      expect(result.read).toMatchObject({ status: "active", did: expect.stringMatching(/^did:svc:machine:per_acct_race:agt_/) })
       // Decided again from the agent as stored: the other write's version was built upon (0 -> 1 -> 2).
       expect(result.stored.version).toBe(2)
       expect(result.stored.status).toBe("active")

@@ -243,10 +243,31 @@ export class AccountService extends Context.Service<AccountService, {
     call: SessionCall & { readonly name: string; readonly permissions: ReadonlyArray<string> }
   ) => Effect.Effect<CreatedKey, AccountError>
   /**
+   * The claim link's page (docs/accounts.md "The owner"; links are made by Owner.issueClaimLink):
+   * the owner's email and when the link expires, while it is outstanding. Refused: token_unknown
+   * (used, replaced by a newer link, expired, or never made).
+   */
+  readonly claimView: (token: string) => Effect.Effect<{ readonly email: string; readonly expires_at: Timestamp }, AccountError>
+  /**
+   * Claiming the owner account, step 1: registration options for a passkey of the owner's person
+   * (excluding the passkeys it has). The link is checked, not consumed. Refused: token_unknown.
+   */
+  readonly beginClaim: (input: RelyingParty & { readonly token: string }) => Effect.Effect<BegunCeremony, AccountError>
+  /**
+   * Claiming the owner account, step 2: verifies the passkey, consumes the link, stores the
+   * owner's person with the passkey (or adds it, signing the person out elsewhere), and signs this
+   * browser in. Refused: invalid_flow, verification_failed, token_used, token_expired,
+   * passkey_taken, email_taken (a person signed up with the owner's address before it was the owner's).
+   */
+  readonly finishClaim: (input: FinishWithNameInput) => Effect.Effect<{
+    readonly session: NewSession
+    readonly person: SignedInPerson
+  }, AccountError>
+  /**
    * The identity of a platform account, for GET /identity: the person's (state, did, wallet, error,
-   * passkeys, can_send, manage_url). An identity still provisioning is asked for again here. An
-   * account no person owns (the first-start owner's, used with its key): provisioning, no did,
-   * 0 passkeys (docs/api-decisions.md).
+   * passkeys, can_send, manage_url). An identity still provisioning is asked for again here. The
+   * first-start owner's identity is made at start (Owner.ts) and shows 0 passkeys until the owner
+   * claims the account (docs/api-decisions.md).
    */
   readonly identityOf: (accountId: string) => Effect.Effect<Identity>
 }>()("@model-platform/core/accounts/AccountService") {

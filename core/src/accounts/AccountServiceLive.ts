@@ -1,4 +1,4 @@
-/** The account service made of its parts (AccountService.layer): ceremonies, passkeys, recovery, identities. */
+/** The account service made of its parts (AccountService.layer): ceremonies, passkeys, recovery, claims, identities. */
 import { Effect } from "effect"
 import { ApiKeys } from "../ApiKeys.ts"
 import { AccountStore } from "../ports/AccountStore.ts"
@@ -9,6 +9,7 @@ import { RateLimitStore } from "../ports/RateLimitStore.ts"
 import { AccountsConfig } from "./AccountsConfig.ts"
 import type { AccountService, SessionCall } from "./AccountService.ts"
 import { makeCeremonies } from "./Ceremonies.ts"
+import { makeClaims } from "./Claims.ts"
 import type { AccountDeps } from "./Deps.ts"
 import { makeIdentities } from "./Identities.ts"
 import { makePasskeys } from "./Passkeys.ts"
@@ -42,6 +43,7 @@ export const makeAccountService = Effect.gen(function*() {
     ...makeCeremonies(deps, identities),
     ...makePasskeys(deps, identities),
     ...makeRecovery(deps),
+    ...makeClaims(deps, identities),
     session: sessions.view,
     signOut,
     identityOf: identities.identityOf

@@ -7,19 +7,22 @@
  * - The identity `did:svc:human:<account id>` is asked of the network then, and kept: ready, failed
  *   with the network's reason, or provisioning when the network gave no answer (asked again at
  *   every identityOf until it answers; the network is idempotent per id).
+ * - The first-start owner's identity is asked at every start until it exists (Owner.ts), for a
+ *   person who joins the account when the owner claims it with a passkey.
  */
 import { Effect } from "effect"
 import type { Identity } from "../Identity.ts"
 import { generateId } from "../Keys.ts"
 import * as Time from "../Time.ts"
+import type { Network } from "../ports/Network.ts"
 import type { PeopleStore } from "../ports/PeopleStore.ts"
 import type { AccountDeps } from "./Deps.ts"
 import type { IdentityRecord, PersonRecord } from "./Records.ts"
 
 /**
- * GET /identity's answer for an account from its stored identity. No identity: no person owns the
- * account (the first-start owner's, used with its key): provisioning, no DID, 0 passkeys, and
- * manage_url the account service's sign-up page.
+ * GET /identity's answer for an account from its stored identity. No identity (an account no
+ * sign-up made, whose identity no start asked for: not the owner's since Owner.ts): provisioning,
+ * no DID, 0 passkeys, and manage_url the account service's sign-up page.
  */
 const identityView = Effect.fnUntraced(function*(
   people: PeopleStore["Service"],
@@ -54,20 +57,13 @@ const identityView = Effect.fnUntraced(function*(
 export const storedIdentity = (people: PeopleStore["Service"], accountId: string, accountsUrl: string) =>
   Effect.flatMap(people.getIdentity(accountId), (identity) => identityView(people, accountsUrl, accountId, identity))
 
-export const makeIdentities = (deps: AccountDeps) => {
-  const { accounts, network, people, settings } = deps
-
-  /** The person with their account, made now when they have none. */
-  const ensureAccount = Effect.fnUntraced(function*(person: PersonRecord) {
-    if (person.account_id !== null) return { person, account: "existing" as const }
-    const account = { id: yield* generateId("acct"), email: person.email, created_at: yield* Time.now }
-    yield* accounts.insert(account)
-    const linked = yield* people.linkAccount(person.id, account.id)
-    return { person: linked ?? person, account: "created" as const }
-  })
-
-  /** The account's identity, asking the network when none is known or it is still provisioning. */
-  const ensureIdentity = Effect.fnUntraced(function*(accountId: string, personId: string) {
+/**
+ * The account's identity, asking the network when none is known or it is still provisioning; a
+ * refusal is kept as failed, no answer as provisioning (asked again at the next call). Used by the
+ * account service and by the first start for the owner (Owner.ts).
+ */
+export const askIdentity = (people: PeopleStore["Service"], network: Network["Service"]) =>
+  Effect.fnUntraced(function*(accountId: string, personId: string) {
     const known = yield* people.getIdentity(accountId)
     if (known !== undefined && known.state !== "provisioning") return known
     const answer = yield* network.createHumanIdentity(accountId).pipe(
@@ -87,6 +83,20 @@ export const makeIdentities = (deps: AccountDeps) => {
     yield* people.saveIdentity(record)
     return record
   })
+
+export const makeIdentities = (deps: AccountDeps) => {
+  const { accounts, network, people, settings } = deps
+
+  /** The person with their account, made now when they have none. */
+  const ensureAccount = Effect.fnUntraced(function*(person: PersonRecord) {
+    if (person.account_id !== null) return { person, account: "existing" as const }
+    const account = { id: yield* generateId("acct"), email: person.email, created_at: yield* Time.now }
+    yield* accounts.insert(account)
+    const linked = yield* people.linkAccount(person.id, account.id)
+    return { person: linked ?? person, account: "created" as const }
+  })
+
+  const ensureIdentity = askIdentity(people, network)
 
   const identityOf = Effect.fn("AccountService.identityOf")(function*(accountId: string) {
     const known = yield* people.getIdentity(accountId)

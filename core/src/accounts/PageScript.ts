@@ -78,9 +78,9 @@ export const PAGE_SCRIPT = `"use strict";
     button.addEventListener("click", function () {
       var ceremony = button.getAttribute("data-ceremony");
       var body = {};
-      if (ceremony === "recover") body.token = button.getAttribute("data-token");
+      if (ceremony === "recover" || ceremony === "claim") body.token = button.getAttribute("data-token");
       if (ceremony === "approve") body.approval = button.getAttribute("data-approval");
-      if (ceremony === "add-passkey") body.name = navigator.platform ? "Passkey on " + navigator.platform : "Passkey";
+      if (ceremony === "add-passkey" || ceremony === "claim") body.name = navigator.platform ? "Passkey on " + navigator.platform : "Passkey";
       run(ceremony, body, button);
     });
   });

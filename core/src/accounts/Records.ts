@@ -70,7 +70,7 @@ export const SessionRecord = Schema.Struct({
 export type SessionRecord = typeof SessionRecord.Type
 
 /** What a one-time token is for; a token is only ever consumed for its own purpose. */
-export const TokenPurposeValues = ["confirm_email", "recover", "webauthn_challenge"] as const
+export const TokenPurposeValues = ["confirm_email", "recover", "webauthn_challenge", "claim_owner"] as const
 export const TokenPurpose = Schema.Literals(TokenPurposeValues)
 export type TokenPurpose = typeof TokenPurpose.Type
 
@@ -78,7 +78,10 @@ export const OneTimeTokenRecord = Schema.Struct({
   /** hashToken of the token sent (in a link, a cookie); unique. */
   token_hash: Schema.String,
   purpose: TokenPurpose,
-  /** Whom it is about: a person id, or an email (sign-up before the person exists); may be empty. */
+  /**
+   * Whom it is about: a person id (for claim_owner, the owner's person id, Owner.ts, before that
+   * person exists), or an email (sign-up before the person exists); may be empty.
+   */
   subject: Schema.String,
   /** What the ceremony needs back (a WebAuthn challenge); "" when nothing. */
   data: Schema.String,

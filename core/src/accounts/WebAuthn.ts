@@ -27,11 +27,11 @@ export const RP_NAME = "Model Platform"
 
 /** What a flow remembers between begin and finish. */
 export const FlowData = Schema.Struct({
-  kind: Schema.Literals(["sign_up", "sign_in", "add_passkey", "recovery", "approve"]),
+  kind: Schema.Literals(["sign_up", "sign_in", "add_passkey", "recovery", "approve", "claim"]),
   challenge: Schema.String,
-  /** sign_up: the email; add_passkey and recovery: the person id; sign_in: ""; approve: the approval id. */
+  /** sign_up: the email; add_passkey and recovery: the person id; sign_in: ""; approve: the approval id; claim: the claim link's token hash. */
   subject: Schema.String,
-  /** sign_up: the new person's id (the WebAuthn user handle); recovery: the expiry of the link; approve: the person id. */
+  /** sign_up: the new person's id (the WebAuthn user handle); recovery: the expiry of the link; approve and claim: the person id. */
   extra: Schema.String
 })
 export type FlowData = typeof FlowData.Type

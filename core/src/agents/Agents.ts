@@ -224,9 +224,20 @@ const makeAgents = (options: AgentsOptions) =>
       return yield* refresh(record)
     })
 
-    /** The account's person, when its identity is ready; else 409 identity_not_ready. */
+    /**
+     * The account's person, when it has a passkey to approve with (else 409 passkey_required: the
+     * owner account before it is claimed) and its identity is ready (else 409 identity_not_ready).
+     */
     const readyOwner = Effect.fnUntraced(function*(accountId: string, accountsUrl: string) {
       const identity = yield* people.getIdentity(accountId)
+      if (identity !== undefined && (yield* people.listPasskeys(identity.person_id)).length === 0) {
+        return yield* Errors.conflict(
+          "passkey_required",
+          "The account has no passkey, and only a passkey approves an agent. Attach one with a claim link: " +
+            "POST /identity/claim-link with a manage key answers one (the Node server printed one beside the owner key at first start); " +
+            "open it in a browser, create the passkey, then propose the agent again."
+        )
+      }
       if (identity !== undefined && identity.state === "ready") return identity.person_id
       const manageUrl = identity === undefined ? `${accountsUrl}/sign-up` : `${accountsUrl}/manage`
       return yield* Errors.conflict(

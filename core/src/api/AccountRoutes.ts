@@ -20,6 +20,7 @@
  *   GET  /accounts/recover          ask for a recovery link; with ?token= the emailed link's page
  *   POST /accounts/recover          mails the link (same answer whether or not the email is known)
  *   POST /accounts/api/recover/options|verify      (JSON) the new passkey, after the delay
+ *   GET  /accounts/claim?token=, POST /accounts/api/claim/options|verify  the owner's claim (ClaimRoutes.ts)
  *   GET  /accounts/webauthn.js, /accounts/accounts.js  the scripts, cached for a year (versioned)
  *
  * Every POST must come from the account service's origin (Origin header) and carry the CSRF token
@@ -56,6 +57,7 @@ import {
   withoutSessionCookie,
   withSessionCookie
 } from "./AccountRequests.ts"
+import { CLAIMED_NOTICE, claimRoutes } from "./ClaimRoutes.ts"
 import { withRequestBaseUrl } from "./PublicUrl.ts"
 import {
   anonymous,
@@ -79,7 +81,7 @@ import {
 
 // ---- the routes --------------------------------------------------------------------------------
 
-type Body = Readonly<Record<string, unknown>> | undefined
+export type Body = Readonly<Record<string, unknown>> | undefined
 interface Form {
   readonly get: (name: string) => string | undefined
 }
@@ -93,9 +95,9 @@ const ceremonyBody = (body: Body) => ({
 const begun = (b: { readonly flow: string; readonly options: unknown }) => json({ ceremony: b.flow, options: b.options })
 
 type Needs = HttpServerRequest.HttpServerRequest | Catalogue | AccountStore | Orders | Tickets
-type Handler = Effect.Effect<Response, never, Needs>
+export type Handler = Effect.Effect<Response, never, Needs>
 
-interface Route {
+export interface Route {
   readonly method: "GET" | "POST"
   readonly path: HttpRouter.PathInput
   readonly handler: Effect.Effect<Response, never, HttpServerRequest.HttpServerRequest | Catalogue | AccountStore | Orders | Tickets>
@@ -228,8 +230,9 @@ const routes = (service: Service): ReadonlyArray<Route> => {
     // manage
     get("/manage", Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const added = new URL(request.url, "http://x").searchParams.has("added")
-      return yield* requireSession(service, (s) => managePage(service, s, added ? { notice: "Passkey added." } : {}))
+      const query = new URL(request.url, "http://x").searchParams
+      const notice = query.has("added") ? "Passkey added." : query.has("claimed") ? CLAIMED_NOTICE : undefined
+      return yield* requireSession(service, (s) => managePage(service, s, { notice }))
     })),
     postForm("/keys", Effect.gen(function*() {
       const form = yield* formFields
@@ -337,7 +340,9 @@ const routes = (service: Service): ReadonlyArray<Route> => {
       service.finishRecovery({ ...ceremonyBody(body), origin: where.origin, rpId: where.rpId }).pipe(
         Effect.map((done) => withSessionCookie(json({ redirect: at("/manage") }), where.secure, done.session)),
         Effect.catch(apiError)
-      ))
+      )),
+
+    ...claimRoutes(service, { get, postAnonymousJson, ceremonyBody })
   ]
 }
 

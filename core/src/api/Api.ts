@@ -17,7 +17,7 @@ import { UsageApiGroup } from "../billing/UsageApi.ts"
 import * as Catalogue from "../Catalogue.ts"
 import { ActivityList, CreditBalance, RedeemResponse, RedeemTicket, TicketList } from "../Credits.ts"
 import * as Errors from "../Errors.ts"
-import { Identity } from "../Identity.ts"
+import { ClaimLink, Identity } from "../Identity.ts"
 import { MAX_ID_LENGTH, MAX_NAME_LENGTH, MAX_PERMISSIONS, MAX_SHORT_TEXT_LENGTH } from "../Limits.ts"
 import { CreatedKey, Key } from "../Keys.ts"
 import { CreateOrder, Order, OrderList, PayOrder, Quote } from "../Orders.ts"
@@ -192,10 +192,19 @@ export class IdentityGroup extends HttpApiGroup.make("identity")
   .add(HttpApiEndpoint.get("identity", "/identity", { success: Identity }).annotate(RequiredPermission, "read"))
   // The guide's address for the same (the spec's "Identity and agents": {platform_url}/api/...).
   .add(HttpApiEndpoint.get("identityApi", "/api/identity", { success: Identity }).annotate(RequiredPermission, "read"))
+  // A one-time link where the owner account's holder attaches a passkey (docs/accounts.md "The owner").
+  // No Idempotency-Key: the answer holds a secret, never stored (a retry makes a new link, voiding the first).
+  .add(
+    HttpApiEndpoint.post("claimLink", "/identity/claim-link", {
+      success: ClaimLink,
+      error: [Errors.Forbidden, Errors.Conflict]
+    }).annotate(RequiredPermission, "manage")
+  )
   .middleware(Authentication)
   .annotateMerge(OpenApi.annotations({
     title: "Identity",
-    description: "The account's human identity on the network: its DID, passkey-controlled wallet and where to manage it."
+    description:
+      "The account's human identity on the network: its DID, passkey-controlled wallet and where to manage it; a claim link that attaches a passkey to the owner account."
   }))
 {}
 

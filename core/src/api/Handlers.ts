@@ -3,6 +3,7 @@ import { Effect, Layer, Option } from "effect"
 import { AccountService } from "../accounts/AccountService.ts"
 import { AccountsConfig } from "../accounts/AccountsConfig.ts"
 import { storedIdentity } from "../accounts/Identities.ts"
+import { claimLinkFor } from "../accounts/Owner.ts"
 import { HttpApiBuilder } from "effect/http-api"
 import { AgentsHandlers } from "../agents/AgentsHandlers.ts"
 import { ApiKeys } from "../ApiKeys.ts"
@@ -18,6 +19,7 @@ import { Catalogue } from "../Catalogue.ts"
 import { toKey } from "../Keys.ts"
 import { Ledger } from "../money/Ledger.ts"
 import { Orders, Tickets } from "../money/OrderService.ts"
+import { AccountStore } from "../ports/AccountStore.ts"
 import { PeopleStore } from "../ports/PeopleStore.ts"
 import { PlatformApi } from "./Api.ts"
 import { RequestBaseUrl, withRequestBaseUrl } from "./PublicUrl.ts"
@@ -96,25 +98,33 @@ export const BillingHandlers = HttpApiBuilder.group(PlatformApi, "billing", Effe
 /**
  * GET /identity: the account service answers (and asks the network again for an identity still
  * provisioning); a shell without it answers from the store as it is (docs/api-decisions.md).
+ * POST /identity/claim-link: a claim link for the owner account (accounts/Owner.ts).
  */
 export const IdentityHandlers = HttpApiBuilder.group(PlatformApi, "identity", Effect.fnUntraced(function*(handlers) {
   const service = yield* Effect.serviceOption(AccountService)
   const config = yield* Effect.serviceOption(AccountsConfig)
   // Taken here, not per request: a handler's own requirements would have to come with each request.
   const people = yield* PeopleStore
-  const fromStore = (accountId: string) =>
-    Effect.flatMap(RequestBaseUrl, (base) =>
-      storedIdentity(people, accountId, Option.match(config, {
-        onSome: (c) => c.accountsUrl,
-        onNone: () => `${base ?? ""}/accounts`
-      })))
+  const accountStore = yield* AccountStore
+  /** The account service's address: ACCOUNTS_URL, else this server's /accounts. */
+  const accountsUrl = Effect.map(RequestBaseUrl, (base) =>
+    Option.match(config, {
+      onSome: (c) => c.accountsUrl.replace(/\/+$/, ""),
+      onNone: () => `${base ?? ""}/accounts`
+    }))
   const identity = () =>
     Effect.flatMap(CurrentCaller, (caller) =>
       Option.match(service, {
         onSome: (accounts) => accounts.identityOf(caller.account.id),
-        onNone: () => withRequestBaseUrl(fromStore(caller.account.id))
+        onNone: () => withRequestBaseUrl(Effect.flatMap(accountsUrl, (url) => storedIdentity(people, caller.account.id, url)))
       }))
-  return handlers.handle("identity", identity).handle("identityApi", identity)
+  // Made from the stores alone (no AccountService needed): the link names the account service's page.
+  const claimLink = () =>
+    Effect.flatMap(CurrentCaller, (caller) => withRequestBaseUrl(Effect.flatMap(accountsUrl, (url) => claimLinkFor(caller, url)))).pipe(
+      Effect.provideService(AccountStore, accountStore),
+      Effect.provideService(PeopleStore, people)
+    )
+  return handlers.handle("identity", identity).handle("identityApi", identity).handle("claimLink", claimLink)
 }))
 
 export const PlatformHandlers = Layer.mergeAll(

@@ -253,8 +253,9 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     ? Layer.empty
     : PlanRenewer.layer(options.renewPlans).pipe(Layer.provide(Layer.mergeAll(money, rails, alerts)))
   // Agents (docs/agents.md): approvals at the account service, serving nodes from the network.
+  const network = options.network ?? NoNetwork
   const agents = Agents.layer({ publicUrl: options.publicUrl }).pipe(
-    Layer.provide(Layer.mergeAll(ApiKeys.layer, options.agentApprovals ?? NoAgentApprovals, options.network ?? NoNetwork))
+    Layer.provide(Layer.mergeAll(ApiKeys.layer, options.agentApprovals ?? NoAgentApprovals, network))
   )
   // Datasets and Fieldwork (docs/datasets.md, docs/fieldwork.md) over the blob store.
   const blobs = options.blobs ?? BlobStoreMemory
@@ -263,7 +264,8 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     Layer.provideMerge(datasets)
   )
   const jwks = options.serviceKeys === undefined ? Layer.empty : Layer.succeed(PublishedJwks, options.serviceKeys.publicJwks)
-  return Layer.mergeAll(ApiKeys.layer, money, billing, gateway, sweeper, renewer, agents, fieldwork, jwks, HealPaidOrders.pipe(Layer.provide(money))).pipe(
+  // The network is handed on too: the first start asks it for the owner's identity (Bootstrap.ts).
+  return Layer.mergeAll(ApiKeys.layer, money, billing, gateway, sweeper, renewer, agents, network, fieldwork, jwks, HealPaidOrders.pipe(Layer.provide(money))).pipe(
     Layer.provideMerge(Catalogue.layer(config))
   )
 }
