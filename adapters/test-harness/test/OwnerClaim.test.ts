@@ -180,14 +180,13 @@ describe("claiming the owner account with a passkey", () => {
       assert.lengthOf(yield* accounts.listPasskeys(second.session.token), 2)
     })))
 
-  it.effect("claim links are the owner account's, made with an unscoped key: 409 not_owner_account, 403 key_scoped", () =>
+  // A scoped key is refused before (the endpoint is account-wide: KeyScope.ts, the permission matrix).
+  it.effect("claim links are the owner account's: 409 not_owner_account", () =>
     run(Effect.gen(function*() {
       const owner = (yield* start)!
       const keys = yield* ApiKeys
       const other = yield* createAccountWithIdentity("person@example.test")
       assert.strictEqual(yield* refusal(claimLinkFor(yield* keys.authenticate(other), ACCOUNTS_URL)), "not_owner_account")
-      const pinned = yield* keys.issue(owner.account.id, { name: "pinned", permissions: ["manage"], machine_id: fixtureCatalogue.machines[0]!.id })
-      assert.strictEqual(yield* refusal(claimLinkFor(yield* keys.authenticate(pinned.secret), ACCOUNTS_URL)), "key_scoped")
       const unscoped = yield* keys.issue(owner.account.id, { name: "manager", permissions: ["manage"] })
       tokenOf((yield* claimLinkFor(yield* keys.authenticate(unscoped.secret), ACCOUNTS_URL)).claim_url)
     })))

@@ -88,16 +88,9 @@ export const issueClaimLink = Effect.fn("Owner.issueClaimLink")(function*(accoun
 })
 
 /**
- * POST /identity/claim-link (manage): a claim link for the caller's account, as issueClaimLink.
- * A key scoped to a machine, a plan, a rental or an agent is refused first (403 key_scoped): a
- * passkey controls the whole account.
+ * POST /identity/claim-link (manage): a claim link for the caller's account, as issueClaimLink. The
+ * endpoint is account-wide (KeyScope.ts): a key scoped to a machine, a plan or a rental never gets
+ * here (403 key_scope_too_narrow), and agent keys never hold manage — a passkey controls the whole
+ * account.
  */
-export const claimLinkFor = (caller: Caller, accountsUrl: string) => {
-  const { agent_id, machine_id, rental_id, subscription_id } = caller.key
-  return machine_id !== null || subscription_id !== null || rental_id !== null || agent_id !== null
-    ? Effect.fail(Errors.forbidden(
-      "key_scoped",
-      "This key is scoped to a machine, a plan, a rental or an agent; a passkey controls the whole account, so only an unscoped manage key makes a claim link."
-    ))
-    : issueClaimLink(caller.account.id, accountsUrl)
-}
+export const claimLinkFor = (caller: Caller, accountsUrl: string) => issueClaimLink(caller.account.id, accountsUrl)
