@@ -184,7 +184,8 @@ export class InferenceCallsGroup extends HttpApiGroup.make("inference")
   .middleware(InferenceKey)
   .annotateMerge(OpenApi.annotations({
     title: "Inference",
-    description: "Needs a platform key with the inference permission. Every body may name a `machine`."
+    description:
+      "Needs a platform key with the inference permission. Every body may name a `machine`; a field its schema does not list is refused (400 invalid_input)."
   }))
 {}
 
