@@ -207,6 +207,7 @@ export const ImageRequest = Schema.Struct({
   n: Schema.optionalKey(Schema.NullOr(Schema.Int.check(
     Schema.isBetween({ minimum: 1, maximum: MAX_IMAGES_PER_REQUEST }, { expected: `1 to ${MAX_IMAGES_PER_REQUEST} images` })
   ))),
+  /** One of the model's sizes (its catalogue limits), or auto or null for its default. */
   size: Schema.optionalKey(Schema.NullOr(
     Schema.String.check(Schema.isPattern(/^(auto|\d{2,5}x\d{2,5})$/, { expected: "a size WIDTHxHEIGHT, e.g. 1024x1024" }))
   )),

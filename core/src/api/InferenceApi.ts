@@ -70,7 +70,7 @@ const describe = <S extends Schema.Top>(schema: S, description: string) => schem
 
 /** Every call to a model can fail this way (spec "Errors"). */
 const callErrors = [
-  describe(V1BadRequest, "missing_model, invalid_json, invalid_input, invalid_history, invalid_horizon, wrong_endpoint"),
+  describe(V1BadRequest, "missing_model, invalid_json, invalid_input, invalid_history, invalid_horizon, invalid_size, wrong_endpoint"),
   describe(V1PaymentRequired, "insufficient_credit, agent_daily_limit, agent_total_limit"),
   describe(
     V1Forbidden,

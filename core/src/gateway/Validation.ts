@@ -9,7 +9,15 @@
  */
 import { Effect, Result, Schema, SchemaIssue } from "effect"
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from "../Limits.ts"
-import type { CatalogueConfig, ModelConfig } from "../CatalogueConfig.ts"
+import {
+  type CatalogueConfig,
+  dimensionsOf,
+  imageSizesOf,
+  maxHistoryOf,
+  maxHorizonOf,
+  maxInputsOf,
+  type ModelConfig
+} from "../CatalogueConfig.ts"
 import { type InferenceError, inferenceError } from "../Errors.ts"
 import {
   CHAT_FIELDS_NOT_SENT,
@@ -36,7 +44,8 @@ export interface ValidCall {
    * to the effective cap (see `maxOutputTokens`) and enable_thinking kept only for reasoning
    * models; for embeddings without encoding_format (the machine is always asked for float
    * arrays; the gateway encodes them as the client asked, see `encodingFormat`); for forecasts
-   * with the history cut to the model's history limit.
+   * with the history cut to the model's history limit; for images with `size` one of the model's
+   * sizes (its default when the client gave none or "auto").
    */
   readonly body: Record<string, unknown>
   /** Embeddings only: how the client wants its vectors (OpenAI's encoding_format; default float). */
@@ -290,12 +299,12 @@ const embeddings = Effect.fnUntraced(function*({ raw, model, machine }: Located)
   if (empty >= 0) {
     return yield* invalid(typeof req.input === "string" ? "input: must not be empty." : `input[${empty}]: must not be empty.`)
   }
-  const maxInputs = model.limits?.max_inputs
-  if (maxInputs !== undefined && texts.length > maxInputs) {
+  const maxInputs = maxInputsOf(model)
+  if (texts.length > maxInputs) {
     return yield* invalid(`input: ${model.id} takes at most ${maxInputs} texts per request (got ${texts.length}).`)
   }
   if (req.dimensions !== undefined) {
-    const allowed = model.limits?.dimensions ?? []
+    const allowed = dimensionsOf(model)
     if (!allowed.includes(req.dimensions)) {
       return yield* invalid(
         allowed.length === 0
@@ -339,11 +348,12 @@ const forecasts = Effect.fnUntraced(function*({ raw, model, machine }: Located) 
       `history[${huge}]: ${req.history[huge]} is beyond the largest magnitude a forecasting model takes (${MAX_HISTORY_MAGNITUDE}); rescale the series.`
     )
   }
-  const maxHorizon = model.limits?.max_horizon
-  if (maxHorizon !== undefined && req.horizon > maxHorizon) {
+  // Always bounded (the catalogue's default when the model sets none): a forecast is priced per request.
+  const maxHorizon = maxHorizonOf(model)
+  if (req.horizon > maxHorizon) {
     return yield* bad("invalid_horizon", `horizon: ${model.id} forecasts at most ${maxHorizon} steps (got ${req.horizon}).`)
   }
-  const maxHistory = model.limits?.max_history ?? model.context_length
+  const maxHistory = maxHistoryOf(model)
   const history = req.history.length > maxHistory ? req.history.slice(-maxHistory) : req.history
   const body = without(raw, "machine")
   body.history = history
@@ -359,14 +369,26 @@ const forecasts = Effect.fnUntraced(function*({ raw, model, machine }: Located) 
   } satisfies ValidCall
 })
 
+const imageCode = (path: string) => (topField(path) === "size" ? "invalid_size" : "invalid_input")
+
 const images = Effect.fnUntraced(function*({ raw, model, machine }: Located) {
-  const req = yield* decode(ImageRequest, raw)
+  const req = yield* decode(ImageRequest, raw, imageCode)
+  // Always one of the model's sizes (the catalogue's default list when it sets none): an image is
+  // priced per request, so its size is bounded; without one (or "auto") the model's default is
+  // sent, so the machine never picks a larger one itself.
+  const sizes = imageSizesOf(model)
+  const size = req.size === undefined || req.size === null || req.size === "auto" ? sizes[0]! : req.size
+  if (!sizes.includes(size)) {
+    return yield* bad("invalid_size", `size: ${model.id} draws ${sizes.join(", ")} (got ${req.size}).`)
+  }
+  const body = without(raw, "machine")
+  body.size = size
   return {
     endpoint: "/v1/images/generations",
     model,
     machine,
     stream: false,
-    body: without(raw, "machine"),
+    body,
     maxOutputTokens: 0,
     inputBytes: utf8Bytes(req.prompt),
     requests: req.n ?? 1

@@ -15,7 +15,16 @@ import { type Endpoint, utf8Bytes, type ValidCall, validateCall } from "../../sr
 const demoText = readFileSync(resolve(import.meta.dirname, "../../../adapters/node-http/catalogue.demo.json"), "utf8")
 const demo: CatalogueConfig = Effect.runSync(parseCatalogue(demoText))
 
-/** The demo plus a reasoning chat model and a chat model without tools. */
+/** Without its catalogue limits: the defaults apply. */
+const unlimited = (id: string, as: string) => {
+  const { limits: _, ...model } = demo.models.find((m) => m.id === id)!
+  return { ...model, id: as }
+}
+
+/**
+ * The demo plus a reasoning chat model (without tools), and a forecasting and an image model whose
+ * catalogue entries set no limits.
+ */
 const config: CatalogueConfig = {
   ...demo,
   models: [
@@ -26,7 +35,9 @@ const config: CatalogueConfig = {
       name: "Reference Thinker",
       features: ["streaming", "reasoning"],
       max_output_tokens: 4096
-    }
+    },
+    unlimited("ref-forecast", "plain-forecast"),
+    unlimited("ref-image", "plain-image")
   ]
 }
 
@@ -158,6 +169,13 @@ describe("validateCall: error codes", () => {
     ["empty prompt", IMAGES, { model: "ref-image", prompt: "" }, 400, "invalid_input", /^prompt: /],
     ["11 images", IMAGES, { model: "ref-image", prompt: "a cat", n: 11 }, 400, "invalid_input", /^n: .*1 to 10 images/],
     ["url response_format", IMAGES, { model: "ref-image", prompt: "a cat", response_format: "url" }, 400, "invalid_input", /^response_format: .*b64_json/],
+    // bounds of the catalogue, its defaults where a model sets none (issue 22, finding 7)
+    ["horizon above the default limit", FORECAST, { model: "plain-forecast", history: [1, 2], horizon: 65 }, 400, "invalid_horizon", /^horizon: plain-forecast forecasts at most 64 steps \(got 65\)/],
+    ["a huge horizon", FORECAST, { model: "plain-forecast", history: [1, 2], horizon: 1_000_000_000 }, 400, "invalid_horizon", /at most 64 steps/],
+    ["a size the model does not draw", IMAGES, { model: "ref-image", prompt: "a cat", size: "1024x1024" }, 400, "invalid_size", /^size: ref-image draws 64x64, 128x128, 256x256 \(got 1024x1024\)\.$/],
+    ["a size above the default sizes", IMAGES, { model: "plain-image", prompt: "a cat", size: "16384x16384" }, 400, "invalid_size", /^size: plain-image draws 1024x1024, 512x512, 256x256 \(got 16384x16384\)/],
+    ["a listed size turned", IMAGES, { model: "plain-image", prompt: "a cat", size: "1792x1024" }, 400, "invalid_size", /got 1792x1024/],
+    ["a size that is no size", IMAGES, { model: "ref-image", prompt: "a cat", size: "large" }, 400, "invalid_size", /^size: .*WIDTHxHEIGHT/],
     // fields the endpoint does not take (issue 22, finding 7): refused, never passed on
     ["chat best_of", CHAT, { model: "ref-chat", messages: hello, best_of: 4 }, 400, "invalid_input", /^Unrecognized request argument supplied: "best_of"\. POST \/v1\/chat\/completions takes only the fields listed in GET \/v1\/openapi\.json/],
     ["chat vendor extras", CHAT, { model: "ref-chat", messages: hello, top_k: 1, use_beam_search: true, chat_template_kwargs: { enable_thinking: true } }, 400, "invalid_input", /^Unrecognized request arguments supplied: "top_k", "use_beam_search", "chat_template_kwargs"\./],
@@ -295,6 +313,22 @@ describe("validateCall: what the engine gets", () => {
     expect(embed.inputBytes).toBe(6 + 4)
     expect(embed.maxOutputTokens).toBe(0)
     expect(ok(FORECAST, { model: "ref-forecast", history: [1, 2], horizon: 1 }).inputBytes).toBe(0)
+  })
+
+  it("sends an image request at one of the model's sizes: the one asked, else its default", () => {
+    expect(ok(IMAGES, { model: "ref-image", prompt: "a cat", size: "128x128" }).body.size).toBe("128x128")
+    for (const size of [undefined, null, "auto"]) {
+      expect(ok(IMAGES, { model: "ref-image", prompt: "a cat", ...(size === undefined ? {} : { size }) }).body.size).toBe("64x64")
+      expect(ok(IMAGES, { model: "plain-image", prompt: "a cat", ...(size === undefined ? {} : { size }) }).body.size).toBe("1024x1024")
+    }
+    for (const size of ["1024x1024", "512x512", "256x256"]) expect(ok(IMAGES, { model: "plain-image", prompt: "a cat", size }).body.size).toBe(size)
+  })
+
+  it("a forecasting model without limits takes up to 64 steps and its context as history", () => {
+    expect(ok(FORECAST, { model: "plain-forecast", history: [1, 2], horizon: 64 }).body.horizon).toBe(64)
+    const context = config.models.find((m) => m.id === "plain-forecast")!.context_length
+    const history = Array.from({ length: context + 5 }, (_, i) => i)
+    expect(ok(FORECAST, { model: "plain-forecast", history, horizon: 1 }).body.history).toEqual(history.slice(-context))
   })
 
   it("bills n images as n requests", () => {
