@@ -112,7 +112,7 @@ describe("downloading a dataset item on the Node server, blobs on disk", () => {
     expect(peak, `live memory grew by ${(peak / MiB).toFixed(1)} MiB during the download`).toBeLessThan(SIZE / 8)
   }, 300_000)
 
-  it("a client that stops after the first bytes leaves no file open on the server", async () => {
+  it.skipIf(!Fs.existsSync("/proc/self/fd"))("a client that stops after the first bytes leaves no file open on the server", async () => {
     const before = openFiles()
     for (let i = 0; i < 5; i++) {
       const controller = new AbortController()
