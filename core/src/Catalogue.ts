@@ -4,7 +4,7 @@
  * from the catalogue configuration and the machines' current status.
  */
 import { Context, Effect, Layer, Schema } from "effect"
-import { type CatalogueConfig, type MachineConfig, type ModelConfig, validateCatalogue } from "./CatalogueConfig.ts"
+import { type CatalogueConfig, type MachineConfig, type ModelConfig, modelLimits, validateCatalogue } from "./CatalogueConfig.ts"
 import * as Errors from "./Errors.ts"
 import { MachineStatus } from "./ports/MachineStatus.ts"
 import { orderRoutes, type RouteCandidate } from "./Routing.ts"
@@ -38,7 +38,21 @@ export const Route = Schema.Struct({
 })
 export type Route = typeof Route.Type
 
-export const ModelWithRoutes = Schema.Struct({ ...Model.fields, routes: Schema.Array(Route) })
+/**
+ * What one request of the model may ask for, by its kind, the catalogue's defaults filled in
+ * (CatalogueConfig.modelLimits): embeddings `dimensions` and `max_inputs`, forecasts
+ * `max_history` and `max_horizon`, images `image_sizes` (the first the default); none for chat.
+ */
+export const ModelLimits = Schema.Struct({
+  dimensions: Schema.optionalKey(Schema.Array(Schema.Int)),
+  max_inputs: Schema.optionalKey(Schema.Int),
+  max_history: Schema.optionalKey(Schema.Int),
+  max_horizon: Schema.optionalKey(Schema.Int),
+  image_sizes: Schema.optionalKey(Schema.Array(Schema.String))
+})
+
+/** GET /models/{id}: the model, its limits and its routes. */
+export const ModelWithRoutes = Schema.Struct({ ...Model.fields, limits: ModelLimits, routes: Schema.Array(Route) })
 export type ModelWithRoutes = typeof ModelWithRoutes.Type
 
 export const RoutePreview = Schema.Struct({ model: Schema.String, routes: Schema.Array(Route) })
@@ -246,7 +260,7 @@ const make = (config: CatalogueConfig) =>
       model: Effect.fnUntraced(function*(id: string) {
         const m = modelsById.get(id)
         if (m === undefined) return yield* Errors.notFound("model_not_found", `No model "${id}".`)
-        return { ...(yield* toModel(m)), routes: yield* routes(id) }
+        return { ...(yield* toModel(m)), limits: modelLimits(m), routes: yield* routes(id) }
       }),
       modelConfig: (id) => modelsById.get(id),
       machines: (filter) => Effect.forEach(config.machines.filter((m) => matches(m, filter)), toMachine),

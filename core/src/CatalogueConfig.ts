@@ -4,6 +4,7 @@
  * what a valid catalogue is, and `validateCatalogue` checks the references between its parts.
  */
 import { Effect, Schema } from "effect"
+import { MAX_EMBEDDING_TEXTS } from "./Limits.ts"
 import { CreditAmount } from "./Money.ts"
 
 const Id = Schema.String.check(Schema.isPattern(/^[a-z0-9][a-z0-9._:-]{0,127}$/, {
@@ -52,6 +53,11 @@ export const MachineConfig = Schema.Struct({
   initial_health: Schema.Literals(["online", "degraded", "offline"])
 })
 
+/** An image size as OpenAI writes it: `WIDTHxHEIGHT` in pixels, e.g. `1024x1024`. */
+export const ImageSize = Schema.String.check(Schema.isPattern(/^[1-9]\d{0,4}x[1-9]\d{0,4}$/, {
+  expected: "an image size WIDTHxHEIGHT, e.g. 1024x1024"
+}))
+
 export const ModelEndpoint = Schema.Literals([
   "/v1/chat/completions", "/v1/embeddings", "/v1/forecasts", "/v1/images/generations"
 ])
@@ -74,12 +80,16 @@ export const ModelConfig = Schema.Struct({
     output_credits_per_mtok: NonNegativeCredits,
     credits_per_request: NonNegativeCredits
   }),
-  /** Model-specific limits: embedding dimensions, forecast history and horizon. */
+  /**
+   * Model-specific limits: embedding dimensions and texts, forecast history and horizon, image
+   * sizes (the first is the default). `modelLimits` fills in the defaults of those left out.
+   */
   limits: Schema.optionalKey(Schema.Struct({
     dimensions: Schema.optionalKey(Schema.Array(PositiveInt)),
     max_history: Schema.optionalKey(PositiveInt),
     max_horizon: Schema.optionalKey(PositiveInt),
-    max_inputs: Schema.optionalKey(PositiveInt)
+    max_inputs: Schema.optionalKey(PositiveInt),
+    image_sizes: Schema.optionalKey(Schema.Array(ImageSize).check(Schema.isMinLength(1, { expected: "at least one size" })))
   }))
 })
 
@@ -146,6 +156,49 @@ export type CatalogueConfig = typeof CatalogueConfig.Type
 export type MachineConfig = typeof MachineConfig.Type
 export type ModelConfig = typeof ModelConfig.Type
 export type OperatorConfig = typeof OperatorConfig.Type
+
+/**
+ * The bounds a model of a kind always has, for a catalogue that does not set them: a call is
+ * priced per request, so what one request may ask for (steps forecast, pixels drawn) is bounded
+ * even when the catalogue forgets to (docs/catalogue.md "Model").
+ */
+export const DEFAULT_MAX_HORIZON = 64
+/** OpenAI's sizes of its smallest image model; the first is the default. */
+export const DEFAULT_IMAGE_SIZES: ReadonlyArray<string> = ["1024x1024", "512x512", "256x256"]
+
+/** Embeddings: the vector lengths a request may ask for (none: no `dimensions`). */
+export const dimensionsOf = (model: ModelConfig): ReadonlyArray<number> => model.limits?.dimensions ?? []
+/** Embeddings: texts per request, never above the spec's 256. */
+export const maxInputsOf = (model: ModelConfig): number =>
+  Math.min(model.limits?.max_inputs ?? MAX_EMBEDDING_TEXTS, MAX_EMBEDDING_TEXTS)
+/** Forecasts: history values used (a longer history is cut to its newest). */
+export const maxHistoryOf = (model: ModelConfig): number => model.limits?.max_history ?? model.context_length
+/** Forecasts: the largest horizon. */
+export const maxHorizonOf = (model: ModelConfig): number => model.limits?.max_horizon ?? DEFAULT_MAX_HORIZON
+/** Images: the sizes drawn, the first the default. */
+export const imageSizesOf = (model: ModelConfig): ReadonlyArray<string> => model.limits?.image_sizes ?? DEFAULT_IMAGE_SIZES
+
+/** The limits a call of the model is held to, those of its endpoint only, defaults filled in. */
+export interface ModelLimits {
+  readonly dimensions?: ReadonlyArray<number>
+  readonly max_inputs?: number
+  readonly max_history?: number
+  readonly max_horizon?: number
+  readonly image_sizes?: ReadonlyArray<string>
+}
+
+export const modelLimits = (model: ModelConfig): ModelLimits => {
+  switch (model.endpoint) {
+    case "/v1/embeddings":
+      return { dimensions: dimensionsOf(model), max_inputs: maxInputsOf(model) }
+    case "/v1/forecasts":
+      return { max_history: maxHistoryOf(model), max_horizon: maxHorizonOf(model) }
+    case "/v1/images/generations":
+      return { image_sizes: imageSizesOf(model) }
+    case "/v1/chat/completions":
+      return {}
+  }
+}
 
 /** Problems with references between parts of a decoded catalogue; empty when it is consistent. */
 export const validateCatalogue = (config: CatalogueConfig): ReadonlyArray<string> => {

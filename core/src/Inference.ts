@@ -1,8 +1,10 @@
 /**
  * Bodies of the inference endpoints under /v1 and of forecasting: chat (OpenAI's chat completion
- * request, permissive about OpenAI fields we do not model, which are kept and passed on), embeddings,
- * forecasts and image generation, with the responses the platform itself shapes. Chat responses
- * are OpenAI's and come from the machine. Every body may name a `machine`.
+ * request), embeddings, forecasts and image generation, with the responses the platform itself
+ * shapes. Chat responses are OpenAI's and come from the machine. Every body may name a `machine`.
+ * A request body takes only the fields its schema lists (docs/gateway.md "Validation": any other
+ * field is refused, so nothing the platform does not know of reaches a machine); inside chat
+ * messages and tools, OpenAI's further fields are kept as sent.
  */
 import { Schema } from "effect"
 import { MAX_EMBEDDING_TEXTS } from "./Limits.ts"
@@ -59,34 +61,68 @@ export const ChatStop = Schema.Union([
   Schema.Array(Schema.String).check(Schema.isBetweenLength(1, 4, { expected: "1 to 4 stop sequences" }))
 ])
 
+const Penalty = Schema.optionalKey(Schema.NullOr(
+  Schema.Finite.check(Schema.isBetween({ minimum: -2, maximum: 2 }, { expected: "a number from -2 to 2" }))
+))
+
 /**
- * The chat body. Fields OpenAI marks nullable accept null as "unset". Fields not listed here are
- * kept (the index signature) so the gateway can pass them on to the machine.
+ * OpenAI's chat fields that concern OpenAI's own service (stored completions, their metadata,
+ * service tiers, prompt caching, abuse monitoring): accepted, so a client written for OpenAI keeps
+ * working, and never sent to a machine, which has no use for them.
  */
-export const ChatRequest = Schema.StructWithRest(
-  Schema.Struct({
-    model: ModelId,
-    messages: Schema.Array(ChatMessage).check(Schema.isNonEmpty({ expected: "at least one message" })),
-    stream: Schema.optionalKey(Schema.NullOr(Schema.Boolean)),
-    /** Capped at the model's max_output_tokens. */
-    max_tokens: Schema.optionalKey(Schema.NullOr(IntAtLeast(1))),
-    temperature: Schema.optionalKey(Schema.NullOr(
-      Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 2 }, { expected: "a number from 0 to 2" }))
-    )),
-    top_p: Schema.optionalKey(Schema.NullOr(
-      Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 }, { expected: "a number from 0 to 1" }))
-    )),
-    stop: Schema.optionalKey(Schema.NullOr(ChatStop)),
-    seed: Schema.optionalKey(Schema.NullOr(Schema.Int)),
-    /** Only for models with the `tools` feature. */
-    tools: Schema.optionalKey(Schema.Array(ChatTool)),
-    tool_choice: Schema.optionalKey(ChatToolChoice),
-    /** Reasoning models only; default off. */
-    enable_thinking: Schema.optionalKey(Schema.Boolean),
-    machine: Schema.optionalKey(MachineId)
-  }),
-  Rest
-)
+export const CHAT_FIELDS_NOT_SENT = ["store", "metadata", "service_tier", "prompt_cache_key", "safety_identifier"] as const
+
+/**
+ * The chat body: the spec's fields, and the OpenAI fields a machine acts on and bills in tokens.
+ * Fields OpenAI marks nullable accept null as "unset". Any other field is refused
+ * (docs/gateway.md "Validation"): `best_of`, `top_k` or a vendor's extra would make a machine do
+ * work the platform neither checks nor bills.
+ */
+export const ChatRequest = Schema.Struct({
+  model: ModelId,
+  messages: Schema.Array(ChatMessage).check(Schema.isNonEmpty({ expected: "at least one message" })),
+  stream: Schema.optionalKey(Schema.NullOr(Schema.Boolean)),
+  /** Only with stream: true, e.g. {"include_usage": true} (checked in gateway/Validation.ts). */
+  stream_options: Schema.optionalKey(Schema.NullOr(Schema.Record(Schema.String, Schema.Unknown))),
+  /** Capped at the model's max_output_tokens. */
+  max_tokens: Schema.optionalKey(Schema.NullOr(IntAtLeast(1))),
+  /** OpenAI's newer name for max_tokens; capped the same way. */
+  max_completion_tokens: Schema.optionalKey(Schema.NullOr(IntAtLeast(1))),
+  /** One choice per request: 1 (checked in gateway/Validation.ts). */
+  n: Schema.optionalKey(Schema.NullOr(Schema.Int)),
+  temperature: Schema.optionalKey(Schema.NullOr(
+    Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 2 }, { expected: "a number from 0 to 2" }))
+  )),
+  top_p: Schema.optionalKey(Schema.NullOr(
+    Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 }, { expected: "a number from 0 to 1" }))
+  )),
+  frequency_penalty: Penalty,
+  presence_penalty: Penalty,
+  logit_bias: Schema.optionalKey(Schema.NullOr(Schema.Record(Schema.String, Schema.Finite))),
+  logprobs: Schema.optionalKey(Schema.NullOr(Schema.Boolean)),
+  top_logprobs: Schema.optionalKey(Schema.NullOr(
+    Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 20 }, { expected: "an integer from 0 to 20" }))
+  )),
+  stop: Schema.optionalKey(Schema.NullOr(ChatStop)),
+  seed: Schema.optionalKey(Schema.NullOr(Schema.Int)),
+  /** {type: text | json_object | json_schema, ...}. */
+  response_format: Schema.optionalKey(Schema.NullOr(Schema.StructWithRest(Schema.Struct({ type: Schema.String }), Rest))),
+  /** Only for models with the `tools` feature. */
+  tools: Schema.optionalKey(Schema.Array(ChatTool)),
+  tool_choice: Schema.optionalKey(ChatToolChoice),
+  parallel_tool_calls: Schema.optionalKey(Schema.NullOr(Schema.Boolean)),
+  /** The caller's end user, as OpenAI has it; passed on. */
+  user: Schema.optionalKey(Schema.String),
+  /** Reasoning models only; default off. */
+  enable_thinking: Schema.optionalKey(Schema.Boolean),
+  machine: Schema.optionalKey(MachineId),
+  // Accepted and never sent on (CHAT_FIELDS_NOT_SENT).
+  store: Schema.optionalKey(Schema.NullOr(Schema.Boolean)),
+  metadata: Schema.optionalKey(Schema.NullOr(Schema.Record(Schema.String, Schema.String))),
+  service_tier: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  prompt_cache_key: Schema.optionalKey(Schema.String),
+  safety_identifier: Schema.optionalKey(Schema.String)
+})
 export type ChatRequest = typeof ChatRequest.Type
 
 // ---- Embeddings (POST /v1/embeddings) -----------------------------------------------------
@@ -171,6 +207,7 @@ export const ImageRequest = Schema.Struct({
   n: Schema.optionalKey(Schema.NullOr(Schema.Int.check(
     Schema.isBetween({ minimum: 1, maximum: MAX_IMAGES_PER_REQUEST }, { expected: `1 to ${MAX_IMAGES_PER_REQUEST} images` })
   ))),
+  /** One of the model's sizes (its catalogue limits), or auto or null for its default. */
   size: Schema.optionalKey(Schema.NullOr(
     Schema.String.check(Schema.isPattern(/^(auto|\d{2,5}x\d{2,5})$/, { expected: "a size WIDTHxHEIGHT, e.g. 1024x1024" }))
   )),

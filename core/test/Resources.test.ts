@@ -448,7 +448,7 @@ describe("Agents", () => {
 // ---- Inference ----------------------------------------------------------------------------
 
 describe("Inference", () => {
-  it("decodes a chat body and keeps OpenAI fields it does not model", () => {
+  it("decodes a chat body with the OpenAI fields it takes", () => {
     accepts(Inference.ChatRequest, { model: "llama-3-8b", messages: [{ role: "user", content: "Hi" }] })
     accepts(Inference.ChatRequest, {
       model: "qwen-3",

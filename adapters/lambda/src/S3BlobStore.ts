@@ -6,8 +6,12 @@
  *   as the other stores do (S3 orders by UTF-8 bytes, which differs only past U+FFFF).
  * - `deletePrefix` lists, then deletes with DeleteObjects in batches of 1000 (its limit); a key
  *   S3 reports as not deleted is a defect.
- * - A missing key (NoSuchKey, 404) is `undefined` for `get`; every other failure is a defect, as
- *   the port says. Interrupting an operation aborts its HTTP request.
+ * - A missing key (NoSuchKey, 404) is `undefined` for `get` and `getStream`; every other failure
+ *   is a defect, as the port says. Interrupting an operation aborts its HTTP request.
+ * - `getStream` asks HeadObject for the size and content type; its body, when pulled, is a
+ *   GetObject of that same version (If-Match its ETag: a blob replaced in between fails with 412,
+ *   a defect) read as it arrives; ending the stream early destroys the response, and so the
+ *   connection. Nothing is requested, and no connection held, for a body never run.
  * - `putStream` copies the body into one buffer of PART_BYTES (SHA-256 on the way). A body that
  *   fits in it is one PutObject; a longer one is a multipart upload (CRC32 checksums per part),
  *   each full buffer one UploadPart, the rest the last part, then CompleteMultipartUpload. On
@@ -22,6 +26,7 @@ import {
   DeleteObjectCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
+  HeadObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   type S3Client,
@@ -29,7 +34,15 @@ import {
 } from "@aws-sdk/client-s3"
 import { Effect, Exit, Layer, Stream } from "effect"
 import { createHash } from "node:crypto"
-import { type Blob, BlobStore, BlobTooLarge, type PutStreamOptions, type PutStreamResult } from "@model-platform/core/ports/BlobStore"
+import {
+  type Blob,
+  BlobStore,
+  type BlobStream,
+  BlobTooLarge,
+  boundedChunks,
+  type PutStreamOptions,
+  type PutStreamResult
+} from "@model-platform/core/ports/BlobStore"
 
 export interface S3BlobStoreOptions {
   readonly client: S3Client
@@ -218,6 +231,29 @@ export const makeBlobStoreS3 = (options: S3BlobStoreOptions): BlobStore["Service
           if (isMissing(error)) return undefined
           throw error
         }
+      }),
+
+    getStream: (key) =>
+      Effect.promise(async (abortSignal): Promise<BlobStream | undefined> => {
+        const Key = objectKey(key)
+        let head
+        try {
+          head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key }), { abortSignal })
+        } catch (error) {
+          if (isMissing(error)) return undefined
+          throw error
+        }
+        const body = Stream.unwrap(Effect.promise(async (signal) => {
+          const answer = await client.send(
+            new GetObjectCommand({ Bucket: bucket, Key, ...(head.ETag === undefined ? {} : { IfMatch: head.ETag }) }),
+            { abortSignal: signal }
+          )
+          // On Node the body is the HTTP response (an IncomingMessage): async iterable, and
+          // destroyed by the iterator's return() when the stream ends early.
+          const chunks = answer.Body as AsyncIterable<Uint8Array> | undefined
+          return chunks === undefined ? Stream.empty : boundedChunks(Stream.fromAsyncIterable(chunks, (e) => e))
+        })).pipe(Stream.orDie)
+        return { contentType: head.ContentType ?? "application/octet-stream", bytes: head.ContentLength ?? 0, body }
       }),
 
     delete: (key) =>

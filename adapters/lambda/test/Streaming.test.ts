@@ -2,7 +2,8 @@
  * Lambda response streaming (Streaming.ts) on a shim of the runtime's `awslambda` global
  * (awslambdaShim.ts): bodies arrive chunk by chunk as they are produced, status, headers and
  * cookies travel in the prelude, a slow client holds the producer back, a client that goes away
- * stops the producer, and the platform's own answers stream as they are buffered.
+ * stops the producer, and the platform's own answers stream as they are buffered; a dataset
+ * item's bytes go out chunk by chunk as the blob store reads them (issue 22, finding 7).
  */
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { MemoryPlatformStores as MemoryStores } from "@model-platform/test-harness/MemoryPlatformStores"
@@ -12,7 +13,10 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { makeHandler } from "../src/Handler.ts"
 import { makeStreamHandler, responseMetadata, streamifyResponse, writeResponse } from "../src/Streaming.ts"
 import { awslambdaShim, FakeResponseStream, INTEGRATION_CONTENT_TYPE, installAwsLambdaShim, invokeStreaming } from "./awslambdaShim.ts"
-import { invocationContext, requestToEvent } from "./support.ts"
+import { MAX_BLOB_CHUNK_BYTES } from "@model-platform/core/ports/BlobStore"
+import { patternBytes } from "@model-platform/test-harness/BlobFixtures"
+import { createHash } from "node:crypto"
+import { invocationContext, invoke, requestToEvent } from "./support.ts"
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 const encoder = new TextEncoder()
@@ -214,6 +218,42 @@ describe("the platform over a response stream", () => {
       expect(sameButTouch(stream.text), path).toBe(sameButTouch(buffered.body))
       expect(stream.writableFinished).toBe(true)
     }
+  })
+
+  it("a dataset item goes out chunk by chunk as the store reads it, every byte; API Gateway's buffered answer has the same bytes", async () => {
+    const owner = await platform.firstStart()
+    const authorization = `Bearer ${owner?.key.secret}`
+    const request = (path: string, init: RequestInit = {}) => new Request(`https://stream.platform.test${path}`, init)
+    const dataset = await (await invoke(platform, request("/datasets", {
+      method: "POST",
+      headers: { authorization, "content-type": "application/json" },
+      body: JSON.stringify({ name: "takes", kind: "audio" })
+    }))).json()
+    // Within a Lambda request's 6 MB, base64 included.
+    const bytes = patternBytes(3 * 1024 * 1024, 11)
+    const sha = createHash("sha256").update(bytes).digest("hex")
+    const uploaded = await invoke(platform, request(`/datasets/${dataset.id}/items?name=take.wav`, {
+      method: "POST",
+      headers: { authorization, "content-type": "audio/wav", "x-content-sha256": sha },
+      body: new Uint8Array(bytes)
+    }))
+    expect(uploaded.status).toBe(201)
+    const item = await uploaded.json()
+    const path = `/datasets/${dataset.id}/items/${item.id}/content`
+
+    const { stream, done } = invokeStreaming(streamHandler, await event(path, { headers: { authorization } }))
+    await done
+    expect(stream.prelude?.statusCode).toBe(200)
+    expect(stream.prelude?.headers).toMatchObject({ "content-type": "audio/wav", "x-content-sha256": sha })
+    const received = Buffer.concat(stream.chunks.map((chunk) => chunk.bytes))
+    expect(createHash("sha256").update(received).digest("hex")).toBe(sha)
+    // Read whole, the item would leave as one write of 3 MiB.
+    expect(stream.chunks.length).toBeGreaterThanOrEqual(bytes.byteLength / MAX_BLOB_CHUNK_BYTES)
+    expect(Math.max(...stream.chunks.map((chunk) => chunk.bytes.byteLength))).toBeLessThanOrEqual(MAX_BLOB_CHUNK_BYTES)
+
+    const buffered = await invoke(platform, request(path, { headers: { authorization } }))
+    expect(buffered.status).toBe(200)
+    expect(createHash("sha256").update(new Uint8Array(await buffered.arrayBuffer())).digest("hex")).toBe(sha)
   })
 
   it("a malformed event answers 400 in the platform shape on the stream too", async () => {

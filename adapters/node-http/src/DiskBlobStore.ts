@@ -24,15 +24,26 @@
  * Streams. `putStream` writes the body chunk by chunk to `<name>@<uuid>.tmp` (hashing it on the
  * way), flushes it, renames it to `<name>@<uuid>.bin` and then writes the record as `put` does.
  * A body that fails, is interrupted or passes `maxBytes` has its `.tmp` file removed (and empty
- * folders pruned); the record, and so the blob already at the key, is untouched.
+ * folders pruned); the record, and so the blob already at the key, is untouched. `getStream` reads
+ * the record, then, when its body is pulled, the body file through a read stream of 64 KiB chunks
+ * (closed when the stream ends, fails or is interrupted); a file a concurrent delete or put took
+ * away in between is a defect.
  *
  * Other I/O failures are defects, as the port says.
  */
 import { Effect, Exit, Layer, Schema, Stream } from "effect"
 import { createHash, randomUUID } from "node:crypto"
+import { createReadStream } from "node:fs"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
-import { type Blob, BlobStore, BlobTooLarge, type PutStreamOptions, type PutStreamResult } from "@model-platform/core/ports/BlobStore"
+import {
+  type Blob,
+  BlobStore,
+  type BlobStream,
+  BlobTooLarge,
+  type PutStreamOptions,
+  type PutStreamResult
+} from "@model-platform/core/ports/BlobStore"
 
 /** A key the disk store refuses to map to a path: a programming error, so a defect. */
 export class InvalidBlobKey extends Error {
@@ -53,6 +64,8 @@ const RECORD = "@blob.json"
 /** `@` + a UUID + `.bin` or `.tmp`: the longest suffix a blob's files carry. */
 const LONGEST_SUFFIX = 1 + 36 + 4
 const NAME_MAX = 255
+/** The chunks a body is read in by `getStream`. */
+const STREAM_CHUNK_BYTES = 64 * 1024
 
 const Record = Schema.Struct({
   contentType: Schema.String,
@@ -265,6 +278,18 @@ const makeDiskBlobStore = (rootDir: string, options: DiskBlobStoreOptions) =>
       return undefined
     }
 
+    const getStream = async (key: string): Promise<BlobStream | undefined> => {
+      const { base, dir } = locate(root, key)
+      const record = await readRecord(Path.join(dir, base + RECORD))
+      if (record === undefined) return undefined
+      const path = Path.join(dir, Path.basename(record.body))
+      // Opened when pulled: a stream never run holds no file open.
+      const body = Stream.suspend(() =>
+        Stream.fromAsyncIterable(createReadStream(path, { highWaterMark: STREAM_CHUNK_BYTES }) as AsyncIterable<Uint8Array>, (e) => e)
+      ).pipe(Stream.orDie)
+      return { contentType: record.contentType, bytes: record.size, body }
+    }
+
     /** True when this call deleted the blob. */
     const remove = async (key: string): Promise<boolean> => {
       const { base, dir } = locate(root, key)
@@ -318,6 +343,7 @@ const makeDiskBlobStore = (rootDir: string, options: DiskBlobStoreOptions) =>
       put: (key, blob) => Effect.promise(() => put(key, blob)),
       putStream,
       get: (key) => Effect.promise(() => get(key)),
+      getStream: (key) => Effect.promise(() => getStream(key)),
       delete: (key) => Effect.promise(() => remove(key).then(() => undefined)),
       list: (prefix) => Effect.promise(() => list(prefix)),
       deletePrefix: (prefix) => Effect.promise(() => deletePrefix(prefix))

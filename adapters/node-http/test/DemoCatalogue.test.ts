@@ -44,6 +44,8 @@ describe("the demo catalogue", () => {
     const embed = demo.models.find((m) => m.id === "ref-embed")
     expect(embed?.limits).toEqual({ dimensions: [1024, 768, 512, 256, 128, 64, 32], max_inputs: 256 })
     expect(demo.models.find((m) => m.id === "ref-forecast")?.limits).toEqual({ max_history: 512, max_horizon: 64 })
+    // The reference machine draws at most 256 pixels a side, 64x64 when asked for no size.
+    expect(demo.models.find((m) => m.id === "ref-image")?.limits).toEqual({ image_sizes: ["64x64", "128x128", "256x256"] })
   })
 
   // Checks validateCatalogue does not make (yet), kept true of the demo file here.

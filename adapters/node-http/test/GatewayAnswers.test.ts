@@ -1,6 +1,7 @@
 /**
  * Answers through the platform's Node server, the official `openai` client and the reference
- * machine (issue 10, findings 3, 6, 7, 8), and machine clients that never die on a body.
+ * machine (issue 10, findings 3, 6, 7, 8), and machine clients that never die on a body; the
+ * catalogue's bounds on forecast horizons and image sizes (issue 22, finding 7).
  */
 import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
 import { Gateway } from "@model-platform/core/gateway/Gateway"
@@ -8,7 +9,16 @@ import { MachineClient } from "@model-platform/core/ports/MachineClient"
 import { Effect } from "effect"
 import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { gatewayCatalogue, type GatewayServer, MACHINE_CLIENTS, MACHINE_MODELS, newAccount, startGatewayServer, usageOf } from "./gatewaySupport.ts"
+import {
+  balanceOf,
+  gatewayCatalogue,
+  type GatewayServer,
+  MACHINE_CLIENTS,
+  MACHINE_MODELS,
+  newAccount,
+  startGatewayServer,
+  usageOf
+} from "./gatewaySupport.ts"
 
 const CREDITS = 1_000_000_000n
 
@@ -92,5 +102,65 @@ describe.each(MACHINE_CLIENTS)("machine client $name", ({ layer: machineClient }
       )
       expect(failure.reason).toBe("unsendable")
     }
+  })
+})
+
+describe("issue 22, finding 7: forecast horizons and image sizes bounded by the catalogue, defaults where it sets none", () => {
+  let m: ReferenceMachine
+  let server: GatewayServer
+  beforeAll(async () => {
+    m = await startReferenceMachine({ port: 0, models: MACHINE_MODELS })
+    // ref-forecast without its limits; ref-image sets none either: the catalogue's defaults apply.
+    const catalogue = gatewayCatalogue([{ id: "m-a", url: m.url, score: 0.9 }])
+    const models = catalogue.models.map((model) => {
+      const { limits: _, ...rest } = model
+      return model.id === "ref-forecast" ? rest : model
+    })
+    server = await startGatewayServer({ ...catalogue, models })
+  })
+  afterAll(async () => {
+    await server?.close()
+    await m?.close()
+  })
+  const post = (secret: string, path: string, body: unknown) =>
+    fetch(`${server.url}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body: JSON.stringify(body)
+    })
+  /** Width and height of a PNG, from its header. */
+  const pngSize = (b64: string) => {
+    const png = Buffer.from(b64, "base64")
+    return `${png.readUInt32BE(16)}x${png.readUInt32BE(20)}`
+  }
+
+  it("a horizon above 64 or a size the model does not draw is 400, reaches no machine and costs nothing", async () => {
+    const { accountId, secret } = await server.run(newAccount({ credits: CREDITS }))
+    const horizon = await post(secret, "/v1/forecasts", { model: "ref-forecast", history: [1, 2, 3], horizon: 10_000 })
+    expect(horizon.status).toBe(400)
+    expect((await horizon.json()).error).toMatchObject({ code: "invalid_horizon", message: "horizon: ref-forecast forecasts at most 64 steps (got 10000)." })
+    for (const size of ["4096x4096", "1792x1024"]) {
+      const image = await post(secret, "/v1/images/generations", { model: "ref-image", prompt: "a lighthouse", size })
+      expect(image.status).toBe(400)
+      expect((await image.json()).error).toMatchObject({ code: "invalid_size", message: `size: ref-image draws 1024x1024, 512x512, 256x256 (got ${size}).` })
+    }
+    expect(m.stats().requests).not.toHaveProperty("POST /v1/forecasts")
+    expect(m.stats().requests).not.toHaveProperty("POST /v1/images/generations")
+    await server.run(Effect.flatMap(Gateway, (g) => g.idle))
+    expect(await server.run(usageOf(accountId))).toEqual([])
+    expect(await server.run(balanceOf(accountId))).toMatchObject({ available: CREDITS, held: 0n })
+  })
+
+  it("the bounds themselves are served, and an image asked without a size is drawn at the model's default", async () => {
+    const { secret } = await server.run(newAccount({ credits: CREDITS }))
+    expect((await post(secret, "/v1/forecasts", { model: "ref-forecast", history: [1, 2, 3], horizon: 64 })).status).toBe(200)
+    const listed = await post(secret, "/v1/images/generations", { model: "ref-image", prompt: "a lighthouse", size: "256x256" })
+    expect(listed.status).toBe(200)
+    expect(pngSize((await listed.json()).data[0].b64_json)).toBe("256x256")
+    // The machine, asked for "auto", draws 64x64; it is asked for the model's default, 1024x1024,
+    // which the reference machine scales down to its largest, 256x256.
+    const auto = await post(secret, "/v1/images/generations", { model: "ref-image", prompt: "a lighthouse", size: "auto" })
+    expect(auto.status).toBe(200)
+    expect(pngSize((await auto.json()).data[0].b64_json)).toBe("256x256")
   })
 })

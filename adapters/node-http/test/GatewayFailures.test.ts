@@ -58,10 +58,10 @@ describe.each(MACHINE_CLIENTS)("machine client $name", ({ layer: machineClient }
     const attacker = await server.run(newAccount({ permissions: ["inference"] }))
     const pad = "x".repeat(100 * 1024)
     for (let i = 0; i < 6; i++) {
-      const res = await fetch(`${server.url}/v1/forecasts`, {
+      const res = await fetch(`${server.url}/v1/embeddings`, {
         method: "POST",
         headers: { authorization: `Bearer ${attacker.secret}`, "content-type": "application/json" },
-        body: JSON.stringify({ model: "ref-forecast", history: [1, 2, 3], horizon: 2, pad })
+        body: JSON.stringify({ model: "ref-embed", input: "hi", user: pad })
       })
       expect(res.status).toBe(502)
       expect((await res.json()).error.code).toBe("machine_unreachable")

@@ -12,11 +12,17 @@
  *
  * `putStream`: each refused write (too large, failing body, interrupted) is tried on a key that
  * holds a blob, which must stay as it was, and on a fresh key, which must stay empty.
+ *
+ * `getStream` has its own part, BlobStreamContract.ts, run with the rest.
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Data, Deferred, Effect, Fiber, type Layer, Stream } from "effect"
 import { type Blob, BlobStore, BlobTooLarge } from "@model-platform/core/ports/BlobStore"
 import { sha256, toHex } from "@model-platform/core/Sha256"
+import { allBytes, assertBlob, chunked, freshPrefix, octets, patternBytes, text } from "./BlobFixtures.ts"
+import { blobStreamTests } from "./BlobStreamContract.ts"
+
+export { chunked, patternBytes } from "./BlobFixtures.ts"
 
 /** Store layers may start an emulator or open a directory. */
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
@@ -27,44 +33,13 @@ const MANY = 1100
 // ---------------------------------------------------------------------------------------------
 // fixtures
 
-/** A fresh prefix per test: `contract/<uuid>/`. */
-const freshPrefix = Effect.sync(() => `contract/${crypto.randomUUID()}/`)
-
-const text = (body: string, contentType = "text/plain; charset=utf-8"): Blob => ({
-  body: new TextEncoder().encode(body),
-  contentType
-})
-
-/** Every byte value once, in order: catches text decoding, NUL handling and chunk framing. */
-const allBytes = (): Uint8Array => Uint8Array.from({ length: 256 }, (_, i) => i)
-
-const assertBlob = (actual: Blob | undefined, expected: Blob, what: string) => {
-  assert.isDefined(actual, `${what}: expected a blob, got undefined`)
-  assert.strictEqual(actual?.contentType, expected.contentType, `${what}: content type`)
-  assert.instanceOf(actual?.body, Uint8Array, `${what}: body is a Uint8Array`)
-  assert.deepStrictEqual(Array.from(actual?.body ?? []), Array.from(expected.body), `${what}: body bytes`)
-}
-
 const putAll = (store: BlobStore["Service"], keys: ReadonlyArray<string>, concurrency = 16) =>
   Effect.forEach(keys, (key) => store.put(key, text(key)), { concurrency, discard: true })
 
 const sorted = (keys: ReadonlyArray<string>): Array<string> => [...keys].sort()
 
-/** `length` bytes of a pattern that does not repeat every 256 bytes. */
-export const patternBytes = (length: number, seed = 0): Uint8Array => {
-  const bytes = new Uint8Array(length)
-  for (let i = 0; i < length; i++) bytes[i] = (i * 31 + (i >> 8) + seed) & 0xff
-  return bytes
-}
-
-/** `body` as a stream of `size`-byte chunks (the last one shorter). */
-export const chunked = (body: Uint8Array, size: number): Stream.Stream<Uint8Array> =>
-  Stream.fromIterable(Array.from({ length: Math.ceil(body.byteLength / size) }, (_, i) => body.subarray(i * size, (i + 1) * size)))
-
 /** The error a test body fails with. */
 export class BodyBroke extends Data.TaggedError("BodyBroke")<{ readonly at: number }> {}
-
-const octets = (body: Uint8Array): Blob => ({ body, contentType: "application/octet-stream" })
 
 /** A key holding a blob and a fresh key, for checking that a refused write stored nothing. */
 const occupiedAndFresh = (store: BlobStore["Service"]) =>
@@ -370,4 +345,7 @@ const blobTests = (it: Vitest.MethodsNonLive<BlobStore>) =>
 // suite
 
 export const blobStoreContract = <E>(name: string, storeLayer: Layer.Layer<BlobStore, E>): void =>
-  layer(storeLayer, layerOptions)(name, blobTests)
+  layer(storeLayer, layerOptions)(name, (it) => {
+    blobTests(it)
+    blobStreamTests(it)
+  })

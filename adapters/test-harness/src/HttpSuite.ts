@@ -98,6 +98,10 @@ export const platformHttpSuite = (shell: string, start: () => Promise<ShellUnder
         expect(byId["orphan"].machines).toEqual([])
         expect(byId["chat-small"].routes).toBeUndefined()
       })
+      it("GET /models/{id} has the model's limits (docs/api-decisions.md \"Catalogue\")", async () => {
+        expect((await call("GET", "/models/chat-small")).json.limits).toEqual({})
+        expect((await call("GET", "/models/embed-small")).json.limits).toEqual({ dimensions: [256, 128], max_inputs: 256 })
+      })
       it("GET /models/{id} has routes, healthy and higher score first", async () => {
         const res = await call("GET", "/models/chat-small")
         expect(res.status).toBe(200)

@@ -2,7 +2,8 @@
  * What the gateway answers with a machine's answer, and which bodies never reach a machine
  * (issue 10, findings 3, 6, 7, 8): forecasts are held to the spec's shape and never charged when
  * broken, generation_time_ms is an integer, embeddings honour encoding_format, a history the
- * models cannot handle and a body nested too deep are refused with 400.
+ * models cannot handle and a body nested too deep are refused with 400. And (issue 22, finding 7) a
+ * machine is sent only the fields its endpoint's schema takes.
  */
 import { base64Float32 } from "@model-platform/core/gateway/Answers"
 import { Gateway } from "@model-platform/core/gateway/Gateway"
@@ -11,7 +12,7 @@ import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
 import { UsageStore } from "@model-platform/core/ports/UsageStore"
 import { Effect } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
-import { call, json, newKey, startStubGateway, stubCatalogue, type StubMachine } from "./gatewayStub.ts"
+import { call, healthy, json, newKey, startStubGateway, stubCatalogue, type StubMachine } from "./gatewayStub.ts"
 
 const CREDITS = 1_000_000_000n
 const stub: StubMachine = { alwaysFail: false, answers: {} }
@@ -128,7 +129,69 @@ describe("bodies nested deeper than MAX_JSON_DEPTH (finding 3)", () => {
       expect(error.message).not.toMatch(/RangeError|stack/i)
     }
     // 64 levels are fine.
-    const ok = await run(call("/v1/chat/completions", auth, `{"model":"chat","messages":[{"role":"user","content":"hi"}],"extra":${deep(62)}}`))
+    const ok = await run(call(
+      "/v1/chat/completions",
+      auth,
+      `{"model":"chat","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":${deep(61)}}}`
+    ))
     expect(ok.status).toBe(200)
+  })
+})
+
+describe("what a machine is sent (issue 22, finding 7)", () => {
+  /** Records every body the machine gets, and answers it as a healthy machine does. */
+  const recording = () => {
+    const received: Array<Record<string, unknown>> = []
+    for (const path of ["/chat/completions", "/embeddings", "/forecasts"]) {
+      stub.answers[path] = (body) => {
+        received.push(body)
+        return healthy(path, body)
+      }
+    }
+    return received
+  }
+  const hi = [{ role: "user", content: "hi" }]
+
+  it("best_of, top_k and a vendor's extras are refused with 400 and never reach the machine; nothing is charged", async () => {
+    runtime = startStubGateway(stub, stubCatalogue({ forecastCreditsPerRequest: 0.25 }))
+    const received = recording()
+    const { accountId, auth } = await run(newKey(CREDITS))
+    const refused: ReadonlyArray<readonly [Endpoint, Record<string, unknown>]> = [
+      ["/v1/chat/completions", { model: "chat", messages: hi, best_of: 8 }],
+      ["/v1/chat/completions", { model: "chat", messages: hi, stream: true, top_k: 1, ignore_eos: true, min_tokens: 64 }],
+      ["/v1/embeddings", { model: "embed", input: "hi", truncate: "NONE" }],
+      ["/v1/forecasts", { model: "forecast", history: [1, 2, 3], horizon: 2, num_samples: 10_000 }]
+    ]
+    for (const [endpoint, body] of refused) {
+      const answer = await run(call(endpoint, auth, body))
+      expect(answer.status, answer.text).toBe(400)
+      const error = JSON.parse(answer.text).error
+      expect(error.code).toBe("invalid_input")
+      expect(error.message).toMatch(/^Unrecognized request arguments? supplied: /)
+    }
+    await run(Effect.flatMap(Gateway, (g) => g.idle))
+    expect(received).toEqual([])
+    expect(await run(accountState(accountId))).toEqual({ available: CREDITS, held: 0n, records: 0 })
+  })
+
+  it("the machine gets the fields the endpoint takes, without the platform's machine and OpenAI's service fields", async () => {
+    runtime = startStubGateway(stub)
+    const received = recording()
+    const { auth } = await run(newKey())
+    const chat = {
+      model: "chat", messages: hi, temperature: 0.3, seed: 7, logprobs: true, top_logprobs: 2,
+      response_format: { type: "json_object" }, user: "u-1"
+    }
+    const sent: ReadonlyArray<readonly [Endpoint, Record<string, unknown>]> = [
+      ["/v1/chat/completions", { ...chat, machine: "only", store: true, metadata: { run: "7" }, service_tier: "default" }],
+      ["/v1/embeddings", { model: "embed", input: ["a", "b"], input_type: "query", user: "u-1", machine: "only" }],
+      ["/v1/forecasts", { model: "forecast", history: [1, 2, 3], horizon: 2, quantiles: [0.1, 0.9], machine: "only" }]
+    ]
+    for (const [endpoint, body] of sent) expect((await run(call(endpoint, auth, body))).status).toBe(200)
+    expect(received).toEqual([
+      { ...chat, max_tokens: 64 },
+      { model: "embed", input: ["a", "b"], input_type: "query", user: "u-1" },
+      { model: "forecast", history: [1, 2, 3], horizon: 2, quantiles: [0.1, 0.9] }
+    ])
   })
 })

@@ -1,7 +1,7 @@
 /**
  * Issue 10, finding 1: no sequence of requests from one key can cool a machine down. The machine
  * here is healthy for every well-formed call and fails, in every way a machine can fail, on calls
- * carrying a `poison` field (as a real machine resets a body above its own size limit, or crashes
+ * carrying a poison (as a real machine resets a body above its own size limit, or crashes
  * on an input): no connection, no answer in time, retryable statuses, a body that breaks off or is
  * not JSON, a stream that breaks after its head, a forecast of nulls. Whatever one key sends, in
  * any order, the machine stays in service (the gateway's canaries pass) and another key is served.
@@ -12,7 +12,7 @@ import { Gateway } from "@model-platform/core/gateway/Gateway"
 import { Effect } from "effect"
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { callOnce, newKey, type Poison, POISONS, startStubGateway } from "./gatewayStub.ts"
+import { callOnce, newKey, type Poison, poisoned, POISONS, startStubGateway } from "./gatewayStub.ts"
 
 interface Call {
   readonly endpoint: Endpoint
@@ -21,15 +21,17 @@ interface Call {
 }
 
 const bodyOf = (call: Call): Record<string, unknown> => {
-  const poison = call.poison === undefined ? {} : { poison: call.poison }
-  switch (call.endpoint) {
-    case "/v1/chat/completions":
-      return { model: "chat", messages: [{ role: "user", content: "hi" }], ...(call.stream ? { stream: true } : {}), ...poison }
-    case "/v1/embeddings":
-      return { model: "embed", input: "hi", ...poison }
-    default:
-      return { model: "forecast", history: [1, 2, 3], horizon: 1, ...poison }
-  }
+  const body = (() => {
+    switch (call.endpoint) {
+      case "/v1/chat/completions":
+        return { model: "chat", messages: [{ role: "user", content: "hi" }], ...(call.stream ? { stream: true } : {}) }
+      case "/v1/embeddings":
+        return { model: "embed", input: "hi" }
+      default:
+        return { model: "forecast", history: [1, 2, 3], horizon: 1 }
+    }
+  })()
+  return call.poison === undefined ? body : poisoned(body, call.poison)
 }
 
 const callArb: fc.Arbitrary<Call> = fc.record({

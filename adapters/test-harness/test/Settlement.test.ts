@@ -47,11 +47,11 @@ const answer = (stream: boolean): MachineResponse =>
       body: bytes(JSON.stringify({ id: "c1", object: "chat.completion", created: 1, model: "chat", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage }))
     }
 
-/** A machine that answers at once, or (for a body with `hang`) never. */
+/** A machine that answers at once, or (for a body with `user: "hang"`) never. */
 const machine = Layer.succeed(MachineClient)(MachineClient.of({
   models: () => Effect.succeed(["chat"]),
   post: (_machine, _path, raw) =>
-    (raw as { hang?: boolean }).hang === true ? Effect.never : Effect.succeed(answer((raw as { stream?: boolean }).stream === true))
+    (raw as { user?: string }).user === "hang" ? Effect.never : Effect.succeed(answer((raw as { stream?: boolean }).stream === true))
 }))
 
 const chat: ModelConfig = {
@@ -234,7 +234,7 @@ describe("the metering journal, replayed at start", () => {
     const { accountId, auth } = await first.runPromise(newKey)
     for (const extra of [{}, { stream: true }, {}]) expect(Exit.isSuccess(await first.runPromise(callOnce(auth, extra)))).toBe(true)
     const admitted = await first.runPromise(Deferred.make<void>())
-    first.runFork(Effect.andThen(Deferred.succeed(admitted, undefined), callOnce(auth, { hang: true })))
+    first.runFork(Effect.andThen(Deferred.succeed(admitted, undefined), callOnce(auth, { user: "hang" })))
     await first.runPromise(Deferred.await(admitted))
     await first.runPromise(Effect.sleep(20))
     const left = openOf(killed)

@@ -1,8 +1,9 @@
 /**
  * A gateway over memory stores and a simulated machine ("only", serving chat, embed and forecast),
  * called directly (no HTTP): for tests of what the gateway does with what a machine answers. The
- * machine answers every well-formed call well and fails, in the way named, on a call carrying a
- * `poison` field; `answers` may replace its answer per path.
+ * machine answers every well-formed call well and fails, in the way named, on a poisoned call
+ * (`poisoned`: a field the gateway passes on carries the poison); `answers` may replace its answer
+ * per path.
  */
 import { ApiKeys } from "@model-platform/core/ApiKeys"
 import { Catalogue } from "@model-platform/core/Catalogue"
@@ -17,6 +18,22 @@ import { MemoryPlatformStores } from "../src/MemoryPlatformStores.ts"
 
 export const POISONS = ["reset", "timeout", "500", "502", "503", "429", "404", "broken-body", "not-json", "drop-stream", "nulls"] as const
 export type Poison = (typeof POISONS)[number]
+
+/**
+ * A body the machine fails on, in the way named. The poison travels in a field the gateway passes
+ * on (a body carries only its endpoint's fields): `user` for chat and embeddings, and for forecasts
+ * a frequency_seconds of FORECAST_POISON_BASE plus the poison's index.
+ */
+const FORECAST_POISON_BASE = 1_000_000
+export const poisoned = (body: Record<string, unknown>, poison: Poison): Record<string, unknown> =>
+  "history" in body ? { ...body, frequency_seconds: FORECAST_POISON_BASE + POISONS.indexOf(poison) } : { ...body, user: `poison:${poison}` }
+
+const poisonOf = (body: Record<string, unknown>): Poison | undefined => {
+  if (typeof body.user === "string" && body.user.startsWith("poison:")) return body.user.slice("poison:".length) as Poison
+  return typeof body.frequency_seconds === "number" && body.frequency_seconds >= FORECAST_POISON_BASE
+    ? POISONS[body.frequency_seconds - FORECAST_POISON_BASE]
+    : undefined
+}
 
 const encoder = new TextEncoder()
 const bytes = (text: string) => Stream.make(encoder.encode(text))
@@ -57,14 +74,14 @@ export interface StubMachine {
   answers: Record<string, (body: Record<string, unknown>) => MachineResponse>
 }
 
-/** A machine that fails only on what a call carries: `poison` in the body. */
+/** A machine that fails only on what a call carries: a poisoned body. */
 const machineClient = (stub: StubMachine) =>
   Layer.succeed(MachineClient)(MachineClient.of({
     models: () => Effect.succeed(["chat", "embed", "forecast"]),
     post: (machine, path, raw, options) =>
       Effect.suspend(() => {
         const body = raw as Record<string, unknown>
-        const poison = (stub.alwaysFail ? "500" : body.poison) as Poison | undefined
+        const poison = stub.alwaysFail ? "500" : poisonOf(body)
         const fail = (reason: "unreachable" | "timeout") => Effect.fail(new MachineFailure({ machine_id: machine.id, reason, message: reason }))
         switch (poison) {
           case undefined:

@@ -70,7 +70,7 @@ const describe = <S extends Schema.Top>(schema: S, description: string) => schem
 
 /** Every call to a model can fail this way (spec "Errors"). */
 const callErrors = [
-  describe(V1BadRequest, "missing_model, invalid_json, invalid_input, invalid_history, invalid_horizon, wrong_endpoint"),
+  describe(V1BadRequest, "missing_model, invalid_json, invalid_input, invalid_history, invalid_horizon, invalid_size, wrong_endpoint"),
   describe(V1PaymentRequired, "insufficient_credit, agent_daily_limit, agent_total_limit"),
   describe(
     V1Forbidden,
@@ -184,7 +184,8 @@ export class InferenceCallsGroup extends HttpApiGroup.make("inference")
   .middleware(InferenceKey)
   .annotateMerge(OpenApi.annotations({
     title: "Inference",
-    description: "Needs a platform key with the inference permission. Every body may name a `machine`."
+    description:
+      "Needs a platform key with the inference permission. Every body may name a `machine`; a field its schema does not list is refused (400 invalid_input)."
   }))
 {}
 

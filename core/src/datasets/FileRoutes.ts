@@ -5,7 +5,9 @@
  *   streamed into the blob store as it arrives, never held whole, its SHA-256 computed on the way
  *   and checked against X-Content-Sha256; the request boundary (api/RequestLimits.ts) leaves its
  *   body unread and the stream is bounded here;
- * - GET /datasets/{id}/items/{item_id}/content (`datasets:read`): an item's bytes.
+ * - GET /datasets/{id}/items/{item_id}/content (`datasets:read`): an item's bytes, streamed from
+ *   the blob store chunk by chunk (`BlobStore.getStream`), never held whole: a 1 GiB item costs a
+ *   chunk of memory, not a gigabyte.
  */
 import { Effect, Stream } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -146,12 +148,13 @@ export const DownloadRoute = HttpRouter.add("GET", "/datasets/:id/items/:item_id
       const [datasetId, itemId] = [segments[2] ?? "", segments[4] ?? ""]
       yield* keyedDataset(request, "datasets:read", datasetId)
       const item = yield* datasets.items.get(itemId)
-      const blob = item === undefined || item.dataset_id !== datasetId ? undefined : yield* datasets.blobs.get(item.blob_key)
+      const blob = item === undefined || item.dataset_id !== datasetId ? undefined : yield* datasets.blobs.getStream(item.blob_key)
       if (item === undefined || blob === undefined) return yield* refuse(404, "item_not_found", `No item ${itemId} in dataset ${datasetId}.`)
-      return { item, body: blob.body }
-    }), ({ body, item }) =>
-    HttpServerResponse.uint8Array(body, {
+      return { item, blob }
+    }), ({ blob, item }) =>
+    HttpServerResponse.stream(blob.body, {
       contentType: item.content_type,
+      contentLength: blob.bytes,
       headers: {
         "cache-control": "no-store",
         "x-content-sha256": item.sha256,

@@ -9,9 +9,24 @@
  */
 import { Effect, Result, Schema, SchemaIssue } from "effect"
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from "../Limits.ts"
-import type { CatalogueConfig, ModelConfig } from "../CatalogueConfig.ts"
+import {
+  type CatalogueConfig,
+  dimensionsOf,
+  imageSizesOf,
+  maxHistoryOf,
+  maxHorizonOf,
+  maxInputsOf,
+  type ModelConfig
+} from "../CatalogueConfig.ts"
 import { type InferenceError, inferenceError } from "../Errors.ts"
-import { ChatRequest, EmbeddingRequest, ForecastRequest, ImageRequest, MAX_EMBEDDING_TEXTS } from "../Inference.ts"
+import {
+  CHAT_FIELDS_NOT_SENT,
+  ChatRequest,
+  EmbeddingRequest,
+  ForecastRequest,
+  ImageRequest,
+  MAX_EMBEDDING_TEXTS
+} from "../Inference.ts"
 
 export type Endpoint = "/v1/chat/completions" | "/v1/embeddings" | "/v1/forecasts" | "/v1/images/generations"
 
@@ -24,11 +39,13 @@ export interface ValidCall {
   /** Chat only: the reply is streamed as server-sent events. false elsewhere. */
   readonly stream: boolean
   /**
-   * What to send to the machine: the client's body minus `machine`; for chat with max_tokens set
+   * What to send to the machine: the client's body (which holds only fields of its endpoint's
+   * schema) minus `machine`; for chat without CHAT_FIELDS_NOT_SENT and with max_tokens set
    * to the effective cap (see `maxOutputTokens`) and enable_thinking kept only for reasoning
    * models; for embeddings without encoding_format (the machine is always asked for float
    * arrays; the gateway encodes them as the client asked, see `encodingFormat`); for forecasts
-   * with the history cut to the model's history limit.
+   * with the history cut to the model's history limit; for images with `size` one of the model's
+   * sizes (its default when the client gave none or "auto").
    */
   readonly body: Record<string, unknown>
   /** Embeddings only: how the client wants its vectors (OpenAI's encoding_format; default float). */
@@ -50,6 +67,14 @@ export interface ValidCall {
 export const REASONING_FEATURE = "reasoning"
 /** The feature that allows function calling (tools, tool_choice). */
 export const TOOLS_FEATURE = "tools"
+
+/** The schema of each endpoint's body: its fields are the only ones a body may carry. */
+const ENDPOINT_SCHEMA = {
+  "/v1/chat/completions": ChatRequest,
+  "/v1/embeddings": EmbeddingRequest,
+  "/v1/forecasts": ForecastRequest,
+  "/v1/images/generations": ImageRequest
+} as const satisfies Record<Endpoint, { readonly fields: object }>
 
 const ENDPOINT_KIND: Record<Endpoint, string> = {
   "/v1/chat/completions": "a language model",
@@ -176,6 +201,28 @@ const locate = (endpoint: Endpoint, raw: unknown, config: CatalogueConfig): Effe
   return Effect.succeed({ raw, model, machine })
 }
 
+/** Field names as a message shows them: quoted (control characters escaped), each cut to 64 characters. */
+const fieldNames = (names: ReadonlyArray<string>): string => {
+  const shown = names.slice(0, 5).map((n) => JSON.stringify(n.length > 64 ? `${n.slice(0, 64)}…` : n))
+  return shown.join(", ") + (names.length > 5 ? ` and ${names.length - 5} more` : "")
+}
+
+/**
+ * A field the endpoint's schema does not list is refused, as OpenAI refuses it ("Unrecognized
+ * request argument supplied"): sent on, `best_of`, `top_k` or a vendor's extra would make the
+ * machine do work the platform neither checks nor bills; dropped, the client would believe it took
+ * effect. docs/gateway.md "Validation".
+ */
+const refuseUnknownFields = (endpoint: Endpoint, raw: Record<string, unknown>): Effect.Effect<void, InferenceError> => {
+  const fields = ENDPOINT_SCHEMA[endpoint].fields
+  const unknown = Object.keys(raw).filter((name) => !Object.hasOwn(fields, name))
+  if (unknown.length === 0) return Effect.void
+  return Effect.fail(invalid(
+    `Unrecognized request argument${unknown.length === 1 ? "" : "s"} supplied: ${fieldNames(unknown)}. ` +
+      `POST ${endpoint} takes only the fields listed in GET /v1/openapi.json.`
+  ))
+}
+
 /** A copy without `keys` (Object.fromEntries keeps a "__proto__" key as a plain field). */
 const without = (body: Record<string, unknown>, ...keys: ReadonlyArray<string>): Record<string, unknown> =>
   Object.fromEntries(Object.entries(body).filter(([k]) => !keys.includes(k)))
@@ -207,20 +254,19 @@ const chat = Effect.fnUntraced(function*({ raw, model, machine }: Located) {
       `enable_thinking: ${model.id} is not a reasoning model (models with the "reasoning" feature in GET /v1/models accept it).`
     )
   }
-  const mct = raw.max_completion_tokens
-  if (mct !== undefined && mct !== null && !(typeof mct === "number" && Number.isInteger(mct) && mct >= 1)) {
-    return yield* invalid("max_completion_tokens: must be an integer of at least 1.")
-  }
+  const mct = req.max_completion_tokens
   // The cap: the model's max_output_tokens (a chat model with 0 declares none: then its context).
   const cap = model.max_output_tokens > 0 ? model.max_output_tokens : model.context_length
   const asked = [req.max_tokens, mct].filter((n): n is number => typeof n === "number")
   const maxOutputTokens = Math.min(cap, ...asked)
 
-  // Dropped: `machine` (ours), enable_thinking (off) on other models, and an empty tools list or
-  // tool_choice "none" on a model without tools, which would only confuse its machine.
+  // Dropped: `machine` (ours), OpenAI's service fields, enable_thinking (off) on other models, and
+  // an empty tools list or tool_choice "none" on a model without tools, which would only confuse
+  // its machine.
   const dropped = [
     "machine",
     "max_completion_tokens",
+    ...CHAT_FIELDS_NOT_SENT,
     ...(reasoning ? [] : ["enable_thinking"]),
     ...(toolsAllowed ? [] : ["tools", "tool_choice"])
   ]
@@ -253,12 +299,12 @@ const embeddings = Effect.fnUntraced(function*({ raw, model, machine }: Located)
   if (empty >= 0) {
     return yield* invalid(typeof req.input === "string" ? "input: must not be empty." : `input[${empty}]: must not be empty.`)
   }
-  const maxInputs = model.limits?.max_inputs
-  if (maxInputs !== undefined && texts.length > maxInputs) {
+  const maxInputs = maxInputsOf(model)
+  if (texts.length > maxInputs) {
     return yield* invalid(`input: ${model.id} takes at most ${maxInputs} texts per request (got ${texts.length}).`)
   }
   if (req.dimensions !== undefined) {
-    const allowed = model.limits?.dimensions ?? []
+    const allowed = dimensionsOf(model)
     if (!allowed.includes(req.dimensions)) {
       return yield* invalid(
         allowed.length === 0
@@ -302,11 +348,12 @@ const forecasts = Effect.fnUntraced(function*({ raw, model, machine }: Located) 
       `history[${huge}]: ${req.history[huge]} is beyond the largest magnitude a forecasting model takes (${MAX_HISTORY_MAGNITUDE}); rescale the series.`
     )
   }
-  const maxHorizon = model.limits?.max_horizon
-  if (maxHorizon !== undefined && req.horizon > maxHorizon) {
+  // Always bounded (the catalogue's default when the model sets none): a forecast is priced per request.
+  const maxHorizon = maxHorizonOf(model)
+  if (req.horizon > maxHorizon) {
     return yield* bad("invalid_horizon", `horizon: ${model.id} forecasts at most ${maxHorizon} steps (got ${req.horizon}).`)
   }
-  const maxHistory = model.limits?.max_history ?? model.context_length
+  const maxHistory = maxHistoryOf(model)
   const history = req.history.length > maxHistory ? req.history.slice(-maxHistory) : req.history
   const body = without(raw, "machine")
   body.history = history
@@ -322,14 +369,26 @@ const forecasts = Effect.fnUntraced(function*({ raw, model, machine }: Located) 
   } satisfies ValidCall
 })
 
+const imageCode = (path: string) => (topField(path) === "size" ? "invalid_size" : "invalid_input")
+
 const images = Effect.fnUntraced(function*({ raw, model, machine }: Located) {
-  const req = yield* decode(ImageRequest, raw)
+  const req = yield* decode(ImageRequest, raw, imageCode)
+  // Always one of the model's sizes (the catalogue's default list when it sets none): an image is
+  // priced per request, so its size is bounded; without one (or "auto") the model's default is
+  // sent, so the machine never picks a larger one itself.
+  const sizes = imageSizesOf(model)
+  const size = req.size === undefined || req.size === null || req.size === "auto" ? sizes[0]! : req.size
+  if (!sizes.includes(size)) {
+    return yield* bad("invalid_size", `size: ${model.id} draws ${sizes.join(", ")} (got ${req.size}).`)
+  }
+  const body = without(raw, "machine")
+  body.size = size
   return {
     endpoint: "/v1/images/generations",
     model,
     machine,
     stream: false,
-    body: without(raw, "machine"),
+    body,
     maxOutputTokens: 0,
     inputBytes: utf8Bytes(req.prompt),
     requests: req.n ?? 1
@@ -348,15 +407,16 @@ export const validateCall = (
     return Effect.fail(invalid(`The request body nests deeper than ${MAX_JSON_DEPTH} levels of objects and arrays.`))
   }
   return Effect.flatMap(locate(endpoint, raw, config), (located): Effect.Effect<ValidCall, InferenceError> => {
+    const known = refuseUnknownFields(endpoint, located.raw)
     switch (endpoint) {
       case "/v1/chat/completions":
-        return chat(located)
+        return Effect.andThen(known, chat(located))
       case "/v1/embeddings":
-        return embeddings(located)
+        return Effect.andThen(known, embeddings(located))
       case "/v1/forecasts":
-        return forecasts(located)
+        return Effect.andThen(known, forecasts(located))
       case "/v1/images/generations":
-        return images(located)
+        return Effect.andThen(known, images(located))
     }
   }).pipe(
     // Last line of defence: a defect in validation answers 400, never a 500, and its text (a

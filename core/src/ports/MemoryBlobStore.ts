@@ -3,11 +3,15 @@
  * caller that reuses or mutates its buffer cannot change what is stored (as with disk and S3).
  * Each operation is one `Ref` step, so a `deletePrefix` counts exactly what it removed.
  * `putStream` collects the body (copying each chunk, failing as soon as it passes `maxBytes`) and
- * stores it in one step at the end.
+ * stores it in one step at the end; `getStream` answers copies of 64 KiB slices of the stored body,
+ * each made when pulled.
  */
 import { Effect, Layer, Ref, Stream } from "effect"
 import { sha256, toHex } from "../Sha256.ts"
 import { type Blob, BlobStore, BlobTooLarge } from "./BlobStore.ts"
+
+/** The chunks `getStream` answers, as the disk store reads them. */
+const STREAM_CHUNK_BYTES = 64 * 1024
 
 const copy = (blob: Blob): Blob => ({ body: new Uint8Array(blob.body), contentType: blob.contentType })
 
@@ -46,6 +50,17 @@ export const makeBlobStoreMemory: Effect.Effect<BlobStore["Service"]> = Effect.g
       Ref.get(blobs).pipe(Effect.map((map) => {
         const blob = map.get(key)
         return blob === undefined ? undefined : copy(blob)
+      })),
+    getStream: (key) =>
+      Ref.get(blobs).pipe(Effect.map((map) => {
+        const blob = map.get(key)
+        if (blob === undefined) return undefined
+        const { body } = blob
+        // One slice a pull (chunkSize 1): a larger batch would copy much of the blob at once.
+        const slices = function*() {
+          for (let at = 0; at < body.byteLength; at += STREAM_CHUNK_BYTES) yield body.slice(at, at + STREAM_CHUNK_BYTES)
+        }
+        return { contentType: blob.contentType, bytes: body.byteLength, body: Stream.suspend(() => Stream.fromIterable(slices(), { chunkSize: 1 })) }
       })),
     delete: (key) =>
       Ref.update(blobs, (map) => {

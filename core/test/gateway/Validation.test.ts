@@ -15,7 +15,16 @@ import { type Endpoint, utf8Bytes, type ValidCall, validateCall } from "../../sr
 const demoText = readFileSync(resolve(import.meta.dirname, "../../../adapters/node-http/catalogue.demo.json"), "utf8")
 const demo: CatalogueConfig = Effect.runSync(parseCatalogue(demoText))
 
-/** The demo plus a reasoning chat model and a chat model without tools. */
+/** Without its catalogue limits: the defaults apply. */
+const unlimited = (id: string, as: string) => {
+  const { limits: _, ...model } = demo.models.find((m) => m.id === id)!
+  return { ...model, id: as }
+}
+
+/**
+ * The demo plus a reasoning chat model (without tools), and a forecasting and an image model whose
+ * catalogue entries set no limits.
+ */
 const config: CatalogueConfig = {
   ...demo,
   models: [
@@ -26,7 +35,9 @@ const config: CatalogueConfig = {
       name: "Reference Thinker",
       features: ["streaming", "reasoning"],
       max_output_tokens: 4096
-    }
+    },
+    unlimited("ref-forecast", "plain-forecast"),
+    unlimited("ref-image", "plain-image")
   ]
 }
 
@@ -157,7 +168,24 @@ describe("validateCall: error codes", () => {
     ["no prompt", IMAGES, { model: "ref-image" }, 400, "invalid_input", /^prompt: Missing key/],
     ["empty prompt", IMAGES, { model: "ref-image", prompt: "" }, 400, "invalid_input", /^prompt: /],
     ["11 images", IMAGES, { model: "ref-image", prompt: "a cat", n: 11 }, 400, "invalid_input", /^n: .*1 to 10 images/],
-    ["url response_format", IMAGES, { model: "ref-image", prompt: "a cat", response_format: "url" }, 400, "invalid_input", /^response_format: .*b64_json/]
+    ["url response_format", IMAGES, { model: "ref-image", prompt: "a cat", response_format: "url" }, 400, "invalid_input", /^response_format: .*b64_json/],
+    // bounds of the catalogue, its defaults where a model sets none (issue 22, finding 7)
+    ["horizon above the default limit", FORECAST, { model: "plain-forecast", history: [1, 2], horizon: 65 }, 400, "invalid_horizon", /^horizon: plain-forecast forecasts at most 64 steps \(got 65\)/],
+    ["a huge horizon", FORECAST, { model: "plain-forecast", history: [1, 2], horizon: 1_000_000_000 }, 400, "invalid_horizon", /at most 64 steps/],
+    ["a size the model does not draw", IMAGES, { model: "ref-image", prompt: "a cat", size: "1024x1024" }, 400, "invalid_size", /^size: ref-image draws 64x64, 128x128, 256x256 \(got 1024x1024\)\.$/],
+    ["a size above the default sizes", IMAGES, { model: "plain-image", prompt: "a cat", size: "16384x16384" }, 400, "invalid_size", /^size: plain-image draws 1024x1024, 512x512, 256x256 \(got 16384x16384\)/],
+    ["a listed size turned", IMAGES, { model: "plain-image", prompt: "a cat", size: "1792x1024" }, 400, "invalid_size", /got 1792x1024/],
+    ["a size that is no size", IMAGES, { model: "ref-image", prompt: "a cat", size: "large" }, 400, "invalid_size", /^size: .*WIDTHxHEIGHT/],
+    // fields the endpoint does not take (issue 22, finding 7): refused, never passed on
+    ["chat best_of", CHAT, { model: "ref-chat", messages: hello, best_of: 4 }, 400, "invalid_input", /^Unrecognized request argument supplied: "best_of"\. POST \/v1\/chat\/completions takes only the fields listed in GET \/v1\/openapi\.json/],
+    ["chat vendor extras", CHAT, { model: "ref-chat", messages: hello, top_k: 1, use_beam_search: true, chat_template_kwargs: { enable_thinking: true } }, 400, "invalid_input", /^Unrecognized request arguments supplied: "top_k", "use_beam_search", "chat_template_kwargs"\./],
+    ["chat functions (tools' old name)", CHAT, { model: "ref-think", messages: hello, functions: [tool.function] }, 400, "invalid_input", /"functions"/],
+    ["chat a null extra", CHAT, { model: "ref-chat", messages: hello, best_of: null }, 400, "invalid_input", /"best_of"/],
+    ["chat __proto__", CHAT, JSON.parse(`{"model":"ref-chat","messages":[{"role":"user","content":"hi"}],"__proto__":{"x":1}}`), 400, "invalid_input", /"__proto__"/],
+    ["embeddings vendor extra", EMBED, { model: "ref-embed", input: "x", truncate: "END" }, 400, "invalid_input", /^Unrecognized request argument supplied: "truncate"\. POST \/v1\/embeddings/],
+    ["forecast num_samples", FORECAST, { model: "ref-forecast", history: [1, 2], horizon: 1, num_samples: 1000 }, 400, "invalid_input", /"num_samples"/],
+    ["image quality", IMAGES, { model: "ref-image", prompt: "a cat", quality: "hd", style: "vivid" }, 400, "invalid_input", /"quality", "style"/],
+    ["many extras, names cut", CHAT, { model: "ref-chat", messages: hello, a: 1, b: 1, c: 1, d: 1, e: 1, f: 1, ["x".repeat(100)]: 1 }, 400, "invalid_input", /"a", "b", "c", "d", "e" and 2 more\./]
   ]
 
   it.each(cases)("%s", (_name, endpoint, body, status, code, message) => {
@@ -169,10 +197,11 @@ describe("validateCall: error codes", () => {
     expect(error.error.message).not.toContain("\n")
   })
 
-  it("checks the model before the machine and the machine before the body", () => {
+  it("checks the model before the machine, the machine before unknown fields, and those before the rest of the body", () => {
     expect(fail(CHAT, { model: "nope", machine: "nope" }).error.code).toBe("model_not_found")
     expect(fail(CHAT, { model: "ref-embed", machine: "nope" }).error.code).toBe("wrong_endpoint")
-    expect(fail(CHAT, { model: "ref-chat", machine: "nope" }).error.code).toBe("machine_not_found")
+    expect(fail(CHAT, { model: "ref-chat", machine: "nope", best_of: 2 }).error.code).toBe("machine_not_found")
+    expect(fail(FORECAST, { model: "ref-forecast", history: [1], best_of: 2 }).error.message).toMatch(/^Unrecognized request argument supplied: "best_of"/)
   })
 
   it("names every field that is wrong, on one line", () => {
@@ -234,6 +263,34 @@ describe("validateCall: what the engine gets", () => {
     expect(ok(CHAT, { model: "ref-chat", messages: hello }).machine).toBeUndefined()
   })
 
+  it("accepts OpenAI's service fields (store, metadata, ...) and never sends them on; sends every other field it takes", () => {
+    const passed = {
+      model: "ref-chat",
+      messages: hello,
+      n: 1,
+      frequency_penalty: -0.5,
+      presence_penalty: 1.5,
+      logit_bias: { "50256": -100 },
+      logprobs: true,
+      top_logprobs: 3,
+      response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object" } } },
+      parallel_tool_calls: true,
+      user: "u-1"
+    }
+    const call = ok(CHAT, {
+      ...passed,
+      store: false,
+      metadata: { project: "p" },
+      service_tier: "auto",
+      prompt_cache_key: "k",
+      safety_identifier: "s"
+    })
+    expect(call.body).toEqual({ ...passed, max_tokens: 1024 })
+    expect(fail(CHAT, { model: "ref-chat", messages: hello, top_logprobs: 21 }).error.message).toMatch(/^top_logprobs: /)
+    expect(fail(CHAT, { model: "ref-chat", messages: hello, presence_penalty: 3 }).error.message).toMatch(/^presence_penalty: .*-2 to 2/)
+    expect(fail(CHAT, { model: "ref-chat", messages: hello, metadata: { n: 1 } }).error.message).toMatch(/^metadata\.n: /)
+  })
+
   it("keeps enable_thinking for reasoning models only; false is dropped elsewhere", () => {
     expect(ok(CHAT, { model: "ref-think", messages: hello, enable_thinking: true }).body.enable_thinking).toBe(true)
     expect(ok(CHAT, { model: "ref-think", messages: hello, enable_thinking: false }).body.enable_thinking).toBe(false)
@@ -256,6 +313,22 @@ describe("validateCall: what the engine gets", () => {
     expect(embed.inputBytes).toBe(6 + 4)
     expect(embed.maxOutputTokens).toBe(0)
     expect(ok(FORECAST, { model: "ref-forecast", history: [1, 2], horizon: 1 }).inputBytes).toBe(0)
+  })
+
+  it("sends an image request at one of the model's sizes: the one asked, else its default", () => {
+    expect(ok(IMAGES, { model: "ref-image", prompt: "a cat", size: "128x128" }).body.size).toBe("128x128")
+    for (const size of [undefined, null, "auto"]) {
+      expect(ok(IMAGES, { model: "ref-image", prompt: "a cat", ...(size === undefined ? {} : { size }) }).body.size).toBe("64x64")
+      expect(ok(IMAGES, { model: "plain-image", prompt: "a cat", ...(size === undefined ? {} : { size }) }).body.size).toBe("1024x1024")
+    }
+    for (const size of ["1024x1024", "512x512", "256x256"]) expect(ok(IMAGES, { model: "plain-image", prompt: "a cat", size }).body.size).toBe(size)
+  })
+
+  it("a forecasting model without limits takes up to 64 steps and its context as history", () => {
+    expect(ok(FORECAST, { model: "plain-forecast", history: [1, 2], horizon: 64 }).body.horizon).toBe(64)
+    const context = config.models.find((m) => m.id === "plain-forecast")!.context_length
+    const history = Array.from({ length: context + 5 }, (_, i) => i)
+    expect(ok(FORECAST, { model: "plain-forecast", history, horizon: 1 }).body.history).toEqual(history.slice(-context))
   })
 
   it("bills n images as n requests", () => {
@@ -355,8 +428,18 @@ describe("validateCall: never dies", () => {
   const keys = fc.constantFrom(
     "model", "messages", "input", "history", "horizon", "prompt", "n", "max_tokens", "max_completion_tokens",
     "tools", "tool_choice", "enable_thinking", "stream", "stream_options", "dimensions", "input_type",
-    "quantiles", "frequency_seconds", "machine", "__proto__", "constructor", "toString"
+    "quantiles", "frequency_seconds", "machine", "__proto__", "constructor", "toString", "best_of", "top_k", "store"
   )
+  const SENT_FIELDS: Record<Endpoint, ReadonlyArray<string>> = {
+    [CHAT]: [
+      "model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "n", "temperature", "top_p",
+      "frequency_penalty", "presence_penalty", "logit_bias", "logprobs", "top_logprobs", "stop", "seed", "response_format",
+      "tools", "tool_choice", "parallel_tool_calls", "user", "enable_thinking"
+    ],
+    [EMBED]: ["model", "input", "dimensions", "input_type", "user"],
+    [FORECAST]: ["model", "history", "horizon", "quantiles", "frequency_seconds"],
+    [IMAGES]: ["model", "prompt", "n", "size", "response_format", "seed"]
+  }
   const body = fc.oneof(
     fc.jsonValue(),
     fc.dictionary(keys, fieldValue),
@@ -372,6 +455,8 @@ describe("validateCall: never dies", () => {
         if (Exit.isSuccess(exit)) {
           expect(exit.value.endpoint).toBe(endpoint)
           expect(exit.value.body).not.toHaveProperty("machine")
+          // Only fields of the endpoint's body reach a machine.
+          for (const field of Object.keys(exit.value.body)) expect(SENT_FIELDS[endpoint]).toContain(field)
           return
         }
         expect(Cause.hasDies(exit.cause)).toBe(false)
