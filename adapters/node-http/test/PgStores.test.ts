@@ -11,6 +11,9 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import type { AccountRecord } from "@model-platform/core/Account"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
+import { IdempotencyStore, RETENTION_MS } from "@model-platform/core/ports/IdempotencyStore"
+import { toTimestamp } from "@model-platform/core/Time"
+import { SqlClient } from "effect/sql"
 import { allStoreContracts } from "@model-platform/test-harness/StoreContract"
 import * as Database from "../src/postgres/Database.ts"
 import { DataDirLocked, LOCK_FILE, lock } from "../src/postgres/DataDirLock.ts"
@@ -36,6 +39,22 @@ const databaseUrl = process.env["TEST_DATABASE_URL"]
 describe.skipIf(databaseUrl === undefined)("PgStores on PostgreSQL (TEST_DATABASE_URL)", () => {
   if (databaseUrl !== undefined) allStoreContracts("contract", stores({ databaseUrl, dataDir: "unused" }))
   else it.skip("set TEST_DATABASE_URL=postgres://... to run the contract on a PostgreSQL server", () => {})
+})
+
+describe("IdempotencyStorePg", () => {
+  it.live("a claim deletes every row expired by its time, whatever its key", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const store = yield* IdempotencyStore
+      const t0 = Date.UTC(2026, 2, 1)
+      const [a, b, c] = ["a", "b", "c"].map((x) => `acct_${x}_${crypto.randomUUID()}`) as [string, string, string]
+      yield* store.claim({ scope: a, key: "old", fingerprint: "fp", created_at: toTimestamp(t0) })
+      yield* store.complete(a, "old", { status: 200, body: "v1.sealed" })
+      yield* store.claim({ scope: b, key: "young", fingerprint: "fp", created_at: toTimestamp(t0 + 1) })
+      yield* store.claim({ scope: c, key: "new", fingerprint: "fp", created_at: toTimestamp(t0 + RETENTION_MS) })
+      const rows = yield* sql<{ key: string }>`SELECT key FROM idempotency_records WHERE scope IN (${a}, ${b}, ${c}) ORDER BY key`
+      assert.deepStrictEqual(rows.map((r) => r.key), ["new", "young"])
+    }).pipe(Effect.provide(PgStores.pipe(Layer.provideMerge(Database.layer({ dataDir: Database.MEMORY }))))), 60_000)
 })
 
 const account = (id: string): AccountRecord => ({ id, email: `${id}@restart.test`, created_at: "2026-03-04T05:06:07.089Z" })
