@@ -1,6 +1,6 @@
 /**
- * Gift ticket codes need `manage` to be read in full (docs/api-decisions.md "Gift ticket codes need manage"),
- * a suite every shell runs unchanged. A code is a bearer value any account can redeem, so a key
+ * Gift ticket codes need `manage` to be read in full (docs/api-decisions.md "Gift ticket codes
+ * need manage"), a suite every shell runs unchanged. A code is a bearer value any account can redeem, so a key
  * that may only read (`read`, as an agent's keys) sees it masked on every surface that shows it
  * (`GET /tickets`, `GET /orders/{id}`; `GET /orders` shows no ticket), and what it sees redeems
  * nothing in another account. A key with `manage` sees the code whole, and that code redeems.
