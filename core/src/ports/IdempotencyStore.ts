@@ -13,6 +13,13 @@ import { type Timestamp, toTimestamp } from "../Time.ts"
 /** How long an idempotency record is kept after it was created. */
 export const RETENTION_MS = 24 * 60 * 60 * 1000
 
+/**
+ * What an answer kept in clear by a release before sealing is replaced with, by the stores'
+ * upgrades (PostgreSQL's migration, DynamoDB's backfill). Such a record's fingerprint has the
+ * earlier form, which no request matches now: its replay is a 409, never the write again.
+ */
+export const ERASED_RESPONSE_BODY = "erased"
+
 /** The newest `created_at` of a record that has expired at `now`: a record this old or older is absent. */
 export const expiredBy = (now: Timestamp): Timestamp => toTimestamp(Date.parse(now) - RETENTION_MS)
 
