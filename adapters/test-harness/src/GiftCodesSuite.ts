@@ -3,7 +3,8 @@
  * need manage"), a suite every shell runs unchanged. A code is a bearer value any account can redeem, so a key
  * that may only read (`read`, as an agent's keys) sees it masked on every surface that shows it
  * (`GET /tickets`, `GET /orders/{id}`; `GET /orders` shows no ticket), and what it sees redeems
- * nothing in another account. A key with `manage` sees the code whole, and that code redeems.
+ * nothing in another account; so does a manage key scoped to one machine. A key with `manage` and
+ * no scope sees the code whole, and that code redeems.
  * The shell must make new accounts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -59,6 +60,16 @@ export const giftCodesSuite = (shell: string, start: () => Promise<ShellUnderTes
         expect(answer.text, path).not.toContain(code)
         expect(answer.text, path).not.toContain(code.replaceAll("-", ""))
       }
+    })
+
+    it("a manage key scoped to one machine sees it masked too: the gift is the whole account's money", async () => {
+      const scoped = (await client.ok("POST", "/keys", {
+        key: buyer,
+        body: { name: "gift-machine-manager", permissions: ["read", "manage"], machine_id: "m-eu-a" }
+      })).json.secret
+      const { code } = await ticketOf(buyer)
+      expect((await ticketOf(scoped)).code).toBe(`*****-*****-*****-*${code.slice(-4)}`)
+      expect((await listed(scoped)).map((t) => t.code)).toEqual([`*****-*****-*****-*${code.slice(-4)}`])
     })
 
     it("what a read key sees redeems nothing in another account; the whole code does, once", async () => {

@@ -224,14 +224,18 @@ describe("ticket codes", () => {
 })
 
 describe("ticket codes by permission", () => {
-  it.effect("manage reads a code whole; any other key sees only its last 4 characters, which redeem nothing", () =>
+  it.effect("an unscoped manage key reads a code whole; any other key sees only its last 4 characters, which redeem nothing", () =>
     Effect.gen(function*() {
       const reader: Caller = { ...alice, key: { ...alice.key, permissions: ["inference", "read"] } }
+      const scoped = (scope: Partial<Caller["key"]>): Caller => ({ ...alice, key: { ...alice.key, ...scope } })
+      const others = [reader, scoped({ machine_id: "m-eu-a" }), scoped({ subscription_id: "sub_1" }), scoped({ rental_id: "rent_1" })]
       for (const code of yield* Effect.forEach(Array.from({ length: 200 }), () => generateTicketCode)) {
         assert.strictEqual(ticketCodeFor(code, alice), code)
-        const masked = ticketCodeFor(code, reader)
-        assert.strictEqual(masked, `*****-*****-*****-*${code.slice(-4)}`)
-        assert.isUndefined(normalizeTicketCode(masked))
+        for (const other of others) {
+          const masked = ticketCodeFor(code, other)
+          assert.strictEqual(masked, `*****-*****-*****-*${code.slice(-4)}`)
+          assert.isUndefined(normalizeTicketCode(masked))
+        }
       }
     }))
 })

@@ -144,12 +144,15 @@ export const TICKET_CODE_SHOWN = 4
 
 /**
  * A ticket's code as `viewer` may read it. A code is a bearer value (any account can redeem it),
- * so reading one in full moves money: only a key that may spend the account's money (`manage`)
- * reads it; any other key (`read`, an agent's key) sees `*****-*****-*****-*3EZN`, dashes and
- * length kept, which no redemption accepts (docs/api-decisions.md "Gift ticket codes need manage").
+ * so reading one in full moves money: only a key that may spend the whole account's money
+ * (`manage`, and no machine, plan or rental scope) reads it; any other key (`read`, an agent's
+ * key, a scoped key) sees `*****-*****-*****-*3EZN`, dashes and length kept, which no redemption
+ * accepts (docs/api-decisions.md "Gift ticket codes need manage").
  */
 export const ticketCodeFor = (code: string, viewer: Caller): string => {
-  if (viewer.key.permissions.includes("manage")) return code
+  const { key } = viewer
+  const accountWide = key.machine_id === null && key.subscription_id === null && key.rental_id === null
+  if (key.permissions.includes("manage") && accountWide) return code
   const shownFrom = code.length - TICKET_CODE_SHOWN
   return Array.from(code, (c, i) => c === "-" || i >= shownFrom ? c : "*").join("")
 }
