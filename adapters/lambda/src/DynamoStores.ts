@@ -4,9 +4,9 @@
  * a write: uniqueness by conditional puts in one TransactWriteItems (an account with its email, a
  * key with its hash), "revoke once" and "touch only forward" by conditional updates, "claim once"
  * by a conditional put (which also replaces a record expired by the claim's time; DynamoDB's TTL
- * removes the others, from the `ttl` attribute each record carries). Reads are strongly consistent, so a key works (or stops working) at once.
- * Store failures are defects, as the ports say; so are duplicates, as a constraint violation is
- * in SQL.
+ * removes the others, from the `ttl` attribute each record carries). Reads are strongly
+ * consistent, so a key works (or stops working) at once. Store failures are defects, as the ports
+ * say; so are duplicates, as a constraint violation is in SQL.
  */
 import {
   BatchGetCommand,
