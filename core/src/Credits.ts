@@ -42,7 +42,10 @@ export type ActivityEntry = typeof ActivityEntry.Type
 export const ActivityList = Schema.Struct({ data: Schema.Array(ActivityEntry) })
 export type ActivityList = typeof ActivityList.Type
 
-/** A gift or credit ticket: a code that grants credits to whoever redeems it. */
+/**
+ * A gift or credit ticket: a code that grants credits to whoever redeems it. `code` is masked for
+ * a key without `manage` (money/OrderRules.ts ticketCodeFor).
+ */
 export const Ticket = Schema.Struct({
   code: Schema.String,
   credits: CreditAmount,

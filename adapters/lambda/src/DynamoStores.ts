@@ -3,9 +3,10 @@
  * DynamoTable.ts. Each rule a port states is kept by DynamoDB itself, never by a read followed by
  * a write: uniqueness by conditional puts in one TransactWriteItems (an account with its email, a
  * key with its hash), "revoke once" and "touch only forward" by conditional updates, "claim once"
- * by a conditional put. Reads are strongly consistent, so a key works (or stops working) at once.
- * Store failures are defects, as the ports say; so are duplicates, as a constraint violation is
- * in SQL.
+ * by a conditional put (which also replaces a record expired by the claim's time; DynamoDB's TTL
+ * removes the others, from the `ttl` attribute each record carries). Reads are strongly
+ * consistent, so a key works (or stops working) at once. Store failures are defects, as the ports
+ * say; so are duplicates, as a constraint violation is in SQL.
  */
 import {
   BatchGetCommand,
@@ -23,8 +24,10 @@ import { Permission } from "@model-platform/core/Permissions"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
 import {
   type ClaimResult,
+  expiredBy,
   type IdempotencyRecord,
   IdempotencyStore,
+  RETENTION_MS,
   type StoredResponse
 } from "@model-platform/core/ports/IdempotencyStore"
 import { KeyStore } from "@model-platform/core/ports/KeyStore"
@@ -32,7 +35,7 @@ import { Timestamp } from "@model-platform/core/Time"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { decode } from "./DynamoAttributes.ts"
 import { call, failedConditionsAllowingNone, isConditionFailed, retryConflictsBriefly } from "./DynamoErrors.ts"
-import { ACCOUNT_KEY_PREFIX, DynamoConfig, type DynamoSettings, type ItemKey, ItemKeys } from "./DynamoTable.ts"
+import { ACCOUNT_KEY_PREFIX, DynamoConfig, type DynamoSettings, type ItemKey, ItemKeys, TTL_ATTRIBUTE } from "./DynamoTable.ts"
 
 // ---------------------------------------------------------------------------------------------
 // calling DynamoDB
@@ -347,14 +350,19 @@ const toIdempotencyRecord = (item: typeof IdempotencyItem.Type): IdempotencyReco
 /** A claim can lose its race to a record that is released before it is read; then it tries again. */
 const MAX_CLAIM_ATTEMPTS = 10
 
+/** A record's TTL (epoch seconds): when it expires, after which DynamoDB deletes it in its own time. */
+export const idempotencyTtl = (createdAt: string): number => Math.ceil((Date.parse(createdAt) + RETENTION_MS) / 1000)
+
 export const IdempotencyStoreDynamo: Layer.Layer<IdempotencyStore, never, DynamoConfig> = Layer.effect(
   IdempotencyStore,
   Effect.gen(function*() {
     const { client, tableName } = yield* DynamoConfig
     const decodeRecord = decode(IdempotencyItem)
 
-    const claimOnce = (record: Omit<IdempotencyRecord, "response">, attempt: number): Effect.Effect<ClaimResult> =>
-      call((signal) =>
+    const claimOnce = (record: Omit<IdempotencyRecord, "response">, attempt: number): Effect.Effect<ClaimResult> => {
+      // DynamoDB's TTL deletes late (and DynamoDB Local never): an expired record is replaced here.
+      const expired = expiredBy(record.created_at)
+      return call((signal) =>
         client.send(
           new PutCommand({
             TableName: tableName,
@@ -363,9 +371,11 @@ export const IdempotencyStoreDynamo: Layer.Layer<IdempotencyStore, never, Dynamo
               scope: record.scope,
               key: record.key,
               fingerprint: record.fingerprint,
-              created_at: record.created_at
+              created_at: record.created_at,
+              [TTL_ATTRIBUTE]: idempotencyTtl(record.created_at)
             },
-            ConditionExpression: NOT_EXISTS
+            ConditionExpression: `${NOT_EXISTS} OR created_at <= :expired`,
+            ExpressionAttributeValues: { ":expired": expired }
           }),
           { abortSignal: signal }
         )
@@ -374,17 +384,20 @@ export const IdempotencyStoreDynamo: Layer.Layer<IdempotencyStore, never, Dynamo
         Effect.as<ClaimResult>({ _tag: "Claimed" }),
         Effect.catchIf(isConditionFailed, () =>
           getItem(client, tableName, ItemKeys.idempotency(record.scope, record.key)).pipe(
-            Effect.flatMap((item): Effect.Effect<ClaimResult, unknown> => {
-              if (item !== undefined) {
-                return Effect.map(decodeRecord(item), (existing) => ({ _tag: "Exists", record: toIdempotencyRecord(existing) }))
+            Effect.flatMap(Effect.fnUntraced(function*(item): Effect.fn.Return<ClaimResult, unknown> {
+              const existing = item === undefined ? undefined : yield* decodeRecord(item)
+              // Absent, or expired: released or replaced since the put; try again.
+              if (existing !== undefined && existing.created_at > expired) {
+                return { _tag: "Exists", record: toIdempotencyRecord(existing) }
               }
-              return attempt < MAX_CLAIM_ATTEMPTS
+              return yield* attempt < MAX_CLAIM_ATTEMPTS
                 ? claimOnce(record, attempt + 1)
                 : Effect.die(new Error("IdempotencyStore.claim: the record kept disappearing"))
-            })
+            }))
           )),
         Effect.orDie
       )
+    }
 
     const claim = (record: Omit<IdempotencyRecord, "response">) =>
       claimOnce(record, 1).pipe(Effect.withSpan("IdempotencyStore.claim"))

@@ -3,6 +3,7 @@ import { billingStatementsSuite } from "@model-platform/test-harness/BillingStat
 import { billingUsageSuite } from "@model-platform/test-harness/BillingUsageSuite"
 import { boundarySuite, type RawSender, readAll } from "@model-platform/test-harness/BoundarySuite"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
+import { giftCodesSuite } from "@model-platform/test-harness/GiftCodesSuite"
 import { platformHttpSuite } from "@model-platform/test-harness/HttpSuite"
 import { permissionMatrixSuite } from "@model-platform/test-harness/PermissionMatrix"
 import type { LambdaHandler } from "../src/Handler.ts"
@@ -11,6 +12,8 @@ import { invocationContext, requestToEvent, resultToResponse, startLambda } from
 platformHttpSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue))
 
 permissionMatrixSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue))
+
+giftCodesSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue))
 
 billingUsageSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue))
 

@@ -180,7 +180,9 @@ const seedOn = (catalogue: CatalogueConfig, dynamo: DynamoSettings) => {
 export const startLambda = async (
   catalogue: CatalogueConfig,
   options: { readonly smtpUrl?: string; readonly platform?: PlatformOptions } = {}
-): Promise<StatementsShell & AlertsShell & { readonly startupMs: number; readonly handler: LambdaHandler }> => {
+): Promise<
+  StatementsShell & AlertsShell & { readonly startupMs: number; readonly handler: LambdaHandler; readonly dynamo: DynamoSettings }
+> => {
   const local = await startDynamoLocal()
   try {
     const dynamo = await tableOn(local)
@@ -205,6 +207,7 @@ export const startLambda = async (
       return {
         startupMs: local.startupMs,
         handler,
+        dynamo,
         ownerSecret: owner?.key.secret ?? "",
         // Made on the same table, as a sign-up through the handler would.
         newAccount: () => seedOn(catalogue, dynamo)(createAccount(`user-${crypto.randomUUID()}@test.local`)),

@@ -5,6 +5,7 @@ import { billingStatementsSuite } from "@model-platform/test-harness/BillingStat
 import { billingUsageSuite } from "@model-platform/test-harness/BillingUsageSuite"
 import { boundarySuite, nodeRawSender } from "@model-platform/test-harness/BoundarySuite"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
+import { giftCodesSuite } from "@model-platform/test-harness/GiftCodesSuite"
 import { platformHttpSuite } from "@model-platform/test-harness/HttpSuite"
 import { permissionMatrixSuite } from "@model-platform/test-harness/PermissionMatrix"
 import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
@@ -42,6 +43,9 @@ billingAlertsSuite("node-http, embedded Postgres", (setup) =>
   startNodeServer(setup.catalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY }))), alertMail(setup)))
 
 permissionMatrixSuite("node-http, embedded Postgres", () =>
+  startNodeServer(fixtureCatalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY })))))
+
+giftCodesSuite("node-http, embedded Postgres", () =>
   startNodeServer(fixtureCatalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY })))))
 
 /** The Node server with a sender that puts the request target on the socket as given. */

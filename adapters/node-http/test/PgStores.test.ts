@@ -4,17 +4,24 @@
  * data survives a restart, and one data directory is owned by one process.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Layer } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Cause, Effect, Exit, Layer, Redacted } from "effect"
+import { Migrator } from "effect/sql"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import type { AccountRecord } from "@model-platform/core/Account"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
+import { ERASED_RESPONSE_BODY, IdempotencyStore, RETENTION_MS } from "@model-platform/core/ports/IdempotencyStore"
+import { toTimestamp } from "@model-platform/core/Time"
+import { SqlClient } from "effect/sql"
 import { allStoreContracts } from "@model-platform/test-harness/StoreContract"
 import * as Database from "../src/postgres/Database.ts"
 import { DataDirLocked, LOCK_FILE, lock } from "../src/postgres/DataDirLock.ts"
-import { PgStores } from "../src/postgres/PgStores.ts"
+import { migrate, migrations } from "../src/postgres/migrations.ts"
+import { IdempotencyStorePg, PgStores } from "../src/postgres/PgStores.ts"
+import { freshDatabaseUrl } from "./support.ts"
 
 const stores = (options: Database.Options) => PgStores.pipe(Layer.provide(Database.layer(options)))
 
@@ -36,6 +43,46 @@ const databaseUrl = process.env["TEST_DATABASE_URL"]
 describe.skipIf(databaseUrl === undefined)("PgStores on PostgreSQL (TEST_DATABASE_URL)", () => {
   if (databaseUrl !== undefined) allStoreContracts("contract", stores({ databaseUrl, dataDir: "unused" }))
   else it.skip("set TEST_DATABASE_URL=postgres://... to run the contract on a PostgreSQL server", () => {})
+
+  it.live("migration 0021 erases the answers kept in clear before it; a replay of one no longer matches", () =>
+    Effect.gen(function*() {
+      const url = yield* Effect.promise(() => freshDatabaseUrl(databaseUrl!))
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* Migrator.make({})({ loader: Migrator.fromRecord(Object.fromEntries(Object.entries(migrations).filter(([id]) => id < "0021"))) })
+        const secret = "mpk_aSecretKeptInClearByTheReleaseBeforeSealing12"
+        const created_at = new Date().toISOString()
+        yield* sql`INSERT INTO idempotency_records (scope, key, fingerprint, created_at, response_status, response_body)
+                   VALUES ('acct_old', 'made-a-key', 'old-form', ${created_at}, 200, ${JSON.stringify({ secret })})`
+        yield* sql`INSERT INTO idempotency_records (scope, key, fingerprint, created_at) VALUES ('acct_old', 'running', 'old-form', ${created_at})`
+        yield* migrate
+        const rows = yield* sql<{ key: string; response_body: string | null }>`
+          SELECT key, response_body FROM idempotency_records WHERE scope = 'acct_old' ORDER BY key`
+        assert.deepStrictEqual(rows.map((r) => [r.key, r.response_body]), [["made-a-key", ERASED_RESPONSE_BODY], ["running", null]])
+        // Kept until it expires, under a fingerprint no request has now: the middleware answers 409.
+        const claim = yield* Effect.flatMap(IdempotencyStore, (store) =>
+          store.claim({ scope: "acct_old", key: "made-a-key", fingerprint: "new-form", created_at })).pipe(
+            Effect.provide(IdempotencyStorePg.pipe(Layer.provide(Layer.succeed(SqlClient.SqlClient, sql))))
+          )
+        assert.strictEqual(claim._tag === "Exists" ? claim.record.fingerprint : claim._tag, "old-form")
+      }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url) })), Effect.scoped)
+    }), 60_000)
+})
+
+describe("IdempotencyStorePg", () => {
+  it.live("a claim deletes every row expired by its time, whatever its key", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const store = yield* IdempotencyStore
+      const t0 = Date.UTC(2026, 2, 1)
+      const [a, b, c] = ["a", "b", "c"].map((x) => `acct_${x}_${crypto.randomUUID()}`) as [string, string, string]
+      yield* store.claim({ scope: a, key: "old", fingerprint: "fp", created_at: toTimestamp(t0) })
+      yield* store.complete(a, "old", { status: 200, body: "v1.sealed" })
+      yield* store.claim({ scope: b, key: "young", fingerprint: "fp", created_at: toTimestamp(t0 + 1) })
+      yield* store.claim({ scope: c, key: "new", fingerprint: "fp", created_at: toTimestamp(t0 + RETENTION_MS) })
+      const rows = yield* sql<{ key: string }>`SELECT key FROM idempotency_records WHERE scope IN (${a}, ${b}, ${c}) ORDER BY key`
+      assert.deepStrictEqual(rows.map((r) => r.key), ["new", "young"])
+    }).pipe(Effect.provide(PgStores.pipe(Layer.provideMerge(Database.layer({ dataDir: Database.MEMORY }))))), 60_000)
 })
 
 const account = (id: string): AccountRecord => ({ id, email: `${id}@restart.test`, created_at: "2026-03-04T05:06:07.089Z" })

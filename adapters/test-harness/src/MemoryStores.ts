@@ -12,6 +12,7 @@ import type { KeyRecord } from "@model-platform/core/Keys"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
 import {
   type ClaimResult,
+  expiredBy,
   IdempotencyStore,
   type IdempotencyRecord,
   type StoredResponse
@@ -160,13 +161,22 @@ export const KeyStoreMemory: Layer.Layer<KeyStore> = Layer.effect(
 
 const recordKey = (scope: string, key: string) => JSON.stringify([scope, key])
 
-export const IdempotencyStoreMemory: Layer.Layer<IdempotencyStore> = Layer.effect(
-  IdempotencyStore,
-  Effect.gen(function*() {
-    const state = yield* Ref.make<ReadonlyMap<string, IdempotencyRecord>>(new Map())
+/** What the memory idempotency store holds, by (scope, key): a test may read it as a table. */
+export type IdempotencyRecords = Ref.Ref<ReadonlyMap<string, IdempotencyRecord>>
+
+/** The idempotency store over `state`. */
+export const idempotencyStoreMemoryOn = (state: IdempotencyRecords): Layer.Layer<IdempotencyStore> =>
+  Layer.sync(IdempotencyStore, () => {
+    // A claim at `now` first removes every record expired by then (the port's 24 hours).
+    const withoutExpired = (s: ReadonlyMap<string, IdempotencyRecord>, now: string) => {
+      const cutoff = expiredBy(now)
+      const kept = [...s].filter(([, record]) => record.created_at > cutoff)
+      return kept.length === s.size ? s : new Map(kept)
+    }
 
     const claim = (record: Omit<IdempotencyRecord, "response">) =>
-      Ref.modify(state, (s): readonly [ClaimResult, ReadonlyMap<string, IdempotencyRecord>] => {
+      Ref.modify(state, (all): readonly [ClaimResult, ReadonlyMap<string, IdempotencyRecord>] => {
+        const s = withoutExpired(all, record.created_at)
         const id = recordKey(record.scope, record.key)
         const existing = s.get(id)
         if (existing !== undefined) return [{ _tag: "Exists", record: existing }, s]
@@ -201,6 +211,9 @@ export const IdempotencyStoreMemory: Layer.Layer<IdempotencyStore> = Layer.effec
 
     return IdempotencyStore.of({ claim, complete, release })
   })
+
+export const IdempotencyStoreMemory: Layer.Layer<IdempotencyStore> = Layer.unwrap(
+  Effect.map(Ref.make<ReadonlyMap<string, IdempotencyRecord>>(new Map()), idempotencyStoreMemoryOn)
 )
 
 /** The three stores above, each with its own empty state. */

@@ -12,7 +12,7 @@ import { Effect, Exit, type Layer } from "effect"
 import type { AccountRecord } from "@model-platform/core/Account"
 import { generateId, type KeyRecord } from "@model-platform/core/Keys"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
-import { IdempotencyStore } from "@model-platform/core/ports/IdempotencyStore"
+import { IdempotencyStore, RETENTION_MS } from "@model-platform/core/ports/IdempotencyStore"
 import { KeyStore } from "@model-platform/core/ports/KeyStore"
 import { toTimestamp } from "@model-platform/core/Time"
 import { assertDies } from "./ContractSupport.ts"
@@ -356,6 +356,58 @@ const idempotencyTests = (it: Vitest.MethodsNonLive<IdempotencyStore>) =>
         assert.deepStrictEqual(yield* store.claim({ scope, key, fingerprint: "fp", created_at: at(1) }), {
           _tag: "Claimed"
         })
+      }))
+
+    it.effect("a record is kept 24 hours: a claim before then finds it, a claim at 24 hours replaces it", () =>
+      Effect.gen(function*() {
+        const store = yield* IdempotencyStore
+        const { scope, key } = yield* fresh
+        const response = { status: 200, body: "v1.sealed" }
+        yield* store.claim({ scope, key, fingerprint: "fp-1", created_at: at(0) })
+        yield* store.complete(scope, key, response)
+        assert.deepStrictEqual(yield* store.claim({ scope, key, fingerprint: "fp-2", created_at: at(RETENTION_MS - 1) }), {
+          _tag: "Exists",
+          record: { scope, key, fingerprint: "fp-1", created_at: at(0), response }
+        })
+        assert.deepStrictEqual(yield* store.claim({ scope, key, fingerprint: "fp-2", created_at: at(RETENTION_MS) }), {
+          _tag: "Claimed"
+        })
+        // The new record is the key's record now: unfinished, and released as any claim.
+        assert.deepStrictEqual(yield* store.claim({ scope, key, fingerprint: "fp-3", created_at: at(RETENTION_MS + 1) }), {
+          _tag: "Exists",
+          record: { scope, key, fingerprint: "fp-2", created_at: at(RETENTION_MS), response: undefined }
+        })
+        yield* store.release(scope, key)
+        assert.strictEqual((yield* store.claim({ scope, key, fingerprint: "fp-4", created_at: at(RETENTION_MS + 2) }))._tag, "Claimed")
+      }))
+
+    it.effect("an unfinished claim expires after 24 hours too", () =>
+      Effect.gen(function*() {
+        const store = yield* IdempotencyStore
+        const { scope, key } = yield* fresh
+        yield* store.claim({ scope, key, fingerprint: "fp-1", created_at: at(0) })
+        assert.deepStrictEqual(yield* store.claim({ scope, key, fingerprint: "fp-2", created_at: at(RETENTION_MS) }), {
+          _tag: "Claimed"
+        })
+      }))
+
+    it.effect("concurrent claims of an expired record: exactly one replaces it, the others see the new record", () =>
+      Effect.gen(function*() {
+        const store = yield* IdempotencyStore
+        const { scope, key } = yield* fresh
+        yield* store.claim({ scope, key, fingerprint: "old", created_at: at(0) })
+        yield* store.complete(scope, key, { status: 200, body: "v1.old" })
+        const results = yield* Effect.all(
+          Array.from({ length: 20 }, (_, i) => store.claim({ scope, key, fingerprint: `fp-${i}`, created_at: at(RETENTION_MS + i) })),
+          unbounded
+        )
+        const winners = results.flatMap((result, i) => result._tag === "Claimed" ? [i] : [])
+        assert.strictEqual(winners.length, 1)
+        const winner = winners[0] ?? -1
+        const record = { scope, key, fingerprint: `fp-${winner}`, created_at: at(RETENTION_MS + winner), response: undefined }
+        for (const result of results) {
+          if (result._tag === "Exists") assert.deepStrictEqual(result.record, record)
+        }
       }))
 
     it.effect("concurrent claims of one key: exactly one is Claimed, the others see its record", () =>

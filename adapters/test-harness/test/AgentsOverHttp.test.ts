@@ -21,11 +21,13 @@ import { MICRO_PER_CREDIT } from "@model-platform/core/Money"
 import { PermissionValues } from "@model-platform/core/Permissions"
 import { MachineClient } from "@model-platform/core/ports/MachineClient"
 import { sha256Hex } from "@model-platform/core/Sha256"
-import { Effect, Layer, ManagedRuntime } from "effect"
+import type { IdempotencyRecord } from "@model-platform/core/ports/IdempotencyStore"
+import { Effect, Layer, ManagedRuntime, Ref } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { MemoryOutbox } from "../src/MemoryOutbox.ts"
 import { MemoryPlatformStores } from "../src/MemoryPlatformStores.ts"
+import { idempotencyStoreMemoryOn } from "../src/MemoryStores.ts"
 import { movableClock } from "../src/MovableClock.ts"
 import { makeSoftAuthenticator, type SoftAuthenticator } from "../src/SoftAuthenticator.ts"
 import { healthy, stubCatalogue } from "./gatewayStub.ts"
@@ -45,6 +47,8 @@ const machineClient = Layer.succeed(MachineClient, {
 })
 
 const clock = movableClock()
+/** The idempotency records, read as a table. */
+const records = Ref.makeUnsafe<ReadonlyMap<string, IdempotencyRecord>>(new Map())
 const network = SimulatedNetwork.layer()
 const approvalsClient = (secret: string) =>
   ApprovalsHttpClient.layer({ accountsUrl: ACCOUNTS_URL, clientId: CLIENT.id, clientSecret: secret, fetch: inProcessFetch })
@@ -52,7 +56,9 @@ const approvalsClient = (secret: string) =>
 const start = (clientSecret: string) => {
   const options = { agentApprovals: approvalsClient(clientSecret), network, machineClient, clock: clock.clock }
   // A forecast costs one credit.
-  const services = PlatformServices(stubCatalogue({ forecastCreditsPerRequest: 1 }), options).pipe(Layer.provideMerge(MemoryPlatformStores))
+  const services = PlatformServices(stubCatalogue({ forecastCreditsPerRequest: 1 }), options).pipe(
+    Layer.provideMerge(Layer.merge(MemoryPlatformStores, idempotencyStoreMemoryOn(records)))
+  )
   const config = Layer.succeed(AccountsConfig, {
     accountsUrl: ACCOUNTS_URL,
     platformClient: { id: CLIENT.id, secretSha256: sha256Hex(CLIENT.secret) }
@@ -83,11 +89,11 @@ afterAll(async () => {
   await runtime?.dispose()
 })
 
-const send = async (secret: string, method: string, path: string, body?: unknown) => {
+const send = async (secret: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
   const response = await handler!(
     new Request(`${ORIGIN}${path}`, {
       method,
-      headers: { authorization: `Bearer ${secret}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      headers: { ...headers, authorization: `Bearer ${secret}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
       ...(body === undefined ? {} : { body: JSON.stringify(body) })
     })
   )
@@ -149,6 +155,14 @@ describe("agents over HTTP with the account service", () => {
     const key = (await send(secret, "POST", `/agents/${id}/keys`, { name: "worker" })).json
     expect(key.agent_id).toBe(id)
     expect((await forecast(key.secret)).status).toBe(200)
+
+    // An agent key made under an Idempotency-Key: the kept answer holds no 8 characters of its
+    // secret (docs/api-decisions.md "Idempotency"), and the replay answers that secret.
+    const once = { "idempotency-key": "agent-key-once" }
+    const made = (await send(secret, "POST", `/agents/${id}/keys`, { name: "worker-2" }, once)).json
+    const kept = JSON.stringify([...Effect.runSync(Ref.get(records)).values()])
+    for (let i = "mpk_".length; i + 8 <= made.secret.length; i++) expect(kept).not.toContain(made.secret.slice(i, i + 8))
+    expect((await send(secret, "POST", `/agents/${id}/keys`, { name: "worker-2" }, once)).json).toEqual(made)
 
     // A change waits for approval while the old limits hold.
     const change = await send(secret, "POST", `/agents/${id}/settings`, { daily_limit_credits: 5 })

@@ -32,7 +32,15 @@ import * as Errors from "@model-platform/core/Errors"
 import { Ledger } from "@model-platform/core/money/Ledger"
 import { creditsToMicro, MICRO_PER_CREDIT } from "@model-platform/core/Money"
 import { Orders, Tickets } from "@model-platform/core/money/OrderService"
-import { formatUnits, generateTicketCode, normalizeTicketCode, parseUnits, PAYMENT_WINDOW_MS, usdToBaseUnits } from "@model-platform/core/money/OrderRules"
+import {
+  formatUnits,
+  generateTicketCode,
+  normalizeTicketCode,
+  parseUnits,
+  PAYMENT_WINDOW_MS,
+  ticketCodeFor,
+  usdToBaseUnits
+} from "@model-platform/core/money/OrderRules"
 import { type CreateOrder, Order, OrderList, type PayOrder, Quote } from "@model-platform/core/Orders"
 import type { CardDetails } from "@model-platform/core/ports/CardProcessor"
 import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
@@ -213,6 +221,23 @@ describe("ticket codes", () => {
       expect(normalizeTicketCode(bad), bad).toBeUndefined()
     }
   })
+})
+
+describe("ticket codes by permission", () => {
+  it.effect("an unscoped manage key reads a code whole; any other key sees only its last 4 characters, which redeem nothing", () =>
+    Effect.gen(function*() {
+      const reader: Caller = { ...alice, key: { ...alice.key, permissions: ["inference", "read"] } }
+      const scoped = (scope: Partial<Caller["key"]>): Caller => ({ ...alice, key: { ...alice.key, ...scope } })
+      const others = [reader, scoped({ machine_id: "m-eu-a" }), scoped({ subscription_id: "sub_1" }), scoped({ rental_id: "rent_1" })]
+      for (const code of yield* Effect.forEach(Array.from({ length: 200 }), () => generateTicketCode)) {
+        assert.strictEqual(ticketCodeFor(code, alice), code)
+        for (const other of others) {
+          const masked = ticketCodeFor(code, other)
+          assert.strictEqual(masked, `*****-*****-*****-*${code.slice(-4)}`)
+          assert.isUndefined(normalizeTicketCode(masked))
+        }
+      }
+    }))
 })
 
 describe("test card processor (pure)", () => {

@@ -4,6 +4,7 @@
  * an order add up to. money/OrderService.ts applies them.
  */
 import { Effect } from "effect"
+import type { Caller } from "../ApiKeys.ts"
 import type { Receipt } from "../billing/Schemas.ts"
 import type { Ticket } from "../Credits.ts"
 import { randomBytes } from "../Keys.ts"
@@ -138,14 +139,32 @@ export const normalizeTicketCode = (typed: string): string | undefined => {
 /** The ledger ref of a ticket's credits in the redeemer's account. */
 export const ticketRef = (code: string): string => `ticket:${code}`
 
+/** The characters of a ticket code a caller without `manage` still sees, as of a card number. */
+export const TICKET_CODE_SHOWN = 4
+
+/**
+ * A ticket's code as `viewer` may read it. A code is a bearer value (any account can redeem it),
+ * so reading one in full moves money: only a key that may spend the whole account's money
+ * (`manage`, and no machine, plan or rental scope) reads it; any other key (`read`, an agent's
+ * key, a scoped key) sees `*****-*****-*****-*3EZN`, dashes and length kept, which no redemption
+ * accepts (docs/api-decisions.md "Gift ticket codes need manage").
+ */
+export const ticketCodeFor = (code: string, viewer: Caller): string => {
+  const { key } = viewer
+  const accountWide = key.machine_id === null && key.subscription_id === null && key.rental_id === null
+  if (key.permissions.includes("manage") && accountWide) return code
+  const shownFrom = code.length - TICKET_CODE_SHOWN
+  return Array.from(code, (c, i) => c === "-" || i >= shownFrom ? c : "*").join("")
+}
+
 // ---- views ----
 
-export const toTicket = (ticket: TicketRecord, viewerAccountId: string): Ticket => ({
-  code: ticket.code,
+export const toTicket = (ticket: TicketRecord, viewer: Caller): Ticket => ({
+  code: ticketCodeFor(ticket.code, viewer),
   credits: microToCredits(ticket.credits),
   machine_id: ticket.machine_id,
   redeemed: ticket.redeemed_by !== null,
-  redeemed_by_you: ticket.redeemed_by === viewerAccountId
+  redeemed_by_you: ticket.redeemed_by === viewer.account.id
 })
 
 export const toReceipt = (receipt: ReceiptRecord): Receipt => ({

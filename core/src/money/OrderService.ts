@@ -148,7 +148,7 @@ export class Orders extends Context.Service<Orders, {
 }
 
 export class Tickets extends Context.Service<Tickets, {
-  /** GET /tickets: tickets this account bought, newest first, redeemed or not. */
+  /** GET /tickets: tickets this account bought, newest first, redeemed or not; codes as OrderRules.ticketCodeFor shows them. */
   readonly list: (caller: Caller) => Effect.Effect<TicketList>
   /**
    * POST /credits/redeem: once per ticket, by any account. 404 ticket_not_found for an unknown
@@ -206,7 +206,7 @@ export class Tickets extends Context.Service<Tickets, {
       return Tickets.of({
         list: (caller) =>
           Effect.map(store.ticketsBoughtBy(caller.account.id), (tickets) => ({
-            data: tickets.map((t) => toTicket(t, caller.account.id))
+            data: tickets.map((t) => toTicket(t, caller))
           })),
         redeem
       })
@@ -295,7 +295,7 @@ const makeOrders = Effect.gen(function*() {
   const get = Effect.fn("Orders.get")(function*(caller: Caller, orderId: string) {
     const order = yield* own(caller, orderId)
     const ticket = order.gift && order.status === "paid" ? yield* store.ticketForOrder(order.id) : undefined
-    return toOrder(order, yield* nowMillis, ticket === undefined ? null : toTicket(ticket, caller.account.id))
+    return toOrder(order, yield* nowMillis, ticket === undefined ? null : toTicket(ticket, caller))
   })
 
   const counted = (deposit: DepositAddress) =>

@@ -3,8 +3,9 @@
  * a real server or embedded PGlite). Each rule that must hold under concurrency is one statement,
  * so it holds across processes too: a unique constraint makes a duplicate insert fail (a defect,
  * like every store failure), revoke is a conditional UPDATE, touch a monotonic UPDATE, claim an
- * INSERT ... ON CONFLICT DO NOTHING. The tables are created by ./migrations.ts. Authentication
- * reads a key and its account in one query (`findCaller`, a join).
+ * INSERT ... ON CONFLICT DO NOTHING after a DELETE of the records expired by the claim's time.
+ * The tables are created by ./migrations.ts. Authentication reads a key and its account in one
+ * query (`findCaller`, a join).
  */
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -14,6 +15,7 @@ import type { Permission } from "@model-platform/core/Permissions"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
 import {
   type ClaimResult,
+  expiredBy,
   IdempotencyStore,
   type IdempotencyRecord,
   type StoredResponse
@@ -217,6 +219,8 @@ export const IdempotencyStorePg: Layer.Layer<IdempotencyStore, never, SqlClient.
     /** One attempt: Claimed, Exists, or undefined when the record vanished in between (released). */
     const attempt = (record: Omit<IdempotencyRecord, "response">) =>
       Effect.gen(function*() {
+        // The sweep: every record expired by now goes, this key's included (then it is claimed anew).
+        yield* sql`DELETE FROM idempotency_records WHERE created_at <= ${expiredBy(record.created_at)}`
         const inserted = yield* sql`
           INSERT INTO idempotency_records (scope, key, fingerprint, created_at)
           VALUES (${record.scope}, ${record.key}, ${record.fingerprint}, ${record.created_at})

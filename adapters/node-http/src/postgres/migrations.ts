@@ -20,6 +20,7 @@ import { ledgerGrants } from "./migrations/0017_ledger_grants.ts"
 import { plans } from "./migrations/0018_plans.ts"
 import { planRenewals } from "./migrations/0019_plan_renewals.ts"
 import { documents } from "./migrations/0020_documents.ts"
+import { idempotencyRetention } from "./migrations/0021_idempotency_retention.ts"
 
 const accountsKeysIdempotency = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -619,7 +620,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0017_ledger_grants": ledgerGrants,
   "0018_plans": plans,
   "0019_plan_renewals": planRenewals,
-  "0020_documents": documents
+  "0020_documents": documents,
+  "0021_idempotency_retention": idempotencyRetention
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */
