@@ -8,6 +8,7 @@ import type { Caller } from "../ApiKeys.ts"
 import type { Receipt } from "../billing/Schemas.ts"
 import type { Ticket } from "../Credits.ts"
 import { randomBytes } from "../Keys.ts"
+import { scopeOf } from "../KeyScope.ts"
 import { MICRO_PER_CREDIT, microToCredits } from "../Money.ts"
 import type { Order, OrderStatus } from "../Orders.ts"
 import {
@@ -151,8 +152,7 @@ export const TICKET_CODE_SHOWN = 4
  */
 export const ticketCodeFor = (code: string, viewer: Caller): string => {
   const { key } = viewer
-  const accountWide = key.machine_id === null && key.subscription_id === null && key.rental_id === null
-  if (key.permissions.includes("manage") && accountWide) return code
+  if (key.permissions.includes("manage") && scopeOf(key)._tag === "Account") return code
   const shownFrom = code.length - TICKET_CODE_SHOWN
   return Array.from(code, (c, i) => c === "-" || i >= shownFrom ? c : "*").join("")
 }
