@@ -2,6 +2,7 @@ import { billingAlertsSuite } from "@model-platform/test-harness/BillingAlertsSu
 import { billingStatementsSuite } from "@model-platform/test-harness/BillingStatementsSuite"
 import { billingUsageSuite } from "@model-platform/test-harness/BillingUsageSuite"
 import { boundarySuite, type RawSender, readAll } from "@model-platform/test-harness/BoundarySuite"
+import { checkoutOnceSuite } from "@model-platform/test-harness/CheckoutOnceSuite"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { platformHttpSuite } from "@model-platform/test-harness/HttpSuite"
 import { permissionMatrixSuite } from "@model-platform/test-harness/PermissionMatrix"
@@ -11,6 +12,8 @@ import { invocationContext, requestToEvent, resultToResponse, startLambda } from
 platformHttpSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue))
 
 permissionMatrixSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue))
+
+checkoutOnceSuite("lambda (API Gateway v2)", (platform) => startLambda(fixtureCatalogue, { platform }))
 
 billingUsageSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue))
 

@@ -4,6 +4,7 @@ import { type AlertsSetup, billingAlertsSuite } from "@model-platform/test-harne
 import { billingStatementsSuite } from "@model-platform/test-harness/BillingStatementsSuite"
 import { billingUsageSuite } from "@model-platform/test-harness/BillingUsageSuite"
 import { boundarySuite, nodeRawSender } from "@model-platform/test-harness/BoundarySuite"
+import { checkoutOnceSuite } from "@model-platform/test-harness/CheckoutOnceSuite"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { platformHttpSuite } from "@model-platform/test-harness/HttpSuite"
 import { permissionMatrixSuite } from "@model-platform/test-harness/PermissionMatrix"
@@ -40,6 +41,9 @@ billingAlertsSuite("node-http, memory stores", (setup) => startNodeServer(setup.
 
 billingAlertsSuite("node-http, embedded Postgres", (setup) =>
   startNodeServer(setup.catalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY }))), alertMail(setup)))
+
+checkoutOnceSuite("node-http, embedded Postgres", (platform) =>
+  startNodeServer(fixtureCatalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY }))), { platform }))
 
 permissionMatrixSuite("node-http, embedded Postgres", () =>
   startNodeServer(fixtureCatalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY })))))

@@ -135,6 +135,11 @@ export interface PlatformOptions {
   readonly blobs?: Layer.Layer<BlobStore> | undefined
   /** The largest fieldwork take the shell can receive, when less than 12 MiB (Lambda's request limit). */
   readonly maxTakeBytes?: number | undefined
+  /**
+   * The card processor, when not the one the catalogue names (`payments.card.processor`): tests
+   * watch the charges a processor makes.
+   */
+  readonly cardProcessor?: Layer.Layer<CardProcessor> | undefined
 }
 
 /** The platform's clock (PlatformOptions.clock), to provide under everything a shell builds. */
@@ -233,7 +238,10 @@ const HealPaidOrders = Layer.effectDiscard(
 
 /** The use-cases over a catalogue; they need the stores (PlatformStores). Shells build this once. */
 export const PlatformServices = (config: CatalogueConfig, options: PlatformOptions = {}) => {
-  const rails = Layer.mergeAll(cardProcessorLayer(config.payments, options.publicUrl), stablecoinRailLayer(config.payments))
+  const rails = Layer.mergeAll(
+    options.cardProcessor ?? cardProcessorLayer(config.payments, options.publicUrl),
+    stablecoinRailLayer(config.payments)
+  )
   const money = Layer.mergeAll(Orders.layer, Tickets.layer).pipe(Layer.provide(rails), Layer.provideMerge(Ledger.layer))
   // Alerts and automatic top-ups (docs/billing.md), told by the gateway when balances change.
   const alerts = Alerts.layer.pipe(Layer.provide(options.alertMail ?? Layer.empty))
