@@ -17,7 +17,10 @@ import type { AlertsShell } from "@model-platform/test-harness/BillingAlertsSuit
 import { Catalogue } from "@model-platform/core/Catalogue"
 import { createAccount } from "@model-platform/test-harness/Accounts"
 import type { StatementsShell } from "@model-platform/test-harness/BillingStatementsSuite"
+import { DocumentStores } from "@model-platform/core/ports/DocumentStores"
 import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
+import type { DocumentReader } from "@model-platform/test-harness/HttpSuite"
+import { DocumentStoresDynamo } from "../src/DynamoDocuments.ts"
 import { UsageStore } from "@model-platform/core/ports/UsageStore"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { DynamoPlatformStores } from "../src/DynamoPlatformStores.ts"
@@ -171,7 +174,7 @@ const saveCardOn = (catalogue: CatalogueConfig, dynamo: DynamoSettings): AlertsS
 export const startLambda = async (
   catalogue: CatalogueConfig,
   options: { readonly smtpUrl?: string; readonly platform?: PlatformOptions } = {}
-): Promise<StatementsShell & AlertsShell & { readonly startupMs: number; readonly handler: LambdaHandler }> => {
+): Promise<StatementsShell & AlertsShell & DocumentReader & { readonly startupMs: number; readonly handler: LambdaHandler }> => {
   const local = await startDynamoLocal()
   try {
     const dynamo = await tableOn(local)
@@ -212,6 +215,13 @@ export const startLambda = async (
           ),
         fetch: (path, init) => invoke(handler, new Request(`https://api.platform.test${path}`, init)),
         saveCard: saveCardOn(catalogue, dynamo),
+        // Read on the same table, as another function would.
+        document: (kind, id) =>
+          Effect.runPromise(
+            Effect.flatMap(DocumentStores, (stores) => stores.of(kind).get(id)).pipe(
+              Effect.provide(DocumentStoresDynamo.pipe(Layer.provide(DynamoConfig.layer(dynamo))))
+            )
+          ),
         // Written on the same table, as the handler's metering would.
         recordUsage: (records) =>
           Effect.runPromise(

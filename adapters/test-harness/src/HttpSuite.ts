@@ -4,6 +4,7 @@
  * that serves the platform on the fixture catalogue and returns a fetch to it and the owner's key.
  * A test that only one shell passes is a bug in that shell.
  */
+import type { DocumentKind, VersionedRecord } from "@model-platform/core/ports/Documents"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { euCPlans } from "./Fixtures.ts"
 
@@ -21,6 +22,13 @@ export interface ShellUnderTest {
 export interface BlobLister {
   /** The keys of the shell's blob store under `prefix`. */
   readonly blobs: (prefix: string) => Promise<ReadonlyArray<string>>
+  /** The bytes of the blob at `key`, if there is one. */
+  readonly blob: (key: string) => Promise<Uint8Array | undefined>
+}
+
+/** A shell whose document store a test can read, as another process would (docs/fieldwork.md: what a withdrawal keeps). */
+export interface DocumentReader {
+  readonly document: <R extends VersionedRecord>(kind: DocumentKind<R>, id: string) => Promise<R | undefined>
 }
 
 const SECRET_SHAPE = /^mpk_[A-Za-z0-9_-]{43}$/

@@ -9,8 +9,9 @@ import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, type Pla
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createAccount, createAccountWithIdentity } from "./Accounts.ts"
-import type { BlobLister, ShellUnderTest } from "./HttpSuite.ts"
+import type { BlobLister, DocumentReader, ShellUnderTest } from "./HttpSuite.ts"
 import { Datasets } from "@model-platform/core/datasets/Datasets"
+import { DocumentStores } from "@model-platform/core/ports/DocumentStores"
 import { MemoryPlatformStores } from "./MemoryPlatformStores.ts"
 
 export interface InProcessExtras {
@@ -26,7 +27,7 @@ export const startInProcess = async <S extends PlatformStores, E>(
   stores?: Layer.Layer<S, E>,
   options: PlatformOptions = {},
   extras: InProcessExtras = {}
-): Promise<ShellUnderTest & BlobLister> => {
+): Promise<ShellUnderTest & BlobLister & DocumentReader> => {
   // Layer.merge: the services of the second layer win.
   const all: Layer.Layer<PlatformStores, E> = stores === undefined
     ? MemoryPlatformStores
@@ -52,6 +53,8 @@ export const startInProcess = async <S extends PlatformStores, E>(
       ),
     fetch: (path, init) => handler(new Request(`http://platform.test${path}`, init)),
     blobs: (prefix) => runtime.runPromise(Effect.flatMap(Datasets, (d) => d.blobs.list(prefix))),
+    blob: (key) => runtime.runPromise(Effect.flatMap(Datasets, (d) => d.blobs.get(key))).then((b) => b?.body),
+    document: (kind, id) => runtime.runPromise(Effect.flatMap(DocumentStores, (stores) => stores.of(kind).get(id))),
     close: async () => {
       await dispose()
       await runtime.dispose()
