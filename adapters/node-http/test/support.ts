@@ -18,10 +18,10 @@ import { serverLayer, type ServerOptions, type Stores } from "../src/Server.ts"
 export const startNodeServer = async <E>(
   catalogue: CatalogueConfig,
   stores: Layer.Layer<Stores, E>,
-  options: { readonly platform?: ServerOptions["platform"] } = {}
+  options: { readonly platform?: ServerOptions["platform"]; readonly publicUrl?: string } = {}
 ): Promise<StatementsShell & AlertsShell & DocumentReader & { readonly url: string; readonly firstStart: boolean }> => {
   const runtime = ManagedRuntime.make(
-    serverLayer({ catalogue, port: 0, host: "127.0.0.1", ownerEmail: "owner@test.local", platform: options.platform }, stores)
+    serverLayer({ catalogue, port: 0, host: "127.0.0.1", ownerEmail: "owner@test.local", platform: options.platform, publicUrl: options.publicUrl }, stores)
   )
   const [server, owner] = await runtime.runPromise(Effect.all([HttpServer.HttpServer, FirstStart]))
   if (server.address._tag === "UnixPathAddress") throw new Error("expected a TCP address")

@@ -32,7 +32,8 @@ export const startInProcess = async <S extends PlatformStores, E>(
   const all: Layer.Layer<PlatformStores, E> = stores === undefined
     ? MemoryPlatformStores
     : Layer.merge(MemoryPlatformStores, stores) as Layer.Layer<PlatformStores, E>
-  const services = PlatformServices(catalogue, options).pipe(Layer.provideMerge(all))
+  // The harness builds each request's URL itself (http://platform.test), as a web handler's shell does.
+  const services = PlatformServices(catalogue, { requestUrlFromShell: true, ...options }).pipe(Layer.provideMerge(all))
   const runtime = ManagedRuntime.make(
     Layer.mergeAll(services, FirstStart.layer("owner@test.local").pipe(Layer.provide(services))).pipe(Layer.provideMerge(clockLayer(options)))
   )

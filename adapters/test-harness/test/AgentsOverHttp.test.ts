@@ -50,7 +50,7 @@ const approvalsClient = (secret: string) =>
   ApprovalsHttpClient.layer({ accountsUrl: ACCOUNTS_URL, clientId: CLIENT.id, clientSecret: secret, fetch: inProcessFetch })
 
 const start = (clientSecret: string) => {
-  const options = { agentApprovals: approvalsClient(clientSecret), network, machineClient, clock: clock.clock }
+  const options = { agentApprovals: approvalsClient(clientSecret), network, machineClient, clock: clock.clock, requestUrlFromShell: true }
   // A forecast costs one credit.
   const services = PlatformServices(stubCatalogue({ forecastCreditsPerRequest: 1 }), options).pipe(Layer.provideMerge(MemoryPlatformStores))
   const config = Layer.succeed(AccountsConfig, {

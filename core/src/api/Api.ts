@@ -183,9 +183,9 @@ export class BillingGroup extends HttpApiGroup.make("billing")
 {}
 
 export class IdentityGroup extends HttpApiGroup.make("identity")
-  .add(HttpApiEndpoint.get("identity", "/identity", { success: Identity }).annotate(RequiredPermission, "read"))
+  .add(HttpApiEndpoint.get("identity", "/identity", { success: Identity, error: [Errors.BadRequest] }).annotate(RequiredPermission, "read"))
   // The guide's address for the same (the spec's "Identity and agents": {platform_url}/api/...).
-  .add(HttpApiEndpoint.get("identityApi", "/api/identity", { success: Identity }).annotate(RequiredPermission, "read"))
+  .add(HttpApiEndpoint.get("identityApi", "/api/identity", { success: Identity, error: [Errors.BadRequest] }).annotate(RequiredPermission, "read"))
   .middleware(Authentication)
   .annotateMerge(OpenApi.annotations({
     title: "Identity",

@@ -53,7 +53,7 @@ import { INFERENCE_OPENAPI_PATH, InferenceApi } from "./InferenceApi.ts"
 import { InferenceRoutes } from "./InferenceRoutes.ts"
 import { PlatformHandlers } from "./Handlers.ts"
 import { Idempotency } from "./Idempotency.ts"
-import { RequestBaseUrl } from "./PublicUrl.ts"
+import { PublicAddress, RequestBaseUrl } from "./PublicUrl.ts"
 import { RequestLimitsMiddleware } from "./RequestLimits.ts"
 import { Authentication } from "./Security.ts"
 import { SimulatedApi, SimulatedHandlers } from "./Simulated.ts"
@@ -73,9 +73,16 @@ export type { PlatformStores } from "../ports/PlatformStores.ts"
 export interface PlatformOptions {
   /**
    * The platform's public base URL (PUBLIC_URL), for the addresses it hands out (a card checkout's
-   * pay_url). Unset: the address each request was sent to (PublicUrl.ts).
+   * pay_url). Unset: the address the shell says the request was sent to, else a loopback Host, else
+   * none and such a request is refused (PublicUrl.ts).
    */
   readonly publicUrl?: string | undefined
+  /**
+   * The request's absolute URL is the shell's, not the client's: a web handler whose shell builds
+   * it (Lambda: from API Gateway's requestContext.domainName). Unset: only a loopback Host is
+   * trusted for links (a Node server's request line may carry any absolute URL a client writes).
+   */
+  readonly requestUrlFromShell?: boolean | undefined
   /** The inference gateway's settings (docs/gateway.md); Lambda sets settleInline. */
   readonly gateway?: Partial<GatewayConfig> | undefined
   /**
@@ -271,7 +278,21 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     Layer.provideMerge(datasets)
   )
   const jwks = options.serviceKeys === undefined ? Layer.empty : Layer.succeed(PublishedJwks, options.serviceKeys.publicJwks)
-  return Layer.mergeAll(ApiKeys.layer, money, billing, gateway, sweeper, renewer, agents, fieldwork, jwks, HealPaidOrders.pipe(Layer.provide(money))).pipe(
+  // Where the links it hands out point (PublicUrl.ts).
+  const publicAddress = Layer.succeed(PublicAddress, { publicUrl: options.publicUrl, requestUrlFromShell: options.requestUrlFromShell })
+  return Layer.mergeAll(
+    ApiKeys.layer,
+    money,
+    billing,
+    gateway,
+    sweeper,
+    renewer,
+    agents,
+    fieldwork,
+    jwks,
+    publicAddress,
+    HealPaidOrders.pipe(Layer.provide(money))
+  ).pipe(
     Layer.provideMerge(Catalogue.layer(config))
   )
 }
