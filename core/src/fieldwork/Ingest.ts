@@ -18,11 +18,11 @@ import { solves } from "./ProofOfWork.ts"
 import { answersProblem, participantState, participantView, projectView, takeView } from "./IngestViews.ts"
 import {
   ChallengeDocuments,
-  erased,
-  isErased,
   DeviceDocuments,
   deviceRecordId,
+  erased,
   IngestKeyDocuments,
+  isErased,
   type IngestKeyRecord,
   ParticipantDocuments,
   type ParticipantRecord,
