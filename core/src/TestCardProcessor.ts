@@ -15,7 +15,12 @@
  * `4000 0000 0000 0341` (`savesOnly`), which then declines every charge, as Stripe's does. The
  * reference names the test card by its last four digits and its expiry (never the number); an
  * off-session charge decides from them, and answers a repeated idempotency key with its first
- * outcome (kept in this process only: a test tool).
+ * outcome.
+ *
+ * A checkout charge answers a key already approved with that approval (same charge id, nothing
+ * charged again), whatever the card; a declined key stays open for another card, as a Stripe
+ * PaymentIntent returns to requires_payment_method. Keys are kept in this process only (a test
+ * tool that moves no money): Stripe keeps them for every process.
  */
 import { Clock, Effect, Layer } from "effect"
 import { generateId } from "./Keys.ts"
@@ -156,6 +161,11 @@ const MAX_REMEMBERED_CHARGES = 10_000
 
 export const make = (options: TestCardProcessorOptions): CardProcessor["Service"] => {
   const charges = new Map<string, CardOutcome>()
+  const remember = (key: string, outcome: CardOutcome): CardOutcome => {
+    if (charges.size >= MAX_REMEMBERED_CHARGES) charges.clear()
+    charges.set(key, outcome)
+    return outcome
+  }
   return {
     processor: "test",
     createSession: (_request: CheckoutRequest) =>
@@ -163,11 +173,16 @@ export const make = (options: TestCardProcessorOptions): CardProcessor["Service"
         session_id: sessionId,
         checkout_url: checkoutUrl(options.baseUrl, sessionId)
       })),
-    charge: (_sessionId: string, _request: CheckoutRequest, card: CardDetails) =>
+    charge: (_sessionId: string, _request: CheckoutRequest, card: CardDetails, idempotencyKey: string) =>
       Effect.gen(function*() {
-        const outcome = evaluateTestCard(card, yield* Clock.currentTimeMillis)
-        if (outcome._tag === "Declined") return outcome
-        return { _tag: "Approved", charge_id: yield* generateId("ch_test") } satisfies CardOutcome
+        const now = yield* Clock.currentTimeMillis
+        const chargeId = yield* generateId("ch_test")
+        // From here on nothing yields: two submissions with one key cannot both charge.
+        const before = charges.get(idempotencyKey)
+        if (before?._tag === "Approved") return before
+        const decided = evaluateTestCard(card, now)
+        if (decided._tag === "Declined") return decided
+        return remember(idempotencyKey, { _tag: "Approved", charge_id: chargeId })
       }),
     saveCard: (_accountId: string, card: CardDetails) =>
       Effect.gen(function*() {
@@ -188,10 +203,7 @@ export const make = (options: TestCardProcessorOptions): CardProcessor["Service"
         const before = charges.get(charge.idempotency_key)
         if (before !== undefined) return before
         const decided = chargeSavedTestCard(charge.reference, now)
-        const outcome: CardOutcome = decided._tag === "Declined" ? decided : { _tag: "Approved", charge_id: chargeId }
-        if (charges.size >= MAX_REMEMBERED_CHARGES) charges.clear()
-        charges.set(charge.idempotency_key, outcome)
-        return outcome
+        return remember(charge.idempotency_key, decided._tag === "Declined" ? decided : { _tag: "Approved", charge_id: chargeId })
       })
   }
 }

@@ -17,7 +17,8 @@
  *   record's item in one TransactWriteItems, the record's item conditioned `attribute_not_exists`:
  *   both or neither; a failed condition is a duplicate id, a defect. `list` queries the partition
  *   (strongly consistent, every page), reads the records with BatchGetItem and sorts them newest
- *   first, then by id (`newestFirst`). created_at never changes, so the list item never does.
+ *   first, then by id (`newestFirst`); a record removed between the two reads is left out.
+ *   created_at never changes, so the list item never does.
  * - `swap` is one PutItem of the whole record item conditioned `version = :expected AND
  *   owner_id = :owner` (expected = next.version - 1): DynamoDB evaluates the condition and
  *   writes atomically, so of concurrent swaps from one version exactly one lands; a failed
@@ -159,7 +160,8 @@ const storeOn = <R extends VersionedRecord>({ client, tableName }: DynamoSetting
       if (kind.owner(record) !== owner) return yield* die("list", `${kind.kind} ${record.id} is listed under another owner`)
       found.push(record)
     }
-    if (found.length !== ids.length) return yield* die("list", `a listed ${kind.kind} of owner ${owner} is missing`)
+    // A record missing here was removed after the query (remove takes both items at once): the
+    // list is then as it is after that removal.
     return found.sort(newestFirst)
   })
 

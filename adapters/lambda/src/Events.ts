@@ -105,7 +105,9 @@ const payloadV2Request = (event: PayloadV2Event, init: { readonly signal?: Abort
   if (event.cookies !== undefined && event.cookies.length > 0) {
     headers.set("cookie", sanitizeHeaderValue(event.cookies.join("; ")))
   }
-  const host = event.requestContext.domainName || headers.get("host") || "localhost"
+  // The domain AWS answered on; never the Host header, which the client writes (PublicUrl.ts
+  // builds links on this URL). An event without it is not API Gateway's: localhost.
+  const host = event.requestContext.domainName || "localhost"
   const query = event.rawQueryString ? `?${event.rawQueryString}` : ""
   const url = `https://${host}${event.rawPath || "/"}${query}`
   // A body on GET or HEAD has no meaning, and a web Request refuses one.

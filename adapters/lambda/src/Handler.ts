@@ -32,7 +32,8 @@ export type HandlerOptions = {
   readonly ownerEmail: string
   /**
    * PUBLIC_URL: the base of the addresses the platform hands out (a card checkout's pay_url).
-   * Unset: the address each request was sent to (the API Gateway or Function URL domain).
+   * Unset: the domain API Gateway or the Function URL answered the request on
+   * (requestContext.domainName, set by AWS; never the client's Host header).
    */
   readonly publicUrl?: string | undefined
   /**
@@ -132,6 +133,9 @@ const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unk
     ...(approvals === undefined ? {} : approvals),
     ...options.platform,
     publicUrl: options.publicUrl,
+    // The request's URL is built from API Gateway's requestContext.domainName (Events.ts), which
+    // AWS sets to the domain it answered on: a link may be built on it (PublicUrl.ts).
+    requestUrlFromShell: true,
     serviceKeys: keys,
     gateway: { ...options.platform?.gateway, settleInline: true },
     // A function's request is at most 6 MB, a binary body base64 in it: 4 MiB of take fits.

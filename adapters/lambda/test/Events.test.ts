@@ -105,9 +105,14 @@ describe("payload 2.0 event -> Request", () => {
     expect(params.get("jp")).toBe("日")
   })
 
-  it("the host is the request context's domain, else the Host header", () => {
-    const withoutDomain = event({ requestContext: { ...httpApiEvent.requestContext, domainName: "" } })
-    expect(new URL(payloadV2.toRequest(withoutDomain).url).host).toBe("id.execute-api.us-east-1.amazonaws.com")
+  it("the host is the request context's domain, never the Host header (a client writes that)", () => {
+    const withoutDomain = event({
+      headers: { ...httpApiEvent.headers, host: "evil.example" },
+      requestContext: { ...httpApiEvent.requestContext, domainName: "" }
+    })
+    expect(new URL(payloadV2.toRequest(withoutDomain).url).host).toBe("localhost")
+    const spoofed = event({ headers: { ...httpApiEvent.headers, host: "evil.example" } })
+    expect(new URL(payloadV2.toRequest(spoofed).url).host).toBe("id.execute-api.us-east-1.amazonaws.com")
     const custom = event({ requestContext: { ...httpApiEvent.requestContext, domainName: "api.example.com" } })
     expect(new URL(payloadV2.toRequest(custom).url).host).toBe("api.example.com")
   })

@@ -21,6 +21,7 @@ fieldworkSuite("lambda (API Gateway v2), DynamoDB Local, blobs in s3rver", async
   return {
     ...lambda,
     blobs: (prefix: string) => Effect.runPromise(look.list(prefix)),
+    blob: (key: string) => Effect.runPromise(look.get(key)).then((b) => b?.body),
     close: async () => {
       await lambda.close()
       client.destroy()

@@ -21,6 +21,7 @@ import { UsageStoreMemory } from "@model-platform/test-harness/MemoryUsageStore"
 import { AccountStore } from "@model-platform/core/ports/AccountStore"
 import { KeyStore } from "@model-platform/core/ports/KeyStore"
 import { generateSecret } from "@model-platform/core/Keys"
+import type { APIGatewayProxyEventV2 } from "aws-lambda"
 import { Effect, Layer } from "effect"
 import { describe, expect, it } from "vitest"
 import { makeHandler } from "../src/Handler.ts"
@@ -65,6 +66,27 @@ describe("Lambda handler", () => {
       expect(attempts).toBe(2)
     } finally {
       console.error = consoleError
+      await handler.dispose()
+    }
+  })
+
+  it("links are built on the domain API Gateway answered on, never on the Host header a client writes", async () => {
+    const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores: MemoryStores })
+    try {
+      const owner = await handler.firstStart()
+      const headers = { authorization: `Bearer ${owner?.key.secret}`, "content-type": "application/json" }
+      const post = async (path: string, body: unknown, event: (e: APIGatewayProxyEventV2) => APIGatewayProxyEventV2 = (e) => e) => {
+        const sent = await requestToEvent(new Request(`https://api.platform.test${path}`, { method: "POST", headers, body: JSON.stringify(body) }))
+        return (await resultToResponse(await handler(event(sent), invocationContext)).json()) as { id: string; pay_url: string }
+      }
+      const evilHost = (e: APIGatewayProxyEventV2) => ({ ...e, headers: { ...e.headers, host: "evil.example" } })
+      const first = await post("/orders", { type: "credits", amount_usd: 25 })
+      expect((await post(`/orders/${first.id}/pay`, { method: "card" }, evilHost)).pay_url).toMatch(/^https:\/\/api\.platform\.test\/checkout\//)
+      // An event without a domain is not API Gateway's: still not the Host.
+      const second = await post("/orders", { type: "credits", amount_usd: 25 })
+      const noDomain = (e: APIGatewayProxyEventV2) => evilHost({ ...e, requestContext: { ...e.requestContext, domainName: "" } })
+      expect((await post(`/orders/${second.id}/pay`, { method: "card" }, noDomain)).pay_url).toMatch(/^https:\/\/localhost\/checkout\//)
+    } finally {
       await handler.dispose()
     }
   })

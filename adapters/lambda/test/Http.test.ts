@@ -2,6 +2,7 @@ import { billingAlertsSuite } from "@model-platform/test-harness/BillingAlertsSu
 import { billingStatementsSuite } from "@model-platform/test-harness/BillingStatementsSuite"
 import { billingUsageSuite } from "@model-platform/test-harness/BillingUsageSuite"
 import { boundarySuite, type RawSender, readAll } from "@model-platform/test-harness/BoundarySuite"
+import { checkoutOnceSuite } from "@model-platform/test-harness/CheckoutOnceSuite"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { giftCodesSuite } from "@model-platform/test-harness/GiftCodesSuite"
 import { platformHttpSuite } from "@model-platform/test-harness/HttpSuite"
@@ -14,6 +15,7 @@ platformHttpSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue)
 permissionMatrixSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue))
 
 giftCodesSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue))
+checkoutOnceSuite("lambda (API Gateway v2)", (platform) => startLambda(fixtureCatalogue, { platform }))
 
 billingUsageSuite("lambda (API Gateway v2)", () => startLambda(fixtureCatalogue))
 

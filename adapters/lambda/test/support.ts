@@ -18,7 +18,10 @@ import { Catalogue } from "@model-platform/core/Catalogue"
 import { createAccount } from "@model-platform/test-harness/Accounts"
 import type { StatementsShell } from "@model-platform/test-harness/BillingStatementsSuite"
 import type { SeedServices } from "@model-platform/test-harness/HttpSuite"
+import { DocumentStores } from "@model-platform/core/ports/DocumentStores"
 import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
+import type { DocumentReader } from "@model-platform/test-harness/HttpSuite"
+import { DocumentStoresDynamo } from "../src/DynamoDocuments.ts"
 import { UsageStore } from "@model-platform/core/ports/UsageStore"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { DynamoPlatformStores } from "../src/DynamoPlatformStores.ts"
@@ -181,7 +184,7 @@ export const startLambda = async (
   catalogue: CatalogueConfig,
   options: { readonly smtpUrl?: string; readonly platform?: PlatformOptions } = {}
 ): Promise<
-  StatementsShell & AlertsShell & { readonly startupMs: number; readonly handler: LambdaHandler; readonly dynamo: DynamoSettings }
+  StatementsShell & AlertsShell & DocumentReader & { readonly startupMs: number; readonly handler: LambdaHandler; readonly dynamo: DynamoSettings }
 > => {
   const local = await startDynamoLocal()
   try {
@@ -214,6 +217,13 @@ export const startLambda = async (
         seed: seedOn(catalogue, dynamo),
         fetch: (path, init) => invoke(handler, new Request(`https://api.platform.test${path}`, init)),
         saveCard: saveCardOn(catalogue, dynamo),
+        // Read on the same table, as another function would.
+        document: (kind, id) =>
+          Effect.runPromise(
+            Effect.flatMap(DocumentStores, (stores) => stores.of(kind).get(id)).pipe(
+              Effect.provide(DocumentStoresDynamo.pipe(Layer.provide(DynamoConfig.layer(dynamo))))
+            )
+          ),
         // Written on the same table, as the handler's metering would.
         recordUsage: (records) =>
           Effect.runPromise(

@@ -1,4 +1,5 @@
 /** The Node server's configuration, from environment variables (docs/configuration.md). */
+import { isLoopbackHost } from "@model-platform/core/api/PublicUrl"
 import { Config } from "effect"
 import { DEMO_CATALOGUE } from "./CatalogueFile.ts"
 
@@ -12,7 +13,8 @@ export const ServerConfig = Config.all({
   catalogueFile: Config.String("CATALOGUE_FILE").pipe(Config.withDefault(DEMO_CATALOGUE)),
   /**
    * The platform's public base URL, e.g. https://platform.example.com: the base of the addresses it
-   * hands out (a card checkout's pay_url). Unset: the address each request was sent to.
+   * hands out (a card checkout's pay_url). Unset: a request's Host when it is a loopback address;
+   * required when HOST is not one (`startProblem`).
    */
   publicUrl: Config.String("PUBLIC_URL").pipe(Config.option),
   /**
@@ -28,3 +30,27 @@ export const ServerConfig = Config.all({
   /** Email of the owner account created at first start. */
   ownerEmail: Config.String("OWNER_EMAIL").pipe(Config.withDefault("owner@localhost"))
 })
+
+/**
+ * Why the server must not start with this HOST and PUBLIC_URL, or undefined. Listening where other
+ * machines reach it (HOST not a loopback address) without PUBLIC_URL, it would have nothing to
+ * build its links on but the Host header a client writes (core/src/api/PublicUrl.ts).
+ */
+export const startProblem = (host: string, publicUrl: string | undefined): string | undefined => {
+  if (publicUrl !== undefined && publicUrl !== "") {
+    let url: URL | undefined
+    try {
+      url = new URL(publicUrl)
+    } catch {
+      url = undefined
+    }
+    return url !== undefined && (url.protocol === "https:" || url.protocol === "http:")
+      ? undefined
+      : `PUBLIC_URL must be an absolute http(s) URL such as https://platform.example.com; it is ${JSON.stringify(publicUrl.slice(0, 200))}.`
+  }
+  if (isLoopbackHost(host)) return undefined
+  return `HOST is ${JSON.stringify(host)}, which other machines can reach, and PUBLIC_URL is not set: the server would have ` +
+    "nothing to build the links it hands out (pay_url, return_to) on but the Host header a client writes. " +
+    "Set PUBLIC_URL to the address people reach the server at (e.g. https://platform.example.com), " +
+    "or listen on a loopback address (HOST=127.0.0.1, the default)."
+}

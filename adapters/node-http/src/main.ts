@@ -5,7 +5,7 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { FirstStart } from "@model-platform/core/Bootstrap"
-import { Console, Effect, Layer, Option } from "effect"
+import { Console, Data, Effect, Layer, Option } from "effect"
 import { HttpServer } from "effect/http"
 import * as Path from "node:path"
 import { AccountsConfig } from "@model-platform/core/accounts/AccountService"
@@ -16,7 +16,7 @@ import { configuredSigningKeys, ServiceAssertionConfig, trustedPlatform } from "
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
 import { AccountsServerConfig } from "./Accounts.ts"
 import { loadCatalogue } from "./CatalogueFile.ts"
-import { ServerConfig } from "./Config.ts"
+import { ServerConfig, startProblem } from "./Config.ts"
 import { EmailConfig, emailSenderLayer, outboxDirectory } from "./Email.ts"
 import { FileMeteringJournal } from "./FileMeteringJournal.ts"
 import { Database } from "./postgres/Database.ts"
@@ -56,8 +56,13 @@ const announce = (host: string, mail: string) => Effect.gen(function*() {
   }
 })
 
+/** The server cannot start as configured (Config.ts startProblem). */
+class StartRefused extends Data.TaggedError("StartRefused")<{ readonly message: string }> {}
+
 const main = Effect.gen(function*() {
   const config = yield* ServerConfig
+  const problem = startProblem(config.host, Option.getOrUndefined(config.publicUrl))
+  if (problem !== undefined) return yield* Effect.fail(new StartRefused({ message: problem }))
   const catalogue = yield* loadCatalogue(config.catalogueFile)
   const database = Database.layer({ databaseUrl: Option.getOrUndefined(config.databaseUrl), dataDir: config.dataDir })
   const email = yield* EmailConfig

@@ -25,6 +25,7 @@ const onDisk = async (stores: Layer.Layer<Stores, unknown>) => {
   return {
     ...server,
     blobs: (prefix: string) => Effect.runPromise(Effect.flatMap(BlobStore, (b) => b.list(prefix)).pipe(Effect.provide(look))),
+    blob: (key: string) => Effect.runPromise(Effect.flatMap(BlobStore, (b) => b.get(key)).pipe(Effect.provide(look))).then((b) => b?.body),
     close: async () => {
       await server.close()
       Fs.rmSync(dir, { recursive: true, force: true })

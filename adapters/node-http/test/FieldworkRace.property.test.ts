@@ -1,8 +1,9 @@
 /**
- * Fieldwork under any interleaving (test-harness FieldworkProperty.ts) on the Node server's stores:
+ * Fieldwork under any interleaving (test-harness FieldworkProperty.ts, WithdrawalExportProperty.ts) on the Node server's stores:
  * records in PGlite, blobs on disk in a fresh directory.
  */
 import { fieldworkProperty } from "@model-platform/test-harness/FieldworkProperty"
+import { withdrawalExportProperty } from "@model-platform/test-harness/WithdrawalExportProperty"
 import { Effect, Layer } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -17,6 +18,12 @@ const blobsOnDisk = Layer.unwrap(Effect.acquireRelease(
 ).pipe(Effect.map((dir) => BlobStoreDisk(dir, { fsync: false }))))
 
 fieldworkProperty(
+  "PGlite and blobs on disk",
+  Layer.mergeAll(DocumentStoresPg.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY }))), blobsOnDisk),
+  25
+)
+
+withdrawalExportProperty(
   "PGlite and blobs on disk",
   Layer.mergeAll(DocumentStoresPg.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY }))), blobsOnDisk),
   25

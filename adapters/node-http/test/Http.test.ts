@@ -4,6 +4,7 @@ import { type AlertsSetup, billingAlertsSuite } from "@model-platform/test-harne
 import { billingStatementsSuite } from "@model-platform/test-harness/BillingStatementsSuite"
 import { billingUsageSuite } from "@model-platform/test-harness/BillingUsageSuite"
 import { boundarySuite, nodeRawSender } from "@model-platform/test-harness/BoundarySuite"
+import { checkoutOnceSuite } from "@model-platform/test-harness/CheckoutOnceSuite"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { giftCodesSuite } from "@model-platform/test-harness/GiftCodesSuite"
 import { platformHttpSuite } from "@model-platform/test-harness/HttpSuite"
@@ -41,6 +42,9 @@ billingAlertsSuite("node-http, memory stores", (setup) => startNodeServer(setup.
 
 billingAlertsSuite("node-http, embedded Postgres", (setup) =>
   startNodeServer(setup.catalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY }))), alertMail(setup)))
+
+checkoutOnceSuite("node-http, embedded Postgres", (platform) =>
+  startNodeServer(fixtureCatalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY }))), { platform }))
 
 permissionMatrixSuite("node-http, embedded Postgres", () =>
   startNodeServer(fixtureCatalogue, PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY })))))

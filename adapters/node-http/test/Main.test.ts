@@ -5,6 +5,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
+import { request as httpRequest } from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -17,11 +18,11 @@ interface Started {
   readonly output: () => string
 }
 
-const start = (dataDir: string): Promise<Started> =>
+const start = (dataDir: string, extraEnv: Record<string, string> = {}): Promise<Started> =>
   new Promise((resolve, reject) => {
     const { DATABASE_URL: _ignored, ...env } = process.env
     const child = spawn(process.execPath, [MAIN], {
-      env: { ...env, PORT: "0", DATA_DIR: dataDir },
+      env: { ...env, PORT: "0", DATA_DIR: dataDir, ...extraEnv },
       stdio: ["ignore", "pipe", "pipe"]
     })
     let output = ""
@@ -40,6 +41,24 @@ const start = (dataDir: string): Promise<Started> =>
     child.stdout!.on("data", onData)
     child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
     child.on("exit", (code) => reject(new Error(`server exited with ${code}:\n${output}`)))
+  })
+
+/** Runs main.ts with `extraEnv` until it exits by itself: its exit code and output. */
+const runToExit = (extraEnv: Record<string, string>): Promise<{ readonly code: number | null; readonly output: string }> =>
+  new Promise((resolve, reject) => {
+    const { DATABASE_URL: _ignored, PUBLIC_URL: _unset, ...env } = process.env
+    const child = spawn(process.execPath, [MAIN], { env: { ...env, PORT: "0", ...extraEnv }, stdio: ["ignore", "pipe", "pipe"] })
+    let output = ""
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL")
+      reject(new Error(`server did not exit:\n${output}`))
+    }, 45_000)
+    child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()))
+    child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
+    child.on("exit", (code) => {
+      clearTimeout(timer)
+      resolve({ code, output })
+    })
   })
 
 const stop = (started: Started) =>
@@ -97,6 +116,54 @@ describe("./platform start (main.ts)", () => {
       expect(keys.data.map((k) => k.id)).toContain(survivor.id)
     } finally {
       await stop(second)
+    }
+  }, 120_000)
+
+  it("refuses to listen on a non-loopback HOST without PUBLIC_URL, and says what to set", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "platform-main-host-"))
+    try {
+      for (const host of ["0.0.0.0", "::", "192.0.2.10"]) {
+        const refused = await runToExit({ HOST: host, DATA_DIR: dir })
+        expect(refused.code, refused.output).not.toBe(0)
+        expect(refused.output).toContain(`HOST is ${JSON.stringify(host)}`)
+        expect(refused.output).toContain("Set PUBLIC_URL")
+        expect(refused.output).not.toContain("listening on")
+        // Refused before anything was opened: no database, no owner key.
+        expect(refused.output).not.toMatch(/mpk_[A-Za-z0-9_-]{43}/)
+      }
+      const malformed = await runToExit({ HOST: "0.0.0.0", PUBLIC_URL: "platform.example.com", DATA_DIR: dir })
+      expect(malformed.code, malformed.output).not.toBe(0)
+      expect(malformed.output).toContain("PUBLIC_URL must be an absolute http(s) URL")
+      expect(fs.readdirSync(dir)).toEqual([])
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  }, 120_000)
+
+  it("listens on a non-loopback HOST once PUBLIC_URL is set, and builds its links on it", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "platform-main-public-"))
+    const started = await start(dir, { HOST: "0.0.0.0", PUBLIC_URL: "https://platform.example.com" })
+    try {
+      const secret = /^\s+(mpk_[A-Za-z0-9_-]{43})$/m.exec(started.output())?.[1]
+      const url = started.url.replace("0.0.0.0", "127.0.0.1")
+      const headers = { authorization: `Bearer ${secret}`, "content-type": "application/json" }
+      const order = await fetch(`${url}/orders`, { method: "POST", headers, body: JSON.stringify({ type: "credits", amount_usd: 25 }) })
+      const { id } = (await order.json()) as { id: string }
+      // A Host the client chose (fetch sends the one it connects to; node:http sends what it is told).
+      const answer = await new Promise<string>((resolve, reject) => {
+        const { hostname, port } = new URL(url)
+        const req = httpRequest({ host: hostname, port, method: "POST", path: `/orders/${id}/pay`, headers: { ...headers, host: "evil.example" } }, (res) => {
+          let text = ""
+          res.on("data", (chunk: Buffer) => (text += chunk.toString()))
+          res.on("end", () => resolve(text))
+        })
+        req.on("error", reject)
+        req.end(JSON.stringify({ method: "card" }))
+      })
+      expect((JSON.parse(answer) as { pay_url: string }).pay_url).toMatch(/^https:\/\/platform\.example\.com\/checkout\//)
+    } finally {
+      await stop(started)
+      fs.rmSync(dir, { recursive: true, force: true })
     }
   }, 120_000)
 

@@ -5,7 +5,9 @@ import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 import { createAccount } from "@model-platform/test-harness/Accounts"
 import type { AlertsShell } from "@model-platform/test-harness/BillingAlertsSuite"
 import type { StatementsShell } from "@model-platform/test-harness/BillingStatementsSuite"
+import { DocumentStores } from "@model-platform/core/ports/DocumentStores"
 import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
+import type { DocumentReader } from "@model-platform/test-harness/HttpSuite"
 import { UsageStore } from "@model-platform/core/ports/UsageStore"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, type Layer, ManagedRuntime, Redacted } from "effect"
@@ -16,10 +18,10 @@ import { serverLayer, type ServerOptions, type Stores } from "../src/Server.ts"
 export const startNodeServer = async <E>(
   catalogue: CatalogueConfig,
   stores: Layer.Layer<Stores, E>,
-  options: { readonly platform?: ServerOptions["platform"] } = {}
-): Promise<StatementsShell & AlertsShell & { readonly url: string; readonly firstStart: boolean }> => {
+  options: { readonly platform?: ServerOptions["platform"]; readonly publicUrl?: string } = {}
+): Promise<StatementsShell & AlertsShell & DocumentReader & { readonly url: string; readonly firstStart: boolean }> => {
   const runtime = ManagedRuntime.make(
-    serverLayer({ catalogue, port: 0, host: "127.0.0.1", ownerEmail: "owner@test.local", platform: options.platform }, stores)
+    serverLayer({ catalogue, port: 0, host: "127.0.0.1", ownerEmail: "owner@test.local", platform: options.platform, publicUrl: options.publicUrl }, stores)
   )
   const [server, owner] = await runtime.runPromise(Effect.all([HttpServer.HttpServer, FirstStart]))
   if (server.address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
@@ -36,6 +38,7 @@ export const startNodeServer = async <E>(
       runtime.runPromise(Effect.flatMap(UsageStore, (usage) => Effect.forEach(records, usage.record, { discard: true }))),
     postCredits: (entries) =>
       runtime.runPromise(Effect.flatMap(LedgerStore, (ledger) => Effect.forEach(entries, ledger.post, { discard: true }))),
+    document: (kind, id) => runtime.runPromise(Effect.flatMap(DocumentStores, (stores) => stores.of(kind).get(id))),
     close: () => runtime.dispose()
   }
 }

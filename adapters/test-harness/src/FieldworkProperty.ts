@@ -41,7 +41,7 @@ const scenarios: fc.Arbitrary<Scenario> = fc.record({
 })
 
 /** Every operation of `service` waits for the scheduler while `on()`. */
-const gated = <S extends object>(service: S, gate: <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>): S =>
+export const gated = <S extends object>(service: S, gate: <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>): S =>
   Object.fromEntries(Object.entries(service).map(([name, f]) => [
     name,
     typeof f === "function" ? (...args: Array<unknown>) => gate((f as (...a: Array<unknown>) => Effect.Effect<unknown>)(...args)) : f

@@ -6,16 +6,17 @@
  * against the shell's blob store); the owner sees counts and bytes, reviews and exports; a
  * withdrawal and a dataset's deletion leave no blob behind.
  */
+import { ParticipantDocuments } from "@model-platform/core/fieldwork/Records"
 import { encodeWav } from "@model-platform/core/fieldwork/Wav"
 import { solve, solves } from "@model-platform/core/fieldwork/ProofOfWork"
 import { sha256, toHex } from "@model-platform/core/Sha256"
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fillPath, platformEndpoints } from "./ApiEndpoints.ts"
-import type { BlobLister, ShellUnderTest } from "./HttpSuite.ts"
+import type { BlobLister, DocumentReader, ShellUnderTest } from "./HttpSuite.ts"
 import { clientOf, type Request } from "./IsolationWorld.ts"
 
-export type FieldworkShell = ShellUnderTest & BlobLister
+export type FieldworkShell = ShellUnderTest & BlobLister & DocumentReader
 
 const ORIGIN = "https://study.example"
 const RATE = 16000
@@ -275,22 +276,51 @@ export const fieldworkSuite = (shell: string, start: () => Promise<FieldworkShel
       }), { numRuns: 60 })
     })
 
-    it("a withdrawal deletes the takes from the dataset, its exports and the blob store", async () => {
+    it("a withdrawal deletes the takes from the dataset, its exports and the blob store, and erases the participant's fields", async () => {
       const { project, key, keyId } = await newProject()
-      const token = await consented(key)
+      const made = await newParticipant(key, "device-of-the-withdrawer")
+      expect(made.status, made.text).toBe(201)
+      const { token, participant_id: participantId } = made.json as { token: string; participant_id: string }
+      expect((await ingest(key, "POST", "/ingest/participant/consent", { token, body: { given: { recordings: true } } })).status).toBe(200)
       const other = await consented(key)
       for (const t of [token, other]) expect((await sendTake(key, t, "p1", toneWav(0.3))).status).toBe(201)
       expect((await sendTake(key, token, "p2", toneWav(0.3))).status).toBe(201)
       const exported = await call("POST", `/datasets/${project.dataset_id}/exports`, { key: owner() })
       expect(exported.json).toMatchObject({ items: 3 })
+      const remaining = (await call("GET", `/datasets/${project.dataset_id}/items`, { key: owner() })).json.data
+        .filter((i: any) => i.participant_id !== participantId)
       const withdrawn = await ingest(key, "POST", "/ingest/participant/withdraw", { token })
       expect(withdrawn.json).toEqual({ withdrawn: true, deleted_takes: 2 })
       expect((await ingest(key, "GET", "/ingest/participant", { token })).json.error.code).toBe("participant_withdrawn")
       expect(await dataset(project.dataset_id)).toMatchObject({ items: 1 })
       const blobs = await platform.blobs(`datasets/${project.dataset_id}/participants/`)
       expect(blobs).toHaveLength(1)
+
+      // Every export lists only what is left, in its manifest and its counts.
       const manifest = (await call("GET", `/datasets/${project.dataset_id}/exports/${exported.json.id}`, { key: owner() })).json
-      expect(manifest.manifest.map((i: any) => i.available).sort()).toEqual([false, false, true])
+      expect(manifest.manifest).toEqual(remaining.map((i: any) => ({ ...i, available: true })))
+      expect(manifest).toMatchObject({ items: 1, bytes: remaining[0].bytes })
+      expect((await call("GET", `/datasets/${project.dataset_id}/exports`, { key: owner() })).json.data[0]).toMatchObject({ items: 1 })
+      // Nothing stored of the dataset mentions the participant any more: the manifest blob was rewritten.
+      for (const blobKey of await platform.blobs(`datasets/${project.dataset_id}/`)) {
+        const bytes = await platform.blob(blobKey)
+        expect(new TextDecoder().decode(bytes).includes(participantId), blobKey).toBe(false)
+      }
+      // The record keeps what refuses the token and nothing the person gave.
+      const record = await platform.document(ParticipantDocuments, participantId)
+      expect(record).toMatchObject({
+        id: participantId,
+        device_id: "device-of-the-withdrawer",
+        withdrawn_at: expect.any(String),
+        country: null,
+        region: null,
+        dob: null,
+        answers: {},
+        consent: null
+      })
+      // Withdrawing again (a withdrawal cut short) finishes what is left, and there is nothing.
+      expect((await ingest(key, "POST", "/ingest/participant/withdraw", { token })).json).toEqual({ withdrawn: true, deleted_takes: 0 })
+
       // A revoked key stops at once.
       expect((await call("DELETE", `/fieldwork/projects/${project.id}/ingest-keys/${keyId}`, { key: owner() })).json.revoked_at).not.toBeNull()
       expect((await ingest(key, "GET", "/ingest/project")).json.error.code).toBe("invalid_ingest_key")

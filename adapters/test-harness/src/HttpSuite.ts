@@ -9,6 +9,7 @@ import type { AccountStore } from "@model-platform/core/ports/AccountStore"
 import type { AgentStore } from "@model-platform/core/ports/AgentStore"
 import type { PlanStore } from "@model-platform/core/ports/PlanStore"
 import type { Effect } from "effect"
+import type { DocumentKind, VersionedRecord } from "@model-platform/core/ports/Documents"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { euCPlans } from "./Fixtures.ts"
 
@@ -35,6 +36,13 @@ export type SeedServices = ApiKeys | AccountStore | PlanStore | AgentStore
 export interface BlobLister {
   /** The keys of the shell's blob store under `prefix`. */
   readonly blobs: (prefix: string) => Promise<ReadonlyArray<string>>
+  /** The bytes of the blob at `key`, if there is one. */
+  readonly blob: (key: string) => Promise<Uint8Array | undefined>
+}
+
+/** A shell whose document store a test can read, as another process would (docs/fieldwork.md: what a withdrawal keeps). */
+export interface DocumentReader {
+  readonly document: <R extends VersionedRecord>(kind: DocumentKind<R>, id: string) => Promise<R | undefined>
 }
 
 const SECRET_SHAPE = /^mpk_[A-Za-z0-9_-]{43}$/

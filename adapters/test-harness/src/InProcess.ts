@@ -9,8 +9,9 @@ import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, type Pla
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createAccount, createAccountWithIdentity } from "./Accounts.ts"
-import type { BlobLister, ShellUnderTest } from "./HttpSuite.ts"
+import type { BlobLister, DocumentReader, ShellUnderTest } from "./HttpSuite.ts"
 import { Datasets } from "@model-platform/core/datasets/Datasets"
+import { DocumentStores } from "@model-platform/core/ports/DocumentStores"
 import { MemoryPlatformStores } from "./MemoryPlatformStores.ts"
 
 export interface InProcessExtras {
@@ -26,12 +27,13 @@ export const startInProcess = async <S extends PlatformStores, E>(
   stores?: Layer.Layer<S, E>,
   options: PlatformOptions = {},
   extras: InProcessExtras = {}
-): Promise<ShellUnderTest & BlobLister> => {
+): Promise<ShellUnderTest & BlobLister & DocumentReader> => {
   // Layer.merge: the services of the second layer win.
   const all: Layer.Layer<PlatformStores, E> = stores === undefined
     ? MemoryPlatformStores
     : Layer.merge(MemoryPlatformStores, stores) as Layer.Layer<PlatformStores, E>
-  const services = PlatformServices(catalogue, options).pipe(Layer.provideMerge(all))
+  // The harness builds each request's URL itself (http://platform.test), as a web handler's shell does.
+  const services = PlatformServices(catalogue, { requestUrlFromShell: true, ...options }).pipe(Layer.provideMerge(all))
   const runtime = ManagedRuntime.make(
     Layer.mergeAll(services, FirstStart.layer("owner@test.local").pipe(Layer.provide(services))).pipe(Layer.provideMerge(clockLayer(options)))
   )
@@ -53,6 +55,8 @@ export const startInProcess = async <S extends PlatformStores, E>(
     seed: (effect) => runtime.runPromise(effect),
     fetch: (path, init) => handler(new Request(`http://platform.test${path}`, init)),
     blobs: (prefix) => runtime.runPromise(Effect.flatMap(Datasets, (d) => d.blobs.list(prefix))),
+    blob: (key) => runtime.runPromise(Effect.flatMap(Datasets, (d) => d.blobs.get(key))).then((b) => b?.body),
+    document: (kind, id) => runtime.runPromise(Effect.flatMap(DocumentStores, (stores) => stores.of(kind).get(id))),
     close: async () => {
       await dispose()
       await runtime.dispose()

@@ -160,7 +160,7 @@ const machineClient = Layer.succeed(MachineClient, {
 const clock = movableClock()
 const approvals = fakeApprovals()
 const network = fakeNetwork(2)
-const options = { agentApprovals: approvals.layer, network: network.layer, machineClient, clock: clock.clock }
+const options = { agentApprovals: approvals.layer, network: network.layer, machineClient, clock: clock.clock, requestUrlFromShell: true }
 // A forecast costs one credit.
 const services = PlatformServices(stubCatalogue({ forecastCreditsPerRequest: 1 }), options).pipe(Layer.provideMerge(MemoryPlatformStores))
 const runtime = ManagedRuntime.make(
@@ -706,7 +706,7 @@ describe("agents: without an account service or a network configured", () => {
   let bareHandler: (request: Request) => Promise<Response>
   let bareDispose: () => Promise<void>
   beforeAll(async () => {
-    const s = PlatformServices(stubCatalogue(), {}).pipe(Layer.provideMerge(MemoryPlatformStores))
+    const s = PlatformServices(stubCatalogue(), { requestUrlFromShell: true }).pipe(Layer.provideMerge(MemoryPlatformStores))
     bare = ManagedRuntime.make(s)
     const context = await bare.context()
     const web = HttpRouter.toWebHandler(
@@ -766,7 +766,7 @@ describe("agents: a write lost to another process is decided again", () => {
       })
     })).pipe(Layer.provide(AgentStoreMemory))
     const local = fakeApprovals()
-    const s = PlatformServices(stubCatalogue(), { agentApprovals: local.layer, network: fakeNetwork(1).layer }).pipe(
+    const s = PlatformServices(stubCatalogue(), { agentApprovals: local.layer, network: fakeNetwork(1).layer, requestUrlFromShell: true }).pipe(
       Layer.provideMerge(Layer.merge(MemoryPlatformStores, racing))
     )
     const rt = ManagedRuntime.make(s)

@@ -54,7 +54,7 @@ const approvalsClient = (secret: string) =>
   ApprovalsHttpClient.layer({ accountsUrl: ACCOUNTS_URL, clientId: CLIENT.id, clientSecret: secret, fetch: inProcessFetch })
 
 const start = (clientSecret: string) => {
-  const options = { agentApprovals: approvalsClient(clientSecret), network, machineClient, clock: clock.clock }
+  const options = { agentApprovals: approvalsClient(clientSecret), network, machineClient, clock: clock.clock, requestUrlFromShell: true }
   // A forecast costs one credit.
   const services = PlatformServices(stubCatalogue({ forecastCreditsPerRequest: 1 }), options).pipe(
     Layer.provideMerge(Layer.merge(MemoryPlatformStores, idempotencyStoreMemoryOn(records)))

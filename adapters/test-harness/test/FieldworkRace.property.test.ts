@@ -1,7 +1,10 @@
-/** Fieldwork under any interleaving (FieldworkProperty.ts), on the memory stores. */
+/** Fieldwork under any interleaving (FieldworkProperty.ts, WithdrawalExportProperty.ts), on the memory stores. */
 import { BlobStoreMemory } from "@model-platform/core/ports/MemoryBlobStore"
 import { Layer } from "effect"
 import { fieldworkProperty } from "../src/FieldworkProperty.ts"
 import { DocumentStoresMemory } from "../src/MemoryDocuments.ts"
+import { withdrawalExportProperty } from "../src/WithdrawalExportProperty.ts"
 
 fieldworkProperty("memory", Layer.mergeAll(DocumentStoresMemory, BlobStoreMemory), 200)
+
+withdrawalExportProperty("memory", Layer.mergeAll(DocumentStoresMemory, BlobStoreMemory), 200)

@@ -244,7 +244,8 @@ const start = (signing: SigningKeys) => {
     network,
     machineClient,
     clock: clock.clock,
-    serviceKeys: signing
+    serviceKeys: signing,
+    requestUrlFromShell: true
   }
   const services = PlatformServices(stubCatalogue({ forecastCreditsPerRequest: 1 }), options).pipe(Layer.provideMerge(MemoryPlatformStores))
   const config = Layer.succeed(AccountsConfig, {

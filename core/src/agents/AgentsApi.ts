@@ -51,7 +51,7 @@ const agentsGroup = <const Name extends string>(name: Name) =>
     HttpApiEndpoint.post("revoke", "/agents/:id/revoke", {
       params,
       success: AgentProposalResponse,
-      error: [Errors.NotFound, Errors.Conflict, Errors.ServiceUnavailable]
+      error: [Errors.BadRequest, Errors.NotFound, Errors.Conflict, Errors.ServiceUnavailable]
     })
       .annotate(RequiredPermission, "manage")
       .middleware(Idempotency)

@@ -19,6 +19,7 @@ import * as Keys from "../Keys.ts"
 import { sha256Hex } from "../Sha256.ts"
 import { isStoreUnavailableCause, STORE_RETRY_AFTER_SECONDS } from "../ports/StoreUnavailable.ts"
 import { errorResponse } from "./ErrorShape.ts"
+import { PublicAddress, trustedBaseUrl } from "./PublicUrl.ts"
 
 /** The base path every account route lives under. */
 export const ACCOUNTS_BASE = "/accounts"
@@ -51,17 +52,17 @@ export interface Site extends RelyingParty {
   readonly platformUrl: string
 }
 
-const requestOrigin = (request: HttpServerRequest.HttpServerRequest): string =>
-  Option.match(HttpServerRequest.toURL(request), { onNone: () => "http://localhost", onSome: (url) => url.origin })
-
-/** The account service's origin and RP ID: ACCOUNTS_URL's when configured, else the request's own. */
+/**
+ * The account service's origin and RP ID: ACCOUNTS_URL's when configured, else the platform's
+ * public address as PublicUrl.ts trusts it (never a Host the client chose), else localhost.
+ */
 export const site = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const config = yield* Effect.serviceOption(AccountsConfig)
   const pages = yield* AccountPagesSettings
-  const own = requestOrigin(request)
+  const own = trustedBaseUrl(request, yield* PublicAddress)
   const accountsUrl = Option.match(config, {
-    onNone: () => own + ACCOUNTS_BASE,
+    onNone: () => (own ?? "http://localhost") + ACCOUNTS_BASE,
     onSome: (c) => c.accountsUrl.replace(/\/+$/, "")
   })
   const url = new URL(accountsUrl)
@@ -70,7 +71,7 @@ export const site = Effect.gen(function*() {
     origin: url.origin,
     rpId: url.hostname,
     secure: url.protocol === "https:",
-    platformUrl: (pages.platformUrl ?? own).replace(/\/+$/, "")
+    platformUrl: (pages.platformUrl ?? own ?? url.origin).replace(/\/+$/, "")
   } satisfies Site
 })
 

@@ -189,15 +189,15 @@ export class BillingGroup extends HttpApiGroup.make("billing")
 {}
 
 export class IdentityGroup extends HttpApiGroup.make("identity")
-  .add(HttpApiEndpoint.get("identity", "/identity", { success: Identity }).annotate(RequiredPermission, "read"))
+  .add(HttpApiEndpoint.get("identity", "/identity", { success: Identity, error: [Errors.BadRequest] }).annotate(RequiredPermission, "read"))
   // The guide's address for the same (the spec's "Identity and agents": {platform_url}/api/...).
-  .add(HttpApiEndpoint.get("identityApi", "/api/identity", { success: Identity }).annotate(RequiredPermission, "read"))
+  .add(HttpApiEndpoint.get("identityApi", "/api/identity", { success: Identity, error: [Errors.BadRequest] }).annotate(RequiredPermission, "read"))
   // A one-time link where the owner account's holder attaches a passkey (docs/accounts.md "The owner").
   // No Idempotency-Key: the answer holds a secret, never stored (a retry makes a new link, voiding the first).
   .add(
     HttpApiEndpoint.post("claimLink", "/identity/claim-link", {
       success: ClaimLink,
-      error: [Errors.Forbidden, Errors.Conflict]
+      error: [Errors.BadRequest, Errors.Forbidden, Errors.Conflict]
     }).annotate(RequiredPermission, "manage")
   )
   .middleware(Authentication)

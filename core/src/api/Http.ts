@@ -53,7 +53,7 @@ import { INFERENCE_OPENAPI_PATH, InferenceApi } from "./InferenceApi.ts"
 import { InferenceRoutes } from "./InferenceRoutes.ts"
 import { PlatformHandlers } from "./Handlers.ts"
 import { Idempotency } from "./Idempotency.ts"
-import { RequestBaseUrl } from "./PublicUrl.ts"
+import { PublicAddress, RequestBaseUrl } from "./PublicUrl.ts"
 import { RequestLimitsMiddleware } from "./RequestLimits.ts"
 import { Authentication } from "./Security.ts"
 import { SimulatedApi, SimulatedHandlers } from "./Simulated.ts"
@@ -73,9 +73,16 @@ export type { PlatformStores } from "../ports/PlatformStores.ts"
 export interface PlatformOptions {
   /**
    * The platform's public base URL (PUBLIC_URL), for the addresses it hands out (a card checkout's
-   * pay_url). Unset: the address each request was sent to (PublicUrl.ts).
+   * pay_url). Unset: the address the shell says the request was sent to, else a loopback Host, else
+   * none and such a request is refused (PublicUrl.ts).
    */
   readonly publicUrl?: string | undefined
+  /**
+   * The request's absolute URL is the shell's, not the client's: a web handler whose shell builds
+   * it (Lambda: from API Gateway's requestContext.domainName). Unset: only a loopback Host is
+   * trusted for links (a Node server's request line may carry any absolute URL a client writes).
+   */
+  readonly requestUrlFromShell?: boolean | undefined
   /** The inference gateway's settings (docs/gateway.md); Lambda sets settleInline. */
   readonly gateway?: Partial<GatewayConfig> | undefined
   /**
@@ -135,6 +142,11 @@ export interface PlatformOptions {
   readonly blobs?: Layer.Layer<BlobStore> | undefined
   /** The largest fieldwork take the shell can receive, when less than 12 MiB (Lambda's request limit). */
   readonly maxTakeBytes?: number | undefined
+  /**
+   * The card processor, when not the one the catalogue names (`payments.card.processor`): tests
+   * watch the charges a processor makes.
+   */
+  readonly cardProcessor?: Layer.Layer<CardProcessor> | undefined
 }
 
 /** The platform's clock (PlatformOptions.clock), to provide under everything a shell builds. */
@@ -233,7 +245,10 @@ const HealPaidOrders = Layer.effectDiscard(
 
 /** The use-cases over a catalogue; they need the stores (PlatformStores). Shells build this once. */
 export const PlatformServices = (config: CatalogueConfig, options: PlatformOptions = {}) => {
-  const rails = Layer.mergeAll(cardProcessorLayer(config.payments, options.publicUrl), stablecoinRailLayer(config.payments))
+  const rails = Layer.mergeAll(
+    options.cardProcessor ?? cardProcessorLayer(config.payments, options.publicUrl),
+    stablecoinRailLayer(config.payments)
+  )
   const money = Layer.mergeAll(Orders.layer, Tickets.layer).pipe(Layer.provide(rails), Layer.provideMerge(Ledger.layer))
   // Alerts and automatic top-ups (docs/billing.md), told by the gateway when balances change.
   const alerts = Alerts.layer.pipe(Layer.provide(options.alertMail ?? Layer.empty))
@@ -264,8 +279,23 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     Layer.provideMerge(datasets)
   )
   const jwks = options.serviceKeys === undefined ? Layer.empty : Layer.succeed(PublishedJwks, options.serviceKeys.publicJwks)
+  // Where the links it hands out point (PublicUrl.ts).
+  const publicAddress = Layer.succeed(PublicAddress, { publicUrl: options.publicUrl, requestUrlFromShell: options.requestUrlFromShell })
   // The network is handed on too: the first start asks it for the owner's identity (Bootstrap.ts).
-  return Layer.mergeAll(ApiKeys.layer, money, billing, gateway, sweeper, renewer, agents, network, fieldwork, jwks, HealPaidOrders.pipe(Layer.provide(money))).pipe(
+  return Layer.mergeAll(
+    ApiKeys.layer,
+    money,
+    billing,
+    gateway,
+    sweeper,
+    renewer,
+    agents,
+    network,
+    fieldwork,
+    jwks,
+    publicAddress,
+    HealPaidOrders.pipe(Layer.provide(money))
+  ).pipe(
     Layer.provideMerge(Catalogue.layer(config))
   )
 }

@@ -14,6 +14,7 @@ import { BlobStore } from "../ports/BlobStore.ts"
 import { DocumentStores } from "../ports/DocumentStores.ts"
 import { updateDocument } from "../ports/Documents.ts"
 import { now } from "../Time.ts"
+import { makeExports } from "./Exports.ts"
 import {
   DatasetDocuments,
   type DatasetRecord,
@@ -21,7 +22,6 @@ import {
   DeletionDocuments,
   type DeletionRecord,
   ExportDocuments,
-  type ExportRecord,
   ItemDocuments,
   type ItemRecord
 } from "./Records.ts"
@@ -29,7 +29,6 @@ import type {
   CreateDataset,
   Dataset,
   DatasetDeleted,
-  DatasetExport,
   DatasetItem,
   DatasetKind,
   DatasetSource,
@@ -52,14 +51,6 @@ export const toDatasetItem = (item: ItemRecord): DatasetItem => ({
   review_note: item.review_note,
   reviewed_at: item.reviewed_at,
   created_at: item.created_at
-})
-
-const toExport = (e: ExportRecord): DatasetExport => ({
-  id: e.id,
-  dataset_id: e.dataset_id,
-  items: e.items,
-  bytes: e.bytes,
-  created_at: e.created_at
 })
 
 const notFound = (id: string) => Errors.notFound("dataset_not_found", `No dataset ${id} in this account.`)
@@ -196,57 +187,15 @@ const make = Effect.gen(function*() {
       return toDatasetItem(reviewed)
     })
 
-  /**
-   * A version export: the manifest of the items as they are now, frozen as a blob under the
-   * dataset's prefix (so the dataset's deletion takes it too). Bytes are not copied: an item is
-   * never changed once stored, and one withdrawn by its participant must be gone from every export.
-   */
-  const createExport = (caller: Caller, id: string) =>
-    Effect.gen(function*() {
-      yield* owned(caller.account.id, id)
-      const all = (yield* items.list(id)).map(toDatasetItem)
-      const exportId = yield* generateId("dx")
-      const record: ExportRecord = {
-        id: exportId,
-        dataset_id: id,
-        manifest_key: `${datasetPrefix(id)}exports/${exportId}/manifest.json`,
-        items: all.length,
-        bytes: all.reduce((sum, i) => sum + i.bytes, 0),
-        created_at: yield* now,
-        version: 0
-      }
-      yield* blobs.put(record.manifest_key, {
-        body: new TextEncoder().encode(JSON.stringify({ dataset_id: id, export_id: exportId, created_at: record.created_at, items: all })),
-        contentType: "application/json"
-      })
-      yield* exports.insert(record)
-      const after = yield* datasets.get(id)
-      if (after === undefined || after.deleting_at !== null) {
-        yield* blobs.delete(record.manifest_key)
-        yield* exports.remove(record)
-        return yield* Effect.fail(notFound(id))
-      }
-      return toExport(record)
-    })
-
-  const listExports = (caller: Caller, id: string) =>
-    Effect.gen(function*() {
-      yield* owned(caller.account.id, id)
-      return { data: (yield* exports.list(id)).map(toExport) }
-    })
-
-  const exportManifest = (caller: Caller, id: string, exportId: string) =>
-    Effect.gen(function*() {
-      yield* owned(caller.account.id, id)
-      const found = yield* exports.get(exportId)
-      const blob = found === undefined || found.dataset_id !== id ? undefined : yield* blobs.get(found.manifest_key)
-      if (found === undefined || blob === undefined) {
-        return yield* Errors.notFound("export_not_found", `No export ${exportId} of dataset ${id}.`)
-      }
-      const frozen = (JSON.parse(new TextDecoder().decode(blob.body)) as { items: ReadonlyArray<DatasetItem> }).items
-      const present = new Set((yield* items.list(id)).map((i) => i.id))
-      return { ...toExport(found), manifest: frozen.map((i) => ({ ...i, available: present.has(i.id) })) }
-    })
+  const { createExport, listExports, exportManifest, scrubExports } = makeExports({
+    blobs,
+    datasets,
+    items,
+    exports,
+    owned,
+    datasetPrefix,
+    toDatasetItem
+  })
 
   /**
    * Stores an item's bytes then its record, then looks at the dataset again: if its deletion began
@@ -268,15 +217,23 @@ const make = Effect.gen(function*() {
       return item
     })
 
-  /** Removes items (their bytes first): a participant's takes on withdrawal. */
-  const removeItems = (ids: ReadonlyArray<string>) =>
-    Effect.forEach(ids, (id) =>
-      Effect.gen(function*() {
-        const item = yield* items.get(id)
-        if (item === undefined) return 0 as number
-        yield* blobs.delete(item.blob_key)
-        return (yield* items.remove(item)) ? 1 : 0 as number
-      }), { concurrency: 4 }).pipe(Effect.map((removed) => removed.reduce((a, b) => a + b, 0)))
+  /**
+   * Removes items of a dataset (their bytes first, then their records, then their lines in every
+   * export manifest): a participant's takes on withdrawal. Each step may run again, so a removal
+   * cut short is finished by removing again. Answers how many records it removed.
+   */
+  const removeItems = (datasetId: string, ids: ReadonlyArray<string>) =>
+    Effect.gen(function*() {
+      const removed = yield* Effect.forEach(ids, (id) =>
+        Effect.gen(function*() {
+          const item = yield* items.get(id)
+          if (item === undefined || item.dataset_id !== datasetId) return 0 as number
+          yield* blobs.delete(item.blob_key)
+          return (yield* items.remove(item)) ? 1 : 0 as number
+        }), { concurrency: 4 })
+      yield* scrubExports(datasetId)
+      return removed.reduce((a, b) => a + b, 0)
+    })
 
   return {
     insertDataset,

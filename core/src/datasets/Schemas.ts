@@ -102,7 +102,10 @@ export const DatasetExportManifest = Schema.Struct({
   ...DatasetExport.fields,
   manifest: Schema.Array(Schema.Struct({
     ...DatasetItem.fields,
-    /** Still downloadable: false once a participant withdrew it. */
+    /**
+     * Still in the dataset: false only between a withdrawn take's deletion and its manifest's
+     * rewrite (core/src/datasets/Exports.ts), which then takes the line out.
+     */
     available: Schema.Boolean
   }))
 })

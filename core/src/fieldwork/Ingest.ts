@@ -20,7 +20,9 @@ import {
   ChallengeDocuments,
   DeviceDocuments,
   deviceRecordId,
+  erased,
   IngestKeyDocuments,
+  isErased,
   type IngestKeyRecord,
   ParticipantDocuments,
   type ParticipantRecord,
@@ -206,8 +208,8 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
       return { participant_id: id, token }
     })
 
-  /** The participant behind a token, of this project and not withdrawn. */
-  const participantOf = (caller: IngestCaller, token: string | undefined) =>
+  /** The participant behind a token, of this project, withdrawn or not. */
+  const findParticipant = (caller: IngestCaller, token: string | undefined) =>
     Effect.gen(function*() {
       if (token === undefined || token === "") {
         return yield* refuse(401, "missing_participant_token", "Send the participant's token as X-Participant-Token.")
@@ -217,6 +219,13 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
       const hash = yield* hashSecret(token)
       const found = yield* participants.get(idFromHash("par", hash))
       if (found === undefined || found.token_hash !== hash || found.project_id !== caller.project.id) return yield* invalid
+      return found
+    })
+
+  /** The participant behind a token, of this project and not withdrawn. */
+  const participantOf = (caller: IngestCaller, token: string | undefined) =>
+    Effect.gen(function*() {
+      const found = yield* findParticipant(caller, token)
       if (found.withdrawn_at !== null) {
         return yield* refuse(401, "participant_withdrawn", "This participant has withdrawn; their recordings were deleted.")
       }
@@ -301,7 +310,7 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
       // A withdrawal that began while the take was written may have missed it: look again.
       const after = yield* participants.get(found.id)
       if (after === undefined || after.withdrawn_at !== null) {
-        yield* datasets.removeItems([takeId])
+        yield* datasets.removeItems(project.dataset_id, [takeId])
         return yield* refuse(401, "participant_withdrawn", "This participant has withdrawn; the take was deleted.")
       }
       return takeView(item)
@@ -315,13 +324,18 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
       return { data: data.sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0)) }
     })
 
-  /** Withdraws first, so no take starts after; then deletes the bytes (one prefix) and the records. */
+  /**
+   * Withdraws first, erasing the participant's personal fields in the same write (so no take
+   * starts after, and nothing the person told outlives the withdrawal); then gives the device its
+   * place back and deletes the takes: the bytes (one prefix), the records and their lines in every
+   * export manifest. Each step may run again: withdrawing again finishes a withdrawal cut short.
+   */
   const withdraw = (caller: IngestCaller, token: string | undefined) =>
     Effect.gen(function*() {
-      const found = yield* participantOf(caller, token)
+      const found = yield* findParticipant(caller, token)
       const at = yield* now
       const withdrawn = yield* updateDocument(participants, found.id, (p) =>
-        Effect.succeed(p.withdrawn_at === null ? { ...p, withdrawn_at: at } : undefined))
+        Effect.succeed(p.withdrawn_at !== null && isErased(p) ? undefined : erased(p, p.withdrawn_at ?? at)))
       const record: ParticipantRecord = withdrawn ?? found
       // A withdrawn participant contributes nothing: the device may start another.
       if (record.device_id !== null) {
@@ -329,7 +343,7 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
           Effect.succeed(d.participants.includes(record.id) ? { ...d, participants: d.participants.filter((p) => p !== record.id) } : undefined))
       }
       yield* datasets.blobs.deletePrefix(`datasets/${record.dataset_id}/participants/${record.id}/`)
-      const deleted = yield* datasets.removeItems(record.takes.map((t) => t.id))
+      const deleted = yield* datasets.removeItems(record.dataset_id, record.takes.map((t) => t.id))
       return { withdrawn: true as const, deleted_takes: deleted }
     })
 

@@ -47,7 +47,11 @@ export const StoredConsent = Schema.Struct({
 })
 export type StoredConsent = typeof StoredConsent.Type
 
-/** A participant: id derived from the token's hash like an ingest key's. */
+/**
+ * A participant: id derived from the token's hash like an ingest key's. Once withdrawn, only what
+ * refuses the token and finishes the withdrawal is kept (`erased`, docs/fieldwork.md
+ * "Withdrawal"): `country`, `region`, `dob`, `answers` and `consent` are emptied.
+ */
 export const ParticipantRecord = Schema.Struct({
   id: Schema.String,
   project_id: Schema.String,
@@ -55,9 +59,11 @@ export const ParticipantRecord = Schema.Struct({
   dataset_id: Schema.String,
   token_hash: Schema.String,
   device_id: Schema.NullOr(Schema.String),
-  country: Schema.String,
+  /** Null once withdrawn. */
+  country: Schema.NullOr(Schema.String),
   region: Schema.NullOr(Schema.String),
-  dob: Schema.String,
+  /** Null once withdrawn. */
+  dob: Schema.NullOr(Schema.String),
   answers: Answers,
   consent: Schema.NullOr(StoredConsent),
   /** The takes stored, oldest first: what the limits count. */
@@ -67,6 +73,21 @@ export const ParticipantRecord = Schema.Struct({
   version: Schema.Int
 })
 export type ParticipantRecord = typeof ParticipantRecord.Type
+
+/** The participant withdrawn at `at`, with every field the person gave emptied. */
+export const erased = (p: ParticipantRecord, at: string): ParticipantRecord => ({
+  ...p,
+  country: null,
+  region: null,
+  dob: null,
+  answers: {},
+  consent: null,
+  withdrawn_at: at
+})
+
+/** Whether nothing the person gave is left on the record. */
+export const isErased = (p: ParticipantRecord): boolean =>
+  p.country === null && p.region === null && p.dob === null && Object.keys(p.answers).length === 0 && p.consent === null
 
 export const ParticipantDocuments = documentKind("fieldwork_participant", ParticipantRecord, (r) => r.project_id)
 

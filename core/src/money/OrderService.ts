@@ -484,7 +484,8 @@ const makeOrders = Effect.gen(function*() {
       return { _tag: "Paid", order: toOrder(order, now), checkout: checkoutInfo(order, now) } satisfies CardPaymentResult
     }
     if (!payableAt(order, now)) return expiredResult(order, now)
-    const outcome = yield* processor.charge(sessionId, checkoutRequest(order), card)
+    // The order is the idempotency key: concurrent submissions of this checkout charge once.
+    const outcome = yield* processor.charge(sessionId, checkoutRequest(order), card, order.id)
     if (outcome._tag === "Declined") {
       return { ...outcome, checkout: checkoutInfo(order, now) } satisfies CardPaymentResult
     }

@@ -5,9 +5,11 @@
  *    (`checkout_url`, shown as the order's `pay_url`).
  * 2. The session completes: the person's card is approved or declined. With a hosted page the
  *    platform serves itself (the built-in test processor, core/src/TestCardProcessor.ts) that is
- *    `charge`, called by `Orders.completeCardPayment` with the card details the page collected.
- *    A processor hosting its own page would instead report the same `CardOutcome` through a
- *    callback, applied by the same rules.
+ *    `charge`, called by `Orders.completeCardPayment` with the card details the page collected
+ *    and the order as the idempotency key: a charge for an order is made at most once, however
+ *    many submissions of its checkout arrive at once, in one process or many (Stripe: one
+ *    PaymentIntent per order). A processor hosting its own page would instead report the same
+ *    `CardOutcome` through a callback, applied by the same rules.
  *
  * For automatic top-ups (docs/billing.md "Automatic top-ups") a person saves a card once
  * (`saveCard`, on the billing page), and the platform later charges it while nobody is there
@@ -87,11 +89,17 @@ export class CardProcessor extends Context.Service<CardProcessor, {
   /** The processor's name, as the catalogue's payments.card.processor names it (e.g. "test"). */
   readonly processor: string
   readonly createSession: (request: CheckoutRequest) => Effect.Effect<CheckoutSession>
-  /** Charges a card for a session's amount: approved or declined, never both. */
+  /**
+   * Charges a card for a session's amount: approved or declined, never both. Idempotent on
+   * `idempotencyKey` (the order id): once a charge under the key is approved, every later call
+   * answers that approval (its charge id) and charges nothing; a decline charges nothing and
+   * leaves the key open for another card.
+   */
   readonly charge: (
     sessionId: string,
     request: CheckoutRequest,
-    card: CardDetails
+    card: CardDetails,
+    idempotencyKey: string
   ) => Effect.Effect<CardOutcome>
   /** Saves a card for later off-session charges: its reference, or declined (nothing saved). */
   readonly saveCard: (accountId: string, card: CardDetails) => Effect.Effect<SaveCardOutcome>
