@@ -1,8 +1,8 @@
-/** Group commit (core/src/Batcher.ts): what waits goes together, each gets its own result, a bad item fails alone. */
+/** Group commit (core/src/kernel/Batcher.ts): what waits goes together, each gets its own result, a bad item fails alone. */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber } from "effect"
 import fc from "fast-check"
-import { makeBatcher } from "../src/Batcher.ts"
+import { makeBatcher } from "../src/kernel/Batcher.ts"
 
 /** A store whose writes wait for `gate` (when given) and which records every batch it was handed. */
 const recordingWrite = (gate?: Deferred.Deferred<void>) => {

@@ -7,8 +7,8 @@ import { Effect, Schema } from "effect"
 import { readFileSync } from "node:fs"
 import { resolve } from "node:path"
 import { describe, expect, it } from "vitest"
-import { Catalogue, ModelWithRoutes } from "../src/Catalogue.ts"
-import { type CatalogueConfig, parseCatalogue } from "../src/CatalogueConfig.ts"
+import { Catalogue, ModelWithRoutes } from "../src/catalogue/Catalogue.ts"
+import { type CatalogueConfig, parseCatalogue } from "../src/catalogue/CatalogueConfig.ts"
 
 const demoText = readFileSync(resolve(import.meta.dirname, "../../adapters/node-http/catalogue.demo.json"), "utf8")
 const demo: CatalogueConfig = Effect.runSync(parseCatalogue(demoText))

@@ -1,8 +1,8 @@
-/** Ids and secrets (core/src/Keys.ts): their encoding, shape and uniqueness. */
+/** Ids and secrets (core/src/keys/Keys.ts): their encoding, shape and uniqueness. */
 import { describe, expect, it } from "vitest"
 import { Effect } from "effect"
 import fc from "fast-check"
-import { base64url, generateId, generateSecret, looksLikeSecret } from "../src/Keys.ts"
+import { base64url, generateId, generateSecret, looksLikeSecret } from "../src/keys/Keys.ts"
 
 describe("Keys", () => {
   it("base64url encodes any bytes as RFC 4648 §5 without padding (as Node's Buffer does)", () => {

@@ -1,10 +1,10 @@
 /**
- * Granting permissions (core/src/Permissions.ts): a key can only grant what it holds, and a
+ * Granting permissions (core/src/keys/Permissions.ts): a key can only grant what it holds, and a
  * requested list is normalised to the spec's order without duplicates. Examples, then properties.
  */
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { normalize, type Permission, PermissionValues, ungrantable } from "../src/Permissions.ts"
+import { normalize, type Permission, PermissionValues, ungrantable } from "../src/keys/Permissions.ts"
 
 describe("permissions, by example", () => {
   it("refuses to grant what the holder lacks", () => {

@@ -1,14 +1,14 @@
 /**
  * The pure rules of the request boundary: the text rule (Text.ts) against the platform's own
  * well-formedness oracle (a string survives a UTF-8 round trip unchanged), the request target checks
- * and dot segments (api/RequestLimits.ts), and the /v1 body size from a catalogue (Limits.ts).
+ * and dot segments (http/RequestLimits.ts), and the /v1 body size from a catalogue (Limits.ts).
  */
 import * as fc from "fast-check"
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { jsonBodyProblem, resolveDotSegments, targetProblem } from "../src/api/RequestLimits.ts"
-import { BYTES_PER_TOKEN, inferenceBodyLimit, MIN_INFERENCE_BODY_BYTES } from "../src/Limits.ts"
-import { isText, textProblem } from "../src/Text.ts"
+import { jsonBodyProblem, resolveDotSegments, targetProblem } from "../src/http/RequestLimits.ts"
+import { BYTES_PER_TOKEN, inferenceBodyLimit, MIN_INFERENCE_BODY_BYTES } from "../src/kernel/Limits.ts"
+import { isText, textProblem } from "../src/kernel/Text.ts"
 
 /** What every store keeps of a string: its UTF-8 round trip (lone surrogates become U+FFFD). */
 const storedAs = (text: string) => new TextDecoder().decode(new TextEncoder().encode(text))

@@ -1,10 +1,10 @@
 /**
- * The route order (core/src/Routing.ts): examples first, then its properties over random
+ * The route order (core/src/catalogue/Routing.ts): examples first, then its properties over random
  * candidate lists (fast-check).
  */
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { type Health, healthRank, orderRoutes, type RouteCandidate } from "../src/Routing.ts"
+import { type Health, healthRank, orderRoutes, type RouteCandidate } from "../src/catalogue/Routing.ts"
 
 const candidate = (
   machine_id: string,

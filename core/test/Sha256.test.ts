@@ -6,8 +6,8 @@
 import * as fc from "fast-check"
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { hashSecret } from "../src/Keys.ts"
-import { sha256Hex, toHex } from "../src/Sha256.ts"
+import { hashSecret } from "../src/keys/Keys.ts"
+import { sha256Hex, toHex } from "../src/kernel/Sha256.ts"
 
 const webCrypto = async (text: string) =>
   toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text))))

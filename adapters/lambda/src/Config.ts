@@ -11,9 +11,9 @@
  * them, so the functions and the stack cannot disagree.
  */
 import { GetParameterCommand, type SSMClient } from "@aws-sdk/client-ssm"
-import { type CatalogueConfig, parseCatalogue } from "@model-platform/core/CatalogueConfig"
+import { type CatalogueConfig, parseCatalogue } from "@model-platform/core/catalogue/CatalogueConfig"
 import { RecoveryDelayConfig } from "@model-platform/core/accounts/AccountsConfig"
-import { looksLikeSecret } from "@model-platform/core/Keys"
+import { looksLikeSecret } from "@model-platform/core/keys/Keys"
 import { Config, Effect, Schema } from "effect"
 
 /** The environment variables the functions read. */

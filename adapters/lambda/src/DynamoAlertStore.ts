@@ -1,5 +1,5 @@
 /**
- * The alert store port (core/src/ports/AlertStore.ts) on the one DynamoDB table of DynamoTable.ts,
+ * The alert store port (core/src/billing/AlertStore.ts) on the one DynamoDB table of DynamoTable.ts,
  * through the document client. Items:
  *
  *   ALERTS#<account>   ALERT#<created_at>#<id>                 the alert (newest first: a backward query)
@@ -20,7 +20,7 @@ import {
   AlertStore,
   type TopUpState,
   topUpProblem
-} from "@model-platform/core/ports/AlertStore"
+} from "@model-platform/core/billing/AlertStore"
 import { Effect, Layer } from "effect"
 import { call, failedConditionsAllowingNone, isConditionFailed, retryConflicts } from "./DynamoErrors.ts"
 import { DynamoConfig, type ItemKey } from "./DynamoTable.ts"

@@ -1,5 +1,5 @@
 /**
- * The billing settings store port (core/src/ports/BillingSettingsStore.ts) on the one DynamoDB
+ * The billing settings store port (core/src/billing/BillingSettingsStore.ts) on the one DynamoDB
  * table of DynamoTable.ts, through the document client. One item per account:
  *
  *   BILLING#<account id>   SETTINGS   account_id, and each section of the record that was saved
@@ -12,7 +12,7 @@
  */
 import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb"
 import { type BillingSettingsPatch, decodeStored, encodePatch } from "@model-platform/core/billing/Settings"
-import { BillingSettingsStore } from "@model-platform/core/ports/BillingSettingsStore"
+import { BillingSettingsStore } from "@model-platform/core/billing/BillingSettingsStore"
 import { Effect, Layer } from "effect"
 import { call, retryConflictsBriefly } from "./DynamoErrors.ts"
 import { DynamoConfig, type ItemKey } from "./DynamoTable.ts"

@@ -1,5 +1,5 @@
 /**
- * The document store port (core/src/ports/Documents.ts) on the one DynamoDB table of
+ * The document store port (core/src/kernel/Documents.ts) on the one DynamoDB table of
  * DynamoTable.ts (no index), one generic store for every kind of record: `documentStoreDynamo(kind)`;
  * `AgentStoreDynamo` and `ApprovalStoreDynamo` are it for their kinds, `DocumentStoresDynamo` (the
  * DocumentStores port) for any kind. Low-level commands and
@@ -35,16 +35,16 @@
 import { PutItemCommand } from "@aws-sdk/client-dynamodb"
 import { ApprovalDocuments } from "@model-platform/core/accounts/ApprovalRecords"
 import { AgentDocuments } from "@model-platform/core/agents/Records"
-import { AgentStore } from "@model-platform/core/ports/AgentStore"
-import { ApprovalStore } from "@model-platform/core/ports/ApprovalStore"
+import { AgentStore } from "@model-platform/core/agents/AgentStore"
+import { ApprovalStore } from "@model-platform/core/accounts/ApprovalStore"
 import {
   type DocumentKind,
   documentProblem,
   type DocumentStore,
   type VersionedRecord
-} from "@model-platform/core/ports/Documents"
-import { DocumentStores } from "@model-platform/core/ports/DocumentStores"
-import { newestFirst } from "@model-platform/core/ports/PlanStore"
+} from "@model-platform/core/kernel/Documents"
+import { DocumentStores } from "@model-platform/core/kernel/DocumentStores"
+import { newestFirst } from "@model-platform/core/plans/PlanStore"
 import { Effect, Layer, Schema } from "effect"
 import { decode, IntAttr, type Item, keyOf, num, str, StringAttr } from "./DynamoAttributes.ts"
 import { call, isConditionFailed, makeItemTable, retryConflictsBriefly } from "./DynamoErrors.ts"
@@ -219,20 +219,20 @@ export const documentStoreDynamo = <R extends VersionedRecord>(
     return problem === undefined ? Effect.map(DynamoConfig, (settings) => storeOn(settings, kind)) : Effect.die(new Error(problem))
   })
 
-/** The agent store port (core/src/ports/AgentStore.ts) on DynamoDB. */
+/** The agent store port (core/src/agents/AgentStore.ts) on DynamoDB. */
 export const AgentStoreDynamo: Layer.Layer<AgentStore, never, DynamoConfig> = Layer.effect(
   AgentStore,
   Effect.map(documentStoreDynamo(AgentDocuments), AgentStore.of)
 )
 
-/** The approval store port (core/src/ports/ApprovalStore.ts) on DynamoDB. */
+/** The approval store port (core/src/accounts/ApprovalStore.ts) on DynamoDB. */
 export const ApprovalStoreDynamo: Layer.Layer<ApprovalStore, never, DynamoConfig> = Layer.effect(
   ApprovalStore,
   Effect.map(documentStoreDynamo(ApprovalDocuments), ApprovalStore.of)
 )
 
 /**
- * The DocumentStores port (core/src/ports/DocumentStores.ts) on DynamoDB: every kind on the one
+ * The DocumentStores port (core/src/kernel/DocumentStores.ts) on DynamoDB: every kind on the one
  * table; a kind's store is made on its first `of` and kept for the next. Every operation of a
  * kind whose name `kindNameProblem` refuses is a defect.
  */

@@ -1,5 +1,5 @@
 /**
- * The ledger store port (core/src/ports/LedgerStore.ts) on the one DynamoDB table of
+ * The ledger store port (core/src/ledger/LedgerStore.ts) on the one DynamoDB table of
  * DynamoTable.ts. docs/lambda-ledger.md describes every item, the access pattern it serves, and
  * how each atomic rule is enforced; in short:
  *
@@ -41,7 +41,7 @@ import {
   type Reservation,
   type ScopeBalance,
   type Settlement
-} from "@model-platform/core/ports/LedgerStore"
+} from "@model-platform/core/ledger/LedgerStore"
 import {
   byCreditTotal,
   byScope,
@@ -50,8 +50,8 @@ import {
   reservedAmount,
   scopeKey,
   settlementProblem
-} from "@model-platform/core/ports/LedgerStoreRules"
-import type { Timestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/ledger/LedgerStoreRules"
+import type { Timestamp } from "@model-platform/core/kernel/Time"
 import { Effect, Layer, Schema } from "effect"
 import {
   BigIntAttr,

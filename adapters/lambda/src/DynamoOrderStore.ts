@@ -1,5 +1,5 @@
 /**
- * The order store port (core/src/ports/OrderStore.ts) on the one DynamoDB table of
+ * The order store port (core/src/payments/OrderStore.ts) on the one DynamoDB table of
  * DynamoTable.ts. docs/lambda-orders.md describes every item, the access pattern it serves and how
  * each atomic rule is enforced; in short:
  *
@@ -22,7 +22,7 @@
  * them with Schema.BigIntFromString (deposit amounts in token base units exceed 2^53).
  */
 import { type AttributeValue, type TransactWriteItem, UpdateItemCommand } from "@aws-sdk/client-dynamodb"
-import { OrderStatusValues, OrderTypeValues, type PaymentMethod, PaymentMethodValues } from "@model-platform/core/Orders"
+import { OrderStatusValues, OrderTypeValues, type PaymentMethod, PaymentMethodValues } from "@model-platform/core/payments/Orders"
 import {
   type DepositRecord,
   type OrderDetails,
@@ -32,8 +32,8 @@ import {
   type ReceiptRecord,
   type RedeemOutcome,
   type TicketRecord
-} from "@model-platform/core/ports/OrderStore"
-import type { Timestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/payments/OrderStore"
+import type { Timestamp } from "@model-platform/core/kernel/Time"
 import { Effect, Layer, Schema } from "effect"
 import {
   BigIntAttr,

@@ -1,5 +1,5 @@
 /**
- * The people store port (core/src/ports/PeopleStore.ts) on the one DynamoDB table of
+ * The people store port (core/src/accounts/PeopleStore.ts) on the one DynamoDB table of
  * DynamoTable.ts, through the document client. Items (PeopleKeys below; docs/accounts.md "Storage"):
  *
  *   PERSON#<id>          PERSON              the person, and `passkey_count`
@@ -51,8 +51,8 @@ import {
   PeopleStore,
   personProblem,
   type RemovePasskeyResult
-} from "@model-platform/core/ports/PeopleStore"
-import type { Timestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/accounts/PeopleStore"
+import type { Timestamp } from "@model-platform/core/kernel/Time"
 import { Effect, Layer, Schema } from "effect"
 import { call, failedConditionsAllowingNone, isConditionFailed, retryConflicts } from "./DynamoErrors.ts"
 import { DynamoConfig, type ItemKey, TTL_ATTRIBUTE } from "./DynamoTable.ts"

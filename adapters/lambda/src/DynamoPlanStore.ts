@@ -1,5 +1,5 @@
 /**
- * The plan store port (core/src/ports/PlanStore.ts) on the one DynamoDB table of DynamoTable.ts,
+ * The plan store port (core/src/plans/PlanStore.ts) on the one DynamoDB table of DynamoTable.ts,
  * with the low-level commands and hand-written attributes of DynamoOrderStore.ts. The items
  * (`PlanKeys`), and how each rule of the port holds between processes:
  *
@@ -28,7 +28,7 @@
  * Input breaking `subscriptionProblem` / `renewalProblem` / `rentalProblem` is a defect; so is any
  * store failure.
  */
-import { PaymentMethodValues } from "@model-platform/core/Orders"
+import { PaymentMethodValues } from "@model-platform/core/payments/Orders"
 import {
   newestFirst,
   PlanStore,
@@ -36,7 +36,7 @@ import {
   rentalProblem,
   type SubscriptionRecord,
   subscriptionProblem
-} from "@model-platform/core/ports/PlanStore"
+} from "@model-platform/core/plans/PlanStore"
 import { Effect, Layer, Schema } from "effect"
 import {
   bool,

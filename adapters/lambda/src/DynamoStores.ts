@@ -18,10 +18,10 @@ import {
   type TransactWriteCommandInput,
   UpdateCommand
 } from "@aws-sdk/lib-dynamodb"
-import type { AccountRecord } from "@model-platform/core/Account"
-import type { KeyRecord } from "@model-platform/core/Keys"
-import { Permission } from "@model-platform/core/Permissions"
-import { AccountStore } from "@model-platform/core/ports/AccountStore"
+import type { AccountRecord } from "@model-platform/core/keys/Account"
+import type { KeyRecord } from "@model-platform/core/keys/Keys"
+import { Permission } from "@model-platform/core/keys/Permissions"
+import { AccountStore } from "@model-platform/core/keys/AccountStore"
 import {
   type ClaimResult,
   expiredBy,
@@ -29,9 +29,9 @@ import {
   IdempotencyStore,
   RETENTION_MS,
   type StoredResponse
-} from "@model-platform/core/ports/IdempotencyStore"
-import { KeyStore } from "@model-platform/core/ports/KeyStore"
-import { Timestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/http/IdempotencyStore"
+import { KeyStore } from "@model-platform/core/keys/KeyStore"
+import { Timestamp } from "@model-platform/core/kernel/Time"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { decode } from "./DynamoAttributes.ts"
 import { call, failedConditionsAllowingNone, isConditionFailed, retryConflictsBriefly } from "./DynamoErrors.ts"

@@ -1,5 +1,5 @@
 /**
- * The usage store port (core/src/ports/UsageStore.ts) on the one DynamoDB table of DynamoTable.ts.
+ * The usage store port (core/src/billing/UsageStore.ts) on the one DynamoDB table of DynamoTable.ts.
  *
  * Items (every one carries the whole record as attributes):
  * - `USAGEREF#<ref>` / `USAGEREF`: holds the ref, so that a ref is recorded once (across accounts,
@@ -45,7 +45,7 @@ import {
   type UsageRecord,
   usageRecordProblem,
   UsageStore
-} from "@model-platform/core/ports/UsageStore"
+} from "@model-platform/core/billing/UsageStore"
 import { Effect, Layer, Schema } from "effect"
 import { BigIntAttr, decode, type Item, keyOf, num, str, StringAttr, TimestampAttr } from "./DynamoAttributes.ts"
 import { call, failedConditions, makeQueryItems, retryConflicts } from "./DynamoErrors.ts"

@@ -42,7 +42,7 @@ import {
   boundedChunks,
   type PutStreamOptions,
   type PutStreamResult
-} from "@model-platform/core/ports/BlobStore"
+} from "@model-platform/core/datasets/BlobStore"
 
 export interface S3BlobStoreOptions {
   readonly client: S3Client

@@ -11,11 +11,11 @@ import {
   TransactWriteItemsCommand
 } from "@aws-sdk/client-dynamodb"
 import { assert, describe, layer } from "@effect/vitest"
-import { Ledger } from "@model-platform/core/money/Ledger"
-import { usageEntryRef } from "@model-platform/core/money/LedgerRules"
-import { generateId } from "@model-platform/core/Keys"
-import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
-import { toTimestamp } from "@model-platform/core/Time"
+import { Ledger } from "@model-platform/core/ledger/Ledger"
+import { usageEntryRef } from "@model-platform/core/ledger/LedgerRules"
+import { generateId } from "@model-platform/core/keys/Keys"
+import { LedgerStore } from "@model-platform/core/ledger/LedgerStore"
+import { toTimestamp } from "@model-platform/core/kernel/Time"
 import { ledgerStoreContract } from "@model-platform/test-harness/LedgerContract"
 import { Effect, Layer } from "effect"
 import {

@@ -7,9 +7,9 @@
  */
 import { GetItemCommand, QueryCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb"
 import { assert, describe, layer } from "@effect/vitest"
-import { generateId } from "@model-platform/core/Keys"
-import { type OrderRecord, OrderStore } from "@model-platform/core/ports/OrderStore"
-import { toTimestamp } from "@model-platform/core/Time"
+import { generateId } from "@model-platform/core/keys/Keys"
+import { type OrderRecord, OrderStore } from "@model-platform/core/payments/OrderStore"
+import { toTimestamp } from "@model-platform/core/kernel/Time"
 import { orderStoreContract } from "@model-platform/test-harness/OrderContract"
 import { Effect, Layer } from "effect"
 import { OrderKeys, OrderStoreDynamo, UNFULFILLED_PK } from "../src/DynamoOrderStore.ts"

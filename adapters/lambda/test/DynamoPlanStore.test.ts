@@ -6,9 +6,9 @@
  */
 import { GetItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb"
 import { assert, layer } from "@effect/vitest"
-import { generateId } from "@model-platform/core/Keys"
-import { PlanStore, type RentalRecord, type SubscriptionRecord } from "@model-platform/core/ports/PlanStore"
-import { toTimestamp } from "@model-platform/core/Time"
+import { generateId } from "@model-platform/core/keys/Keys"
+import { PlanStore, type RentalRecord, type SubscriptionRecord } from "@model-platform/core/plans/PlanStore"
+import { toTimestamp } from "@model-platform/core/kernel/Time"
 import { planStoreContract } from "@model-platform/test-harness/PlanContract"
 import { Effect, Layer } from "effect"
 import { PLAN_ACCOUNT_PREFIX, PlanKeys, PlanStoreDynamo } from "../src/DynamoPlanStore.ts"

@@ -6,8 +6,8 @@
  * maps (one event loop, no await inside an operation: each operation is atomic), follow the
  * ports' rules that the benchmark's calls exercise, and leave the rest to the harness's stores.
  */
-import { GatewayStoreComposed } from "@model-platform/core/ports/GatewayStore"
-import type { PlatformStores } from "@model-platform/core/api/Http"
+import { GatewayStoreComposed } from "@model-platform/core/gateway/GatewayStore"
+import type { PlatformStores } from "@model-platform/core/http/Http"
 import {
   type BudgetClaim,
   type BudgetState,
@@ -17,7 +17,7 @@ import {
   LedgerStore,
   type Reservation,
   type ScopeBalance
-} from "@model-platform/core/ports/LedgerStore"
+} from "@model-platform/core/ledger/LedgerStore"
 import {
   byScope,
   creditProblem,
@@ -26,9 +26,9 @@ import {
   reservedAmount,
   scopeKey,
   settlementProblem
-} from "@model-platform/core/ports/LedgerStoreRules"
-import { RateLimitStore } from "@model-platform/core/ports/RateLimitStore"
-import { byTimeThenRef, matchesUsageQuery, reportOf, type UsageRecord, UsageStore } from "@model-platform/core/ports/UsageStore"
+} from "@model-platform/core/ledger/LedgerStoreRules"
+import { RateLimitStore } from "@model-platform/core/kernel/RateLimitStore"
+import { byTimeThenRef, matchesUsageQuery, reportOf, type UsageRecord, UsageStore } from "@model-platform/core/billing/UsageStore"
 import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
 import { AlertStoreMemory } from "@model-platform/test-harness/MemoryAlertStore"
 import { BillingSettingsStoreMemory } from "@model-platform/test-harness/MemoryBillingSettingsStore"

@@ -12,12 +12,12 @@
  * Prints the minimum and median over 8 runs of CPU per call at concurrency 1 and 16 (the client's
  * stream is read to its end), and the median wall time per call at concurrency 1.
  */
-import { ApiKeys } from "@model-platform/core/ApiKeys"
-import { Catalogue } from "@model-platform/core/Catalogue"
+import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
+import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
 import { Gateway } from "@model-platform/core/gateway/Gateway"
-import { Ledger } from "@model-platform/core/money/Ledger"
-import { AccountStore } from "@model-platform/core/ports/AccountStore"
-import { MachineClient } from "@model-platform/core/ports/MachineClient"
+import { Ledger } from "@model-platform/core/ledger/Ledger"
+import { AccountStore } from "@model-platform/core/keys/AccountStore"
+import { MachineClient } from "@model-platform/core/gateway/MachineClient"
 import { Effect, Layer, ManagedRuntime, Stream } from "effect"
 import { FastMemoryStores } from "./fastStores.ts"
 import { BENCH_COMPLETION, BENCH_MODEL, BENCH_STREAM, benchCatalogue, benchDelta, benchEvent } from "./fixtures.ts"

@@ -5,7 +5,7 @@
  * needs (the email sender of Email.ts, the simulated network).
  */
 import { AccountsConfig } from "@model-platform/core/accounts/AccountService"
-import { ACCOUNTS_BASE } from "@model-platform/core/api/AccountRequests"
+import { ACCOUNTS_BASE } from "@model-platform/core/http/AccountRequests"
 import type { TrustedService } from "@model-platform/core/agents/ServiceAssertions"
 import { Config, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"

@@ -1,5 +1,5 @@
 /** The Node server's configuration, from environment variables (docs/configuration.md). */
-import { isLoopbackHost } from "@model-platform/core/api/PublicUrl"
+import { isLoopbackHost } from "@model-platform/core/http/PublicUrl"
 import { Config } from "effect"
 import { DEMO_CATALOGUE } from "./CatalogueFile.ts"
 
@@ -34,7 +34,7 @@ export const ServerConfig = Config.all({
 /**
  * Why the server must not start with this HOST and PUBLIC_URL, or undefined. Listening where other
  * machines reach it (HOST not a loopback address) without PUBLIC_URL, it would have nothing to
- * build its links on but the Host header a client writes (core/src/api/PublicUrl.ts).
+ * build its links on but the Host header a client writes (core/src/http/PublicUrl.ts).
  */
 export const startProblem = (host: string, publicUrl: string | undefined): string | undefined => {
   if (publicUrl !== undefined && publicUrl !== "") {

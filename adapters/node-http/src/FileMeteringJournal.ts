@@ -1,5 +1,5 @@
 /**
- * The metering journal on local disk (core/src/ports/MeteringJournal.ts; docs/gateway.md "Metering
+ * The metering journal on local disk (core/src/gateway/MeteringJournal.ts; docs/gateway.md "Metering
  * that survives faults").
  *
  * Under one directory (METERING_JOURNAL_DIR, default DATA_DIR/metering) each process keeps its own
@@ -23,7 +23,7 @@ import {
   MeteringJournal,
   openEntries,
   type Orphan
-} from "@model-platform/core/ports/MeteringJournal"
+} from "@model-platform/core/gateway/MeteringJournal"
 import { Clock, Effect, Layer, Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"

@@ -24,7 +24,7 @@ import {
   MachineFailure,
   type MachineResponse,
   type MachineTarget
-} from "@model-platform/core/ports/MachineClient"
+} from "@model-platform/core/gateway/MachineClient"
 import { Effect, Layer, Result, Stream } from "effect"
 import * as Http from "node:http"
 import * as Https from "node:https"

@@ -1,5 +1,5 @@
 /**
- * The EmailSender port (core/src/ports/EmailSender.ts) when no SMTP server is configured: a local
+ * The EmailSender port (core/src/kernel/EmailSender.ts) when no SMTP server is configured: a local
  * outbox the operator reads (docs/accounts.md "Outside systems"; OUTBOX_DIR in
  * docs/configuration.md). Whoever runs `./platform start` confirms a sign-up by opening the file.
  *
@@ -17,10 +17,10 @@ import {
   EmailSender,
   EmailUnavailable,
   type SentEmail
-} from "@model-platform/core/ports/EmailSender"
-import { randomBytes } from "@model-platform/core/Keys"
-import { toHex } from "@model-platform/core/Sha256"
-import * as Time from "@model-platform/core/Time"
+} from "@model-platform/core/kernel/EmailSender"
+import { randomBytes } from "@model-platform/core/keys/Keys"
+import { toHex } from "@model-platform/core/kernel/Sha256"
+import * as Time from "@model-platform/core/kernel/Time"
 import { Effect, Layer } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"

@@ -1,5 +1,5 @@
 /**
- * The EmailSender port (core/src/ports/EmailSender.ts) over SMTP, with nodemailer
+ * The EmailSender port (core/src/kernel/EmailSender.ts) over SMTP, with nodemailer
  * (docs/accounts.md "Outside systems"; SMTP_URL and SMTP_FROM in docs/configuration.md).
  *
  * - One connection per message (no pool): sign-up mail is rare, and a pooled socket would not
@@ -20,7 +20,7 @@ import {
   EmailRefused,
   EmailSender,
   EmailUnavailable
-} from "@model-platform/core/ports/EmailSender"
+} from "@model-platform/core/kernel/EmailSender"
 import { Effect, Layer, Redacted } from "effect"
 import nodemailer from "nodemailer"
 

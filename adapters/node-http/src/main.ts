@@ -4,7 +4,7 @@
  * a one-time link that gives the owner account a passkey.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { FirstStart } from "@model-platform/core/Bootstrap"
+import { FirstStart } from "@model-platform/core/keys/Bootstrap"
 import { Console, Data, Effect, Layer, Option } from "effect"
 import { HttpServer } from "effect/http"
 import * as Path from "node:path"
@@ -13,7 +13,7 @@ import { RecoveryDelayConfig } from "@model-platform/core/accounts/AccountsConfi
 import { issueClaimLink } from "@model-platform/core/accounts/Owner"
 import { DEFAULT_PLATFORM_CLIENT_ID, PlatformClientConfig } from "@model-platform/core/agents/PlatformClient"
 import { configuredSigningKeys, ServiceAssertionConfig, trustedPlatform } from "@model-platform/core/agents/ServiceAssertions"
-import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
+import { SimulatedNetwork } from "@model-platform/core/agents/SimulatedNetwork"
 import { AccountsServerConfig } from "./Accounts.ts"
 import { loadCatalogue } from "./CatalogueFile.ts"
 import { ServerConfig, startProblem } from "./Config.ts"

@@ -1,11 +1,11 @@
 /**
- * The account service's HTTP protections without a browser (core/src/api/AccountRoutes.ts, on the
+ * The account service's HTTP protections without a browser (core/src/http/AccountRoutes.ts, on the
  * Node server with memory stores and the memory outbox): cookies and their attributes, the Origin
  * check on every POST, the CSRF checks (double-submit before sign-in), pages that need a session,
  * errors as readable pages or in the platform's JSON shape, the scripts' cache headers, and a
  * server without the account service answering 503 pages.
  */
-import { parseCatalogue } from "@model-platform/core/CatalogueConfig"
+import { parseCatalogue } from "@model-platform/core/catalogue/CatalogueConfig"
 import { MemoryOutbox } from "@model-platform/test-harness/MemoryOutbox"
 import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
 import { Effect, ManagedRuntime } from "effect"

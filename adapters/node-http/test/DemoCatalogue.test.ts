@@ -3,7 +3,7 @@
  * with core's CatalogueConfig schema, its references must hold, and docs/catalogue.md must
  * document every field it uses.
  */
-import { CatalogueConfig, validateCatalogue } from "@model-platform/core/CatalogueConfig"
+import { CatalogueConfig, validateCatalogue } from "@model-platform/core/catalogue/CatalogueConfig"
 import { rentOfferOf, subscribeOfferOf } from "@model-platform/core/plans/Offers"
 import { Schema } from "effect"
 import { readFileSync } from "node:fs"

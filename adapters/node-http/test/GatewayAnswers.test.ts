@@ -5,7 +5,7 @@
  */
 import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
 import { Gateway } from "@model-platform/core/gateway/Gateway"
-import { MachineClient } from "@model-platform/core/ports/MachineClient"
+import { MachineClient } from "@model-platform/core/gateway/MachineClient"
 import { Effect } from "effect"
 import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"

@@ -1,6 +1,6 @@
 /**
  * The links the platform hands out are built only on PUBLIC_URL or a loopback Host
- * (docs/api-decisions.md "Links", core/src/api/PublicUrl.ts), through the real Node server with
+ * (docs/api-decisions.md "Links", core/src/http/PublicUrl.ts), through the real Node server with
  * requests written as a client may write them: any Host header, an absolute URL in the request line.
  */
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"

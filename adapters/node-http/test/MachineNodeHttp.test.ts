@@ -4,7 +4,7 @@
  * fetch client (MachineHttp.ts).
  */
 import { makeMachineHttp } from "@model-platform/core/gateway/MachineHttp"
-import type { MachineClient, MachineTarget } from "@model-platform/core/ports/MachineClient"
+import type { MachineClient, MachineTarget } from "@model-platform/core/gateway/MachineClient"
 import { Effect, Exit, Fiber, Stream } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo, Socket } from "node:net"

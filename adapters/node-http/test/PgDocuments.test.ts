@@ -9,9 +9,9 @@
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { AgentDocuments, encodeAgent } from "@model-platform/core/agents/Records"
-import { generateId } from "@model-platform/core/Keys"
-import { AgentStore } from "@model-platform/core/ports/AgentStore"
-import { DocumentStores } from "@model-platform/core/ports/DocumentStores"
+import { generateId } from "@model-platform/core/keys/Keys"
+import { AgentStore } from "@model-platform/core/agents/AgentStore"
+import { DocumentStores } from "@model-platform/core/kernel/DocumentStores"
 import { AgentDocumentsContract, makeAgent } from "@model-platform/test-harness/AgentContract"
 import { ApprovalDocumentsContract } from "@model-platform/test-harness/ApprovalContract"
 import { assertDies } from "@model-platform/test-harness/ContractSupport"

@@ -4,12 +4,12 @@
  * the real server process (src/main.ts) that can be killed, a mock machine whose calls are
  * identified one by one, and the per-call accounts whose ledgers the invariants are read from.
  */
-import { ApiKeys } from "@model-platform/core/ApiKeys"
-import { Catalogue } from "@model-platform/core/Catalogue"
-import { Ledger } from "@model-platform/core/money/Ledger"
-import { AccountStore } from "@model-platform/core/ports/AccountStore"
-import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
-import { UsageStore } from "@model-platform/core/ports/UsageStore"
+import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
+import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
+import { Ledger } from "@model-platform/core/ledger/Ledger"
+import { AccountStore } from "@model-platform/core/keys/AccountStore"
+import { LedgerStore } from "@model-platform/core/ledger/LedgerStore"
+import { UsageStore } from "@model-platform/core/billing/UsageStore"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as Fs from "node:fs"

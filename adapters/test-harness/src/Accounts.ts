@@ -4,12 +4,12 @@
  * with its stores, as a sign-up would: an account and a key holding every permission.
  */
 import { normaliseEmail } from "@model-platform/core/accounts/Records"
-import { ApiKeys } from "@model-platform/core/ApiKeys"
-import { generateId } from "@model-platform/core/Keys"
-import { PermissionValues } from "@model-platform/core/Permissions"
-import { AccountStore } from "@model-platform/core/ports/AccountStore"
-import { PeopleStore } from "@model-platform/core/ports/PeopleStore"
-import * as Time from "@model-platform/core/Time"
+import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
+import { generateId } from "@model-platform/core/keys/Keys"
+import { PermissionValues } from "@model-platform/core/keys/Permissions"
+import { AccountStore } from "@model-platform/core/keys/AccountStore"
+import { PeopleStore } from "@model-platform/core/accounts/PeopleStore"
+import * as Time from "@model-platform/core/kernel/Time"
 import { Effect } from "effect"
 
 /** Creates an account and returns the secret of its key (every permission). */

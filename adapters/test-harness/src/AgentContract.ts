@@ -6,8 +6,8 @@
  */
 import type { AgentRecord } from "@model-platform/core/agents/Records"
 import { AgentDocuments } from "@model-platform/core/agents/Records"
-import { generateId } from "@model-platform/core/Keys"
-import { AgentStore } from "@model-platform/core/ports/AgentStore"
+import { generateId } from "@model-platform/core/keys/Keys"
+import { AgentStore } from "@model-platform/core/agents/AgentStore"
 import { Effect, type Layer } from "effect"
 import { contractTime as at, type DocumentContractKind, documentStoreContract } from "./DocumentContract.ts"
 

@@ -1,13 +1,13 @@
 /**
- * The contract suite of the alert store port (core/src/ports/AlertStore.ts). Every implementation
+ * The contract suite of the alert store port (core/src/billing/AlertStore.ts). Every implementation
  * runs it against its own layer: `alertStoreContract("memory", AlertStoreMemory)`.
  *
  * The layer is shared by the suite's tests, so each works on fresh account ids and never assumes
  * an empty store.
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
-import { generateId } from "@model-platform/core/Keys"
-import { type AlertKind, type AlertRecord, AlertStore, type TopUpState } from "@model-platform/core/ports/AlertStore"
+import { generateId } from "@model-platform/core/keys/Keys"
+import { type AlertKind, type AlertRecord, AlertStore, type TopUpState } from "@model-platform/core/billing/AlertStore"
 import { Effect, type Layer } from "effect"
 import fc from "fast-check"
 import { assertDies } from "./ContractSupport.ts"

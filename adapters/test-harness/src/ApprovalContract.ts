@@ -3,8 +3,8 @@
  * every field set, and `ApprovalDocumentsContract`, the kind as the contract exercises it.
  */
 import { type ApprovalRecord, ApprovalDocuments } from "@model-platform/core/accounts/ApprovalRecords"
-import { generateId } from "@model-platform/core/Keys"
-import { ApprovalStore } from "@model-platform/core/ports/ApprovalStore"
+import { generateId } from "@model-platform/core/keys/Keys"
+import { ApprovalStore } from "@model-platform/core/accounts/ApprovalStore"
 import { Effect } from "effect"
 import { contractTime as at, type DocumentContractKind } from "./DocumentContract.ts"
 

@@ -14,8 +14,8 @@
  * lets a person save a card (`saveCard`: the billing page's use-case, AutoReload.saveCard).
  */
 import type { SaveCardResult } from "@model-platform/core/billing/AutoReload"
-import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
-import type { CardDetails } from "@model-platform/core/ports/CardProcessor"
+import type { CatalogueConfig } from "@model-platform/core/catalogue/CatalogueConfig"
+import type { CardDetails } from "@model-platform/core/payments/CardProcessor"
 import { type ReferenceMachine, startReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fixtureCatalogue } from "./Fixtures.ts"

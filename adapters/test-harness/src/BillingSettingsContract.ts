@@ -1,5 +1,5 @@
 /**
- * The contract suite of the billing settings store port (core/src/ports/BillingSettingsStore.ts).
+ * The contract suite of the billing settings store port (core/src/billing/BillingSettingsStore.ts).
  * Every implementation runs it against its own layer:
  * `billingSettingsStoreContract("memory", BillingSettingsStoreMemory)`.
  *
@@ -13,8 +13,8 @@ import {
   DEFAULT_BILLING_SETTINGS,
   type SavedCard
 } from "@model-platform/core/billing/Settings"
-import { generateId } from "@model-platform/core/Keys"
-import { BillingSettingsStore } from "@model-platform/core/ports/BillingSettingsStore"
+import { generateId } from "@model-platform/core/keys/Keys"
+import { BillingSettingsStore } from "@model-platform/core/billing/BillingSettingsStore"
 import { Effect, type Layer } from "effect"
 import fc from "fast-check"
 import { assertDies } from "./ContractSupport.ts"

@@ -7,9 +7,9 @@
  * the 404 of a future month, and the invoicing request shown by GET /billing.
  */
 import { parseCsv } from "@model-platform/core/billing/UsageCsv"
-import type { CreditEntryType, LedgerEntry } from "@model-platform/core/ports/LedgerStore"
-import type { UsageRecord } from "@model-platform/core/ports/UsageStore"
-import type { Timestamp } from "@model-platform/core/Time"
+import type { CreditEntryType, LedgerEntry } from "@model-platform/core/ledger/LedgerStore"
+import type { UsageRecord } from "@model-platform/core/billing/UsageStore"
+import type { Timestamp } from "@model-platform/core/kernel/Time"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { UsageShell } from "./BillingUsageSuite.ts"
 

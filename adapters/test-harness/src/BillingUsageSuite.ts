@@ -7,7 +7,7 @@
  * CSV's header, rows, quoting, formula guard, filters and headers, and accounts kept apart.
  */
 import { parseCsv } from "@model-platform/core/billing/UsageCsv"
-import type { UsageRecord } from "@model-platform/core/ports/UsageStore"
+import type { UsageRecord } from "@model-platform/core/billing/UsageStore"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { ShellUnderTest } from "./HttpSuite.ts"
 

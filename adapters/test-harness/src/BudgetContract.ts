@@ -1,5 +1,5 @@
 /**
- * The budget part of the ledger store contract (core/src/ports/LedgerStore.ts `BudgetClaim`,
+ * The budget part of the ledger store contract (core/src/ledger/LedgerStore.ts `BudgetClaim`,
  * docs/billing.md "Monthly limits"), run by `ledgerStoreContract` on every store: limits set,
  * removed and defaulted; a refusal changes nothing; settle moves held to spent, void and expiry
  * release; months, keys and accounts are independent; concurrent reserves never pass a limit.
@@ -10,18 +10,18 @@
  */
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
-import { reserveOrdered } from "@model-platform/core/money/Ledger"
-import { usageEntries } from "@model-platform/core/money/LedgerRules"
-import { generateId } from "@model-platform/core/Keys"
+import { reserveOrdered } from "@model-platform/core/ledger/Ledger"
+import { usageEntries } from "@model-platform/core/ledger/LedgerRules"
+import { generateId } from "@model-platform/core/keys/Keys"
 import {
   type BudgetClaim,
   type BudgetState,
   LedgerStore,
   type NewReservation,
   type OrderedReservation
-} from "@model-platform/core/ports/LedgerStore"
-import { reservedAmount } from "@model-platform/core/ports/LedgerStoreRules"
-import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/ledger/LedgerStore"
+import { reservedAmount } from "@model-platform/core/ledger/LedgerStoreRules"
+import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
 import { assertDies, fundedAccount as fundedAt } from "./ContractSupport.ts"
 
 const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)

@@ -1,16 +1,16 @@
 /**
- * The credit totals part of the ledger store contract (core/src/ports/LedgerStore.ts
+ * The credit totals part of the ledger store contract (core/src/ledger/LedgerStore.ts
  * `creditTotals`, statements: docs/billing.md "Statements"), run by `ledgerStoreContract` on every
  * store: credits summed per UTC month of created_at and type, usage entries left out, a duplicate
  * ref counted once, months cut at the UTC instant, accounts apart; equal to `creditTotalsOf`.
  */
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
-import { usageEntries } from "@model-platform/core/money/LedgerRules"
-import { generateId } from "@model-platform/core/Keys"
-import { type CreditEntryType, type LedgerEntry, LedgerStore } from "@model-platform/core/ports/LedgerStore"
-import { creditTotalsOf } from "@model-platform/core/ports/LedgerStoreRules"
-import type { Timestamp } from "@model-platform/core/Time"
+import { usageEntries } from "@model-platform/core/ledger/LedgerRules"
+import { generateId } from "@model-platform/core/keys/Keys"
+import { type CreditEntryType, type LedgerEntry, LedgerStore } from "@model-platform/core/ledger/LedgerStore"
+import { creditTotalsOf } from "@model-platform/core/ledger/LedgerStoreRules"
+import type { Timestamp } from "@model-platform/core/kernel/Time"
 
 const NEVER = "2100-01-01T00:00:00.000Z" as Timestamp
 

@@ -7,13 +7,13 @@
  * its end is tried. Each shell runs it on its stores.
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { Caller } from "@model-platform/core/ApiKeys"
+import type { Caller } from "@model-platform/core/keys/ApiKeys"
 import { Datasets } from "@model-platform/core/datasets/Datasets"
 import { DELETIONS_OWNER, DeletionDocuments, type ItemRecord } from "@model-platform/core/datasets/Records"
-import { BlobStore } from "@model-platform/core/ports/BlobStore"
-import { DocumentStores } from "@model-platform/core/ports/DocumentStores"
-import { generateId } from "@model-platform/core/Keys"
-import { now } from "@model-platform/core/Time"
+import { BlobStore } from "@model-platform/core/datasets/BlobStore"
+import { DocumentStores } from "@model-platform/core/kernel/DocumentStores"
+import { generateId } from "@model-platform/core/keys/Keys"
+import { now } from "@model-platform/core/kernel/Time"
 import { Effect, Exit, Layer } from "effect"
 
 class Crash extends Error {}

@@ -1,18 +1,18 @@
 /**
- * The contract suite of the document store port (core/src/ports/Documents.ts), generic over the
+ * The contract suite of the document store port (core/src/kernel/Documents.ts), generic over the
  * kind of record: every shell runs it for every kind it stores (agents: AgentContract.ts,
  * approvals: ApprovalContract.ts), and `documentStoresContract` runs several kinds on one layer,
  * with a test that records of two kinds with the same id and owner never meet, and the
- * DocumentStores port (core/src/ports/DocumentStores.ts): the same contract for a kind only this
+ * DocumentStores port (core/src/kernel/DocumentStores.ts): the same contract for a kind only this
  * suite has (`ContractNotes`), stored through it as an area's new kind is, and that `of` answers
  * stores over the same records however often it is asked. The layer is built once per suite and
  * shared by its tests, so every test works on fresh random ids.
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
-import { generateId } from "@model-platform/core/Keys"
-import type { DocumentKind, DocumentStore, VersionedRecord } from "@model-platform/core/ports/Documents"
-import { DocumentStores } from "@model-platform/core/ports/DocumentStores"
-import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+import { generateId } from "@model-platform/core/keys/Keys"
+import type { DocumentKind, DocumentStore, VersionedRecord } from "@model-platform/core/kernel/Documents"
+import { DocumentStores } from "@model-platform/core/kernel/DocumentStores"
+import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
 import { Context, Effect, Layer, Schema } from "effect"
 import { assertDies } from "./ContractSupport.ts"
 

@@ -9,7 +9,7 @@
 import { ParticipantDocuments } from "@model-platform/core/fieldwork/Records"
 import { encodeWav } from "@model-platform/core/fieldwork/Wav"
 import { solve, solves } from "@model-platform/core/fieldwork/ProofOfWork"
-import { sha256, toHex } from "@model-platform/core/Sha256"
+import { sha256, toHex } from "@model-platform/core/kernel/Sha256"
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fillPath, platformEndpoints } from "./ApiEndpoints.ts"

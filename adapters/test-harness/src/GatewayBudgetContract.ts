@@ -9,23 +9,23 @@
  */
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
-import type { AccountRecord } from "@model-platform/core/Account"
-import type { PlatformStores } from "@model-platform/core/api/Http"
-import { generateId, type KeyRecord } from "@model-platform/core/Keys"
-import { settlementOf } from "@model-platform/core/money/Ledger"
-import { auditAccount, spendingOrder } from "@model-platform/core/money/LedgerRules"
-import { AccountStore } from "@model-platform/core/ports/AccountStore"
-import { type Admission, GatewayStore, type Metered } from "@model-platform/core/ports/GatewayStore"
-import { KeyStore } from "@model-platform/core/ports/KeyStore"
+import type { AccountRecord } from "@model-platform/core/keys/Account"
+import type { PlatformStores } from "@model-platform/core/http/Http"
+import { generateId, type KeyRecord } from "@model-platform/core/keys/Keys"
+import { settlementOf } from "@model-platform/core/ledger/Ledger"
+import { auditAccount, spendingOrder } from "@model-platform/core/ledger/LedgerRules"
+import { AccountStore } from "@model-platform/core/keys/AccountStore"
+import { type Admission, GatewayStore, type Metered } from "@model-platform/core/gateway/GatewayStore"
+import { KeyStore } from "@model-platform/core/keys/KeyStore"
 import {
   type BudgetClaim,
   type BudgetState,
   LedgerStore,
   type OrderedReservation
-} from "@model-platform/core/ports/LedgerStore"
-import { windowStartOf } from "@model-platform/core/ports/RateLimitStore"
-import type { UsageRecord } from "@model-platform/core/ports/UsageStore"
-import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/ledger/LedgerStore"
+import { windowStartOf } from "@model-platform/core/kernel/RateLimitStore"
+import type { UsageRecord } from "@model-platform/core/billing/UsageStore"
+import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
 
 const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
 const NEVER = toTimestamp(Date.UTC(2100, 0, 1))

@@ -1,5 +1,5 @@
 /**
- * The contract suite of the gateway store port (core/src/ports/GatewayStore.ts). Every platform
+ * The contract suite of the gateway store port (core/src/gateway/GatewayStore.ts). Every platform
  * store set runs it against its own layer of `PlatformStores`:
  * `gatewayStoreContract("memory", MemoryPlatformStores)`. The gateway store is checked through the
  * other ports of the same layer (KeyStore, RateLimitStore, LedgerStore, UsageStore): what `admit`
@@ -22,20 +22,20 @@
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
-import type { AccountRecord } from "@model-platform/core/Account"
-import type { PlatformStores } from "@model-platform/core/api/Http"
-import { generateId, type KeyRecord } from "@model-platform/core/Keys"
-import { type ReservedHint, settlementOf } from "@model-platform/core/money/Ledger"
-import { allocate, auditAccount, spendingOrder, spendingSources } from "@model-platform/core/money/LedgerRules"
-import { AccountStore } from "@model-platform/core/ports/AccountStore"
+import type { AccountRecord } from "@model-platform/core/keys/Account"
+import type { PlatformStores } from "@model-platform/core/http/Http"
+import { generateId, type KeyRecord } from "@model-platform/core/keys/Keys"
+import { type ReservedHint, settlementOf } from "@model-platform/core/ledger/Ledger"
+import { allocate, auditAccount, spendingOrder, spendingSources } from "@model-platform/core/ledger/LedgerRules"
+import { AccountStore } from "@model-platform/core/keys/AccountStore"
 import {
   type Admission,
   type AdmissionResult,
   GatewayStore,
   type Metered,
   type MeteredResult
-} from "@model-platform/core/ports/GatewayStore"
-import { KeyStore } from "@model-platform/core/ports/KeyStore"
+} from "@model-platform/core/gateway/GatewayStore"
+import { KeyStore } from "@model-platform/core/keys/KeyStore"
 import {
   type Allocation,
   type LedgerEntry,
@@ -44,10 +44,10 @@ import {
   type Reservation,
   type ScopeBalance,
   type Settlement
-} from "@model-platform/core/ports/LedgerStore"
-import { RateLimitStore, windowStartOf } from "@model-platform/core/ports/RateLimitStore"
-import { reportOf, type UsageDays, type UsageRecord, UsageStore } from "@model-platform/core/ports/UsageStore"
-import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/ledger/LedgerStore"
+import { RateLimitStore, windowStartOf } from "@model-platform/core/kernel/RateLimitStore"
+import { reportOf, type UsageDays, type UsageRecord, UsageStore } from "@model-platform/core/billing/UsageStore"
+import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
 import { gatewayBudgetTests } from "./GatewayBudgetContract.ts"
 import { gatewayGrantTests } from "./GatewayGrantContract.ts"
 import { assertDies } from "./ContractSupport.ts"

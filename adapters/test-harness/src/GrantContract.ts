@@ -1,5 +1,5 @@
 /**
- * The grant part of the ledger store contract (core/src/ports/LedgerStore.ts `GrantClaim`,
+ * The grant part of the ledger store contract (core/src/ledger/LedgerStore.ts `GrantClaim`,
  * docs/billing.md "Allowances and the trial"), run by `ledgerStoreContract` on every store: a
  * reservation takes from its grants first, in order, then from credits; settlement charges the
  * grants first and releases the rest; void and expiry release; a hold past a grant's size is
@@ -12,8 +12,8 @@
  */
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
-import { generateId } from "@model-platform/core/Keys"
-import { reserveOrdered, settlementOf } from "@model-platform/core/money/Ledger"
+import { generateId } from "@model-platform/core/keys/Keys"
+import { reserveOrdered, settlementOf } from "@model-platform/core/ledger/Ledger"
 import {
   type BudgetClaim,
   type GrantClaim,
@@ -22,8 +22,8 @@ import {
   type NewReservation,
   type OrderedReservation,
   type ReserveInOrderResult
-} from "@model-platform/core/ports/LedgerStore"
-import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/ledger/LedgerStore"
+import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
 import { assertDies, fundedAccount as fundedAt } from "./ContractSupport.ts"
 
 const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)

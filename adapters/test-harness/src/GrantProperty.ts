@@ -21,18 +21,18 @@
 import type { Vitest } from "@effect/vitest"
 import fc from "fast-check"
 import { Effect } from "effect"
-import { reserveOrdered, settlementOf } from "@model-platform/core/money/Ledger"
-import { auditAccount, grantAvailable, takeGrants } from "@model-platform/core/money/LedgerRules"
-import { generateId } from "@model-platform/core/Keys"
+import { reserveOrdered, settlementOf } from "@model-platform/core/ledger/Ledger"
+import { auditAccount, grantAvailable, takeGrants } from "@model-platform/core/ledger/LedgerRules"
+import { generateId } from "@model-platform/core/keys/Keys"
 import {
   type GrantClaim,
   type GrantHold,
   LedgerStore,
   type NewReservation,
   type OrderedReservation
-} from "@model-platform/core/ports/LedgerStore"
-import { reservedAmount } from "@model-platform/core/ports/LedgerStoreRules"
-import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/ledger/LedgerStore"
+import { reservedAmount } from "@model-platform/core/ledger/LedgerStoreRules"
+import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
 import { type RunOnStore, schedulerGate, schedulerProperty } from "./SchedulerGate.ts"
 
 const y1985 = (ms: number): Timestamp => toTimestamp(Date.UTC(1985, 0, 1) + ms)

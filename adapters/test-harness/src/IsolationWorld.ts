@@ -5,7 +5,7 @@
  * its GET endpoints.
  */
 import { encodeWav } from "@model-platform/core/fieldwork/Wav"
-import { sha256, toHex } from "@model-platform/core/Sha256"
+import { sha256, toHex } from "@model-platform/core/kernel/Sha256"
 import { expect } from "vitest"
 import type { ShellUnderTest } from "./HttpSuite.ts"
 

@@ -1,5 +1,5 @@
 /**
- * The contract suite of the ledger store port (core/src/ports/LedgerStore.ts). Every
+ * The contract suite of the ledger store port (core/src/ledger/LedgerStore.ts). Every
  * implementation runs it against its own layer: `ledgerStoreContract("memory", LedgerStoreMemory)`.
  *
  * The layer is built once per suite and shared by its tests, so every test works on fresh random
@@ -10,8 +10,8 @@
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
-import { allocate, auditAccount, spendingSources, usageEntries } from "@model-platform/core/money/LedgerRules"
-import { generateId } from "@model-platform/core/Keys"
+import { allocate, auditAccount, spendingSources, usageEntries } from "@model-platform/core/ledger/LedgerRules"
+import { generateId } from "@model-platform/core/keys/Keys"
 import {
   type Allocation,
   type CreditEntryType,
@@ -20,8 +20,8 @@ import {
   type NewReservation,
   type Reservation,
   type ScopeBalance
-} from "@model-platform/core/ports/LedgerStore"
-import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/ledger/LedgerStore"
+import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
 import { budgetTests } from "./BudgetContract.ts"
 import { creditTotalsTests } from "./CreditTotalsContract.ts"
 import { budgetProperty } from "./BudgetProperty.ts"

@@ -1,5 +1,5 @@
 /**
- * The alert store port in memory (core/src/ports/AlertStore.ts). One Ref holds the alerts (by id,
+ * The alert store port in memory (core/src/billing/AlertStore.ts). One Ref holds the alerts (by id,
  * and their identities for the idempotent raise) and each account's top-up state; every write is
  * one `Ref.modify`, which is what makes `raise` and `swapTopUp` atomic between fibers. Broken
  * input is a defect and changes nothing.
@@ -12,7 +12,7 @@ import {
   newestFirst,
   type TopUpState,
   topUpProblem
-} from "@model-platform/core/ports/AlertStore"
+} from "@model-platform/core/billing/AlertStore"
 import { Effect, Layer, Ref } from "effect"
 
 interface State {

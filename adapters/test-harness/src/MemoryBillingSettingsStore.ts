@@ -5,7 +5,7 @@
  * both land. A patch the Schema refuses is a defect and changes nothing.
  */
 import { type BillingSettingsPatch, decodeStored, encodePatch } from "@model-platform/core/billing/Settings"
-import { BillingSettingsStore } from "@model-platform/core/ports/BillingSettingsStore"
+import { BillingSettingsStore } from "@model-platform/core/billing/BillingSettingsStore"
 import { Effect, Layer, Ref } from "effect"
 
 type Stored = Readonly<Record<string, unknown>>

@@ -1,5 +1,5 @@
 /**
- * The document store port (core/src/ports/Documents.ts) in memory, for tests and the in-process
+ * The document store port (core/src/kernel/Documents.ts) in memory, for tests and the in-process
  * shell, one generic store for every kind of record: one Ref of encoded records per store (as the
  * other shells keep them, so a record that does not round-trip through its Schema fails here too),
  * each write a single `Ref.modify`. `AgentStoreMemory` (MemoryAgentStore.ts) and
@@ -7,15 +7,15 @@
  * port, keeps one Ref per kind name.
  */
 import { ApprovalDocuments } from "@model-platform/core/accounts/ApprovalRecords"
-import { ApprovalStore } from "@model-platform/core/ports/ApprovalStore"
+import { ApprovalStore } from "@model-platform/core/accounts/ApprovalStore"
 import {
   type DocumentKind,
   documentProblem,
   type DocumentStore,
   type VersionedRecord
-} from "@model-platform/core/ports/Documents"
-import { DocumentStores } from "@model-platform/core/ports/DocumentStores"
-import { newestFirst } from "@model-platform/core/ports/PlanStore"
+} from "@model-platform/core/kernel/Documents"
+import { DocumentStores } from "@model-platform/core/kernel/DocumentStores"
+import { newestFirst } from "@model-platform/core/plans/PlanStore"
 import { Effect, Layer, Ref } from "effect"
 
 type Records = Ref.Ref<ReadonlyMap<string, unknown>>
@@ -81,14 +81,14 @@ const storeOver = <R extends VersionedRecord>(kind: DocumentKind<R>, state: Reco
 export const documentStoreMemory = <R extends VersionedRecord>(kind: DocumentKind<R>): Effect.Effect<DocumentStore<R>> =>
   Effect.map(Ref.make<ReadonlyMap<string, unknown>>(new Map()), (state) => storeOver(kind, state))
 
-/** The approval store port (core/src/ports/ApprovalStore.ts) in memory. */
+/** The approval store port (core/src/accounts/ApprovalStore.ts) in memory. */
 export const ApprovalStoreMemory: Layer.Layer<ApprovalStore> = Layer.effect(
   ApprovalStore,
   Effect.map(documentStoreMemory(ApprovalDocuments), ApprovalStore.of)
 )
 
 /**
- * The DocumentStores port (core/src/ports/DocumentStores.ts) in memory: each layer built starts
+ * The DocumentStores port (core/src/kernel/DocumentStores.ts) in memory: each layer built starts
  * empty; a kind name's records are made on its first `of`, and its store is kept for the next.
  */
 export const DocumentStoresMemory: Layer.Layer<DocumentStores> = Layer.sync(DocumentStores, () => {

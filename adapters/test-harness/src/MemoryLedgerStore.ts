@@ -21,7 +21,7 @@ import {
   type Reservation,
   type ScopeBalance,
   type Settlement
-} from "@model-platform/core/ports/LedgerStore"
+} from "@model-platform/core/ledger/LedgerStore"
 import {
   budgetLimitProblem,
   byScope,
@@ -32,8 +32,8 @@ import {
   reservedAmount,
   scopeKey,
   settlementProblem
-} from "@model-platform/core/ports/LedgerStoreRules"
-import type { Timestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/ledger/LedgerStoreRules"
+import type { Timestamp } from "@model-platform/core/kernel/Time"
 
 interface AccountLedger {
   /** In insertion order. */

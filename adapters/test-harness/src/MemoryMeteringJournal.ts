@@ -1,5 +1,5 @@
 /**
- * The metering journal in memory (core/src/ports/MeteringJournal.ts), for tests: it keeps this
+ * The metering journal in memory (core/src/gateway/MeteringJournal.ts), for tests: it keeps this
  * process's entries in a list a test can read, and can be given the journals "a killed process
  * left" (orphans), to check what a restart replays.
  */
@@ -9,7 +9,7 @@ import {
   type MeteringJournalShape,
   openEntries,
   type Orphan
-} from "@model-platform/core/ports/MeteringJournal"
+} from "@model-platform/core/gateway/MeteringJournal"
 import { Effect, Layer } from "effect"
 
 export interface MemoryJournal {

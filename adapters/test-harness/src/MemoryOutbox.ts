@@ -1,5 +1,5 @@
 /**
- * A memory outbox for tests: the `EmailSender` (core/src/ports/EmailSender.ts) that keeps every
+ * A memory outbox for tests: the `EmailSender` (core/src/kernel/EmailSender.ts) that keeps every
  * message it accepts, with injectable failures. It provides
  * - `EmailSender` (transport "memory"): checks the address as every sender does, then takes the
  *   next injected failure if there is one, else keeps the message;
@@ -13,8 +13,8 @@ import {
   EmailRefused,
   EmailSender,
   EmailUnavailable
-} from "@model-platform/core/ports/EmailSender"
-import * as Time from "@model-platform/core/Time"
+} from "@model-platform/core/kernel/EmailSender"
+import * as Time from "@model-platform/core/kernel/Time"
 
 export interface OutboxMessage extends EmailMessage {
   readonly id: string

@@ -1,5 +1,5 @@
 /**
- * The people store port (core/src/ports/PeopleStore.ts) in memory, for tests and the in-process
+ * The people store port (core/src/accounts/PeopleStore.ts) in memory, for tests and the in-process
  * shell. State lives in one Ref and every operation is a single `Ref.modify` (or read), which is
  * what makes "email and credential id unique", "never the last passkey" and "consume once" atomic
  * between fibers. Records are copied in and out, so callers never share the stored objects.
@@ -23,8 +23,8 @@ import {
   PeopleStore,
   personProblem,
   type RemovePasskeyResult
-} from "@model-platform/core/ports/PeopleStore"
-import type { Timestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/accounts/PeopleStore"
+import type { Timestamp } from "@model-platform/core/kernel/Time"
 import { Effect, Layer, Ref } from "effect"
 
 interface State {

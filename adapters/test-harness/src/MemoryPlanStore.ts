@@ -1,5 +1,5 @@
 /**
- * The plan store port (core/src/ports/PlanStore.ts) in memory, for tests and the in-process shell:
+ * The plan store port (core/src/plans/PlanStore.ts) in memory, for tests and the in-process shell:
  * one Ref, each write a single `Ref.modify` (atomic between fibers), input that breaks the port's
  * rules a defect.
  */
@@ -15,7 +15,7 @@ import {
   rentalProblem,
   type SubscriptionRecord,
   subscriptionProblem
-} from "@model-platform/core/ports/PlanStore"
+} from "@model-platform/core/plans/PlanStore"
 
 interface State {
   readonly subscriptions: ReadonlyMap<string, SubscriptionRecord>

@@ -23,7 +23,7 @@ import {
   usageRecordProblem,
   type UsageRollup,
   UsageStore
-} from "@model-platform/core/ports/UsageStore"
+} from "@model-platform/core/billing/UsageStore"
 
 interface State {
   readonly records: ReadonlyMap<string, UsageRecord>

@@ -1,5 +1,5 @@
 /**
- * The contract suite of the order store port (core/src/ports/OrderStore.ts). Every implementation
+ * The contract suite of the order store port (core/src/payments/OrderStore.ts). Every implementation
  * runs it against its own layer: `orderStoreContract("memory", OrderStoreMemory)`.
  *
  * The layer is built once per suite and shared by its tests, so every test works on fresh random
@@ -8,7 +8,7 @@
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, Exit, type Layer } from "effect"
-import { generateId } from "@model-platform/core/Keys"
+import { generateId } from "@model-platform/core/keys/Keys"
 import {
   type DepositAddress,
   type DepositRecord,
@@ -16,8 +16,8 @@ import {
   OrderStore,
   type ReceiptRecord,
   type TicketRecord
-} from "@model-platform/core/ports/OrderStore"
-import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/payments/OrderStore"
+import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
 import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */

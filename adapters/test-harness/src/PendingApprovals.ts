@@ -1,11 +1,11 @@
 /**
- * An account service whose agent approvals (ports/AgentApprovals.ts) are never approved: each
+ * An account service whose agent approvals (agents/AgentApprovals.ts) are never approved: each
  * create is taken (an id and an approve_url under `accountsUrl`) and every read of it answers
  * pending. For suites that need agents to exist (awaiting approval) without an owner approving
  * them, such as the isolation matrix; reading someone else's approval is unavailable, as the
  * account service would refuse it.
  */
-import { AgentApprovals, ApprovalsUnavailable } from "@model-platform/core/ports/AgentApprovals"
+import { AgentApprovals, ApprovalsUnavailable } from "@model-platform/core/agents/AgentApprovals"
 import { Effect, Layer } from "effect"
 
 export const pendingApprovalsLayer = (accountsUrl = "https://accounts.test"): Layer.Layer<AgentApprovals> =>

@@ -1,11 +1,11 @@
 /**
- * The contract suite of the people store port (core/src/ports/PeopleStore.ts). Every
+ * The contract suite of the people store port (core/src/accounts/PeopleStore.ts). Every
  * implementation runs it against its own layer: `peopleStoreContract("memory", PeopleStoreMemory)`.
  *
  * Tests work on fresh random ids, emails, credential ids and token hashes, and never assume an
  * empty store. Time is passed in: instants are offsets from the suite's start (a store may drop
  * items long expired, so none is written expired by much). Strings are NUL-free, as the boundary
- * guarantees (core/src/Text.ts); other characters travel as they are.
+ * guarantees (core/src/kernel/Text.ts); other characters travel as they are.
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import {
@@ -17,9 +17,9 @@ import {
   type SessionRecord,
   type TokenPurpose
 } from "@model-platform/core/accounts/Records"
-import { generateId } from "@model-platform/core/Keys"
-import { PeopleStore } from "@model-platform/core/ports/PeopleStore"
-import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+import { generateId } from "@model-platform/core/keys/Keys"
+import { PeopleStore } from "@model-platform/core/accounts/PeopleStore"
+import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
 import { Effect, type Layer } from "effect"
 import fc from "fast-check"
 import { assertDies } from "./ContractSupport.ts"

@@ -23,7 +23,7 @@
  * query parameters their minimal value; every answer must be in its surface's error shape. The
  * scoped and agent keys are written on the shell's stores (`seed`, KeyWorld.ts).
  */
-import { PermissionValues, type Permission } from "@model-platform/core/Permissions"
+import { PermissionValues, type Permission } from "@model-platform/core/keys/Permissions"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ApiEndpoint, fillPath, labelOf, minimalBody, minimalQuery, platformEndpoints } from "./ApiEndpoints.ts"
 import type { ShellUnderTest } from "./HttpSuite.ts"
@@ -304,7 +304,7 @@ export const permissionMatrixSuite = (shell: string, start: () => Promise<ShellU
       }
     }
 
-    // The dataset file routes (datasets/FileRoutes.ts) are raw routes beside the HttpApi: the same
+    // The dataset file routes (http/FileRoutes.ts) are raw routes beside the HttpApi: the same
     // standing rule holds there, checked here by hand.
     const fileRoutes = [
       { method: "POST", path: "/datasets/ds_doesnotexist/items?name=a.txt", body: "a" },

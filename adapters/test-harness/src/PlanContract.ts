@@ -1,5 +1,5 @@
 /**
- * The contract suite of the plan store port (core/src/ports/PlanStore.ts). Every implementation
+ * The contract suite of the plan store port (core/src/plans/PlanStore.ts). Every implementation
  * runs it against its own layer: `planStoreContract("memory", PlanStoreMemory)`.
  *
  * The layer is built once per suite and shared by its tests, so every test works on fresh random
@@ -7,9 +7,9 @@
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
-import { generateId } from "@model-platform/core/Keys"
-import { type PlanRenewal, PlanStore, type RentalRecord, type SubscriptionRecord } from "@model-platform/core/ports/PlanStore"
-import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+import { generateId } from "@model-platform/core/keys/Keys"
+import { type PlanRenewal, PlanStore, type RentalRecord, type SubscriptionRecord } from "@model-platform/core/plans/PlanStore"
+import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
 import { assertDies } from "./ContractSupport.ts"
 
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const

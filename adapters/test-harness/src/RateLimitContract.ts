@@ -1,5 +1,5 @@
 /**
- * The contract suite of the rate-limit store port (core/src/ports/RateLimitStore.ts). Every
+ * The contract suite of the rate-limit store port (core/src/kernel/RateLimitStore.ts). Every
  * implementation runs it against its own layer: `rateLimitStoreContract("memory", RateLimitStoreMemory)`.
  *
  * Tests work on fresh random buckets, in windows of the current time (a store may drop the
@@ -8,8 +8,8 @@
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
 import fc from "fast-check"
-import { generateId } from "@model-platform/core/Keys"
-import { RateLimitStore, windowStartOf } from "@model-platform/core/ports/RateLimitStore"
+import { generateId } from "@model-platform/core/keys/Keys"
+import { RateLimitStore, windowStartOf } from "@model-platform/core/kernel/RateLimitStore"
 import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */

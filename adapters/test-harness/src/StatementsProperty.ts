@@ -10,11 +10,11 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { statementsOver } from "@model-platform/core/billing/Statements"
-import { generateId } from "@model-platform/core/Keys"
-import { usageEntries } from "@model-platform/core/money/LedgerRules"
-import { type CreditEntryType, LedgerStore } from "@model-platform/core/ports/LedgerStore"
-import { UsageStore } from "@model-platform/core/ports/UsageStore"
-import type { Timestamp } from "@model-platform/core/Time"
+import { generateId } from "@model-platform/core/keys/Keys"
+import { usageEntries } from "@model-platform/core/ledger/LedgerRules"
+import { type CreditEntryType, LedgerStore } from "@model-platform/core/ledger/LedgerStore"
+import { UsageStore } from "@model-platform/core/billing/UsageStore"
+import type { Timestamp } from "@model-platform/core/kernel/Time"
 import { Effect, type Layer } from "effect"
 import fc from "fast-check"
 

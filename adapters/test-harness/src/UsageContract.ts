@@ -1,5 +1,5 @@
 /**
- * The contract suite of the usage store port (core/src/ports/UsageStore.ts). Every implementation
+ * The contract suite of the usage store port (core/src/billing/UsageStore.ts). Every implementation
  * runs it against its own layer: `usageStoreContract("memory", UsageStoreMemory)`.
  *
  * The layer is built once per suite and shared by its tests, so every test works on fresh random
@@ -17,7 +17,7 @@ import {
   type UsageQuery,
   type UsageRecord,
   UsageStore
-} from "@model-platform/core/ports/UsageStore"
+} from "@model-platform/core/billing/UsageStore"
 import { assertDies } from "./ContractSupport.ts"
 import {
   at,

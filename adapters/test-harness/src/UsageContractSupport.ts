@@ -4,7 +4,7 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect, Stream } from "effect"
-import { generateId } from "@model-platform/core/Keys"
+import { generateId } from "@model-platform/core/keys/Keys"
 import {
   dayOf,
   lineOf,
@@ -14,8 +14,8 @@ import {
   type UsageQuery,
   type UsageRecord,
   UsageStore
-} from "@model-platform/core/ports/UsageStore"
-import { type Timestamp, toTimestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/billing/UsageStore"
+import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
 import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */

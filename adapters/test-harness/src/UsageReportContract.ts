@@ -1,5 +1,5 @@
 /**
- * The usage store contract's reports and streams (core/src/ports/UsageStore.ts `report`,
+ * The usage store contract's reports and streams (core/src/billing/UsageStore.ts `report`,
  * `stream`), run by `usageStoreContract` (UsageContract.ts) on every store: a report equals what
  * the records themselves say (`reportOf`) for any history with replays, over UTC day edges, whole
  * months and filters, with sums past 2^63; the stream yields every record of `list`, in its order,
@@ -17,8 +17,8 @@ import {
   type UsageDays,
   type UsageRecord,
   UsageStore
-} from "@model-platform/core/ports/UsageStore"
-import { toTimestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/billing/UsageStore"
+import { toTimestamp } from "@model-platform/core/kernel/Time"
 import {
   at,
   DAY,

@@ -5,11 +5,11 @@
  * by markSeen (a person viewing them), never by a read.
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { Caller } from "@model-platform/core/ApiKeys"
+import type { Caller } from "@model-platform/core/keys/ApiKeys"
 import { Alerts, lowBalanceAlert, orgSpendAlert } from "@model-platform/core/billing/Alerts"
-import { generateId } from "@model-platform/core/Keys"
-import { AccountStore } from "@model-platform/core/ports/AccountStore"
-import { BillingSettingsStore } from "@model-platform/core/ports/BillingSettingsStore"
+import { generateId } from "@model-platform/core/keys/Keys"
+import { AccountStore } from "@model-platform/core/keys/AccountStore"
+import { BillingSettingsStore } from "@model-platform/core/billing/BillingSettingsStore"
 import { Effect, Exit, Layer } from "effect"
 import { AlertStoreMemory } from "../src/MemoryAlertStore.ts"
 import { BillingSettingsStoreMemory } from "../src/MemoryBillingSettingsStore.ts"

@@ -17,19 +17,19 @@ import fc from "fast-check"
 import { Effect, Layer, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { describe, expect, it } from "vitest"
-import { ActivityList, CreditBalance } from "@model-platform/core/Credits"
-import { Ledger } from "@model-platform/core/money/Ledger"
-import { allocate, auditAccount, settlementCharges, type Source, totals } from "@model-platform/core/money/LedgerRules"
-import { creditsToMicro, MICRO_PER_CREDIT, microToCredits } from "@model-platform/core/Money"
+import { ActivityList, CreditBalance } from "@model-platform/core/ledger/Credits"
+import { Ledger } from "@model-platform/core/ledger/Ledger"
+import { allocate, auditAccount, settlementCharges, type Source, totals } from "@model-platform/core/ledger/LedgerRules"
+import { creditsToMicro, MICRO_PER_CREDIT, microToCredits } from "@model-platform/core/kernel/Money"
 import {
   type Allocation,
   type CreditEntryType,
   type LedgerEntry,
   LedgerStore,
   type ReservationStatus
-} from "@model-platform/core/ports/LedgerStore"
-import { scopeKey } from "@model-platform/core/ports/LedgerStoreRules"
-import { toTimestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/ledger/LedgerStore"
+import { scopeKey } from "@model-platform/core/ledger/LedgerStoreRules"
+import { toTimestamp } from "@model-platform/core/kernel/Time"
 import {
   actualCost,
   concurrentScenarioArb,

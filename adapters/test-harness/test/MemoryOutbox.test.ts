@@ -1,9 +1,9 @@
 /**
  * The memory outbox (src/MemoryOutbox.ts) and the address check every sender shares
- * (core/src/ports/EmailSender.ts): kept messages, injected failures in order, refusals.
+ * (core/src/kernel/EmailSender.ts): kept messages, injected failures in order, refusals.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { addressProblem, EmailRefused, EmailSender, EmailUnavailable } from "@model-platform/core/ports/EmailSender"
+import { addressProblem, EmailRefused, EmailSender, EmailUnavailable } from "@model-platform/core/kernel/EmailSender"
 import { Effect } from "effect"
 import { MemoryOutbox } from "../src/MemoryOutbox.ts"
 

@@ -1,5 +1,5 @@
 /**
- * Orders, payments and gift tickets (core/src/money/OrderService.ts) on the memory stores, the memory
+ * Orders, payments and gift tickets (core/src/payments/OrderService.ts) on the memory stores, the memory
  * ledger, the test card processor and the simulated chain: every rule of docs/payments.md, then
  * property tests (fast-check) of the money invariants:
  *   - idempotency: replaying any card completion, transfer or redemption, any number of times and
@@ -14,11 +14,11 @@ import fc from "fast-check"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { expect, it as vit } from "vitest"
-import type { Caller } from "@model-platform/core/ApiKeys"
+import type { Caller } from "@model-platform/core/keys/ApiKeys"
 import { Receipt } from "@model-platform/core/billing/Schemas"
-import { Catalogue } from "@model-platform/core/Catalogue"
-import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
-import { chargingGate } from "@model-platform/core/Charging"
+import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
+import type { CatalogueConfig } from "@model-platform/core/catalogue/CatalogueConfig"
+import { chargingGate } from "@model-platform/core/catalogue/Charging"
 import {
   checkoutPage,
   declinedPage,
@@ -26,12 +26,12 @@ import {
   notFoundPage,
   paidPage,
   parseCheckoutForm
-} from "@model-platform/core/CheckoutPage"
-import { RedeemResponse, Ticket, TicketList } from "@model-platform/core/Credits"
-import * as Errors from "@model-platform/core/Errors"
-import { Ledger } from "@model-platform/core/money/Ledger"
-import { creditsToMicro, MICRO_PER_CREDIT } from "@model-platform/core/Money"
-import { Orders, Tickets } from "@model-platform/core/money/OrderService"
+} from "@model-platform/core/http/pages/CheckoutPage"
+import { RedeemResponse, Ticket, TicketList } from "@model-platform/core/ledger/Credits"
+import * as Errors from "@model-platform/core/kernel/Errors"
+import { Ledger } from "@model-platform/core/ledger/Ledger"
+import { creditsToMicro, MICRO_PER_CREDIT } from "@model-platform/core/kernel/Money"
+import { Orders, Tickets } from "@model-platform/core/payments/OrderService"
 import {
   formatUnits,
   generateTicketCode,
@@ -40,19 +40,19 @@ import {
   PAYMENT_WINDOW_MS,
   ticketCodeFor,
   usdToBaseUnits
-} from "@model-platform/core/money/OrderRules"
-import { type CreateOrder, Order, OrderList, type PayOrder, Quote } from "@model-platform/core/Orders"
-import type { CardDetails } from "@model-platform/core/ports/CardProcessor"
-import { LedgerStore } from "@model-platform/core/ports/LedgerStore"
-import { type OrderRecord, OrderStore } from "@model-platform/core/ports/OrderStore"
-import type { Transfer } from "@model-platform/core/ports/StablecoinRail"
-import { evaluateTestCard, luhnValid, TestCardProcessor } from "@model-platform/core/TestCardProcessor"
-import { toTimestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/payments/OrderRules"
+import { type CreateOrder, Order, OrderList, type PayOrder, Quote } from "@model-platform/core/payments/Orders"
+import type { CardDetails } from "@model-platform/core/payments/CardProcessor"
+import { LedgerStore } from "@model-platform/core/ledger/LedgerStore"
+import { type OrderRecord, OrderStore } from "@model-platform/core/payments/OrderStore"
+import type { Transfer } from "@model-platform/core/payments/StablecoinRail"
+import { evaluateTestCard, luhnValid, TestCardProcessor } from "@model-platform/core/payments/TestCardProcessor"
+import { toTimestamp } from "@model-platform/core/kernel/Time"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
 import { LedgerStoreMemory } from "../src/MemoryLedgerStore.ts"
 import { OrderStoreMemory } from "../src/MemoryOrderStore.ts"
 import { PlanStoreMemory } from "../src/MemoryPlanStore.ts"
-import { PlanStore } from "@model-platform/core/ports/PlanStore"
+import { PlanStore } from "@model-platform/core/plans/PlanStore"
 import { SimulatedChain, sendAndRecord } from "../src/SimulatedChain.ts"
 
 // ---------------------------------------------------------------------------------------------

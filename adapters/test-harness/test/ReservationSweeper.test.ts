@@ -4,9 +4,9 @@
  * settle charges nothing.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Ledger } from "@model-platform/core/money/Ledger"
-import { ReservationSweeper } from "@model-platform/core/ReservationSweeper"
-import * as Time from "@model-platform/core/Time"
+import { Ledger } from "@model-platform/core/ledger/Ledger"
+import { ReservationSweeper } from "@model-platform/core/ledger/ReservationSweeper"
+import * as Time from "@model-platform/core/kernel/Time"
 import { Clock, Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { LedgerStoreMemory } from "../src/MemoryLedgerStore.ts"

@@ -5,14 +5,14 @@
  * (`poisoned`: a field the gateway passes on carries the poison); `answers` may replace its answer
  * per path.
  */
-import { ApiKeys } from "@model-platform/core/ApiKeys"
-import { Catalogue } from "@model-platform/core/Catalogue"
-import type { CatalogueConfig, ModelConfig } from "@model-platform/core/CatalogueConfig"
+import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
+import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
+import type { CatalogueConfig, ModelConfig } from "@model-platform/core/catalogue/CatalogueConfig"
 import { Gateway, type GatewayConfig, type GatewayResponse } from "@model-platform/core/gateway/Gateway"
 import type { Endpoint } from "@model-platform/core/gateway/Validation"
-import { Ledger } from "@model-platform/core/money/Ledger"
-import { AccountStore } from "@model-platform/core/ports/AccountStore"
-import { MachineClient, MachineFailure, type MachineResponse } from "@model-platform/core/ports/MachineClient"
+import { Ledger } from "@model-platform/core/ledger/Ledger"
+import { AccountStore } from "@model-platform/core/keys/AccountStore"
+import { MachineClient, MachineFailure, type MachineResponse } from "@model-platform/core/gateway/MachineClient"
 import { Effect, Layer, ManagedRuntime, Stream } from "effect"
 import { MemoryPlatformStores } from "../src/MemoryPlatformStores.ts"
 

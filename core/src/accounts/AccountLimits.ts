@@ -4,7 +4,7 @@
  * a stored flow) counts per client address, and per email where there is one.
  */
 import { Clock, Effect } from "effect"
-import { type RateLimitStore, windowStartOf } from "../ports/RateLimitStore.ts"
+import { type RateLimitStore, windowStartOf } from "../kernel/RateLimitStore.ts"
 import { accountError } from "./AccountErrors.ts"
 
 export interface AccountLimit {

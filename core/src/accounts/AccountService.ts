@@ -3,8 +3,8 @@
  * "Sessions", "Recovery", "Identity"). The ceremonies a person goes through at `{accounts_url}`:
  * sign up with an email and a passkey, confirm the address from a mailed link, sign in with a
  * discoverable passkey, manage passkeys, recover when every passkey is lost, create an API key,
- * and the identity GET /identity shows. The HTTP routes and pages (api/AccountRoutes.ts,
- * accounts/Pages.ts) call only this service; they set the cookies and render the answers.
+ * and the identity GET /identity shows. The HTTP routes and pages (http/AccountRoutes.ts,
+ * http/pages/Pages.ts) call only this service; they set the cookies and render the answers.
  *
  * Conventions every method follows:
  * - `origin` and `rpId` are the account service's as the route sees them (the request's origin and
@@ -23,9 +23,9 @@
 import { Context, type Effect, Layer } from "effect"
 import type { AccountError } from "./AccountErrors.ts"
 import { makeAccountService } from "./AccountServiceLive.ts"
-import type { Identity } from "../Identity.ts"
-import type { CreatedKey } from "../Keys.ts"
-import type { Timestamp } from "../Time.ts"
+import type { Identity } from "./Identity.ts"
+import type { CreatedKey } from "../keys/Keys.ts"
+import type { Timestamp } from "../kernel/Time.ts"
 
 export * from "./AccountErrors.ts"
 export * from "./AccountsConfig.ts"

@@ -2,7 +2,7 @@
  * An agent approval as the account service keeps it (docs/agents.md "Approvals"): what the
  * platform asked the owner to approve (create, update or revoke an agent), its state, and what the
  * network answered once the owner approved with a passkey. Declared once, as this Schema; the
- * stores keep its encoded form (ports/Documents.ts).
+ * stores keep its encoded form (kernel/Documents.ts).
  *
  * The agent-scoped network key is not here: the account service keeps no copy. It is issued by
  * the network when the approved result is handed over (once), and only the platform holds it.
@@ -10,8 +10,8 @@
 import { Schema } from "effect"
 import { AgentSettingsRecord } from "../agents/Records.ts"
 import { ApprovalKind, ApprovalState } from "../agents/Schemas.ts"
-import type { DocumentKind } from "../ports/Documents.ts"
-import { Timestamp } from "../Time.ts"
+import type { DocumentKind } from "../kernel/Documents.ts"
+import { Timestamp } from "../kernel/Time.ts"
 
 /** A node of the network serving agents: where an agent's calls may go. */
 export const ServingNode = Schema.Struct({
@@ -63,7 +63,7 @@ export type ApprovalRecord = typeof ApprovalRecord.Type
 const encode = Schema.encodeUnknownSync(ApprovalRecord)
 const decode = Schema.decodeUnknownOption(ApprovalRecord)
 
-/** Approvals as documents (ports/Documents.ts), owned by the person who approves them. */
+/** Approvals as documents (kernel/Documents.ts), owned by the person who approves them. */
 export const ApprovalDocuments: DocumentKind<ApprovalRecord> = {
   kind: "approval",
   owner: (r) => r.sub,

@@ -9,7 +9,7 @@
  *   pending --the network refuses--> failed (its reason, as it is)
  *   pending --30 minutes pass unused--> expired
  *
- * Every move is a compare-and-set of the approval's version (ports/ApprovalStore.ts), so two
+ * Every move is a compare-and-set of the approval's version (accounts/ApprovalStore.ts), so two
  * readers cannot both receive the approved result: the one whose swap to collected wins gets it,
  * with a new agent-scoped network key the network issues at that moment (the account service
  * keeps no copy); the other reads collected. A network with no answer changes nothing (503).
@@ -24,12 +24,12 @@ import {
   type CreateApprovalWire,
   type CreatedApprovalWire
 } from "../agents/ApprovalWire.ts"
-import { generateId } from "../Keys.ts"
-import { creditsToMicro, microToCredits } from "../Money.ts"
-import { ApprovalStore } from "../ports/ApprovalStore.ts"
-import { agentDid, Network, type NetworkUnavailable } from "../ports/Network.ts"
-import { PeopleStore } from "../ports/PeopleStore.ts"
-import * as Time from "../Time.ts"
+import { generateId } from "../keys/Keys.ts"
+import { creditsToMicro, microToCredits } from "../kernel/Money.ts"
+import { ApprovalStore } from "./ApprovalStore.ts"
+import { agentDid, Network, type NetworkUnavailable } from "../agents/Network.ts"
+import { PeopleStore } from "./PeopleStore.ts"
+import * as Time from "../kernel/Time.ts"
 import { type AccountError, accountError } from "./AccountErrors.ts"
 import { AccountsConfig } from "./AccountsConfig.ts"
 import type { BegunCeremony, RelyingParty } from "./AccountService.ts"

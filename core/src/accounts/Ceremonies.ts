@@ -9,9 +9,9 @@
  * the person by it.
  */
 import { Clock, Effect, Schema } from "effect"
-import { addressProblem } from "../ports/EmailSender.ts"
-import { generateId } from "../Keys.ts"
-import * as Time from "../Time.ts"
+import { addressProblem } from "../kernel/EmailSender.ts"
+import { generateId } from "../keys/Keys.ts"
+import * as Time from "../kernel/Time.ts"
 import { type AccountError, accountError } from "./AccountErrors.ts"
 import { ACCOUNT_LIMITS, countHit } from "./AccountLimits.ts"
 import type { FinishInput, FinishWithNameInput, RelyingParty, SignUpInput } from "./AccountService.ts"

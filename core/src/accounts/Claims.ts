@@ -11,7 +11,7 @@
  * every passkey gets back in: the key is the proof, not the mailbox).
  */
 import { Effect } from "effect"
-import * as Time from "../Time.ts"
+import * as Time from "../kernel/Time.ts"
 import { accountError } from "./AccountErrors.ts"
 import type { FinishWithNameInput, RelyingParty } from "./AccountService.ts"
 import { passkeyName } from "./Ceremonies.ts"

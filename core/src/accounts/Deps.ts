@@ -1,10 +1,10 @@
 /** What every part of the account service works with, gathered once by its layer (AccountServiceLive.ts). */
-import type { ApiKeys } from "../ApiKeys.ts"
-import type { AccountStore } from "../ports/AccountStore.ts"
-import type { EmailSender } from "../ports/EmailSender.ts"
-import type { Network } from "../ports/Network.ts"
-import type { PeopleStore } from "../ports/PeopleStore.ts"
-import type { RateLimitStore } from "../ports/RateLimitStore.ts"
+import type { ApiKeys } from "../keys/ApiKeys.ts"
+import type { AccountStore } from "../keys/AccountStore.ts"
+import type { EmailSender } from "../kernel/EmailSender.ts"
+import type { Network } from "../agents/Network.ts"
+import type { PeopleStore } from "./PeopleStore.ts"
+import type { RateLimitStore } from "../kernel/RateLimitStore.ts"
 import type { Sessions } from "./Sessions.ts"
 
 export interface AccountDeps {

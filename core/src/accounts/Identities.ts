@@ -11,11 +11,11 @@
  *   person who joins the account when the owner claims it with a passkey.
  */
 import { Effect } from "effect"
-import type { Identity } from "../Identity.ts"
-import { generateId } from "../Keys.ts"
-import * as Time from "../Time.ts"
-import type { Network } from "../ports/Network.ts"
-import type { PeopleStore } from "../ports/PeopleStore.ts"
+import type { Identity } from "./Identity.ts"
+import { generateId } from "../keys/Keys.ts"
+import * as Time from "../kernel/Time.ts"
+import type { Network } from "../agents/Network.ts"
+import type { PeopleStore } from "./PeopleStore.ts"
 import type { AccountDeps } from "./Deps.ts"
 import type { IdentityRecord, PersonRecord } from "./Records.ts"
 

@@ -4,7 +4,7 @@
  * again later). Links are one-time tokens; nothing here logs them.
  */
 import { Effect } from "effect"
-import type { EmailMessage, EmailSender } from "../ports/EmailSender.ts"
+import type { EmailMessage, EmailSender } from "../kernel/EmailSender.ts"
 import { accountError } from "./AccountErrors.ts"
 
 export const send = (email: EmailSender["Service"], message: EmailMessage) =>

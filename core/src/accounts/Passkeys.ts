@@ -4,8 +4,8 @@
  * account. Every change is CSRF-checked by Sessions.change.
  */
 import { Effect } from "effect"
-import { normalize, type Permission } from "../Permissions.ts"
-import * as Time from "../Time.ts"
+import { normalize, type Permission } from "../keys/Permissions.ts"
+import * as Time from "../kernel/Time.ts"
 import { accountError } from "./AccountErrors.ts"
 import type { FinishWithNameInput, PasskeyView, RelyingParty, SessionCall } from "./AccountService.ts"
 import { passkeyName } from "./Ceremonies.ts"

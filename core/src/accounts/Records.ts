@@ -9,8 +9,8 @@
  * milliseconds, compared as strings (their fixed width makes that the order of time).
  */
 import { Schema } from "effect"
-import { sha256Hex } from "../Sha256.ts"
-import { Timestamp } from "../Time.ts"
+import { sha256Hex } from "../kernel/Sha256.ts"
+import { Timestamp } from "../kernel/Time.ts"
 
 /** A person's id, their `sub` at the account service: `per_` and 128 random bits (Keys.generateId). */
 export const PERSON_ID_KIND = "per"

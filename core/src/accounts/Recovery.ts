@@ -11,7 +11,7 @@
  * still stops it.
  */
 import { Clock, Effect } from "effect"
-import * as Time from "../Time.ts"
+import * as Time from "../kernel/Time.ts"
 import { accountError } from "./AccountErrors.ts"
 import { ACCOUNT_LIMITS, countHit } from "./AccountLimits.ts"
 import type { FinishWithNameInput, PendingRecovery, RelyingParty, SessionCall } from "./AccountService.ts"

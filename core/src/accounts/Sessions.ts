@@ -6,9 +6,9 @@
  * against. Sessions last SESSION_TTL_MS and do not slide.
  */
 import { Clock, Effect } from "effect"
-import type { PeopleStore } from "../ports/PeopleStore.ts"
-import { sha256Hex } from "../Sha256.ts"
-import * as Time from "../Time.ts"
+import type { PeopleStore } from "./PeopleStore.ts"
+import { sha256Hex } from "../kernel/Sha256.ts"
+import * as Time from "../kernel/Time.ts"
 import { accountError } from "./AccountErrors.ts"
 import type { LiveSession, NewSession, SessionCall, SignedInPerson } from "./AccountService.ts"
 import { hashToken, type PersonRecord } from "./Records.ts"

@@ -14,9 +14,9 @@ import {
   verifyRegistrationResponse
 } from "@simplewebauthn/server"
 import { Clock, Effect, Schema } from "effect"
-import { base64url, randomBytes } from "../Keys.ts"
-import type { PeopleStore } from "../ports/PeopleStore.ts"
-import * as Time from "../Time.ts"
+import { base64url, randomBytes } from "../keys/Keys.ts"
+import type { PeopleStore } from "./PeopleStore.ts"
+import * as Time from "../kernel/Time.ts"
 import { type AccountError, accountError } from "./AccountErrors.ts"
 import type { BegunCeremony, RelyingParty } from "./AccountService.ts"
 import { hashToken, type PasskeyRecord } from "./Records.ts"

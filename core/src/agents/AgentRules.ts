@@ -3,8 +3,8 @@
  * (AgentStates.ts), settings from a proposal or a change, an approval's answer applied to a record
  * (docs/agents.md "Collecting approvals"), a delegation's end, and the API's view of a record.
  */
-import { microToCredits } from "../Money.ts"
-import * as Time from "../Time.ts"
+import { microToCredits } from "../kernel/Money.ts"
+import * as Time from "../kernel/Time.ts"
 import {
   approvedCreditLimitToMicro,
   creditLimitToMicro,

@@ -1,7 +1,7 @@
 /**
  * Agents, the use-cases (docs/agents.md "Endpoints", "Collecting approvals"): propose an agent,
  * change its settings or revoke it (each a step the owner approves with a passkey at the account
- * service, ports/AgentApprovals.ts), read agents (collecting an outstanding approval first, and
+ * service, agents/AgentApprovals.ts), read agents (collecting an outstanding approval first, and
  * ending a delegation whose time is up), and give an active agent a key.
  *
  * Every move of an agent goes through the state machine (AgentStates.ts `applyAgentEvent`) and is
@@ -13,18 +13,18 @@
  * converted at the boundary (Amounts.ts).
  */
 import { Clock, Context, Effect, Layer } from "effect"
-import { ApiKeys, type Caller } from "../ApiKeys.ts"
-import { Catalogue } from "../Catalogue.ts"
-import * as Errors from "../Errors.ts"
-import { type CreatedKey, generateId } from "../Keys.ts"
-import { DEFAULT_PERMISSIONS, ungrantable } from "../Permissions.ts"
-import { AgentApprovals, type ApprovalsUnavailable } from "../ports/AgentApprovals.ts"
-import { AgentStore } from "../ports/AgentStore.ts"
-import { LedgerStore } from "../ports/LedgerStore.ts"
-import { Network } from "../ports/Network.ts"
-import { PeopleStore } from "../ports/PeopleStore.ts"
-import { RequestBaseUrl } from "../api/PublicUrl.ts"
-import * as Time from "../Time.ts"
+import { ApiKeys, type Caller } from "../keys/ApiKeys.ts"
+import { Catalogue } from "../catalogue/Catalogue.ts"
+import * as Errors from "../kernel/Errors.ts"
+import { type CreatedKey, generateId } from "../keys/Keys.ts"
+import { DEFAULT_PERMISSIONS, ungrantable } from "../keys/Permissions.ts"
+import { AgentApprovals, type ApprovalsUnavailable } from "./AgentApprovals.ts"
+import { AgentStore } from "./AgentStore.ts"
+import { LedgerStore } from "../ledger/LedgerStore.ts"
+import { Network } from "./Network.ts"
+import { PeopleStore } from "../accounts/PeopleStore.ts"
+import { RequestBaseUrl } from "../http/PublicUrl.ts"
+import * as Time from "../kernel/Time.ts"
 import { type AgentMove, applyAgentEvent, proposedState } from "./AgentStates.ts"
 import { APPROVAL_LINK_MS } from "./ApprovalWire.ts"
 import { agentDayBudget, agentTotalBudget, dayOf, TOTAL_PERIOD } from "./Limits.ts"

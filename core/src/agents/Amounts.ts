@@ -5,7 +5,7 @@
  * as they are kept (micro-credits, Money.ts). Exact integer arithmetic only, never floats; a cap
  * or limit that is unset is null (a token cap shown in `proposed` is "" when unset).
  */
-import { creditsToMicro, MICRO_PER_CREDIT, microToCredits } from "../Money.ts"
+import { creditsToMicro, MICRO_PER_CREDIT, microToCredits } from "../kernel/Money.ts"
 
 export const TOKEN_DECIMALS = 18
 export const WEI_PER_TOKEN = 10n ** BigInt(TOKEN_DECIMALS)

@@ -3,7 +3,7 @@
  * platform POSTs to `{accounts_url}/api/accounts/{sub}/agent-approvals` and what
  * `GET …/agent-approvals/{id}` answers in each state. One declaration for both sides: the account
  * service's routes decode requests and encode answers with these, the platform's client
- * (ports/AgentApprovals.ts) the other way round.
+ * (agents/AgentApprovals.ts) the other way round.
  *
  * Amounts: the request's network caps are decimal strings of network tokens (as the platform's
  * API takes them); the approved settings answer them in wei (`max_transaction_value`,

@@ -1,5 +1,5 @@
 /**
- * The AgentApprovals port (ports/AgentApprovals.ts) over HTTP with the web-standard `fetch`, so the
+ * The AgentApprovals port (agents/AgentApprovals.ts) over HTTP with the web-standard `fetch`, so the
  * same code runs on Node and on Lambda: the platform calling its account service server to server
  * (the spec's "Account service"), authenticated with a service assertion when the platform has a
  * signing key (`signer`: a fresh ES256 JWT per call whose aud is the URL called; docs/agents.md
@@ -15,7 +15,7 @@
  */
 import { AccountsConfig } from "../accounts/AccountsConfig.ts"
 import { Clock, Effect, Layer, Schema } from "effect"
-import { AgentApprovals, ApprovalsUnavailable } from "../ports/AgentApprovals.ts"
+import { AgentApprovals, ApprovalsUnavailable } from "./AgentApprovals.ts"
 import {
   ApprovalResultWire,
   type CreateApprovalWire,

@@ -11,7 +11,7 @@
  * approved settings in force are the limits, and an approved change applies from the next call.
  * Like the monthly limits, they count what credits pay (not allowances or the trial).
  */
-import type { BudgetClaim } from "../ports/LedgerStore.ts"
+import type { BudgetClaim } from "../ledger/LedgerStore.ts"
 import type { AgentRecord } from "./Records.ts"
 
 export const agentDayBudget = (agentId: string): string => `agent:${agentId}:day`

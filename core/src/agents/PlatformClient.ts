@@ -6,8 +6,8 @@
  * shell serving both in one process, without a configured secret, makes a random one at start.
  */
 import { Config, Option, Redacted } from "effect"
-import { base64url } from "../Keys.ts"
-import { sha256Hex } from "../Sha256.ts"
+import { base64url } from "../keys/Keys.ts"
+import { sha256Hex } from "../kernel/Sha256.ts"
 
 export interface PlatformClient {
   readonly id: string

@@ -1,5 +1,5 @@
 /**
- * An agent as the platform keeps it (ports/AgentStore.ts): the approved settings in force, the
+ * An agent as the platform keeps it (agents/AgentStore.ts): the approved settings in force, the
  * approval waiting at the account service (at most one), what the network answered, and the
  * times of its life. The record is written once, as this Schema: every store keeps its encoded
  * form (JSON: amounts as decimal strings) beside a few columns it looks records up by, and reads
@@ -9,8 +9,8 @@
  * integers. How the API shows a record is agents/ (docs/resources.md "Agents").
  */
 import { Schema } from "effect"
-import type { DocumentKind } from "../ports/Documents.ts"
-import { Timestamp } from "../Time.ts"
+import type { DocumentKind } from "../kernel/Documents.ts"
+import { Timestamp } from "../kernel/Time.ts"
 import { AgentStatus, ApprovalKind, ApprovalState, Capability } from "./Schemas.ts"
 
 /** A non-negative integer kept as a decimal string (micro-credits, wei). */
@@ -87,7 +87,7 @@ export const decodeAgent = (stored: unknown): AgentRecord | undefined => {
   return decoded._tag === "Some" ? decoded.value : undefined
 }
 
-/** Agents as documents (ports/Documents.ts), owned by their account. */
+/** Agents as documents (kernel/Documents.ts), owned by their account. */
 export const AgentDocuments: DocumentKind<AgentRecord> = {
   kind: "agent",
   owner: (r) => r.account_id,

@@ -5,9 +5,9 @@
  * machine lives elsewhere.
  */
 import { Schema } from "effect"
-import { CreditAmount } from "../Money.ts"
-import { type Permission, PermissionValues } from "../Permissions.ts"
-import { Timestamp } from "../Time.ts"
+import { CreditAmount } from "../kernel/Money.ts"
+import { type Permission, PermissionValues } from "../keys/Permissions.ts"
+import { Timestamp } from "../kernel/Time.ts"
 
 // ---- Values -------------------------------------------------------------------------------
 

@@ -12,8 +12,8 @@
  */
 import { Config, Context, Effect, Option, Redacted, Schema } from "effect"
 import * as Jose from "jose"
-import { base64url } from "../Keys.ts"
-import { RateLimitStore, windowStartOf } from "../ports/RateLimitStore.ts"
+import { base64url } from "../keys/Keys.ts"
+import { RateLimitStore, windowStartOf } from "../kernel/RateLimitStore.ts"
 
 export const ASSERTION_ALG = "ES256"
 /** The longest lifetime a verifier accepts (exp - iat), and the one `sign` gives. */

@@ -10,16 +10,16 @@
  * never by a timer. Raising never fails its caller: the store's or the mail's trouble is logged.
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import type { Caller } from "../ApiKeys.ts"
-import * as Errors from "../Errors.ts"
-import { generateId } from "../Keys.ts"
-import { microToCredits } from "../Money.ts"
-import { centsToUsd } from "../money/OrderRules.ts"
-import { AccountStore } from "../ports/AccountStore.ts"
-import { alertIdentity, type AlertRecord, AlertStore } from "../ports/AlertStore.ts"
-import { BillingSettingsStore } from "../ports/BillingSettingsStore.ts"
-import { type EmailMessage, EmailSender } from "../ports/EmailSender.ts"
-import * as Time from "../Time.ts"
+import type { Caller } from "../keys/ApiKeys.ts"
+import * as Errors from "../kernel/Errors.ts"
+import { generateId } from "../keys/Keys.ts"
+import { microToCredits } from "../kernel/Money.ts"
+import { centsToUsd } from "../payments/OrderRules.ts"
+import { AccountStore } from "../keys/AccountStore.ts"
+import { alertIdentity, type AlertRecord, AlertStore } from "./AlertStore.ts"
+import { BillingSettingsStore } from "./BillingSettingsStore.ts"
+import { type EmailMessage, EmailSender } from "../kernel/EmailSender.ts"
+import * as Time from "../kernel/Time.ts"
 import type { Alert, AlertList } from "./Schemas.ts"
 
 export const ALERTS_DEFAULT_LIMIT = 50

@@ -1,7 +1,7 @@
 /**
  * Allowances and the trial (docs/billing.md "Allowances and the trial"): the price table's
  * `allowances {free, builder, scale, trial}` per service, made real as ledger grants
- * (ports/LedgerStore.ts GrantClaim).
+ * (ledger/LedgerStore.ts GrantClaim).
  *
  * - Every account has the `free` allowance of each service in each UTC month: "allowance:<service>"
  *   with the month as its period, so nothing carries over.
@@ -15,9 +15,9 @@
  *   limits, and settlement spends the call's cost in the same order (Ledger.settlementCharges).
  *   Monthly limits count only what credits pay.
  */
-import type { CatalogueConfig } from "../CatalogueConfig.ts"
-import { creditsToMicro, microToCredits } from "../Money.ts"
-import type { GrantClaim, GrantHold, GrantState } from "../ports/LedgerStore.ts"
+import type { CatalogueConfig } from "../catalogue/CatalogueConfig.ts"
+import { creditsToMicro, microToCredits } from "../kernel/Money.ts"
+import type { GrantClaim, GrantHold, GrantState } from "../ledger/LedgerStore.ts"
 
 /** The grant of a service's monthly allowance. */
 export const allowanceGrant = (service: string): string => `allowance:${service}`

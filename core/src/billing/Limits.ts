@@ -2,7 +2,7 @@
  * Monthly limits (docs/billing.md "Monthly limits" and "Monthly limits: the endpoints"): the
  * rules, and the use-cases of GET/POST /billing/limits and POST /billing/keys/{id}/limit.
  *
- * A limit is a ledger budget (ports/LedgerStore.ts BudgetClaim): "account" (its own limit, else
+ * A limit is a ledger budget (ledger/LedgerStore.ts BudgetClaim): "account" (its own limit, else
  * the tier's) and "key:<id>" (its own limit, else none). Every priced call claims both for the
  * UTC month of its admission (`budgetClaims`, gateway/Admission.ts), and the store admits it only
  * while both have room, in the same atomic step as the balance. The limits are set here with
@@ -11,14 +11,14 @@
  * for the gateway and for GET /billing.
  */
 import { Clock, Effect } from "effect"
-import type { Caller } from "../ApiKeys.ts"
-import { Catalogue } from "../Catalogue.ts"
-import * as Errors from "../Errors.ts"
-import { creditsToMicro, microToCredits } from "../Money.ts"
-import { BillingSettingsStore } from "../ports/BillingSettingsStore.ts"
-import { KeyStore } from "../ports/KeyStore.ts"
-import { type BudgetClaim, type BudgetState, LedgerStore } from "../ports/LedgerStore.ts"
-import { OrderStore } from "../ports/OrderStore.ts"
+import type { Caller } from "../keys/ApiKeys.ts"
+import { Catalogue } from "../catalogue/Catalogue.ts"
+import * as Errors from "../kernel/Errors.ts"
+import { creditsToMicro, microToCredits } from "../kernel/Money.ts"
+import { BillingSettingsStore } from "./BillingSettingsStore.ts"
+import { KeyStore } from "../keys/KeyStore.ts"
+import { type BudgetClaim, type BudgetState, LedgerStore } from "../ledger/LedgerStore.ts"
+import { OrderStore } from "../payments/OrderStore.ts"
 import type { KeyLimit, LimitsView, MonthSpend, SetLimits, UsageTier } from "./Schemas.ts"
 import { alertPointsOf, type BillingSettingsPatch } from "./Settings.ts"
 import { monthlyLimitAt, tierTable, usageTierFor } from "./Tiers.ts"

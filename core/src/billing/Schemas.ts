@@ -4,11 +4,11 @@
  * invoiced billing, with the bodies that change them. JSON shapes only.
  */
 import { Schema } from "effect"
-import { CreditAmount } from "../Money.ts"
-import { CreditOrderUsd, PaymentMethod } from "../Orders.ts"
-import { ALERT_KINDS } from "../ports/AlertStore.ts"
-import { Text } from "../Text.ts"
-import { Timestamp } from "../Time.ts"
+import { CreditAmount } from "../kernel/Money.ts"
+import { CreditOrderUsd, PaymentMethod } from "../payments/Orders.ts"
+import { ALERT_KINDS } from "./AlertStore.ts"
+import { Text } from "../kernel/Text.ts"
+import { Timestamp } from "../kernel/Time.ts"
 
 // ---- Calendar values ----------------------------------------------------------------------
 

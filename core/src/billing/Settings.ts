@@ -1,5 +1,5 @@
 /**
- * An account's billing settings, one record per account (ports/BillingSettingsStore.ts): the
+ * An account's billing settings, one record per account (billing/BillingSettingsStore.ts): the
  * alert points and whether alerts are emailed (POST /billing/limits), the automatic top-up
  * (GET/POST /billing/auto-reload, the card saved on the billing page) and the request for
  * invoiced billing (POST /billing/invoicing). The monthly limits are not here: they are ledger
@@ -11,7 +11,7 @@
  * (the alert settings and the top-up are changed by different requests).
  */
 import { Schema } from "effect"
-import { Timestamp } from "../Time.ts"
+import { Timestamp } from "../kernel/Time.ts"
 import { AlertPoint } from "./Schemas.ts"
 
 /** An amount of micro-credits in a stored record: an integer >= 0 below 2^63 (a PostgreSQL int8). */
@@ -49,7 +49,7 @@ export const AutoReloadSettings = Schema.Struct({
   /**
    * Why the last top-up failed is not kept here: this record is written only by the person
    * (a read-modify-write of the section), the top-up's outcome by the settling processes, so it
-   * lives in the top-up state (ports/AlertStore.ts TopUpState.last_error). A stored record that
+   * lives in the top-up state (billing/AlertStore.ts TopUpState.last_error). A stored record that
    * still holds a last_error reads without it.
    */
   card: Schema.NullOr(SavedCard)

@@ -8,21 +8,21 @@
  * carried, one per service for the month) and the month's receipts. So closing = opening + added
  * - used holds by construction, each month opens at the previous month's closing, and the current
  * month closes at the ledger's posted balance as long as every charge has its usage record with
- * the same credits (the gateway writes both in one store step: ports/GatewayStore.ts).
+ * the same credits (the gateway writes both in one store step: gateway/GatewayStore.ts).
  *
  * Money stays bigint micro-credits (USD: cents) until the JSON boundary.
  */
 import { Clock, Effect } from "effect"
-import type { Caller } from "../ApiKeys.ts"
-import { Catalogue } from "../Catalogue.ts"
-import * as Errors from "../Errors.ts"
-import { microToCredits } from "../Money.ts"
-import { centsToUsd, toReceipt } from "../money/OrderRules.ts"
-import { BillingSettingsStore } from "../ports/BillingSettingsStore.ts"
-import { type CreditTotal, LedgerStore } from "../ports/LedgerStore.ts"
-import { OrderStore, type ReceiptRecord } from "../ports/OrderStore.ts"
-import { type UsageGroup, UsageStore } from "../ports/UsageStore.ts"
-import { toTimestamp } from "../Time.ts"
+import type { Caller } from "../keys/ApiKeys.ts"
+import { Catalogue } from "../catalogue/Catalogue.ts"
+import * as Errors from "../kernel/Errors.ts"
+import { microToCredits } from "../kernel/Money.ts"
+import { centsToUsd, toReceipt } from "../payments/OrderRules.ts"
+import { BillingSettingsStore } from "./BillingSettingsStore.ts"
+import { type CreditTotal, LedgerStore } from "../ledger/LedgerStore.ts"
+import { OrderStore, type ReceiptRecord } from "../payments/OrderStore.ts"
+import { type UsageGroup, UsageStore } from "./UsageStore.ts"
+import { toTimestamp } from "../kernel/Time.ts"
 import type { InvoicingRequest, InvoicingResponse, Statement, StatementMonthList } from "./Schemas.ts"
 import { creditsText, csvText } from "./UsageCsv.ts"
 
@@ -235,7 +235,7 @@ export const statementsOver = (stores: StatementStores, serviceNames: ReadonlyMa
   return { months, statement } as const
 }
 
-/** The use-cases of the statements group (billing/StatementsApi.ts). */
+/** The use-cases of the statements group (http/StatementsApi.ts). */
 export const makeStatements = Effect.gen(function*() {
   const ledger = yield* LedgerStore
   const usage = yield* UsageStore

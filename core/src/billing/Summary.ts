@@ -6,17 +6,17 @@
  * every read from the ledger, its budgets, the receipts, the settings and the catalogue.
  */
 import { Effect, Option } from "effect"
-import type { Caller } from "../ApiKeys.ts"
+import type { Caller } from "../keys/ApiKeys.ts"
 import { AutoReload } from "./AutoReload.ts"
 import type { AutoReload as AutoReloadView, BillingSummary } from "./Schemas.ts"
-import { Catalogue } from "../Catalogue.ts"
-import { Ledger } from "../money/Ledger.ts"
+import { Catalogue } from "../catalogue/Catalogue.ts"
+import { Ledger } from "../ledger/Ledger.ts"
 import { makeLimits } from "./Limits.ts"
 import { monthlyLimitAt, tierTable, usageTierFor } from "./Tiers.ts"
-import { creditsToMicro, microToCredits } from "../Money.ts"
-import { Orders } from "../money/OrderService.ts"
-import { BillingSettingsStore } from "../ports/BillingSettingsStore.ts"
-import { toTimestamp } from "../Time.ts"
+import { creditsToMicro, microToCredits } from "../kernel/Money.ts"
+import { Orders } from "../payments/OrderService.ts"
+import { BillingSettingsStore } from "./BillingSettingsStore.ts"
+import { toTimestamp } from "../kernel/Time.ts"
 
 /** 1 credit = 0.001 network token (the spec's unit of account). */
 export const CREDITS_PER_TOKEN = 1000n

@@ -9,8 +9,8 @@
  * when the number has more than 6 decimals; a threshold that is not finite is never reached.
  * An empty table (the catalogue refuses one) gives DEFAULT_RPM and no tier.
  */
-import type { CatalogueConfig } from "../CatalogueConfig.ts"
-import { creditsToMicro, MICRO_PER_CREDIT, microToCredits } from "../Money.ts"
+import type { CatalogueConfig } from "../catalogue/CatalogueConfig.ts"
+import { creditsToMicro, MICRO_PER_CREDIT, microToCredits } from "../kernel/Money.ts"
 import type { UsageTier } from "./Schemas.ts"
 
 export type TierConfig = CatalogueConfig["tiers"][number]

@@ -5,7 +5,7 @@
  * id as ref.
  *
  * Once per crossing, with any number of processes settling at once: each account's top-up state
- * (ports/AlertStore.ts TopUpState) moves armed -> charging -> below -> armed by compare-and-set
+ * (billing/AlertStore.ts TopUpState) moves armed -> charging -> below -> armed by compare-and-set
  * on its version, so of the processes that see the same crossing exactly one claims it. The
  * claim names the order (a fresh id, also the charge's idempotency key): a charge resumed after
  * a crash, or by another process once the claim is stale, is the same charge at the processor,
@@ -21,16 +21,16 @@
  * charges are started per account and UTC day.
  */
 import { Clock, Context, Effect, Layer } from "effect"
-import { Catalogue } from "../Catalogue.ts"
-import { generateId } from "../Keys.ts"
-import { Ledger } from "../money/Ledger.ts"
-import { MICRO_PER_CREDIT } from "../Money.ts"
-import { AUTO_RELOAD_ORDER_KIND, CURRENCY, PAYMENT_WINDOW_MS } from "../money/OrderRules.ts"
-import { AlertStore, type TopUpState } from "../ports/AlertStore.ts"
-import { CardProcessor } from "../ports/CardProcessor.ts"
-import { LedgerStore, type ScopeBalance } from "../ports/LedgerStore.ts"
-import { type OrderRecord, OrderStore } from "../ports/OrderStore.ts"
-import * as Time from "../Time.ts"
+import { Catalogue } from "../catalogue/Catalogue.ts"
+import { generateId } from "../keys/Keys.ts"
+import { Ledger } from "../ledger/Ledger.ts"
+import { MICRO_PER_CREDIT } from "../kernel/Money.ts"
+import { AUTO_RELOAD_ORDER_KIND, CURRENCY, PAYMENT_WINDOW_MS } from "../payments/OrderRules.ts"
+import { AlertStore, type TopUpState } from "./AlertStore.ts"
+import { CardProcessor } from "../payments/CardProcessor.ts"
+import { LedgerStore, type ScopeBalance } from "../ledger/LedgerStore.ts"
+import { type OrderRecord, OrderStore } from "../payments/OrderStore.ts"
+import * as Time from "../kernel/Time.ts"
 import { Alerts, autoReloadFailedAlert, autoReloadPaidAlert, lowBalanceAlert } from "./Alerts.ts"
 import { monthOf } from "./Limits.ts"
 import type { AutoReloadSettings } from "./Settings.ts"

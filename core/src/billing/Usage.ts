@@ -5,13 +5,13 @@
  * page at a time (per-record CSV). Money stays bigint micro-credits until the JSON boundary.
  */
 import { Clock, Effect, Result, Stream } from "effect"
-import type { Caller } from "../ApiKeys.ts"
-import { Catalogue } from "../Catalogue.ts"
-import * as Errors from "../Errors.ts"
-import { microToCredits } from "../Money.ts"
-import { KeyStore } from "../ports/KeyStore.ts"
-import { NO_AGENT, type UsageDays, type UsageDimension, type UsageGroup, UsageStore } from "../ports/UsageStore.ts"
-import { toTimestamp } from "../Time.ts"
+import type { Caller } from "../keys/ApiKeys.ts"
+import { Catalogue } from "../catalogue/Catalogue.ts"
+import * as Errors from "../kernel/Errors.ts"
+import { microToCredits } from "../kernel/Money.ts"
+import { KeyStore } from "../keys/KeyStore.ts"
+import { NO_AGENT, type UsageDays, type UsageDimension, type UsageGroup, UsageStore } from "./UsageStore.ts"
+import { toTimestamp } from "../kernel/Time.ts"
 import type { Usage, UsageGroupBy } from "./Schemas.ts"
 import { USAGE_CSV_HEADER, USAGE_GROUP_CSV_HEADER, usageGroupLine, usageRecordLine } from "./UsageCsv.ts"
 

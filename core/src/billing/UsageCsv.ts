@@ -1,7 +1,7 @@
 /**
  * The usage CSV (GET /billing/usage.csv): one line per usage record under the spec's header
  * (USAGE_CSV_COLUMNS), or one line per group of a report. Pure text functions; the route streams
- * them a page of records at a time (billing/UsageHandlers.ts).
+ * them a page of records at a time (http/UsageHandlers.ts).
  *
  * - RFC 4180: CRLF line ends; a field holding a comma, a double quote, CR or LF is quoted, its
  *   quotes doubled.
@@ -12,7 +12,7 @@
  * - Amounts are exact decimal credits from micro-credits (no float): 1500 micro-credits is
  *   `0.0015`; quantities are integers of the record's unit.
  */
-import type { UsageLine } from "../ports/UsageStore.ts"
+import type { UsageLine } from "./UsageStore.ts"
 import { USAGE_CSV_COLUMNS } from "./Schemas.ts"
 
 /** The header of the per-record CSV, exactly the spec's columns. */

@@ -17,10 +17,10 @@
  * made good by a later one.
  */
 import { Clock, Context, Effect, Layer } from "effect"
-import { Catalogue } from "../Catalogue.ts"
-import { BillingSettingsStore } from "../ports/BillingSettingsStore.ts"
-import { LedgerStore } from "../ports/LedgerStore.ts"
-import { OrderStore } from "../ports/OrderStore.ts"
+import { Catalogue } from "../catalogue/Catalogue.ts"
+import { BillingSettingsStore } from "./BillingSettingsStore.ts"
+import { LedgerStore } from "../ledger/LedgerStore.ts"
+import { OrderStore } from "../payments/OrderStore.ts"
 import { Alerts, limitReachedAlert, orgSpendAlert, pointsPassed } from "./Alerts.ts"
 import { ACCOUNT_BUDGET, monthOf } from "./Limits.ts"
 import { monthlyLimitAt, tierTable } from "./Tiers.ts"

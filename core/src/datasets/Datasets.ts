@@ -7,13 +7,13 @@
  * (`datasetPrefix`), so its deletion is one prefix, whatever a crash left half written.
  */
 import { Context, Duration, Effect, Layer, Schedule } from "effect"
-import type { Caller } from "../ApiKeys.ts"
-import * as Errors from "../Errors.ts"
-import { generateId } from "../Keys.ts"
-import { BlobStore } from "../ports/BlobStore.ts"
-import { DocumentStores } from "../ports/DocumentStores.ts"
-import { updateDocument } from "../ports/Documents.ts"
-import { now } from "../Time.ts"
+import type { Caller } from "../keys/ApiKeys.ts"
+import * as Errors from "../kernel/Errors.ts"
+import { generateId } from "../keys/Keys.ts"
+import { BlobStore } from "./BlobStore.ts"
+import { DocumentStores } from "../kernel/DocumentStores.ts"
+import { updateDocument } from "../kernel/Documents.ts"
+import { now } from "../kernel/Time.ts"
 import { makeExports } from "./Exports.ts"
 import {
   DatasetDocuments,

@@ -11,12 +11,12 @@
  * current one are deleted after each move; what a crash left behind is deleted by the next.
  */
 import { Effect } from "effect"
-import type { Caller } from "../ApiKeys.ts"
-import * as Errors from "../Errors.ts"
-import { base64url, generateId, randomBytes } from "../Keys.ts"
-import type { BlobStore } from "../ports/BlobStore.ts"
-import type { DocumentStore } from "../ports/Documents.ts"
-import { now } from "../Time.ts"
+import type { Caller } from "../keys/ApiKeys.ts"
+import * as Errors from "../kernel/Errors.ts"
+import { base64url, generateId, randomBytes } from "../keys/Keys.ts"
+import type { BlobStore } from "./BlobStore.ts"
+import type { DocumentStore } from "../kernel/Documents.ts"
+import { now } from "../kernel/Time.ts"
 import type { DatasetRecord, ExportRecord, ItemRecord } from "./Records.ts"
 import type { DatasetExport, DatasetItem } from "./Schemas.ts"
 

@@ -1,12 +1,12 @@
 /**
  * Datasets as the platform keeps them, each a kind of the generic document store
- * (ports/Documents.ts, `DocumentStores`): the dataset (owned by its account), its items and
+ * (kernel/Documents.ts, `DocumentStores`): the dataset (owned by its account), its items and
  * exports (owned by the dataset), and the deletions under way (all under one owner, so a sweeper
  * lists them). An item's bytes are in the BlobStore at `blob_key`; docs/datasets.md says where.
  */
 import { Schema } from "effect"
-import { documentKind } from "../ports/Documents.ts"
-import { Timestamp } from "../Time.ts"
+import { documentKind } from "../kernel/Documents.ts"
+import { Timestamp } from "../kernel/Time.ts"
 import { DatasetItem, DatasetKind, DatasetSource } from "./Schemas.ts"
 
 export const DatasetRecord = Schema.Struct({

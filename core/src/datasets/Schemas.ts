@@ -4,8 +4,8 @@
  * in blob storage.
  */
 import { Schema } from "effect"
-import { Text } from "../Text.ts"
-import { Timestamp } from "../Time.ts"
+import { Text } from "../kernel/Text.ts"
+import { Timestamp } from "../kernel/Time.ts"
 
 export const DatasetSourceValues = ["fieldwork", "voices", "upload"] as const
 export const DatasetSource = Schema.Literals(DatasetSourceValues)

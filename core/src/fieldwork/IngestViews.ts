@@ -3,7 +3,7 @@
  * from them: a participant's state, and whether answers fit the project's questions.
  */
 import type { ItemRecord } from "../datasets/Records.ts"
-import { INGEST_ITEMS_PATH } from "../api/RequestLimits.ts"
+import { INGEST_ITEMS_PATH } from "../http/RequestLimits.ts"
 import type { ParticipantRecord, ProjectRecord } from "./Records.ts"
 import type { Answer, Answers, IngestProject, Participant, ParticipantState, Question, Take } from "./Schemas.ts"
 

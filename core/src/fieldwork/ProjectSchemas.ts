@@ -3,8 +3,8 @@
  * answers of /fieldwork/projects and its ingest keys. The participant's side is Schemas.ts.
  */
 import { Schema } from "effect"
-import { Text } from "../Text.ts"
-import { Timestamp } from "../Time.ts"
+import { Text } from "../kernel/Text.ts"
+import { Timestamp } from "../kernel/Time.ts"
 import { CaptureFormat, ConsentText, IngestLimits, Prompt, Question } from "./Schemas.ts"
 
 const Name = Text(1, 128)

@@ -3,7 +3,7 @@
  * `challenge + nonce` must start with `difficulty` zero bits. The browser searches; the platform
  * checks with one hash.
  */
-import { sha256 } from "../Sha256.ts"
+import { sha256 } from "../kernel/Sha256.ts"
 
 const encoder = new TextEncoder()
 

@@ -1,12 +1,12 @@
 /**
  * Fieldwork's records as the platform keeps them, each a kind of the generic document store
- * (ports/Documents.ts, `DocumentStores`): projects (owned by an account), ingest keys,
+ * (kernel/Documents.ts, `DocumentStores`): projects (owned by an account), ingest keys,
  * participants, devices and challenges (owned by their project). Each Schema is the record's one
  * declaration; docs/fieldwork.md "Storage" says why each exists.
  */
 import { Schema } from "effect"
-import { documentKind } from "../ports/Documents.ts"
-import { Timestamp } from "../Time.ts"
+import { documentKind } from "../kernel/Documents.ts"
+import { Timestamp } from "../kernel/Time.ts"
 import { IngestKey, ProjectSettings } from "./ProjectSchemas.ts"
 import { Answers } from "./Schemas.ts"
 

@@ -6,8 +6,8 @@
  */
 import { Schema } from "effect"
 import { ItemStatus } from "../datasets/Schemas.ts"
-import { Text } from "../Text.ts"
-import { Timestamp } from "../Time.ts"
+import { Text } from "../kernel/Text.ts"
+import { Timestamp } from "../kernel/Time.ts"
 
 // ---- Values -------------------------------------------------------------------------------
 

@@ -6,9 +6,9 @@
  */
 import { Effect, Schema } from "effect"
 import type { ItemRecord } from "../datasets/Records.ts"
-import { exceedsJsonDepth } from "../Limits.ts"
-import { sha256, toHex } from "../Sha256.ts"
-import { textProblem } from "../Text.ts"
+import { exceedsJsonDepth } from "../kernel/Limits.ts"
+import { sha256, toHex } from "../kernel/Sha256.ts"
+import { textProblem } from "../kernel/Text.ts"
 import type { ProjectRecord } from "./Records.ts"
 import { TakeMeta } from "./Schemas.ts"
 import { readWav } from "./Wav.ts"

@@ -20,8 +20,8 @@
  * cooled down within a few canaries of the first failure, for sequential callers too.
  */
 import { Clock, Effect, FiberSet, Stream } from "effect"
-import type { MachineConfig, ModelConfig } from "../CatalogueConfig.ts"
-import { type MachineClient, MachineFailure } from "../ports/MachineClient.ts"
+import type { MachineConfig, ModelConfig } from "../catalogue/CatalogueConfig.ts"
+import { type MachineClient, MachineFailure } from "./MachineClient.ts"
 import type { Endpoint } from "./Validation.ts"
 
 export interface CooldownConfig {

@@ -32,9 +32,9 @@
  * again soon after it thaws).
  */
 import { Clock, Context, Duration, Effect, Exit, FiberSet, Layer, Option, Schedule, Semaphore } from "effect"
-import type { CatalogueConfig, MachineConfig } from "../CatalogueConfig.ts"
-import { MachineClient } from "../ports/MachineClient.ts"
-import { type MachineState, MachineStatus } from "../ports/MachineStatus.ts"
+import type { CatalogueConfig, MachineConfig } from "../catalogue/CatalogueConfig.ts"
+import { MachineClient } from "./MachineClient.ts"
+import { type MachineState, MachineStatus } from "../catalogue/MachineStatus.ts"
 
 export interface HealthCheckerOptions {
   /** Time between the end of one round and the start of the next. */

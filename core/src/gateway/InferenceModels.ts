@@ -5,10 +5,10 @@
  * machine going offline or stopping a model removes it at once.
  */
 import { Effect } from "effect"
-import type { CatalogueConfig, MachineConfig } from "../CatalogueConfig.ts"
-import type { V1Model, V1ModelList } from "../Inference.ts"
-import { type MachineState, MachineStatus } from "../ports/MachineStatus.ts"
-import { orderRoutes } from "../Routing.ts"
+import type { CatalogueConfig, MachineConfig } from "../catalogue/CatalogueConfig.ts"
+import type { V1Model, V1ModelList } from "./Inference.ts"
+import { type MachineState, MachineStatus } from "../catalogue/MachineStatus.ts"
+import { orderRoutes } from "../catalogue/Routing.ts"
 
 /** Whether a machine in this state can take calls for `model` now. */
 export const servesNow = (state: MachineState, model: string): boolean =>

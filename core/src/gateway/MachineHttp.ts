@@ -9,7 +9,7 @@
  *   MachineFailure "dropped"; interrupting its consumption cancels the read and so the request.
  */
 import { Effect, Layer, Result, Stream } from "effect"
-import { MachineClient, MachineFailure, type MachineResponse, type MachineTarget } from "../ports/MachineClient.ts"
+import { MachineClient, MachineFailure, type MachineResponse, type MachineTarget } from "./MachineClient.ts"
 
 const JSON_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" }
 

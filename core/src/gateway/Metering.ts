@@ -16,8 +16,8 @@
  *   ceil(input bytes / 4) and output tokens ceil(output characters / 4) (OpenAI's rule of thumb),
  *   each capped at its reservation bound, so an estimate never exceeds the reservation.
  */
-import type { ModelConfig } from "../CatalogueConfig.ts"
-import { creditsToMicro } from "../Money.ts"
+import type { ModelConfig } from "../catalogue/CatalogueConfig.ts"
+import { creditsToMicro } from "../kernel/Money.ts"
 import type { ValidCall } from "./Validation.ts"
 
 /** Prices of one model in micro-credits: per million tokens (in, out) and per request. */

@@ -19,7 +19,7 @@
  * - At start (`recover`), and every 30 s, the journals of processes that are gone are replayed: each completed call
  *   metered (again), each reservation whose call never completed voided at once, not at its expiry.
  *
- * Every write goes through group commit (core/src/Batcher.ts) with the other calls of its batch.
+ * Every write goes through group commit (core/src/kernel/Batcher.ts) with the other calls of its batch.
  * `idle` waits for the background work (tests; the gateway's scope waits up to 10 s at shutdown).
  *
  * Billing is told when the balance or the month's spend changes (billing/Watch.ts, when the
@@ -28,18 +28,18 @@
  * before the answer where the host freezes after a response (settleInline).
  */
 import { Cause, Clock, Effect, Exit, FiberSet, Option, Random, type Scope } from "effect"
-import type { Caller } from "../ApiKeys.ts"
-import { makeBatcher } from "../Batcher.ts"
+import type { Caller } from "../keys/ApiKeys.ts"
+import { makeBatcher } from "../kernel/Batcher.ts"
 import { grantParts } from "../billing/Allowances.ts"
 import { BillingWatch } from "../billing/Watch.ts"
-import { generateId } from "../Keys.ts"
-import { Ledger, settlementOf } from "../money/Ledger.ts"
-import { GatewayStore, type Metered, type MeteredResult } from "../ports/GatewayStore.ts"
-import type { Allocation, GrantHold } from "../ports/LedgerStore.ts"
-import { MeteringJournal } from "../ports/MeteringJournal.ts"
-import { isStoreUnavailableCause, StoreUnavailable } from "../ports/StoreUnavailable.ts"
-import type { UsageRecord } from "../ports/UsageStore.ts"
-import * as Time from "../Time.ts"
+import { generateId } from "../keys/Keys.ts"
+import { Ledger, settlementOf } from "../ledger/Ledger.ts"
+import { GatewayStore, type Metered, type MeteredResult } from "./GatewayStore.ts"
+import type { Allocation, GrantHold } from "../ledger/LedgerStore.ts"
+import { MeteringJournal } from "./MeteringJournal.ts"
+import { isStoreUnavailableCause, StoreUnavailable } from "../kernel/StoreUnavailable.ts"
+import type { UsageRecord } from "../billing/UsageStore.ts"
+import * as Time from "../kernel/Time.ts"
 import { costOf, type Prices, type Quantities, unitOf } from "./Metering.ts"
 import type { ValidCall } from "./Validation.ts"
 

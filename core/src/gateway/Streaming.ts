@@ -27,7 +27,7 @@
  *   stream ends after `finish`.
  */
 import { Clock, Deferred, Effect, Exit, Fiber, Semaphore, Stream } from "effect"
-import type { MachineFailure } from "../ports/MachineClient.ts"
+import type { MachineFailure } from "./MachineClient.ts"
 import { makeClientBuffer } from "./ClientBuffer.ts"
 import { completionChars, estimatedUsage, type Quantities, reportedUsage } from "./Metering.ts"
 import type { ValidCall } from "./Validation.ts"

@@ -8,7 +8,7 @@
  * Never throws and never dies: every bad input is an InferenceError of status 400 or 404.
  */
 import { Effect, Result, Schema, SchemaIssue } from "effect"
-import { exceedsJsonDepth, MAX_JSON_DEPTH } from "../Limits.ts"
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from "../kernel/Limits.ts"
 import {
   type CatalogueConfig,
   dimensionsOf,
@@ -17,8 +17,8 @@ import {
   maxHorizonOf,
   maxInputsOf,
   type ModelConfig
-} from "../CatalogueConfig.ts"
-import { type InferenceError, inferenceError } from "../Errors.ts"
+} from "../catalogue/CatalogueConfig.ts"
+import { type InferenceError, inferenceError } from "../kernel/Errors.ts"
 import {
   CHAT_FIELDS_NOT_SENT,
   ChatRequest,
@@ -26,7 +26,7 @@ import {
   ForecastRequest,
   ImageRequest,
   MAX_EMBEDDING_TEXTS
-} from "../Inference.ts"
+} from "./Inference.ts"
 
 export type Endpoint = "/v1/chat/completions" | "/v1/embeddings" | "/v1/forecasts" | "/v1/images/generations"
 

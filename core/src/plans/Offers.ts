@@ -9,10 +9,10 @@
  * charged in whole cents rounded up.
  */
 import { Effect, Option, Schema } from "effect"
-import type { MachineConfig } from "../CatalogueConfig.ts"
-import * as Errors from "../Errors.ts"
-import { creditsToMicro } from "../Money.ts"
-import type { RentalOrderBody, SubscriptionOrderBody } from "../Orders.ts"
+import type { MachineConfig } from "../catalogue/CatalogueConfig.ts"
+import * as Errors from "../kernel/Errors.ts"
+import { creditsToMicro } from "../kernel/Money.ts"
+import type { RentalOrderBody, SubscriptionOrderBody } from "../payments/Orders.ts"
 
 const NonNegative = Schema.Number.check(Schema.isGreaterThanOrEqualTo(0))
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))

@@ -17,13 +17,13 @@
  *   keeps the plan active with `cancel_at_period_end` and `auto_renews` false; resume undoes it.
  */
 import { Clock, Effect } from "effect"
-import type { Caller } from "../ApiKeys.ts"
-import * as Errors from "../Errors.ts"
-import { requireWithin } from "../KeyScope.ts"
-import { generateId } from "../Keys.ts"
-import type { OrderRecord } from "../ports/OrderStore.ts"
-import { PlanStore, type RentalRecord, type SubscriptionRecord } from "../ports/PlanStore.ts"
-import * as Time from "../Time.ts"
+import type { Caller } from "../keys/ApiKeys.ts"
+import * as Errors from "../kernel/Errors.ts"
+import { requireWithin } from "../keys/KeyScope.ts"
+import { generateId } from "../keys/Keys.ts"
+import type { OrderRecord } from "../payments/OrderStore.ts"
+import { PlanStore, type RentalRecord, type SubscriptionRecord } from "./PlanStore.ts"
+import * as Time from "../kernel/Time.ts"
 import { applyPlanEvent, type PlanPhase, type PlanState, startState, statusOf } from "./PlanStates.ts"
 import type { PlanChange, Rental, RentalList, Subscription, SubscriptionList } from "./Schemas.ts"
 

@@ -3,8 +3,8 @@
  * answer of cancelling or resuming a plan. JSON shapes only.
  */
 import { Schema } from "effect"
-import { PaymentMethod } from "../Orders.ts"
-import { Timestamp } from "../Time.ts"
+import { PaymentMethod } from "../payments/Orders.ts"
+import { Timestamp } from "../kernel/Time.ts"
 
 /**
  * active is observed. ended (ours): the period ran out without renewal, after a cancel or a failed

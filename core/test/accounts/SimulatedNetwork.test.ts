@@ -1,15 +1,15 @@
 /**
- * The simulated network (core/src/accounts/SimulatedNetwork.ts): ready identities with
+ * The simulated network (core/src/agents/SimulatedNetwork.ts): ready identities with
  * deterministic wallets, idempotent per id, injected refusals and outages in order, the operator's
  * refusals from the environment.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Exit, Layer, Schema } from "effect"
 import fc from "fast-check"
-import { DEFAULT_REFUSAL_REASON, SimulatedNetwork, simulatedWalletAddress } from "../../src/accounts/SimulatedNetwork.ts"
-import { HumanDid } from "../../src/Identity.ts"
-import { Network, NetworkUnavailable } from "../../src/ports/Network.ts"
-import { sha256Hex } from "../../src/Sha256.ts"
+import { DEFAULT_REFUSAL_REASON, SimulatedNetwork, simulatedWalletAddress } from "../../src/agents/SimulatedNetwork.ts"
+import { HumanDid } from "../../src/accounts/Identity.ts"
+import { Network, NetworkUnavailable } from "../../src/agents/Network.ts"
+import { sha256Hex } from "../../src/kernel/Sha256.ts"
 
 const create = (id: string) => Network.use((network) => network.createHumanIdentity(id))
 

@@ -1,13 +1,13 @@
 /**
- * The sealing of kept idempotent answers (core/src/api/IdempotencySeal.ts): it opens only with the
+ * The sealing of kept idempotent answers (core/src/http/IdempotencySeal.ts): it opens only with the
  * secret, record and fingerprint it was made for, holds nothing of the answer in clear, and never
  * seals one answer twice the same way.
  */
 import { Effect } from "effect"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { generateSecret } from "../../src/Keys.ts"
-import { seal, unseal } from "../../src/api/IdempotencySeal.ts"
+import { generateSecret } from "../../src/keys/Keys.ts"
+import { seal, unseal } from "../../src/http/IdempotencySeal.ts"
 
 const run = <A>(effect: Effect.Effect<A>) => Effect.runPromise(effect)
 const record = { scope: "acct_1", key: "idem-1", fingerprint: "f".repeat(64) }

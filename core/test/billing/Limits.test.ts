@@ -2,7 +2,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import { ACCOUNT_BUDGET, budgetClaims, keyBudget, limitProblem, monthOf } from "../../src/billing/Limits.ts"
-import { budgetClaimsProblem } from "../../src/ports/LedgerStoreRules.ts"
+import { budgetClaimsProblem } from "../../src/ledger/LedgerStoreRules.ts"
 
 describe("monthly limits: rules", () => {
   it("a call counts in the UTC month of its admission, to the millisecond", () => {

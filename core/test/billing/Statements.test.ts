@@ -2,8 +2,8 @@
 import { describe, expect, it } from "vitest"
 import { parseCsv } from "../../src/billing/UsageCsv.ts"
 import { activeMonths, lastDayOf, previousMonth, statementCsv, statementJson, statementOf } from "../../src/billing/Statements.ts"
-import type { ReceiptRecord } from "../../src/ports/OrderStore.ts"
-import type { Timestamp } from "../../src/Time.ts"
+import type { ReceiptRecord } from "../../src/payments/OrderStore.ts"
+import type { Timestamp } from "../../src/kernel/Time.ts"
 
 const receipt = (id: string, paid_at: string, cents: bigint, credits: bigint): ReceiptRecord => ({
   id,

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import { type TierConfig, DEFAULT_RPM, monthlyLimitAt, rpmAt, thresholdOf, tierTable } from "../../src/billing/Tiers.ts"
-import { microToCredits } from "../../src/Money.ts"
+import { microToCredits } from "../../src/kernel/Money.ts"
 import { usageTierFor } from "../../src/billing/Summary.ts"
 
 const credits = fc.oneof(

@@ -8,9 +8,9 @@ import * as fc from "fast-check"
 import { alertMail, limitReachedAlert, orgSpendAlert, pointsPassed } from "../../src/billing/Alerts.ts"
 import { DEFAULT_BILLING_SETTINGS } from "../../src/billing/Settings.ts"
 import { MAX_TOP_UPS_PER_DAY, planCrossing, STALE_CHARGE_MS, stepOf } from "../../src/billing/TopUp.ts"
-import { isAutoReloadOrder } from "../../src/money/OrderRules.ts"
-import type { TopUpState } from "../../src/ports/AlertStore.ts"
-import { chargeSavedTestCard, saveTestCard } from "../../src/TestCardProcessor.ts"
+import { isAutoReloadOrder } from "../../src/payments/OrderRules.ts"
+import type { TopUpState } from "../../src/billing/AlertStore.ts"
+import { chargeSavedTestCard, saveTestCard } from "../../src/payments/TestCardProcessor.ts"
 
 const NOW = Date.UTC(2026, 10, 23, 12)
 const state = (overrides: Partial<TopUpState>): TopUpState => ({

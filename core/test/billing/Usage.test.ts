@@ -8,7 +8,7 @@ import { Result } from "effect"
 import * as fc from "fast-check"
 import { MAX_USAGE_DAYS, usageCsvFilename, usageRange } from "../../src/billing/Usage.ts"
 import { creditsText, csvField, csvText, parseCsv, usageGroupLine } from "../../src/billing/UsageCsv.ts"
-import { microToCredits } from "../../src/Money.ts"
+import { microToCredits } from "../../src/kernel/Money.ts"
 
 const range = (query: Parameters<typeof usageRange>[0], today = "2026-03-17") => {
   const result = usageRange(query, today)

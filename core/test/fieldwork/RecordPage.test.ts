@@ -1,5 +1,5 @@
 /**
- * The participant page (fieldwork/RecordPage.ts) without a browser: the route answers the page
+ * The participant page (http/pages/RecordPage.ts) without a browser: the route answers the page
  * with its security headers, the CSP allows exactly the inline script (by its hash), and that
  * script parses. The page's behaviour is the Chromium flow's (test-harness FieldworkBrowserFlow.ts).
  */
@@ -7,7 +7,7 @@ import { Layer } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "vitest"
-import { RECORD_PAGE_HTML, RECORD_PAGE_PATH, RecordPageRoute } from "../../src/fieldwork/RecordPage.ts"
+import { RECORD_PAGE_HTML, RECORD_PAGE_PATH, RecordPageRoute } from "../../src/http/pages/RecordPage.ts"
 
 const inlineScript = (html: string) => /<script>([\s\S]*?)<\/script>/.exec(html)![1]!
 

@@ -1,19 +1,19 @@
 /**
  * GET /v1/models (core/src/gateway/InferenceModels.ts) over the demo catalogue: only models a
  * machine serves now are listed, a machine going offline removes its models, the default machine;
- * and the keyless routes of core/src/api/InferenceApi.ts: /v1/models and /v1/openapi.json.
+ * and the keyless routes of core/src/http/InferenceApi.ts: /v1/models and /v1/openapi.json.
  */
 import { Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { readFileSync } from "node:fs"
 import { resolve } from "node:path"
 import { describe, expect, it } from "vitest"
-import { InferenceCatalogueRoutes, inferenceOpenApiDocument } from "../../src/api/InferenceApi.ts"
-import { Catalogue } from "../../src/Catalogue.ts"
-import { type CatalogueConfig, parseCatalogue } from "../../src/CatalogueConfig.ts"
+import { InferenceCatalogueRoutes, inferenceOpenApiDocument } from "../../src/http/InferenceApi.ts"
+import { Catalogue } from "../../src/catalogue/Catalogue.ts"
+import { type CatalogueConfig, parseCatalogue } from "../../src/catalogue/CatalogueConfig.ts"
 import { inferenceModels } from "../../src/gateway/InferenceModels.ts"
-import { V1ModelList } from "../../src/Inference.ts"
-import { type MachineState, MachineStatus } from "../../src/ports/MachineStatus.ts"
+import { V1ModelList } from "../../src/gateway/Inference.ts"
+import { type MachineState, MachineStatus } from "../../src/catalogue/MachineStatus.ts"
 
 const demoText = readFileSync(resolve(import.meta.dirname, "../../../adapters/node-http/catalogue.demo.json"), "utf8")
 const config: CatalogueConfig = Effect.runSync(parseCatalogue(demoText))

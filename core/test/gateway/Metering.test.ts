@@ -2,7 +2,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fc from "fast-check"
-import type { CatalogueConfig, ModelConfig } from "../../src/CatalogueConfig.ts"
+import type { CatalogueConfig, ModelConfig } from "../../src/catalogue/CatalogueConfig.ts"
 import { bearerSecret, isRetryableStatus, machinePath } from "../../src/gateway/Gateway.ts"
 import {
   boundOf,

@@ -14,10 +14,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Clock, Deferred, Effect, Exit, Fiber, Semaphore, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
-import type { CatalogueConfig, ModelConfig } from "../../src/CatalogueConfig.ts"
+import type { CatalogueConfig, ModelConfig } from "../../src/catalogue/CatalogueConfig.ts"
 import { startStream, type StreamOutcome } from "../../src/gateway/Streaming.ts"
 import { validateCall, type ValidCall } from "../../src/gateway/Validation.ts"
-import { MachineFailure } from "../../src/ports/MachineClient.ts"
+import { MachineFailure } from "../../src/gateway/MachineClient.ts"
 
 const chatModel: ModelConfig = {
   id: "chat", name: "chat", family: "f", description: "", modality: "text", service: "chat", owned_by: "x",

@@ -8,8 +8,8 @@ import fc from "fast-check"
 import { readFileSync } from "node:fs"
 import { resolve } from "node:path"
 import { describe, expect, it } from "vitest"
-import { type CatalogueConfig, parseCatalogue } from "../../src/CatalogueConfig.ts"
-import { InferenceError } from "../../src/Errors.ts"
+import { type CatalogueConfig, parseCatalogue } from "../../src/catalogue/CatalogueConfig.ts"
+import { InferenceError } from "../../src/kernel/Errors.ts"
 import { type Endpoint, utf8Bytes, type ValidCall, validateCall } from "../../src/gateway/Validation.ts"
 
 const demoText = readFileSync(resolve(import.meta.dirname, "../../../adapters/node-http/catalogue.demo.json"), "utf8")

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
-import type { MachineConfig } from "@model-platform/core/CatalogueConfig"
+import type { MachineConfig } from "@model-platform/core/catalogue/CatalogueConfig"
 import { centsOf, rentalPrice, rentOfferOf, subscribeOfferOf, subscriptionPrice } from "@model-platform/core/plans/Offers"
 
 const rent = {

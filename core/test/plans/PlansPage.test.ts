@@ -1,9 +1,9 @@
 /**
- * The plans page's plan rows (core/src/plans/PlansPage.ts): what a person reads of each plan's
+ * The plans page's plan rows (core/src/http/pages/PlansPage.ts): what a person reads of each plan's
  * renewal, including why a renewal failed, escaped; and which plans offer cancel or resume.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { plansPage } from "@model-platform/core/plans/PlansPage"
+import { plansPage } from "@model-platform/core/http/pages/PlansPage"
 import type { Subscription } from "@model-platform/core/plans/Schemas"
 
 const plan = (overrides: Partial<Subscription>): Subscription => ({

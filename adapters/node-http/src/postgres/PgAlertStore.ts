@@ -1,5 +1,5 @@
 /**
- * The alert store port (core/src/ports/AlertStore.ts) on Postgres; the tables come from the
+ * The alert store port (core/src/billing/AlertStore.ts) on Postgres; the tables come from the
  * `0014_alerts` migration (./migrations/0014_alerts.ts). A raise is one insert that does nothing
  * on the alert's identity constraint; the top-up state's compare-and-set is one insert (no state
  * expected) or one update conditioned on the version read, so both hold between processes.
@@ -11,7 +11,7 @@ import {
   AlertStore,
   type TopUpState,
   topUpProblem
-} from "@model-platform/core/ports/AlertStore"
+} from "@model-platform/core/billing/AlertStore"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 

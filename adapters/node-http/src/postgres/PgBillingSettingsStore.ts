@@ -1,5 +1,5 @@
 /**
- * The billing settings store port (core/src/ports/BillingSettingsStore.ts) on Postgres; the table
+ * The billing settings store port (core/src/billing/BillingSettingsStore.ts) on Postgres; the table
  * comes from the `0013_billing_settings` migration (./migrations/0013_billing_settings.ts). A row
  * holds the record's encoded form (core/src/billing/Settings.ts) as a jsonb object of sections,
  * read back through the record's Schema. An update is one statement: an upsert whose conflict
@@ -7,7 +7,7 @@
  * updates of different sections both land whatever their order.
  */
 import { type BillingSettingsPatch, decodeStored, encodePatch } from "@model-platform/core/billing/Settings"
-import { BillingSettingsStore } from "@model-platform/core/ports/BillingSettingsStore"
+import { BillingSettingsStore } from "@model-platform/core/billing/BillingSettingsStore"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 

@@ -18,8 +18,8 @@ import {
   type GrantHold,
   type GrantState,
   type Reservation
-} from "@model-platform/core/ports/LedgerStore"
-import { budgetLimitProblem } from "@model-platform/core/ports/LedgerStoreRules"
+} from "@model-platform/core/ledger/LedgerStore"
+import { budgetLimitProblem } from "@model-platform/core/ledger/LedgerStoreRules"
 
 /**
  * A reservation's claims as the functions take them. `defaults` go in JSON (null: none);

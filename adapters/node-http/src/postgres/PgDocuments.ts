@@ -1,5 +1,5 @@
 /**
- * The document store port (core/src/ports/Documents.ts) on Postgres (a real server or embedded
+ * The document store port (core/src/kernel/Documents.ts) on Postgres (a real server or embedded
  * PGlite), one generic store for every kind of record: `documentStorePg(kind)`; `AgentStorePg`
  * and `ApprovalStorePg` are it for their kinds, `DocumentStoresPg` (the DocumentStores port) for
  * any kind. The table comes from the `0020_documents` migration (./migrations/0020_documents.ts):
@@ -33,15 +33,15 @@
  */
 import { ApprovalDocuments } from "@model-platform/core/accounts/ApprovalRecords"
 import { AgentDocuments } from "@model-platform/core/agents/Records"
-import { AgentStore } from "@model-platform/core/ports/AgentStore"
-import { ApprovalStore } from "@model-platform/core/ports/ApprovalStore"
+import { AgentStore } from "@model-platform/core/agents/AgentStore"
+import { ApprovalStore } from "@model-platform/core/accounts/ApprovalStore"
 import {
   type DocumentKind,
   documentProblem,
   type DocumentStore,
   type VersionedRecord
-} from "@model-platform/core/ports/Documents"
-import { DocumentStores } from "@model-platform/core/ports/DocumentStores"
+} from "@model-platform/core/kernel/Documents"
+import { DocumentStores } from "@model-platform/core/kernel/DocumentStores"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 
@@ -128,20 +128,20 @@ export const documentStorePg = <R extends VersionedRecord>(
   kind: DocumentKind<R>
 ): Effect.Effect<DocumentStore<R>, never, SqlClient.SqlClient> => Effect.map(SqlClient.SqlClient, (sql) => storeOn(sql, kind))
 
-/** The agent store port (core/src/ports/AgentStore.ts) on Postgres. */
+/** The agent store port (core/src/agents/AgentStore.ts) on Postgres. */
 export const AgentStorePg: Layer.Layer<AgentStore, never, SqlClient.SqlClient> = Layer.effect(
   AgentStore,
   Effect.map(documentStorePg(AgentDocuments), AgentStore.of)
 )
 
-/** The approval store port (core/src/ports/ApprovalStore.ts) on Postgres. */
+/** The approval store port (core/src/accounts/ApprovalStore.ts) on Postgres. */
 export const ApprovalStorePg: Layer.Layer<ApprovalStore, never, SqlClient.SqlClient> = Layer.effect(
   ApprovalStore,
   Effect.map(documentStorePg(ApprovalDocuments), ApprovalStore.of)
 )
 
 /**
- * The DocumentStores port (core/src/ports/DocumentStores.ts) on Postgres: every kind in the one
+ * The DocumentStores port (core/src/kernel/DocumentStores.ts) on Postgres: every kind in the one
  * `documents` table; a kind's store is made on its first `of` and kept for the next.
  */
 export const DocumentStoresPg: Layer.Layer<DocumentStores, never, SqlClient.SqlClient> = Layer.effect(

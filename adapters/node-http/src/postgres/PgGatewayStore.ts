@@ -14,11 +14,11 @@ import {
   GatewayStore,
   type Metered,
   type MeteredResult
-} from "@model-platform/core/ports/GatewayStore"
-import { type GrantHold } from "@model-platform/core/ports/LedgerStore"
-import { scopeKey } from "@model-platform/core/ports/LedgerStoreRules"
-import { hitProblem } from "@model-platform/core/ports/RateLimitStore"
-import { usageRecordProblem } from "@model-platform/core/ports/UsageStore"
+} from "@model-platform/core/gateway/GatewayStore"
+import { type GrantHold } from "@model-platform/core/ledger/LedgerStore"
+import { scopeKey } from "@model-platform/core/ledger/LedgerStoreRules"
+import { hitProblem } from "@model-platform/core/kernel/RateLimitStore"
+import { usageRecordProblem } from "@model-platform/core/billing/UsageStore"
 import { claimArrays, grantClaimArrays, grantHoldArrays, grantHoldsOf } from "./PgBudgets.ts"
 import { orderedReservationProblem, settlementShapeProblem } from "./PgLedgerStore.ts"
 import { makePruner } from "./PgRateLimitStore.ts"

@@ -50,7 +50,7 @@ import {
   type ReserveInOrderResult,
   type ScopeBalance,
   type Settlement
-} from "@model-platform/core/ports/LedgerStore"
+} from "@model-platform/core/ledger/LedgerStore"
 import {
   byCreditTotal,
   byScope,
@@ -59,8 +59,8 @@ import {
   reservationProblem,
   scopeKey,
   settlementProblem
-} from "@model-platform/core/ports/LedgerStoreRules"
-import type { Timestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/ledger/LedgerStoreRules"
+import type { Timestamp } from "@model-platform/core/kernel/Time"
 import {
   budgetsOf,
   claimArrays,

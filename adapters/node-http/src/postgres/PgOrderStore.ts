@@ -23,7 +23,7 @@
  */
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import type { OrderStatus, OrderType, PaymentMethod } from "@model-platform/core/Orders"
+import type { OrderStatus, OrderType, PaymentMethod } from "@model-platform/core/payments/Orders"
 import {
   type DepositOutcome,
   type DepositRecord,
@@ -34,8 +34,8 @@ import {
   type ReceiptRecord,
   type RedeemOutcome,
   type TicketRecord
-} from "@model-platform/core/ports/OrderStore"
-import type { Timestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/payments/OrderStore"
+import type { Timestamp } from "@model-platform/core/kernel/Time"
 
 const iso = (date: Date): string => date.toISOString()
 const isoOrNull = (date: Date | null): string | null => date === null ? null : date.toISOString()

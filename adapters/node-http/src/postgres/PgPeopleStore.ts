@@ -1,5 +1,5 @@
 /**
- * The people store port (core/src/ports/PeopleStore.ts) on Postgres; the tables come from the
+ * The people store port (core/src/accounts/PeopleStore.ts) on Postgres; the tables come from the
  * `0008_people` and `0010_identities` migrations (./migrations.ts). Rows are read back through core's record Schemas
  * (core/src/accounts/Records.ts): the column lists are the Schemas' fields and a row is decoded
  * by its Schema once its Dates and int8s are made ISO strings and numbers, so a record's shape is
@@ -36,8 +36,8 @@ import {
   PeopleStore,
   personProblem,
   type RemovePasskeyResult
-} from "@model-platform/core/ports/PeopleStore"
-import type { Timestamp } from "@model-platform/core/Time"
+} from "@model-platform/core/accounts/PeopleStore"
+import type { Timestamp } from "@model-platform/core/kernel/Time"
 import { Data, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 

@@ -1,5 +1,5 @@
 /**
- * The plan store port (core/src/ports/PlanStore.ts) on Postgres (a real server or embedded
+ * The plan store port (core/src/plans/PlanStore.ts) on Postgres (a real server or embedded
  * PGlite). The tables are created by the `0018_plans` migration (./migrations/0018_plans.ts);
  * `0019_plan_renewals` adds the plan's card_reference and renewal_error, the `plan_renewals`
  * table (one row per renewal order) and the partial index of `dueRenewals`.
@@ -43,8 +43,8 @@ import {
   rentalProblem,
   type SubscriptionRecord,
   subscriptionProblem
-} from "@model-platform/core/ports/PlanStore"
-import type { PaymentMethod } from "@model-platform/core/Orders"
+} from "@model-platform/core/plans/PlanStore"
+import type { PaymentMethod } from "@model-platform/core/payments/Orders"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 

@@ -9,18 +9,18 @@
  */
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import type { AccountRecord } from "@model-platform/core/Account"
-import type { KeyRecord } from "@model-platform/core/Keys"
-import type { Permission } from "@model-platform/core/Permissions"
-import { AccountStore } from "@model-platform/core/ports/AccountStore"
+import type { AccountRecord } from "@model-platform/core/keys/Account"
+import type { KeyRecord } from "@model-platform/core/keys/Keys"
+import type { Permission } from "@model-platform/core/keys/Permissions"
+import { AccountStore } from "@model-platform/core/keys/AccountStore"
 import {
   type ClaimResult,
   expiredBy,
   IdempotencyStore,
   type IdempotencyRecord,
   type StoredResponse
-} from "@model-platform/core/ports/IdempotencyStore"
-import { KeyStore } from "@model-platform/core/ports/KeyStore"
+} from "@model-platform/core/http/IdempotencyStore"
+import { KeyStore } from "@model-platform/core/keys/KeyStore"
 
 // timestamptz columns come back as Date; the ports speak ISO strings with milliseconds.
 const iso = (date: Date): string => date.toISOString()

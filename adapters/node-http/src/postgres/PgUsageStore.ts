@@ -32,7 +32,7 @@ import {
   type UsageRecord,
   usageRecordProblem,
   UsageStore
-} from "@model-platform/core/ports/UsageStore"
+} from "@model-platform/core/billing/UsageStore"
 
 interface UsageRow {
   readonly ref: string

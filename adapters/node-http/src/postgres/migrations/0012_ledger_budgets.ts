@@ -1,5 +1,5 @@
 /**
- * The ledger's budgets (core/src/ports/LedgerStore.ts `BudgetClaim`, docs/billing.md "Monthly
+ * The ledger's budgets (core/src/ledger/LedgerStore.ts `BudgetClaim`, docs/billing.md "Monthly
  * limits"; PgBudgets.ts reads and sets them):
  * - `ledger_budget_limits`: a budget's own limit (no row: the claim's default applies).
  * - `ledger_budget_months`: per budget and month, `spent` (what settlements charged) and `held`

@@ -1,5 +1,5 @@
 /**
- * The ledger's grants (core/src/ports/LedgerStore.ts `GrantClaim`, docs/billing.md "Allowances
+ * The ledger's grants (core/src/ledger/LedgerStore.ts `GrantClaim`, docs/billing.md "Allowances
  * and the trial"; PgBudgets.ts reads them):
  * - Per (account, grant, period) `spent` and `held` are kept in `ledger_budget_months` (0012),
  *   the grant's name in `budget` ("allowance:<service>", "trial:<service>": never a budget's name)

@@ -3,7 +3,7 @@
  * them: the grants passed through to ledger_reserve_in_order and ledger_finish, the batch
  * functions locking the grants' month rows with the budgets' (one ordered lock, as 0012 describes),
  * and the usage record of a call whose reservation is no longer pending written as
- * core/src/ports/GatewayStore.ts `composeGatewayStore` writes it. SQL text only; kept apart for size.
+ * core/src/gateway/GatewayStore.ts `composeGatewayStore` writes it. SQL text only; kept apart for size.
  */
 
 /** 0012's, with the grant claims passed to ledger_reserve_in_order and its grant holds answered. */

@@ -1,6 +1,6 @@
 /**
- * Plans and rentals (core/src/ports/PlanStore.ts, PgPlanStore.ts) and what a rental or
- * subscription order buys (core/src/ports/OrderStore.ts `OrderDetails`, PgOrderStore.ts):
+ * Plans and rentals (core/src/plans/PlanStore.ts, PgPlanStore.ts) and what a rental or
+ * subscription order buys (core/src/payments/OrderStore.ts `OrderDetails`, PgOrderStore.ts):
  * - `orders.details`: the order's details as a jsonb object, NULL for credits and package orders
  *   (every order written before this migration is one of those, so existing rows stay NULL). The
  *   store reads it back through a Schema, never trusting the JSON's shape.

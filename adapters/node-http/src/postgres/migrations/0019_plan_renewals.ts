@@ -1,5 +1,5 @@
 /**
- * Renewals of plans (core/src/ports/PlanStore.ts `renew`, `failRenewal`, `dueRenewals`;
+ * Renewals of plans (core/src/plans/PlanStore.ts `renew`, `failRenewal`, `dueRenewals`;
  * PgPlanStore.ts):
  * - `subscriptions.card_reference` (the saved card a card plan's renewals are charged to) and
  *   `subscriptions.renewal_error` (why the last renewal failed): nullable, no default, so adding

@@ -1,5 +1,5 @@
 /**
- * Documents (core/src/ports/Documents.ts, PgDocuments.ts): one table for every kind of versioned
+ * Documents (core/src/kernel/Documents.ts, PgDocuments.ts): one table for every kind of versioned
  * record (agents, approvals), a row per record holding its encoded form (the kind's `encode`, from
  * the record's Schema) as jsonb, read back through that Schema, so neither a field added to a
  * record later nor a new kind of record needs a migration. Beside it the columns the store looks

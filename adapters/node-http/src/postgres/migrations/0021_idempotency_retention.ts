@@ -1,6 +1,6 @@
 /**
- * Idempotency records are kept 24 hours and their answers sealed (core/src/ports/IdempotencyStore.ts,
- * core/src/api/IdempotencySeal.ts). The index serves the sweep of expired records each claim runs
+ * Idempotency records are kept 24 hours and their answers sealed (core/src/http/IdempotencyStore.ts,
+ * core/src/http/IdempotencySeal.ts). The index serves the sweep of expired records each claim runs
  * (PgStores.ts). Answers kept before this migration are in clear and may hold a key's secret: they
  * are erased (the port's ERASED_RESPONSE_BODY, written out here: a migration never changes). Their
  * records stay until they expire, with a fingerprint of the earlier form that no request matches

@@ -1,0 +1,86 @@
+/**
+ * A key's standing: whether what stands behind a live key still lets it authorise anything
+ * (docs/api-decisions.md "Key scopes and standing"). One rule for every surface — the management
+ * API, the dataset file routes and `/v1` — so a key refused on one is refused on all:
+ *
+ * - a key of an agent: the agent is active and its delegation runs (agents/Limits.ts agentGate);
+ *   a revoked, failed or vanished agent: 401 invalid_api_key; an expired delegation: 403 agent_expired;
+ * - a key scoped to a plan: the plan is active, else 403 subscription_inactive;
+ * - a key scoped to a rental: the rental is running, else 403 rental_ended.
+ *
+ * A key with none of these (the common case) costs no read. The records read are handed on, so the
+ * gateway does not read them again (the agent's limits, the plan's models and allowance).
+ */
+import { Effect } from "effect"
+import { agentGate } from "../agents/Limits.ts"
+import type { AgentRecord } from "../agents/Records.ts"
+import type { KeyRecord } from "../keys/Keys.ts"
+import { rentalView, subscriptionView } from "../plans/Plans.ts"
+import { AgentStore } from "../agents/AgentStore.ts"
+import { PlanStore, type RentalRecord, type SubscriptionRecord } from "../plans/PlanStore.ts"
+
+export interface Standing {
+  /** The key's agent (active, delegation running), or undefined for a key of no agent. */
+  readonly agent: AgentRecord | undefined
+  /** The key's plan (active), or undefined for a key not scoped to a plan. */
+  readonly plan: SubscriptionRecord | undefined
+  /** The key's rental (running), or undefined for a key not scoped to a rental. */
+  readonly rental: RentalRecord | undefined
+}
+
+/** Why a live key may not authorise a call: the status and code each surface answers with. */
+export interface KeyRefused {
+  readonly status: 401 | 403
+  readonly code: "invalid_api_key" | "agent_expired" | "subscription_inactive" | "rental_ended"
+  readonly message: string
+}
+
+const NOTHING_BEHIND: Standing = { agent: undefined, plan: undefined, rental: undefined }
+
+/** The standing of `key` (of account `accountId`) at `now`, or why it is refused. */
+export const standingOf = (key: KeyRecord, now: number) =>
+  Effect.gen(function*(): Effect.fn.Return<Standing, KeyRefused, AgentStore | PlanStore> {
+    if (key.agent_id === null && key.subscription_id === null && key.rental_id === null) return NOTHING_BEHIND
+    let agent: AgentRecord | undefined
+    if (key.agent_id !== null) {
+      const found = yield* (yield* AgentStore).get(key.agent_id)
+      const own = found?.account_id === key.account_id ? found : undefined
+      switch (agentGate(own, now)) {
+        case "revoked":
+          return yield* Effect.fail<KeyRefused>({ status: 401, code: "invalid_api_key", message: "The agent of this key was revoked." })
+        case "expired":
+          return yield* Effect.fail<KeyRefused>({
+            status: 403,
+            code: "agent_expired",
+            message: `The delegation of agent ${key.agent_id} has ended; propose the agent again.`
+          })
+        case "ok":
+          agent = own
+      }
+    }
+    let plan: SubscriptionRecord | undefined
+    if (key.subscription_id !== null) {
+      const found = yield* (yield* PlanStore).subscription(key.subscription_id)
+      if (found === undefined || found.account_id !== key.account_id || subscriptionView(found, now).status !== "active") {
+        return yield* Effect.fail<KeyRefused>({
+          status: 403,
+          code: "subscription_inactive",
+          message: `The plan behind this key (${key.subscription_id}) is not active.`
+        })
+      }
+      plan = found
+    }
+    let rental: RentalRecord | undefined
+    if (key.rental_id !== null) {
+      const found = yield* (yield* PlanStore).rental(key.rental_id)
+      if (found === undefined || found.account_id !== key.account_id || rentalView(found, now).status !== "active") {
+        return yield* Effect.fail<KeyRefused>({
+          status: 403,
+          code: "rental_ended",
+          message: `The rental behind this key (${key.rental_id}) is not running.`
+        })
+      }
+      rental = found
+    }
+    return { agent, plan, rental }
+  })

@@ -1,0 +1,56 @@
+/**
+ * Platform key authentication for the HttpApi: the bearer middleware, the permission each
+ * endpoint needs (an endpoint annotation), how a scoped key may use it (KeyScope.ts: refused here
+ * when the endpoint is account-wide), and the CurrentCaller it provides to handlers.
+ */
+import { Context, Effect, Layer, Redacted } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
+import { ApiKeys, type Caller } from "../keys/ApiKeys.ts"
+import * as Errors from "../kernel/Errors.ts"
+import { requireAccountWide, ScopeRuleAnnotation, scopeRuleOf } from "../keys/KeyScope.ts"
+import type { Permission } from "../keys/Permissions.ts"
+
+export class CurrentCaller extends Context.Service<CurrentCaller, Caller>()(
+  "@model-platform/core/http/CurrentCaller"
+) {}
+
+/** The permission an endpoint needs, set with `.annotate(RequiredPermission, "read")`. */
+export const RequiredPermission = Context.Reference<Permission | undefined>(
+  "@model-platform/core/http/RequiredPermission",
+  { defaultValue: () => undefined }
+)
+
+export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: CurrentCaller }>()(
+  "@model-platform/core/http/Authentication",
+  { security: { bearer: HttpApiSecurity.bearer }, error: [Errors.Unauthorized, Errors.Forbidden] }
+) {
+  static readonly layer = Layer.effect(
+    Authentication,
+    Effect.gen(function*() {
+      const apiKeys = yield* ApiKeys
+      return Authentication.of({
+        bearer: Effect.fnUntraced(function*(httpEffect, { credential, endpoint }) {
+          const caller = yield* apiKeys.authenticate(Redacted.value(credential).trim())
+          const needed = Context.get(endpoint.annotations, RequiredPermission)
+          if (needed !== undefined && !caller.key.permissions.includes(needed)) {
+            return yield* Errors.forbidden(
+              "key_lacks_permission",
+              `This key lacks the "${needed}" permission.`,
+              needed
+            )
+          }
+          if (scopeRuleOf(needed, Context.get(endpoint.annotations, ScopeRuleAnnotation)) === "account") {
+            yield* requireAccountWide(caller)
+          }
+          // An account's answer is for that account only: no cache between the client and the
+          // platform may keep it and hand it to the next asker of the same address
+          // (docs/api-decisions.md "Isolation between accounts").
+          return yield* Effect.provideService(httpEffect, CurrentCaller, caller).pipe(
+            Effect.map(HttpServerResponse.setHeader("cache-control", "no-store"))
+          )
+        })
+      })
+    })
+  )
+}

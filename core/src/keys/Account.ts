@@ -1,0 +1,19 @@
+/** Accounts: the owner of keys, credits and everything billed. */
+import { Schema } from "effect"
+import { Key } from "./Keys.ts"
+import { Timestamp } from "../kernel/Time.ts"
+
+export interface AccountRecord {
+  readonly id: string
+  readonly email: string
+  readonly created_at: Timestamp
+}
+
+/** GET /me: the account and the calling key. */
+export const Me = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  created_at: Timestamp,
+  key: Key
+})
+export type Me = typeof Me.Type

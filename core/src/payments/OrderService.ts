@@ -1,0 +1,616 @@
+/**
+ * Use-cases: orders, payments and gift tickets (docs/payments.md).
+ *
+ * `Orders` prices order bodies (quote), creates pending orders, starts payments (a card checkout
+ * session or a stablecoin deposit address), and applies what the rails report: a card checkout
+ * approved or declined (`completeCardPayment`), a transfer seen on a chain (`recordDeposit`).
+ * `Tickets` lists the gift tickets an account bought and redeems them.
+ *
+ * Money moves exactly once, by construction:
+ * - an order is paid by ONE conditional write (OrderStore.markPaid: pending -> paid while its
+ *   payment window is open); whoever wins or loses, the order is then *fulfilled*, and
+ *   fulfilment is idempotent: the credits are posted with ref = order id (Ledger.credit ignores a
+ *   ref it has), the gift ticket is unique per order, the receipt unique per order. So replaying a
+ *   completion or a transfer any number of times changes nothing, and an interrupted fulfilment is
+ *   completed by the next replay (or by `healPaid`, which finds paid orders without a receipt);
+ * - a ticket is redeemed by ONE conditional write (OrderStore.redeemTicket) and granted with
+ *   ref = "ticket:<code>" in the redeemer's ledger; a redeemer retrying gets 409 but an
+ *   interrupted grant is completed.
+ * Amounts are bigints throughout: USD cents, micro-credits, token base units.
+ */
+import { Clock, Context, Effect, Layer } from "effect"
+import type { Caller } from "../keys/ApiKeys.ts"
+import type { Charging, Receipt, ReceiptList } from "../billing/Schemas.ts"
+import { Catalogue } from "../catalogue/Catalogue.ts"
+import { chargingGate } from "../catalogue/Charging.ts"
+import type { CheckoutInfo } from "../http/pages/CheckoutPage.ts"
+import type { RedeemResponse, TicketList } from "../ledger/Credits.ts"
+import * as Errors from "../kernel/Errors.ts"
+import { generateId } from "../keys/Keys.ts"
+import { requireWithin } from "../keys/KeyScope.ts"
+import { Ledger } from "../ledger/Ledger.ts"
+import { microToCredits } from "../kernel/Money.ts"
+import type { CreateOrder, Order, OrderList, PayOrder, Quote } from "./Orders.ts"
+import { makePlans } from "../plans/Plans.ts"
+import { type CardDetails, CardProcessor, type CheckoutRequest } from "./CardProcessor.ts"
+import {
+  type DepositAddress,
+  type DepositOutcome,
+  type DepositRecord,
+  type OrderRecord,
+  OrderStore,
+  type TicketRecord
+} from "./OrderStore.ts"
+import { PlanStore } from "../plans/PlanStore.ts"
+import { StablecoinRail, type Transfer } from "./StablecoinRail.ts"
+import * as Time from "../kernel/Time.ts"
+import {
+  coveredAt,
+  CURRENCY,
+  type DepositSummary,
+  formatUsd,
+  generateTicketCode,
+  isAutoReloadOrder,
+  normalizeTicketCode,
+  ORDERS_DEFAULT_LIMIT,
+  ORDERS_MAX_LIMIT,
+  parseUnits,
+  payableAt,
+  PAYMENT_WINDOW_MS,
+  statusAt,
+  summarizeDeposits,
+  ticketRef,
+  toOrder,
+  toReceipt,
+  toTicket,
+  usdToBaseUnits
+} from "./OrderRules.ts"
+import { makePricing } from "./OrderPricing.ts"
+
+
+// ---------------------------------------------------------------------------------------------
+// results
+
+export type CardPaymentResult =
+  | { readonly _tag: "Paid"; readonly order: Order; readonly checkout: CheckoutInfo }
+  | {
+    readonly _tag: "Declined"
+    /** A DeclineReason of the processor, or checkout_expired when the window closed. */
+    readonly reason: string
+    readonly message: string
+    readonly checkout: CheckoutInfo
+  }
+
+export interface DepositResult {
+  /** How this transfer was classified (for a replay: as first recorded). */
+  readonly outcome: DepositOutcome
+  /** false when the transfer had been recorded before (a replay): nothing new was written. */
+  readonly recorded: boolean
+  /** The address's order after the transfer, null for an address no order owns. */
+  readonly order: DepositSummary | null
+}
+
+// ---------------------------------------------------------------------------------------------
+// the services
+
+export class Orders extends Context.Service<Orders, {
+  /** POST /quotes: what a body would cost and grant, without creating anything. */
+  readonly quote: (body: CreateOrder) => Effect.Effect<Quote, Errors.BadRequest | Errors.NotFound>
+  /** POST /orders: a pending order; nothing is charged until it is paid. */
+  readonly create: (caller: Caller, body: CreateOrder) => Effect.Effect<Order, Errors.BadRequest | Errors.NotFound | Errors.Forbidden>
+  /** GET /orders: newest first; limit 1 to 200, default 50, else 400 invalid_request. */
+  readonly list: (caller: Caller, limit?: number | undefined) => Effect.Effect<OrderList, Errors.BadRequest>
+  /** GET /orders/{id}, with `ticket` (the gift ticket of a paid gift order, else null). */
+  readonly get: (caller: Caller, orderId: string) => Effect.Effect<Order, Errors.NotFound>
+  /** POST /orders/{id}/pay: opens a card checkout (pay_url) or a deposit address (payment.deposit). */
+  readonly pay: (
+    caller: Caller,
+    orderId: string,
+    body: PayOrder
+  ) => Effect.Effect<Order, Errors.BadRequest | Errors.NotFound | Errors.Conflict | Errors.Forbidden>
+  /** What the checkout page of a session shows (404 checkout_not_found). */
+  readonly checkout: (sessionId: string) => Effect.Effect<CheckoutInfo, Errors.NotFound>
+  /**
+   * The checkout page was submitted: charge the card through the processor; approved -> the order
+   * is paid once and fulfilled. A completion of an already paid order charges nothing and answers
+   * Paid (and completes an interrupted fulfilment).
+   */
+  readonly completeCardPayment: (
+    sessionId: string,
+    card: CardDetails
+  ) => Effect.Effect<CardPaymentResult, Errors.NotFound>
+  /** A transfer seen on a stablecoin rail (at least once; replays change nothing). */
+  readonly recordDeposit: (transfer: Transfer) => Effect.Effect<DepositResult, Errors.BadRequest>
+  /** The deposit accounting of an order (operators, support; 404 when it has no deposit address). */
+  readonly deposits: (orderId: string) => Effect.Effect<DepositSummary, Errors.NotFound>
+  /** GET /billing/receipts: newest first. */
+  readonly receipts: (caller: Caller) => Effect.Effect<ReceiptList>
+  /** GET /billing/receipts/{id}. */
+  readonly receipt: (caller: Caller, receiptId: string) => Effect.Effect<Receipt, Errors.NotFound>
+  /** Credits bought in total by an account (micro-credits), for its usage tier. */
+  readonly purchasedCredits: (accountId: string) => Effect.Effect<bigint>
+  /** The charging gate now (Billing summary's `charging`). */
+  readonly charging: Effect.Effect<Charging>
+  /** Completes the fulfilment of paid orders that have no receipt yet (after a crash); returns how many. */
+  readonly healPaid: Effect.Effect<number>
+  /**
+   * An order charged off-session (a plan's renewal on its saved card): stored unless it is
+   * already, marked paid at `paidAt` and fulfilled. Idempotent on the order's id, so a process
+   * resuming the same charge records nothing twice. Answers the order as stored.
+   */
+  readonly recordOffSessionPayment: (order: OrderRecord, paidAt: number) => Effect.Effect<OrderRecord>
+}>()("@model-platform/core/OrderService/Orders") {
+  static readonly layer: Layer.Layer<
+    Orders,
+    never,
+    OrderStore | PlanStore | Ledger | Catalogue | CardProcessor | StablecoinRail
+  > = Layer.effect(Orders, Effect.suspend(() => makeOrders))
+}
+
+export class Tickets extends Context.Service<Tickets, {
+  /** GET /tickets: tickets this account bought, newest first, redeemed or not; codes as OrderRules.ticketCodeFor shows them. */
+  readonly list: (caller: Caller) => Effect.Effect<TicketList>
+  /**
+   * POST /credits/redeem: once per ticket, by any account. 404 ticket_not_found for an unknown
+   * (or malformed) code, 409 ticket_already_redeemed after the first redemption.
+   */
+  readonly redeem: (caller: Caller, code: string) => Effect.Effect<RedeemResponse, Errors.NotFound | Errors.Conflict>
+}>()("@model-platform/core/OrderService/Tickets") {
+  static readonly layer: Layer.Layer<Tickets, never, OrderStore | Ledger> = Layer.effect(
+    Tickets,
+    Effect.gen(function*() {
+      const store = yield* OrderStore
+      const ledger = yield* Ledger
+
+      const grant = (ticket: TicketRecord, accountId: string) =>
+        ticket.credits > 0n
+          ? Effect.asVoid(ledger.credit(accountId, {
+            ref: ticketRef(ticket.code),
+            machine_id: ticket.machine_id,
+            amount: ticket.credits,
+            type: "credit_added"
+          }))
+          : Effect.void
+
+      const notFound = Errors.notFound("ticket_not_found", "No ticket has this code.")
+
+      const redeem = Effect.fn("Tickets.redeem")(function*(caller: Caller, typed: string) {
+        const code = normalizeTicketCode(typed)
+        if (code === undefined) return yield* notFound
+        const outcome = yield* store.redeemTicket(code, caller.account.id, yield* Time.now)
+        switch (outcome._tag) {
+          case "NotFound":
+            return yield* notFound
+          case "AlreadyRedeemed": {
+            // The redeemer asking again: complete a grant a crash may have cut short (a no-op
+            // otherwise: the ledger ignores a ref it has), then say it was used.
+            if (outcome.ticket.redeemed_by === caller.account.id) yield* grant(outcome.ticket, caller.account.id)
+            return yield* Errors.conflict(
+              "ticket_already_redeemed",
+              outcome.ticket.redeemed_by === caller.account.id
+                ? "You have already redeemed this ticket."
+                : "This ticket has already been redeemed."
+            )
+          }
+          case "Redeemed": {
+            yield* grant(outcome.ticket, caller.account.id)
+            return {
+              redeemed: true,
+              credits: microToCredits(outcome.ticket.credits),
+              machine_id: outcome.ticket.machine_id
+            } satisfies RedeemResponse
+          }
+        }
+      })
+
+      return Tickets.of({
+        list: (caller) =>
+          Effect.map(store.ticketsBoughtBy(caller.account.id), (tickets) => ({
+            data: tickets.map((t) => toTicket(t, caller))
+          })),
+        redeem
+      })
+    })
+  )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Orders implementation
+
+const makeOrders = Effect.gen(function*() {
+  const store = yield* OrderStore
+  const ledger = yield* Ledger
+  const catalogue = yield* Catalogue
+  const plans = yield* makePlans
+  const planStore = yield* PlanStore
+  const processor = yield* CardProcessor
+  const rail = yield* StablecoinRail
+  const payments = catalogue.config.payments
+
+  const nowMillis = Clock.currentTimeMillis
+
+  const { price, quote } = makePricing(catalogue)
+
+  /** The machine an order would be for (null: credits for the whole account, or an unknown package). */
+  const orderedMachine = (body: CreateOrder): string | null =>
+    body.type === "package"
+      ? catalogue.packages.find((p) => p.id === body.package_id)?.machine_id ?? null
+      : body.type === "credits"
+      ? body.machine_id ?? null
+      : body.machine_id
+
+  const create = Effect.fn("Orders.create")(function*(caller: Caller, body: CreateOrder) {
+    // Before the order is priced: a scoped key learns nothing of orders beyond its scope.
+    yield* requireWithin(planStore, caller, { _tag: "Order", machine_id: orderedMachine(body) })
+    const priced = yield* price(body)
+    if (body.type === "subscription" && body.renew_subscription_id !== undefined) {
+      yield* plans.checkRenewal(caller.account.id, { ...body, renew_subscription_id: body.renew_subscription_id })
+    }
+    const now = yield* nowMillis
+    const order: OrderRecord = {
+      id: yield* generateId("ord"),
+      account_id: caller.account.id,
+      type: priced.type,
+      title: priced.title,
+      amount_cents: priced.amount_cents,
+      currency: CURRENCY,
+      credits: priced.credits,
+      machine_id: priced.machine_id,
+      package_id: priced.package_id,
+      gift: priced.gift,
+      details: priced.details,
+      status: "pending",
+      payment_method: null,
+      card_session_id: null,
+      checkout_url: null,
+      deposit: null,
+      created_at: Time.toTimestamp(now),
+      expires_at: Time.toTimestamp(now + PAYMENT_WINDOW_MS),
+      paid_at: null,
+      paid_with: null
+    }
+    yield* store.insertOrder(order)
+    return toOrder(order, now)
+  })
+
+  const list = Effect.fn("Orders.list")(function*(caller: Caller, limit?: number) {
+    const n = limit ?? ORDERS_DEFAULT_LIMIT
+    if (!Number.isInteger(n) || n < 1 || n > ORDERS_MAX_LIMIT) {
+      return yield* Errors.badRequest(
+        "invalid_request",
+        `limit must be an integer from 1 to ${ORDERS_MAX_LIMIT} (default ${ORDERS_DEFAULT_LIMIT}); got ${limit}.`
+      )
+    }
+    const orders = yield* store.listOrders(caller.account.id, n)
+    const now = yield* nowMillis
+    return { data: orders.map((o) => toOrder(o, now)) } satisfies OrderList
+  })
+
+  const own = Effect.fnUntraced(function*(caller: Caller, orderId: string) {
+    const order = yield* store.getOrder(caller.account.id, orderId)
+    if (order === undefined) return yield* Errors.notFound("order_not_found", `No order "${orderId}".`)
+    return order
+  })
+
+  const get = Effect.fn("Orders.get")(function*(caller: Caller, orderId: string) {
+    const order = yield* own(caller, orderId)
+    const ticket = order.gift && order.status === "paid" ? yield* store.ticketForOrder(order.id) : undefined
+    return toOrder(order, yield* nowMillis, ticket === undefined ? null : toTicket(ticket, caller))
+  })
+
+  const counted = (deposit: DepositAddress) =>
+    Effect.map(
+      store.depositsTo(deposit.address),
+      (all) =>
+        all
+          .filter((x) => x.outcome === "counted" && x.chain === deposit.chain && x.token === deposit.token)
+          .reduce((sum, x) => sum + x.amount, 0n)
+    )
+
+  /** 409 when an order cannot be paid any more (paid, or its window closed). */
+  const notPayable = (order: OrderRecord, now: number) =>
+    statusAt(order, now) === "paid"
+      ? Errors.conflict("order_already_paid", `Order ${order.id} is already paid.`)
+      : Errors.conflict("order_expired", `Order ${order.id} can no longer be paid (${statusAt(order, now)}); create a new order.`)
+
+  const checkoutRequest = (order: OrderRecord): CheckoutRequest => ({
+    order_id: order.id,
+    account_id: order.account_id,
+    title: order.title,
+    amount_cents: order.amount_cents,
+    currency: order.currency
+  })
+
+  const optionsText = () =>
+    (payments.stablecoin?.options ?? []).map((o) => `${o.token} on ${o.chain}`).join(", ")
+
+  const pay = Effect.fn("Orders.pay")(function*(caller: Caller, orderId: string, body: PayOrder) {
+    const order = yield* own(caller, orderId)
+    yield* requireWithin(planStore, caller, { _tag: "Order", machine_id: order.machine_id })
+    const now = yield* nowMillis
+    if (!payableAt(order, now)) return yield* notPayable(order, now)
+    const expiresAt = Time.toTimestamp(now + PAYMENT_WINDOW_MS)
+
+    /** The conditional start lost (paid, expired or another asset meanwhile): say why. */
+    const explain = Effect.fnUntraced(function*() {
+      const current = (yield* store.findOrder(order.id)) ?? order
+      const at = yield* nowMillis
+      if (!payableAt(current, at)) return yield* notPayable(current, at)
+      return yield* Errors.conflict("payment_conflict", `Order ${order.id} changed while starting its payment; try again.`)
+    })
+
+    if (body.method === "card") {
+      if (payments.card === null) {
+        return yield* Errors.badRequest("invalid_request", "Card payments are not set up (see GET /payment-methods).")
+      }
+      if (order.deposit !== null && (yield* counted(order.deposit)) > 0n) {
+        return yield* Errors.conflict(
+          "deposit_in_progress",
+          `Part of order ${order.id} was already paid by stablecoin deposit; send the rest to ${order.deposit.address}.`
+        )
+      }
+      const session = order.card_session_id !== null && order.checkout_url !== null
+        ? { session_id: order.card_session_id, checkout_url: order.checkout_url }
+        : yield* processor.createSession(checkoutRequest(order))
+      const updated = yield* store.startPayment(order.id, { method: "card", ...session }, expiresAt, Time.toTimestamp(now))
+      if (updated === undefined) return yield* explain()
+      return toOrder(updated, now)
+    }
+
+    const stablecoin = payments.stablecoin
+    if (stablecoin === null) {
+      return yield* Errors.badRequest("invalid_request", "Stablecoin payments are not set up (see GET /payment-methods).")
+    }
+    if (body.chain === undefined || body.token === undefined) {
+      return yield* Errors.badRequest(
+        "invalid_request",
+        `chain and token are required for a stablecoin payment; accepted: ${optionsText()}.`
+      )
+    }
+    const option = stablecoin.options.find((o) => o.chain === body.chain && o.token === body.token)
+    if (option === undefined) {
+      return yield* Errors.badRequest(
+        "invalid_request",
+        `${body.token} on ${body.chain} is not accepted; accepted: ${optionsText()}.`
+      )
+    }
+    if (order.deposit !== null && (order.deposit.chain !== option.chain || order.deposit.token !== option.token)) {
+      return yield* Errors.conflict(
+        "deposit_already_opened",
+        `Order ${order.id} already awaits ${order.deposit.token} on ${order.deposit.chain} at ${order.deposit.address}; ` +
+          "create a new order to pay with another chain or token."
+      )
+    }
+    const deposit: DepositAddress = order.deposit ?? {
+      ...(yield* rail.depositAddress(order.id, option.chain, option.token)),
+      chain: option.chain,
+      token: option.token,
+      decimals: option.decimals,
+      amount: usdToBaseUnits(order.amount_cents, option.decimals)
+    }
+    const updated = yield* store.startPayment(order.id, { method: "stablecoin", deposit }, expiresAt, Time.toTimestamp(now))
+    if (updated === undefined) return yield* explain()
+    if (updated.deposit === null || updated.deposit.chain !== option.chain || updated.deposit.token !== option.token) {
+      return yield* Effect.die(new Error(`OrderStore.startPayment: order ${order.id} has no deposit in ${option.token}`))
+    }
+    return toOrder(updated, now)
+  })
+
+  // ---- fulfilment: idempotent, so it runs after every completion, first or replayed ----
+
+  const fulfil = Effect.fnUntraced(function*(order: OrderRecord, cardReference: string | null = null) {
+    if (order.status !== "paid" || order.paid_at === null || order.paid_with === null) return
+    if (order.gift) {
+      yield* store.issueTicket({
+        code: yield* generateTicketCode,
+        order_id: order.id,
+        account_id: order.account_id,
+        credits: order.credits,
+        machine_id: order.machine_id,
+        created_at: order.paid_at,
+        redeemed_by: null,
+        redeemed_at: null
+      })
+    } else if (order.credits > 0n) {
+      yield* ledger.credit(order.account_id, {
+        ref: order.id,
+        machine_id: order.machine_id,
+        amount: order.credits,
+        type: "credit_added"
+      })
+    }
+    // A rental or a plan (once per order: docs/plans.md).
+    yield* plans.fulfil(order, cardReference)
+    // Last: a paid order without a receipt is one whose fulfilment was cut short (healPaid).
+    yield* store.insertReceipt({
+      id: yield* generateId("rcpt"),
+      account_id: order.account_id,
+      order_id: order.id,
+      kind: order.type,
+      title: order.title,
+      paid_at: order.paid_at,
+      amount_cents: order.amount_cents,
+      currency: order.currency,
+      credits: order.credits,
+      paid_with: order.paid_with,
+      auto_reload: isAutoReloadOrder(order.id)
+    })
+  })
+
+  /** Reads the order back after a markPaid attempt and fulfils it when it is paid. */
+  const settleOrder = Effect.fnUntraced(function*(orderId: string, cardReference: string | null = null) {
+    const order = yield* store.findOrder(orderId)
+    if (order === undefined) return yield* Effect.die(new Error(`order ${orderId} vanished`))
+    yield* fulfil(order, cardReference)
+    return order
+  })
+
+  // ---- card ----
+
+  const checkoutInfo = (order: OrderRecord, now: number): CheckoutInfo => {
+    const status = statusAt(order, now)
+    return {
+      session_id: order.card_session_id ?? "",
+      order_id: order.id,
+      title: order.title,
+      amount_text: formatUsd(order.amount_cents),
+      status: status === "paid" ? "paid" : status === "pending" ? "open" : "expired",
+      paid_at: order.paid_at
+    }
+  }
+
+  const bySession = Effect.fnUntraced(function*(sessionId: string) {
+    const order = yield* store.findByCardSession(sessionId)
+    if (order === undefined) return yield* Errors.notFound("checkout_not_found", "No checkout has this address.")
+    return order
+  })
+
+  const checkout = Effect.fn("Orders.checkout")(function*(sessionId: string) {
+    return checkoutInfo(yield* bySession(sessionId), yield* nowMillis)
+  })
+
+  const expiredResult = (order: OrderRecord, now: number): CardPaymentResult => ({
+    _tag: "Declined",
+    reason: "checkout_expired",
+    message: "This checkout has expired; create a new order to try again.",
+    checkout: checkoutInfo(order, now)
+  })
+
+  const completeCardPayment = Effect.fn("Orders.completeCardPayment")(function*(sessionId: string, card: CardDetails) {
+    const order = yield* bySession(sessionId)
+    const now = yield* nowMillis
+    if (order.status === "paid") {
+      yield* fulfil(order)
+      return { _tag: "Paid", order: toOrder(order, now), checkout: checkoutInfo(order, now) } satisfies CardPaymentResult
+    }
+    if (!payableAt(order, now)) return expiredResult(order, now)
+    // The order is the idempotency key: concurrent submissions of this checkout charge once.
+    const outcome = yield* processor.charge(sessionId, checkoutRequest(order), card, order.id)
+    if (outcome._tag === "Declined") {
+      return { ...outcome, checkout: checkoutInfo(order, now) } satisfies CardPaymentResult
+    }
+    // A new plan's card is saved for its renewals (docs/plans.md "Renewals"); declined to save: none.
+    const saved = order.details?.kind === "subscription" && order.details.renew_subscription_id === null
+      ? yield* processor.saveCard(order.account_id, card)
+      : undefined
+    const paidAt = yield* nowMillis
+    yield* store.markPaid(order.id, "card", Time.toTimestamp(paidAt))
+    const after = yield* settleOrder(order.id, saved?._tag === "Saved" ? saved.reference : null)
+    // Lost to the window closing between the check and the write: nothing was granted. (A real
+    // processor would void the authorisation here; the test processor moves no money.)
+    if (after.status !== "paid") return expiredResult(after, paidAt)
+    return { _tag: "Paid", order: toOrder(after, paidAt), checkout: checkoutInfo(after, paidAt) } satisfies CardPaymentResult
+  })
+
+  // ---- stablecoin ----
+
+  const invalidTransfer = (message: string) => Errors.badRequest("invalid_request", message)
+
+  const summary = Effect.fnUntraced(function*(order: OrderRecord) {
+    const deposit = order.deposit
+    if (deposit === null) return yield* Effect.die(new Error(`order ${order.id} has no deposit address`))
+    return summarizeDeposits({ ...order, deposit }, yield* store.depositsTo(deposit.address), yield* nowMillis)
+  })
+
+  const recordDeposit = Effect.fn("Orders.recordDeposit")(function*(transfer: Transfer) {
+    const atMillis = Date.parse(transfer.at)
+    if (Number.isNaN(atMillis)) return yield* invalidTransfer(`Transfer ${transfer.tx}: at is not a timestamp.`)
+    const order = yield* store.findByDepositAddress(transfer.to)
+    const deposit = order?.deposit ?? null
+    const sameAsset = deposit !== null && deposit.chain === transfer.chain && deposit.token === transfer.token
+    const decimals = sameAsset
+      ? deposit.decimals
+      : payments.stablecoin?.options.find((o) => o.chain === transfer.chain && o.token === transfer.token)?.decimals
+    if (decimals === undefined) {
+      return yield* invalidTransfer(`Transfer ${transfer.tx}: ${transfer.token} on ${transfer.chain} is not an accepted asset.`)
+    }
+    const amount = parseUnits(transfer.amount, decimals)
+    if (amount === undefined || amount <= 0n) {
+      return yield* invalidTransfer(
+        `Transfer ${transfer.tx}: amount ${JSON.stringify(transfer.amount)} is not a positive amount with at most ${decimals} decimals.`
+      )
+    }
+    const outcome: DepositOutcome = order === undefined || deposit === null
+      ? "unmatched"
+      : !sameAsset
+      ? "wrong_asset"
+      : payableAt(order, atMillis)
+      ? "counted"
+      : "late"
+    const record: DepositRecord = {
+      tx: transfer.tx,
+      chain: transfer.chain,
+      token: transfer.token,
+      address: transfer.to,
+      amount,
+      order_id: order?.id ?? null,
+      outcome,
+      at: Time.toTimestamp(atMillis),
+      recorded_at: yield* Time.now
+    }
+    const written = yield* store.recordDeposit(record)
+    const stored = written === "recorded" ? record : ((yield* store.getDeposit(transfer.chain, transfer.tx)) ?? record)
+    if (order === undefined || deposit === null) {
+      return { outcome: stored.outcome, recorded: written === "recorded", order: null } satisfies DepositResult
+    }
+    // Pay the order when its counted deposits cover it (a replay re-runs this: markPaid answers
+    // false and fulfilment writes nothing new).
+    const all = yield* store.depositsTo(deposit.address)
+    const paidAt = coveredAt(all.filter((x) => x.chain === deposit.chain && x.token === deposit.token), deposit.amount)
+    if (paidAt !== undefined) yield* store.markPaid(order.id, "stablecoin", paidAt)
+    const after = yield* settleOrder(order.id)
+    return { outcome: stored.outcome, recorded: written === "recorded", order: yield* summary(after) } satisfies DepositResult
+  })
+
+  const deposits = Effect.fn("Orders.deposits")(function*(orderId: string) {
+    const order = yield* store.findOrder(orderId)
+    if (order === undefined || order.deposit === null) {
+      return yield* Errors.notFound("order_not_found", `No order "${orderId}" with a deposit address.`)
+    }
+    return yield* summary(order)
+  })
+
+  // ---- receipts, tiers, gate ----
+
+  const receipt = Effect.fn("Orders.receipt")(function*(caller: Caller, receiptId: string) {
+    const found = yield* store.getReceipt(caller.account.id, receiptId)
+    if (found === undefined) return yield* Errors.notFound("receipt_not_found", `No receipt "${receiptId}".`)
+    return toReceipt(found)
+  })
+
+  const healPaid = Effect.gen(function*() {
+    const orders = yield* store.unfulfilled(100)
+    yield* Effect.forEach(orders, (order) => fulfil(order), { discard: true })
+    return orders.length
+  }).pipe(Effect.withSpan("Orders.healPaid"))
+
+  const recordOffSessionPayment = Effect.fn("Orders.recordOffSessionPayment")(function*(order: OrderRecord, paidAt: number) {
+    if ((yield* store.findOrder(order.id)) === undefined) {
+      // Another process resuming the same charge may have inserted it meanwhile: then it is there.
+      yield* store.insertOrder(order).pipe(
+        Effect.catchDefect((defect) =>
+          Effect.flatMap(store.findOrder(order.id), (found) => (found === undefined ? Effect.die(defect) : Effect.void)))
+      )
+    }
+    yield* store.markPaid(order.id, "card", Time.toTimestamp(paidAt))
+    return yield* settleOrder(order.id)
+  })
+
+  return Orders.of({
+    quote,
+    create,
+    list,
+    get,
+    pay,
+    checkout,
+    completeCardPayment,
+    recordDeposit,
+    deposits,
+    receipts: (caller) => Effect.map(store.listReceipts(caller.account.id), (rs) => ({ data: rs.map(toReceipt) })),
+    receipt,
+    purchasedCredits: (accountId) => store.purchasedCredits(accountId),
+    charging: Effect.map(nowMillis, (now) => chargingGate(payments, now)),
+    healPaid,
+    recordOffSessionPayment
+  })
+})
