@@ -271,8 +271,8 @@ describe("Billing", () => {
       id: "rcpt_1", kind: "credits", title: "1000 credits", status: "paid", paid_at: T,
       amount: { value: 10, currency: "usd", text: "$10.00" }, credits: 1000, paid_with: "card", auto_reload: true
     }
-    accepts(Billing.ReceiptList, { data: [receipt] })
-    refusesAt(Billing.Receipt, { ...receipt, paid_with: "cash" }, "paid_with")
+    accepts(Orders.ReceiptList, { data: [receipt] })
+    refusesAt(Orders.Receipt, { ...receipt, paid_with: "cash" }, "paid_with")
 
     accepts(Billing.StatementMonthList, { data: [{ month: "2026-02" }, { month: "2026-03" }] })
     refusesAt(Billing.StatementMonthList, { data: [{ month: "2026-13" }] }, "data", 0, "month")

@@ -28,7 +28,7 @@
  * Input breaking `subscriptionProblem` / `renewalProblem` / `rentalProblem` is a defect; so is any
  * store failure.
  */
-import { PaymentMethodValues } from "@model-platform/core/payments/Orders"
+import { PaymentMethodValues } from "@model-platform/core/catalogue/CatalogueConfig"
 import {
   newestFirst,
   PlanStore,

@@ -12,7 +12,7 @@
 import { accountServiceView, type PlatformClient, randomPlatformClient } from "@model-platform/core/agents/PlatformClient"
 import type { SigningKeys, TrustedService } from "@model-platform/core/agents/ServiceAssertions"
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context as LambdaContext } from "aws-lambda"
-import { FirstStart, type Owner } from "@model-platform/core/keys/Bootstrap"
+import { FirstStart, type Owner } from "@model-platform/core/accounts/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/catalogue/CatalogueConfig"
 import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/http/Http"
 import { errorBody } from "@model-platform/core/http/ErrorShape"

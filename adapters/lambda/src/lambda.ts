@@ -31,7 +31,7 @@ import { SimulatedNetwork } from "@model-platform/core/agents/SimulatedNetwork"
 // brings nodemailer into the bundle and nothing else of that shell.
 import { SmtpEmailSender } from "@model-platform/node-http/SmtpEmailSender"
 import { errorBody } from "@model-platform/core/http/ErrorShape"
-import type { Owner } from "@model-platform/core/keys/Bootstrap"
+import type { Owner } from "@model-platform/core/accounts/Bootstrap"
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda"
 import { ConfigProvider, Effect, Option, Redacted } from "effect"
 import type { AccountsOptions } from "./Accounts.ts"
@@ -96,7 +96,7 @@ const startPlatform = Effect.gen(function*() {
     ownerEmail: config.ownerEmail,
     publicUrl: Option.getOrUndefined(config.publicUrl),
     ownerSecret,
-    // The renewal job runs while a container is thawed, as the sweeper does (plans/Renewals.ts).
+    // The renewal job runs while a container is thawed, as the sweeper does (billing/Renewals.ts).
     platform: {
       healthCheck: {},
       sweepReservations: {},

@@ -6,8 +6,7 @@
  */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda"
 import type { CatalogueConfig } from "@model-platform/core/catalogue/CatalogueConfig"
-import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
-import { cardProcessorLayer, type PlatformOptions } from "@model-platform/core/http/Http"
+import { cardProcessorLayer, type PlatformOptions, ApiKeysLive } from "@model-platform/core/http/Http"
 import { Alerts } from "@model-platform/core/billing/Alerts"
 import { AutoReload } from "@model-platform/core/billing/AutoReload"
 import { TopUps } from "@model-platform/core/billing/TopUp"
@@ -171,7 +170,7 @@ const saveCardOn = (catalogue: CatalogueConfig, dynamo: DynamoSettings): AlertsS
 
 /** Runs an effect on the shell's table (keys, accounts, plans, agents), as another container would. */
 const seedOn = (catalogue: CatalogueConfig, dynamo: DynamoSettings) => {
-  const services = ApiKeys.layer.pipe(
+  const services = ApiKeysLive.pipe(
     Layer.provideMerge(DynamoPlatformStores),
     Layer.provide(Catalogue.layer(catalogue)),
     Layer.provide(DynamoConfig.layer(dynamo))

@@ -56,6 +56,7 @@
  *                      and use-case span) and print their mean wall time per platform call, per run;
  *                      a diagnostic: recording costs time itself, so latencies of such a run are higher
  */
+import { ApiKeysLive } from "@model-platform/core/http/Http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
@@ -293,7 +294,7 @@ const runServer = async () => {
         }).pipe(Effect.orDie))
     }))
     const services = Gateway.layer().pipe(
-      Layer.provideMerge(Layer.mergeAll(Ledger.layer, ApiKeys.layer, machineClient)),
+      Layer.provideMerge(Layer.mergeAll(Ledger.layer, ApiKeysLive, machineClient)),
       Layer.provideMerge(Catalogue.layer(catalogue)),
       Layer.provideMerge(stores)
     )

@@ -12,6 +12,7 @@
  * Prints the minimum and median over 8 runs of CPU per call at concurrency 1 and 16 (the client's
  * stream is read to its end), and the median wall time per call at concurrency 1.
  */
+import { ApiKeysLive } from "@model-platform/core/http/Http"
 import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
 import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
 import { Gateway } from "@model-platform/core/gateway/Gateway"
@@ -55,7 +56,7 @@ const machine = Layer.succeed(MachineClient, MachineClient.of({
 const catalogue = await benchCatalogue("http://127.0.0.1:9/v1")
 
 const runtime = ManagedRuntime.make(Gateway.layer().pipe(
-  Layer.provideMerge(Layer.mergeAll(Ledger.layer, ApiKeys.layer, machine)),
+  Layer.provideMerge(Layer.mergeAll(Ledger.layer, ApiKeysLive, machine)),
   Layer.provideMerge(Catalogue.layer(catalogue)),
   Layer.provideMerge(FastMemoryStores)
 ))

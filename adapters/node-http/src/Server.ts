@@ -3,7 +3,7 @@
  * No rule lives here; it wires layers.
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { FirstStart } from "@model-platform/core/keys/Bootstrap"
+import { FirstStart } from "@model-platform/core/accounts/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/catalogue/CatalogueConfig"
 import { errorBody } from "@model-platform/core/http/ErrorShape"
 import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/http/Http"
@@ -14,7 +14,7 @@ import type { Network } from "@model-platform/core/agents/Network"
 import { AccountService } from "@model-platform/core/accounts/AccountService"
 import { Approvals } from "@model-platform/core/accounts/Approvals"
 import { SimulatedNetwork } from "@model-platform/core/agents/SimulatedNetwork"
-import { ApprovalsHttpClient } from "@model-platform/core/agents/ApprovalsHttpClient"
+import { AccountsConfig } from "@model-platform/core/accounts/AccountsConfig"
 import { accountServiceView, type PlatformClient, randomPlatformClient } from "@model-platform/core/agents/PlatformClient"
 import { type SigningKeys, generateSigningKeys, type TrustedService } from "@model-platform/core/agents/ServiceAssertions"
 import { Effect, Layer, Redacted } from "effect"
@@ -96,7 +96,7 @@ const serverLayerWith = <E, R>(options: ServerOptions, keys: SigningKeys, stores
   const network = (options.accounts?.network ?? SimulatedNetwork.layer()).pipe(Layer.orDie)
   const services = PlatformServices(options.catalogue, {
     // The platform asks the account service here for agent approvals, over HTTP as any client would.
-    agentApprovals: ApprovalsHttpClient.layerFromConfig({ clientId: client.id, clientSecret: Redacted.value(client.secret), signer }).pipe(
+    agentApprovals: AccountsConfig.approvalsClient({ clientId: client.id, clientSecret: Redacted.value(client.secret), signer }).pipe(
       Layer.provide(accountsConfig),
       Layer.orDie
     ),

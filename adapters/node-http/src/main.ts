@@ -4,7 +4,7 @@
  * a one-time link that gives the owner account a passkey.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { FirstStart } from "@model-platform/core/keys/Bootstrap"
+import { FirstStart } from "@model-platform/core/accounts/Bootstrap"
 import { Console, Data, Effect, Layer, Option } from "effect"
 import { HttpServer } from "effect/http"
 import * as Path from "node:path"
@@ -88,7 +88,7 @@ const main = Effect.gen(function*() {
       platform: {
         healthCheck: {},
         sweepReservations: {},
-        // Card plans renewed at their period's end (plans/Renewals.ts).
+        // Card plans renewed at their period's end (billing/Renewals.ts).
         renewPlans: {},
         // An in-memory database (tests) keeps its blobs in memory too unless a directory is named.
         blobs: Option.isNone(config.blobDir) && config.dataDir === Database.MEMORY

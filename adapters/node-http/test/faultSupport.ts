@@ -4,6 +4,7 @@
  * the real server process (src/main.ts) that can be killed, a mock machine whose calls are
  * identified one by one, and the per-call accounts whose ledgers the invariants are read from.
  */
+import { ApiKeysLive } from "@model-platform/core/http/Http"
 import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
 import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
 import { Ledger } from "@model-platform/core/ledger/Ledger"
@@ -221,7 +222,7 @@ export const CREDIT = 1_000_000_000n
 
 export const ledgerRuntime = (url: string) =>
   ManagedRuntime.make(
-    Layer.mergeAll(Ledger.layer, ApiKeys.layer).pipe(
+    Layer.mergeAll(Ledger.layer, ApiKeysLive).pipe(
       Layer.provideMerge(PgPlatformStores),
       Layer.provide(Catalogue.layer(gatewayCatalogue([], {}))),
       Layer.provide(Database.layer({ databaseUrl: url, dataDir: Database.MEMORY })),

@@ -2,6 +2,7 @@
  * Support for the gateway tests: a Node server serving the inference routes over memory stores,
  * with machines pointing at reference machines, and helpers to read balances and usage.
  */
+import { ApiKeysLive } from "@model-platform/core/http/Http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
 import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
@@ -101,7 +102,7 @@ export const startGatewayServer = async (
 ): Promise<GatewayServer> => {
   const stores = MemoryPlatformStores
   const services = Gateway.layer(config).pipe(
-    Layer.provideMerge(Layer.mergeAll(Ledger.layer, ApiKeys.layer, machineClient)),
+    Layer.provideMerge(Layer.mergeAll(Ledger.layer, ApiKeysLive, machineClient)),
     Layer.provideMerge(Catalogue.layer(catalogue)),
     Layer.provideMerge(stores)
   )

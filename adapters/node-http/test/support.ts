@@ -1,5 +1,5 @@
 /** Starts the real Node server on a free port for the shared HTTP suite. */
-import { FirstStart } from "@model-platform/core/keys/Bootstrap"
+import { FirstStart } from "@model-platform/core/accounts/Bootstrap"
 import { AutoReload } from "@model-platform/core/billing/AutoReload"
 import type { CatalogueConfig } from "@model-platform/core/catalogue/CatalogueConfig"
 import { createAccount } from "@model-platform/test-harness/Accounts"

@@ -7,7 +7,7 @@
  * its end is tried. Each shell runs it on its stores.
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { Caller } from "@model-platform/core/keys/ApiKeys"
+import type { Caller } from "@model-platform/core/keys/Caller"
 import { Datasets } from "@model-platform/core/datasets/Datasets"
 import { DELETIONS_OWNER, DeletionDocuments, type ItemRecord } from "@model-platform/core/datasets/Records"
 import { BlobStore } from "@model-platform/core/datasets/BlobStore"

@@ -10,7 +10,7 @@
  * Each shell runs it on its stores (docs/fieldwork.md "Withdrawal", docs/datasets.md "Deleting").
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { Caller } from "@model-platform/core/keys/ApiKeys"
+import type { Caller } from "@model-platform/core/keys/Caller"
 import { Datasets } from "@model-platform/core/datasets/Datasets"
 import { encodeWav } from "@model-platform/core/fieldwork/Wav"
 import { Ingest } from "@model-platform/core/fieldwork/Ingest"

@@ -3,7 +3,7 @@
  * fast property tests of the HTTP contract without sockets. `stores` replaces some of the memory
  * stores (a test's broken or slow store); every store it does not provide stays in memory.
  */
-import { FirstStart } from "@model-platform/core/keys/Bootstrap"
+import { FirstStart } from "@model-platform/core/accounts/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/catalogue/CatalogueConfig"
 import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/http/Http"
 import { Effect, Layer, ManagedRuntime } from "effect"

@@ -7,7 +7,7 @@
  * another order) is a defect, as a violated constraint is in SQL.
  */
 import { Effect, Layer, Ref } from "effect"
-import type { PaymentMethod } from "@model-platform/core/payments/Orders"
+import type { PaymentMethod } from "@model-platform/core/catalogue/CatalogueConfig"
 import {
   type DepositRecord,
   type OrderRecord,

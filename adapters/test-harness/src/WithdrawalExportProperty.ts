@@ -9,7 +9,7 @@
  * Each shell runs it on its stores.
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { Caller } from "@model-platform/core/keys/ApiKeys"
+import type { Caller } from "@model-platform/core/keys/Caller"
 import { Datasets } from "@model-platform/core/datasets/Datasets"
 import { ExportDocuments } from "@model-platform/core/datasets/Records"
 import type { DatasetItem } from "@model-platform/core/datasets/Schemas"

@@ -3,12 +3,13 @@
  * authenticator (SoftAuthenticator.ts) answers the WebAuthn options, mails land in the memory
  * outbox, the network is the simulated one. Each ceremony is tested with its refusals.
  */
+import { ApiKeysLive } from "@model-platform/core/http/Http"
 import { assert, describe, it } from "@effect/vitest"
 import { AccountError, AccountService, AccountsConfig } from "@model-platform/core/accounts/AccountService"
 import { storedIdentity } from "@model-platform/core/accounts/Identities"
 import { SimulatedNetwork } from "@model-platform/core/agents/SimulatedNetwork"
 import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
-import { ensureOwner } from "@model-platform/core/keys/Bootstrap"
+import { ensureOwner } from "@model-platform/core/accounts/Bootstrap"
 import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
 import { PeopleStore } from "@model-platform/core/accounts/PeopleStore"
 import { Effect, Exit, Layer } from "effect"
@@ -23,7 +24,7 @@ const RP = { origin: ORIGIN, rpId: "localhost" }
 const HOUR = 60 * 60_000
 
 const TestLayer = AccountService.layer.pipe(
-  Layer.provideMerge(ApiKeys.layer),
+  Layer.provideMerge(ApiKeysLive),
   Layer.provideMerge(Catalogue.layer(fixtureCatalogue)),
   Layer.provideMerge(
     Layer.mergeAll(

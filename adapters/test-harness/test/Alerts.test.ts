@@ -5,7 +5,7 @@
  * by markSeen (a person viewing them), never by a read.
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { Caller } from "@model-platform/core/keys/ApiKeys"
+import type { Caller } from "@model-platform/core/keys/Caller"
 import { Alerts, lowBalanceAlert, orgSpendAlert } from "@model-platform/core/billing/Alerts"
 import { generateId } from "@model-platform/core/keys/Keys"
 import { AccountStore } from "@model-platform/core/keys/AccountStore"

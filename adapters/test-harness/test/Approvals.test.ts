@@ -6,11 +6,11 @@
  * of the network fails it with the reason as it is; an unused link expires after 30 minutes; a
  * revoke revokes the agent on the network; concurrent reads hand the approved result to one.
  */
+import { ApiKeysLive } from "@model-platform/core/http/Http"
 import { assert, describe, it } from "@effect/vitest"
 import { AccountError, AccountService, AccountsConfig } from "@model-platform/core/accounts/AccountService"
 import { Approvals } from "@model-platform/core/accounts/Approvals"
 import { SimulatedNetwork, simulatedNodes } from "@model-platform/core/agents/SimulatedNetwork"
-import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
 import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
 import type { CreateApprovalWire } from "@model-platform/core/agents/ApprovalWire"
 import { Effect, Exit, Layer } from "effect"
@@ -24,7 +24,7 @@ const ORIGIN = "http://localhost:8788"
 const RP = { origin: ORIGIN, rpId: "localhost" }
 
 const TestLayer = Layer.mergeAll(AccountService.layer, Approvals.layer).pipe(
-  Layer.provideMerge(ApiKeys.layer),
+  Layer.provideMerge(ApiKeysLive),
   Layer.provideMerge(Catalogue.layer(fixtureCatalogue)),
   Layer.provideMerge(
     Layer.mergeAll(MemoryPlatformStores, MemoryOutbox.layer, SimulatedNetwork.layer(), Layer.succeed(AccountsConfig, { accountsUrl: ORIGIN }))

@@ -1,6 +1,6 @@
 /** The billing summary: tiers from purchased credits, the month's spend from the account's budget. */
 import { assert, describe, it } from "@effect/vitest"
-import type { Caller } from "@model-platform/core/keys/ApiKeys"
+import type { Caller } from "@model-platform/core/keys/Caller"
 import { makeBillingSummary, usageTierFor, utcMonth } from "@model-platform/core/billing/Summary"
 import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
 import { Ledger } from "@model-platform/core/ledger/Ledger"

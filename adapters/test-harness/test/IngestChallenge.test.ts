@@ -4,7 +4,7 @@
  * with 400 challenge_expired; and a key is given at most CHALLENGES_PER_MINUTE of them a minute.
  */
 import { assert, it } from "@effect/vitest"
-import type { Caller } from "@model-platform/core/keys/ApiKeys"
+import type { Caller } from "@model-platform/core/keys/Caller"
 import { Datasets } from "@model-platform/core/datasets/Datasets"
 import { CHALLENGE_TTL_MS, CHALLENGES_PER_MINUTE, Ingest } from "@model-platform/core/fieldwork/Ingest"
 import { Projects } from "@model-platform/core/fieldwork/Projects"

@@ -5,13 +5,14 @@
  * and the link's rules: one use, 24 hours, a newer link voids the older, only its hash is kept,
  * only the owner account and only an unscoped key make one.
  */
+import { ApiKeysLive } from "@model-platform/core/http/Http"
 import { assert, describe, it } from "@effect/vitest"
 import { AccountError, AccountService, AccountsConfig } from "@model-platform/core/accounts/AccountService"
 import { claimLinkFor, issueClaimLink, ownerPersonId } from "@model-platform/core/accounts/Owner"
 import { hashToken } from "@model-platform/core/accounts/Records"
 import { SimulatedNetwork } from "@model-platform/core/agents/SimulatedNetwork"
 import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
-import { ensureOwner, FirstStart } from "@model-platform/core/keys/Bootstrap"
+import { ensureOwner, FirstStart } from "@model-platform/core/accounts/Bootstrap"
 import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
 import { PeopleStore } from "@model-platform/core/accounts/PeopleStore"
 import * as Time from "@model-platform/core/kernel/Time"
@@ -29,7 +30,7 @@ const ACCOUNTS_URL = `${ORIGIN}/accounts`
 const HOUR = 60 * 60_000
 
 const TestLayer = AccountService.layer.pipe(
-  Layer.provideMerge(ApiKeys.layer),
+  Layer.provideMerge(ApiKeysLive),
   Layer.provideMerge(Catalogue.layer(fixtureCatalogue)),
   Layer.provideMerge(
     Layer.mergeAll(MemoryPlatformStores, MemoryOutbox.layer, SimulatedNetwork.layer(), Layer.succeed(AccountsConfig, { accountsUrl: ACCOUNTS_URL }))

@@ -9,6 +9,7 @@
  *   each completed call once (twice replayed: still once) and releases at once the reservations of
  *   calls that never completed.
  */
+import { ApiKeysLive } from "@model-platform/core/http/Http"
 import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
 import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
 import type { CatalogueConfig, ModelConfig } from "@model-platform/core/catalogue/CatalogueConfig"
@@ -108,7 +109,7 @@ const gatewayOn = (
   return ManagedRuntime.make(
     Gateway.layer({ keepAliveMs: 10, speculativeDispatch: false, ...config }).pipe(
       Layer.provideMerge(journal === undefined ? Layer.empty : journal.layer),
-      Layer.provideMerge(Layer.mergeAll(Ledger.layer, ApiKeys.layer, machine)),
+      Layer.provideMerge(Layer.mergeAll(Ledger.layer, ApiKeysLive, machine)),
       Layer.provideMerge(Catalogue.layer(catalogue)),
       Layer.provideMerge(Layer.merge(Layer.succeedContext(stores), flaky.pipe(Layer.provide(Layer.succeedContext(stores)))))
     )

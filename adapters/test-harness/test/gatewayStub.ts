@@ -5,6 +5,7 @@
  * (`poisoned`: a field the gateway passes on carries the poison); `answers` may replace its answer
  * per path.
  */
+import { ApiKeysLive } from "@model-platform/core/http/Http"
 import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
 import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
 import type { CatalogueConfig, ModelConfig } from "@model-platform/core/catalogue/CatalogueConfig"
@@ -149,7 +150,7 @@ export const startStubGateway = (
 ) =>
   ManagedRuntime.make(
     Gateway.layer({ firstByteTimeoutMs: 50, canaryTimeoutMs: 500, canaryRetryMs: 5, cooldownMs: 60_000, keepAliveMs: 10, ...config }).pipe(
-      Layer.provideMerge(Layer.mergeAll(Ledger.layer, ApiKeys.layer, machineClient(stub))),
+      Layer.provideMerge(Layer.mergeAll(Ledger.layer, ApiKeysLive, machineClient(stub))),
       Layer.provideMerge(Catalogue.layer(catalogue)),
       Layer.provideMerge(MemoryPlatformStores)
     )

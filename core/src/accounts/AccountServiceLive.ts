@@ -7,7 +7,7 @@ import { Network } from "../agents/Network.ts"
 import { PeopleStore } from "./PeopleStore.ts"
 import { RateLimitStore } from "../kernel/RateLimitStore.ts"
 import { AccountsConfig } from "./AccountsConfig.ts"
-import type { AccountService, SessionCall } from "./AccountService.ts"
+import type { AccountServiceShape, SessionCall } from "./AccountTypes.ts"
 import { makeCeremonies } from "./Ceremonies.ts"
 import { makeClaims } from "./Claims.ts"
 import type { AccountDeps } from "./Deps.ts"
@@ -47,5 +47,5 @@ export const makeAccountService = Effect.gen(function*() {
     session: sessions.view,
     signOut,
     identityOf: identities.identityOf
-  } satisfies AccountService["Service"]
+  } satisfies AccountServiceShape
 })

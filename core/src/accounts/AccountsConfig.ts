@@ -1,5 +1,7 @@
 /** What the account service needs from its shell (AccountService.ts). */
-import { Config, Context, Option, Schema } from "effect"
+import { Config, Context, Effect, Layer, Option, Schema } from "effect"
+import type { AgentApprovals } from "../agents/AgentApprovals.ts"
+import { ApprovalsHttpClient, type ApprovalsHttpSettings } from "../agents/ApprovalsHttpClient.ts"
 import type { TrustedService } from "../agents/ServiceAssertions.ts"
 
 /**
@@ -30,7 +32,16 @@ export interface AccountsSettings {
 
 export class AccountsConfig extends Context.Service<AccountsConfig, AccountsSettings>()(
   "@model-platform/core/accounts/AccountsConfig"
-) {}
+) {
+  /**
+   * The platform's client of the agent approvals API at this account service's own address
+   * (agents/ApprovalsHttpClient.ts): for a shell that serves both.
+   */
+  static readonly approvalsClient = (
+    settings: Omit<ApprovalsHttpSettings, "accountsUrl">
+  ): Layer.Layer<AgentApprovals, never, AccountsConfig> =>
+    Layer.unwrap(Effect.map(AccountsConfig, (config: AccountsSettings) => ApprovalsHttpClient.layer({ ...settings, accountsUrl: config.accountsUrl })))
+}
 
 /**
  * ACCOUNTS_RECOVERY_DELAY_HOURS (docs/configuration.md), read by both shells: how long a recovery

@@ -32,7 +32,7 @@ import { PeopleStore } from "./PeopleStore.ts"
 import * as Time from "../kernel/Time.ts"
 import { type AccountError, accountError } from "./AccountErrors.ts"
 import { AccountsConfig } from "./AccountsConfig.ts"
-import type { BegunCeremony, RelyingParty } from "./AccountService.ts"
+import type { BegunCeremony, RelyingParty } from "./AccountTypes.ts"
 import type { ApprovalRecord } from "./ApprovalRecords.ts"
 import { approvalOptions, assertionCredentialId, beginFlow, consumeFlow, verifyAuthentication } from "./WebAuthn.ts"
 

@@ -13,7 +13,7 @@
 import { Effect } from "effect"
 import * as Time from "../kernel/Time.ts"
 import { accountError } from "./AccountErrors.ts"
-import type { FinishWithNameInput, RelyingParty } from "./AccountService.ts"
+import type { FinishWithNameInput, RelyingParty } from "./AccountTypes.ts"
 import { passkeyName } from "./Ceremonies.ts"
 import type { AccountDeps } from "./Deps.ts"
 import type { Identities } from "./Identities.ts"

@@ -15,7 +15,7 @@
  *   attach a passkey, as whoever holds it can already do everything else with the account.
  */
 import { Clock, Effect } from "effect"
-import type { Caller } from "../keys/ApiKeys.ts"
+import type { Caller } from "../keys/Caller.ts"
 import * as Errors from "../kernel/Errors.ts"
 import { AccountStore } from "../keys/AccountStore.ts"
 import { Network } from "../agents/Network.ts"

@@ -10,7 +10,7 @@ import type { PeopleStore } from "./PeopleStore.ts"
 import { sha256Hex } from "../kernel/Sha256.ts"
 import * as Time from "../kernel/Time.ts"
 import { accountError } from "./AccountErrors.ts"
-import type { LiveSession, NewSession, SessionCall, SignedInPerson } from "./AccountService.ts"
+import type { LiveSession, NewSession, SessionCall, SignedInPerson } from "./AccountTypes.ts"
 import { hashToken, type PersonRecord } from "./Records.ts"
 import { newToken } from "./WebAuthn.ts"
 

@@ -18,7 +18,7 @@ import { base64url, randomBytes } from "../keys/Keys.ts"
 import type { PeopleStore } from "./PeopleStore.ts"
 import * as Time from "../kernel/Time.ts"
 import { type AccountError, accountError } from "./AccountErrors.ts"
-import type { BegunCeremony, RelyingParty } from "./AccountService.ts"
+import type { BegunCeremony, RelyingParty } from "./AccountTypes.ts"
 import { hashToken, type PasskeyRecord } from "./Records.ts"
 
 /** How long a begun ceremony may take (the browser's own timeout is FLOW_TTL_MS too). */

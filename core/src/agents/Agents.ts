@@ -13,7 +13,8 @@
  * converted at the boundary (Amounts.ts).
  */
 import { Clock, Context, Effect, Layer } from "effect"
-import { ApiKeys, type Caller } from "../keys/ApiKeys.ts"
+import { ApiKeys } from "../keys/ApiKeys.ts"
+import { type Caller } from "../keys/Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import * as Errors from "../kernel/Errors.ts"
 import { type CreatedKey, generateId } from "../keys/Keys.ts"
@@ -22,8 +23,8 @@ import { AgentApprovals, type ApprovalsUnavailable } from "./AgentApprovals.ts"
 import { AgentStore } from "./AgentStore.ts"
 import { LedgerStore } from "../ledger/LedgerStore.ts"
 import { Network } from "./Network.ts"
-import { PeopleStore } from "../accounts/PeopleStore.ts"
-import { RequestBaseUrl } from "../http/PublicUrl.ts"
+import { AgentOwners } from "./AgentOwners.ts"
+import { RequestBaseUrl } from "../kernel/RequestBaseUrl.ts"
 import * as Time from "../kernel/Time.ts"
 import { type AgentMove, applyAgentEvent, proposedState } from "./AgentStates.ts"
 import { APPROVAL_LINK_MS } from "./ApprovalWire.ts"
@@ -122,14 +123,14 @@ export class Agents extends Context.Service<Agents, {
 }>()("@model-platform/core/agents/Agents") {
   static readonly layer = (
     options: AgentsOptions = {}
-  ): Layer.Layer<Agents, never, AgentStore | PeopleStore | LedgerStore | Catalogue | ApiKeys | AgentApprovals | Network> =>
+  ): Layer.Layer<Agents, never, AgentStore | AgentOwners | LedgerStore | Catalogue | ApiKeys | AgentApprovals | Network> =>
     Layer.effect(Agents, makeAgents(options))
 }
 
 const makeAgents = (options: AgentsOptions) =>
   Effect.gen(function*() {
     const store = yield* AgentStore
-    const people = yield* PeopleStore
+    const owners = yield* AgentOwners
     const ledger = yield* LedgerStore
     const catalogue = yield* Catalogue
     const apiKeys = yield* ApiKeys
@@ -158,7 +159,7 @@ const makeAgents = (options: AgentsOptions) =>
     })
 
     /** The account's person (the approvals' `sub`), when it has an identity. */
-    const ownerOf = (accountId: string) => Effect.map(people.getIdentity(accountId), (identity) => identity?.person_id)
+    const ownerOf = owners.personOf
 
     /**
      * Collects the agent's outstanding approval (docs/agents.md "Collecting approvals"): asks the
@@ -229,8 +230,8 @@ const makeAgents = (options: AgentsOptions) =>
      * owner account before it is claimed) and its identity is ready (else 409 identity_not_ready).
      */
     const readyOwner = Effect.fnUntraced(function*(accountId: string, accountsUrl: string) {
-      const identity = yield* people.getIdentity(accountId)
-      if (identity !== undefined && (yield* people.listPasskeys(identity.person_id)).length === 0) {
+      const owner = yield* owners.ownerOf(accountId)
+      if (owner !== undefined && owner.passkeys === 0) {
         return yield* Errors.conflict(
           "passkey_required",
           "The account has no passkey, and only a passkey approves an agent. Attach one with a claim link: " +
@@ -238,12 +239,12 @@ const makeAgents = (options: AgentsOptions) =>
             "open it in a browser, create the passkey, then propose the agent again."
         )
       }
-      if (identity !== undefined && identity.state === "ready") return identity.person_id
-      const manageUrl = identity === undefined ? `${accountsUrl}/sign-up` : `${accountsUrl}/manage`
+      if (owner !== undefined && owner.identity === "ready") return owner.person_id
+      const manageUrl = owner === undefined ? `${accountsUrl}/sign-up` : `${accountsUrl}/manage`
       return yield* Errors.conflict(
         "identity_not_ready",
-        identity?.state === "failed"
-          ? `The account's identity on the network failed (${identity.error ?? "no reason given"}); see ${manageUrl}.`
+        owner?.identity === "failed"
+          ? `The account's identity on the network failed (${owner.error ?? "no reason given"}); see ${manageUrl}.`
           : `The account has no ready identity to own agents: sign up and register a passkey at ${manageUrl}, then try again.`
       )
     })

@@ -13,7 +13,6 @@
  * is not the API's — is ApprovalsUnavailable with a reason that names the call and what went
  * wrong, never the client secret. Interrupting a call aborts its request.
  */
-import { AccountsConfig } from "../accounts/AccountsConfig.ts"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { AgentApprovals, ApprovalsUnavailable } from "./AgentApprovals.ts"
 import {
@@ -141,7 +140,4 @@ export const ApprovalsHttpClient = {
   /** AgentApprovals over HTTP at `accountsUrl`, as the platform (an assertion with a signer, else Basic). */
   layer: (settings: ApprovalsHttpSettings): Layer.Layer<AgentApprovals> =>
     Layer.succeed(AgentApprovals, makeApprovalsHttp(settings)),
-  /** The same at the account service's own address (AccountsConfig: a shell that serves both). */
-  layerFromConfig: (settings: Omit<ApprovalsHttpSettings, "accountsUrl">): Layer.Layer<AgentApprovals, never, AccountsConfig> =>
-    Layer.effect(AgentApprovals, Effect.map(AccountsConfig, (config) => makeApprovalsHttp({ ...settings, accountsUrl: config.accountsUrl })))
 } as const

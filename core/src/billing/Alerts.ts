@@ -10,7 +10,7 @@
  * never by a timer. Raising never fails its caller: the store's or the mail's trouble is logged.
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import type { Caller } from "../keys/ApiKeys.ts"
+import type { Caller } from "../keys/Caller.ts"
 import * as Errors from "../kernel/Errors.ts"
 import { generateId } from "../keys/Keys.ts"
 import { microToCredits } from "../kernel/Money.ts"

@@ -7,7 +7,7 @@
  * top-up and lifts the wait after a failure (TopUps.resume).
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import type { Caller } from "../keys/ApiKeys.ts"
+import type { Caller } from "../keys/Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import * as Errors from "../kernel/Errors.ts"
 import { creditsToMicro, microToCredits } from "../kernel/Money.ts"

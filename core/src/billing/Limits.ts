@@ -11,7 +11,7 @@
  * for the gateway and for GET /billing.
  */
 import { Clock, Effect } from "effect"
-import type { Caller } from "../keys/ApiKeys.ts"
+import type { Caller } from "../keys/Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import * as Errors from "../kernel/Errors.ts"
 import { creditsToMicro, microToCredits } from "../kernel/Money.ts"

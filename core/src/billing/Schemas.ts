@@ -4,8 +4,10 @@
  * invoiced billing, with the bodies that change them. JSON shapes only.
  */
 import { Schema } from "effect"
+import { Charging } from "../catalogue/Charging.ts"
 import { CreditAmount } from "../kernel/Money.ts"
-import { CreditOrderUsd, PaymentMethod } from "../payments/Orders.ts"
+import { CreditOrderUsd, Receipt } from "../payments/Orders.ts"
+import { PaymentMethod } from "../catalogue/CatalogueConfig.ts"
 import { ALERT_KINDS } from "./AlertStore.ts"
 import { Text } from "../kernel/Text.ts"
 import { Timestamp } from "../kernel/Time.ts"
@@ -74,14 +76,6 @@ export const AutoReload = Schema.Struct({
   last_error: Schema.NullOr(Schema.String)
 })
 export type AutoReload = typeof AutoReload.Type
-
-/** Whether usage is charged yet; reason and starts_at explain a closed state (else null). */
-export const Charging = Schema.Struct({
-  open: Schema.Boolean,
-  reason: Schema.NullOr(Schema.String),
-  starts_at: Schema.NullOr(Timestamp)
-})
-export type Charging = typeof Charging.Type
 
 export const InvoicingState = Schema.Literal("requested")
 
@@ -213,25 +207,6 @@ export type Alert = typeof Alert.Type
 
 export const AlertList = Schema.Struct({ data: Schema.Array(Alert) })
 export type AlertList = typeof AlertList.Type
-
-// ---- Receipts (GET /billing/receipts) -----------------------------------------------------
-
-/** A receipt's kind is the type of the order it pays; auto_reload marks automatic top-ups. */
-export const Receipt = Schema.Struct({
-  id: Schema.String,
-  kind: Schema.Literals(["credits", "package", "rental", "subscription"]),
-  title: Schema.String,
-  status: Schema.Literal("paid"),
-  paid_at: Timestamp,
-  amount: Schema.Struct({ value: Schema.Number, currency: Schema.String, text: Schema.String }),
-  credits: CreditAmount,
-  paid_with: PaymentMethod,
-  auto_reload: Schema.Boolean
-})
-export type Receipt = typeof Receipt.Type
-
-export const ReceiptList = Schema.Struct({ data: Schema.Array(Receipt) })
-export type ReceiptList = typeof ReceiptList.Type
 
 // ---- Statements (GET /billing/statements, /billing/statements/{month}) --------------------
 

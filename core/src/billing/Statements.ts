@@ -13,7 +13,7 @@
  * Money stays bigint micro-credits (USD: cents) until the JSON boundary.
  */
 import { Clock, Effect } from "effect"
-import type { Caller } from "../keys/ApiKeys.ts"
+import type { Caller } from "../keys/Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import * as Errors from "../kernel/Errors.ts"
 import { microToCredits } from "../kernel/Money.ts"

@@ -6,7 +6,7 @@
  * every read from the ledger, its budgets, the receipts, the settings and the catalogue.
  */
 import { Effect, Option } from "effect"
-import type { Caller } from "../keys/ApiKeys.ts"
+import type { Caller } from "../keys/Caller.ts"
 import { AutoReload } from "./AutoReload.ts"
 import type { AutoReload as AutoReloadView, BillingSummary } from "./Schemas.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"

@@ -5,7 +5,7 @@
  * page at a time (per-record CSV). Money stays bigint micro-credits until the JSON boundary.
  */
 import { Clock, Effect, Result, Stream } from "effect"
-import type { Caller } from "../keys/ApiKeys.ts"
+import type { Caller } from "../keys/Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import * as Errors from "../kernel/Errors.ts"
 import { microToCredits } from "../kernel/Money.ts"

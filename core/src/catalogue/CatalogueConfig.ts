@@ -7,6 +7,11 @@ import { Effect, Schema } from "effect"
 import { MAX_EMBEDDING_TEXTS } from "../kernel/Limits.ts"
 import { CreditAmount } from "../kernel/Money.ts"
 
+/** How an order can be paid: the rails a catalogue may offer (its `payments`). */
+export const PaymentMethodValues = ["card", "stablecoin"] as const
+export const PaymentMethod = Schema.Literals(PaymentMethodValues)
+export type PaymentMethod = typeof PaymentMethod.Type
+
 const Id = Schema.String.check(Schema.isPattern(/^[a-z0-9][a-z0-9._:-]{0,127}$/, {
   expected: "an id of lowercase letters, digits, dots, dashes, underscores and colons"
 }))

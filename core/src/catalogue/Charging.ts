@@ -10,9 +10,18 @@
  * - A charging_starts_at that is not a timestamp: closed (the safe side: nobody is charged on a
  *   misconfiguration), reason says so.
  */
-import type { Charging } from "../billing/Schemas.ts"
+import { Schema } from "effect"
 import type { CatalogueConfig } from "./CatalogueConfig.ts"
-import { toTimestamp } from "../kernel/Time.ts"
+import { Timestamp, toTimestamp } from "../kernel/Time.ts"
+
+/** Whether usage is charged yet; reason and starts_at explain a closed state (else null). */
+export const Charging = Schema.Struct({
+  open: Schema.Boolean,
+  reason: Schema.NullOr(Schema.String),
+  starts_at: Schema.NullOr(Timestamp)
+})
+export type Charging = typeof Charging.Type
+
 
 export type PaymentsConfig = CatalogueConfig["payments"]
 

@@ -7,7 +7,7 @@
  * (`datasetPrefix`), so its deletion is one prefix, whatever a crash left half written.
  */
 import { Context, Duration, Effect, Layer, Schedule } from "effect"
-import type { Caller } from "../keys/ApiKeys.ts"
+import type { Caller } from "../keys/Caller.ts"
 import * as Errors from "../kernel/Errors.ts"
 import { generateId } from "../keys/Keys.ts"
 import { BlobStore } from "./BlobStore.ts"

@@ -11,7 +11,7 @@
  * current one are deleted after each move; what a crash left behind is deleted by the next.
  */
 import { Effect } from "effect"
-import type { Caller } from "../keys/ApiKeys.ts"
+import type { Caller } from "../keys/Caller.ts"
 import * as Errors from "../kernel/Errors.ts"
 import { base64url, generateId, randomBytes } from "../keys/Keys.ts"
 import type { BlobStore } from "./BlobStore.ts"

@@ -3,9 +3,11 @@
  * from them: a participant's state, and whether answers fit the project's questions.
  */
 import type { ItemRecord } from "../datasets/Records.ts"
-import { INGEST_ITEMS_PATH } from "../http/RequestLimits.ts"
 import type { ParticipantRecord, ProjectRecord } from "./Records.ts"
 import type { Answer, Answers, IngestProject, Participant, ParticipantState, Question, Take } from "./Schemas.ts"
+
+/** The flow's take upload and list, a route with a larger body (http/RequestLimits.ts). */
+export const INGEST_ITEMS_PATH = "/ingest/items"
 
 /** The flow's endpoints, for a client that discovers them (GET /ingest/project). */
 export const INGEST_ENDPOINTS = [

@@ -3,7 +3,7 @@
  * with the dataset its takes go to, a new consent text, and the project's ingest keys.
  */
 import { Context, Effect, Layer } from "effect"
-import type { Caller } from "../keys/ApiKeys.ts"
+import type { Caller } from "../keys/Caller.ts"
 import { Datasets } from "../datasets/Datasets.ts"
 import * as Errors from "../kernel/Errors.ts"
 import { base64url, generateId, hashSecret, randomBytes } from "../keys/Keys.ts"

@@ -9,7 +9,7 @@
  */
 import { type AllowanceSource, MONTHLY_ALLOWANCE, planAllowance } from "../billing/Allowances.ts"
 import { Effect, Option, type Result } from "effect"
-import type { Caller } from "../keys/ApiKeys.ts"
+import type { Caller } from "../keys/Caller.ts"
 import type { CatalogueConfig, MachineConfig } from "../catalogue/CatalogueConfig.ts"
 import { type InferenceError, inferenceError } from "../kernel/Errors.ts"
 import type { MachineClient, MachineFailure, MachineResponse } from "./MachineClient.ts"

@@ -40,10 +40,8 @@ import { Catalogue } from "../catalogue/Catalogue.ts"
 import type { MachineConfig } from "../catalogue/CatalogueConfig.ts"
 import { chargingGate } from "../catalogue/Charging.ts"
 import { type InferenceError, inferenceError } from "../kernel/Errors.ts"
-import { standingOf } from "./KeyStanding.ts"
+import { makeStandingCheck } from "./KeyStanding.ts"
 import { Ledger } from "../ledger/Ledger.ts"
-import { AgentStore } from "../agents/AgentStore.ts"
-import { PlanStore } from "../plans/PlanStore.ts"
 import { MachineClient, type MachineFailure, type MachineResponse } from "./MachineClient.ts"
 import * as Time from "../kernel/Time.ts"
 import { boundOf, completionChars, costOf, estimatedUsage, isFree, type Prices, pricesOf, reportedUsage } from "./Metering.ts"
@@ -211,7 +209,7 @@ const make = (config: GatewayConfig) =>
     const catalogue = yield* Catalogue
     const ledger = yield* Ledger
     const machines = yield* MachineClient
-    const keyRecords = Context.make(AgentStore, yield* AgentStore).pipe(Context.add(PlanStore, yield* PlanStore))
+    const standingOf = yield* makeStandingCheck
 
     const cfg = catalogue.config
     // Dispatch: candidates, attempts, failure accounting (canaries, cooldown).
@@ -265,7 +263,6 @@ const make = (config: GatewayConfig) =>
         // as on the management API (KeyStanding.ts), checked before the body is looked at.
         const now = yield* Clock.currentTimeMillis
         const standing = yield* standingOf(caller.key, now).pipe(
-          Effect.provide(keyRecords),
           Effect.mapError((refused) => inferenceError(refused.status, refused.code, refused.message))
         )
         let raw: unknown

@@ -11,7 +11,8 @@
  * A key with none of these (the common case) costs no read. The records read are handed on, so the
  * gateway does not read them again (the agent's limits, the plan's models and allowance).
  */
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
+import * as Errors from "../kernel/Errors.ts"
 import { agentGate } from "../agents/Limits.ts"
 import type { AgentRecord } from "../agents/Records.ts"
 import type { KeyRecord } from "../keys/Keys.ts"
@@ -84,3 +85,13 @@ export const standingOf = (key: KeyRecord, now: number) =>
     }
     return { agent, plan, rental }
   })
+
+/** `standingOf` with its stores taken now, for a surface that checks every request. */
+export const makeStandingCheck = Effect.gen(function*() {
+  const records = Context.make(AgentStore, yield* AgentStore).pipe(Context.add(PlanStore, yield* PlanStore))
+  return (key: KeyRecord, now: number): Effect.Effect<Standing, KeyRefused> => Effect.provide(standingOf(key, now), records)
+})
+
+/** A refused standing in the management API's error shape. */
+export const platformRefusal = (refused: KeyRefused): Errors.Unauthorized | Errors.Forbidden =>
+  refused.status === 401 ? Errors.unauthorized(refused.code, refused.message) : Errors.forbidden(refused.code, refused.message)

@@ -28,7 +28,7 @@
  * before the answer where the host freezes after a response (settleInline).
  */
 import { Cause, Clock, Effect, Exit, FiberSet, Option, Random, type Scope } from "effect"
-import type { Caller } from "../keys/ApiKeys.ts"
+import type { Caller } from "../keys/Caller.ts"
 import { makeBatcher } from "../kernel/Batcher.ts"
 import { grantParts } from "../billing/Allowances.ts"
 import { BillingWatch } from "../billing/Watch.ts"

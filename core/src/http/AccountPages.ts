@@ -6,14 +6,28 @@
  */
 import { Effect } from "effect"
 import { HttpRouter, HttpServerRequest, type HttpServerResponse } from "effect/http"
-import { type AccountError, AccountService, type LiveSession } from "../accounts/AccountService.ts"
+import { type AccountError, AccountService } from "../accounts/AccountService.ts"
+import { type LiveSession } from "../accounts/AccountTypes.ts"
 import { PAGE_SCRIPT } from "./pages/PageScript.ts"
 import * as Pages from "./pages/Pages.ts"
-import type { Caller } from "../keys/ApiKeys.ts"
+import type { Caller } from "../keys/Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
-import { Tickets } from "../payments/OrderService.ts"
+import { type Orders, Tickets } from "../payments/OrderService.ts"
 import { AccountStore } from "../keys/AccountStore.ts"
 import { sha256Hex } from "../kernel/Sha256.ts"
+
+/** A JSON body as the account pages' API reads it. */
+export type Body = Readonly<Record<string, unknown>> | undefined
+
+/** What an account page's handler needs, and a route of the account service. */
+type Needs = HttpServerRequest.HttpServerRequest | Catalogue | AccountStore | Orders | Tickets
+export type Handler = Effect.Effect<Response, never, Needs>
+
+export interface Route {
+  readonly method: "GET" | "POST"
+  readonly path: HttpRouter.PathInput
+  readonly handler: Handler
+}
 import {
   ACCOUNTS_BASE,
   AccountPagesSettings,

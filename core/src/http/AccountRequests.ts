@@ -14,7 +14,8 @@
  */
 import { Cause, Context, Effect, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse, UrlParams } from "effect/http"
-import { AccountsConfig, type RelyingParty } from "../accounts/AccountService.ts"
+import { AccountsConfig } from "../accounts/AccountService.ts"
+import { type RelyingParty } from "../accounts/AccountTypes.ts"
 import * as Keys from "../keys/Keys.ts"
 import { sha256Hex } from "../kernel/Sha256.ts"
 import { isStoreUnavailableCause, STORE_RETRY_AFTER_SECONDS } from "../kernel/StoreUnavailable.ts"

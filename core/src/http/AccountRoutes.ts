@@ -30,7 +30,8 @@
  */
 import { Effect, Option, Schema } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { AccountService, type SessionCall } from "../accounts/AccountService.ts"
+import { AccountService } from "../accounts/AccountService.ts"
+import { type SessionCall } from "../accounts/AccountTypes.ts"
 import { PAGE_SCRIPT } from "./pages/PageScript.ts"
 import * as Pages from "./pages/Pages.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
@@ -62,6 +63,9 @@ import { withRequestBaseUrl } from "./PublicUrl.ts"
 import {
   anonymous,
   anonymousCsrfOk,
+  type Body,
+  type Handler,
+  type Route,
   anonymousPage,
   apiError,
   at,
@@ -81,7 +85,6 @@ import {
 
 // ---- the routes --------------------------------------------------------------------------------
 
-export type Body = Readonly<Record<string, unknown>> | undefined
 interface Form {
   readonly get: (name: string) => string | undefined
 }
@@ -93,15 +96,6 @@ const ceremonyBody = (body: Body) => ({
 })
 
 const begun = (b: { readonly flow: string; readonly options: unknown }) => json({ ceremony: b.flow, options: b.options })
-
-type Needs = HttpServerRequest.HttpServerRequest | Catalogue | AccountStore | Orders | Tickets
-export type Handler = Effect.Effect<Response, never, Needs>
-
-export interface Route {
-  readonly method: "GET" | "POST"
-  readonly path: HttpRouter.PathInput
-  readonly handler: Effect.Effect<Response, never, HttpServerRequest.HttpServerRequest | Catalogue | AccountStore | Orders | Tickets>
-}
 
 const routes = (service: Service): ReadonlyArray<Route> => {
   const get = (path: string, handler: Handler): Route => ({ method: "GET", path: at(path), handler: guardPage(handler) })

@@ -14,7 +14,7 @@
 import { Effect, Option } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse, UrlParams } from "effect/http"
 import * as Page from "./pages/CheckoutPage.ts"
-import { Orders } from "../payments/OrderService.ts"
+import { type CheckoutInfo, Orders } from "../payments/OrderService.ts"
 
 export const CHECKOUT_PATH = "/checkout/:session"
 
@@ -30,7 +30,7 @@ const HEADERS = {
 const page = (html: string, status: number) =>
   HttpServerResponse.setHeaders(HttpServerResponse.html(html), HEADERS).pipe(HttpServerResponse.setStatus(status))
 
-const statusOf = (info: Page.CheckoutInfo) => info.status === "expired" ? 410 : 200
+const statusOf = (info: CheckoutInfo) => info.status === "expired" ? 410 : 200
 
 const notFound = page(Page.notFoundPage(), 404)
 

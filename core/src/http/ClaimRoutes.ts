@@ -13,8 +13,8 @@ import { HttpServerRequest } from "effect/http"
 import { claimPage } from "./pages/ClaimPage.ts"
 import * as Pages from "./pages/Pages.ts"
 import { json, site, type Site, withSessionCookie } from "./AccountRequests.ts"
-import { anonymousPage, apiError, at, type Service } from "./AccountPages.ts"
-import type { Body, Handler, Route } from "./AccountRoutes.ts"
+import { anonymousPage, apiError, at, type Body, type Handler, type Route, type Service } from "./AccountPages.ts"
+
 
 /** The route builders of AccountRoutes.ts the claim routes are made with. */
 export interface ClaimRouteBuilders {

@@ -9,9 +9,10 @@
  *   the blob store chunk by chunk (`BlobStore.getStream`), never held whole: a 1 GiB item costs a
  *   chunk of memory, not a gigabyte.
  */
-import { Effect, Stream } from "effect"
+import { Clock, Effect, Stream } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ApiKeys } from "../keys/ApiKeys.ts"
+import { standingOf } from "../gateway/KeyStanding.ts"
 import { errorResponse } from "./ErrorShape.ts"
 import * as Errors from "../kernel/Errors.ts"
 import { generateId } from "../keys/Keys.ts"
@@ -62,9 +63,10 @@ const keyedDataset = (request: HttpServerRequest.HttpServerRequest, permission: 
     const datasets = yield* Datasets
     const authorization = /^Bearer\s+(.+)$/i.exec(request.headers["authorization"]?.trim() ?? "")
     if (authorization === null) return yield* refuse(401, "missing_api_key", "Send a platform key as `Authorization: Bearer <key>`.")
-    // 401, or 403 for a key whose agent's delegation, plan or rental has ended (KeyStanding.ts).
-    const caller = yield* apiKeys.authenticate(authorization[1]!.trim()).pipe(
-      Effect.mapError((e) => fromPlatformError(e, e instanceof Errors.Forbidden ? 403 : 401))
+    const caller = yield* apiKeys.authenticate(authorization[1]!.trim()).pipe(Effect.mapError((e) => fromPlatformError(e, 401)))
+    // 401, or 403 for a key whose agent's delegation, plan or rental has ended (gateway/KeyStanding.ts).
+    yield* standingOf(caller.key, yield* Clock.currentTimeMillis).pipe(
+      Effect.mapError((refused) => refusal(refused.status, refused.code, refused.message))
     )
     if (!caller.key.permissions.includes(permission)) {
       return yield* refuse(403, "key_lacks_permission", `This key lacks the "${permission}" permission.`)

@@ -22,7 +22,8 @@ import { Orders, Tickets } from "../payments/OrderService.ts"
 import { AccountStore } from "../keys/AccountStore.ts"
 import { PeopleStore } from "../accounts/PeopleStore.ts"
 import { PlatformApi } from "./Api.ts"
-import { RequestBaseUrl, withRequestBaseUrl } from "./PublicUrl.ts"
+import { withRequestBaseUrl } from "./PublicUrl.ts"
+import { RequestBaseUrl } from "../kernel/RequestBaseUrl.ts"
 import { CurrentCaller } from "./Security.ts"
 
 export const CatalogueHandlers = HttpApiBuilder.group(PlatformApi, "catalogue", Effect.fnUntraced(function*(handlers) {

@@ -5,10 +5,12 @@
  * (`PlatformStores`) to the use-cases (`PlatformServices`) and serves it (Node server or web
  * handler).
  */
+import { ScopeTargetsFromPlans } from "../plans/ScopeTargetsFromPlans.ts"
+import { AgentOwnersFromPeople } from "../accounts/AgentOwnersFromPeople.ts"
 import { ApprovalRoutes } from "./ApprovalRoutes.ts"
 import { JWKS_PATH, JwksRoute } from "./JwksRoute.ts"
 import { PublishedJwks, type SigningKeys } from "../agents/ServiceAssertions.ts"
-import { PlanRenewer, type PlanRenewerOptions } from "../plans/Renewals.ts"
+import { PlanRenewer, type PlanRenewerOptions } from "../billing/Renewals.ts"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
@@ -53,7 +55,8 @@ import { INFERENCE_OPENAPI_PATH, InferenceApi } from "./InferenceApi.ts"
 import { InferenceRoutes } from "./InferenceRoutes.ts"
 import { PlatformHandlers } from "./Handlers.ts"
 import { Idempotency } from "./Idempotency.ts"
-import { PublicAddress, RequestBaseUrl } from "./PublicUrl.ts"
+import { PublicAddress } from "./PublicUrl.ts"
+import { RequestBaseUrl } from "../kernel/RequestBaseUrl.ts"
 import { RequestLimitsMiddleware } from "./RequestLimits.ts"
 import { Authentication } from "./Security.ts"
 import { SimulatedApi, SimulatedHandlers } from "./Simulated.ts"
@@ -98,7 +101,7 @@ export interface PlatformOptions {
    * ending, a reservation expiring). Each shell provides it under everything it builds.
    */
   readonly clock?: Clock.Clock | undefined
-  /** Renew card plans whose period has ended (plans/Renewals.ts). Off unless set. */
+  /** Renew card plans whose period has ended (billing/Renewals.ts). Off unless set. */
   readonly renewPlans?: Partial<PlanRenewerOptions> | undefined
   /**
    * How the gateway and the health checker talk to machines. Default: `fetch` (MachineHttp.ts,
@@ -243,6 +246,9 @@ const HealPaidOrders = Layer.effectDiscard(
   )
 )
 
+/** ApiKeys with what a key's plan or rental scope names read from the plan store (keys/ScopeTargets.ts). */
+export const ApiKeysLive = ApiKeys.layer.pipe(Layer.provide(ScopeTargetsFromPlans))
+
 /** The use-cases over a catalogue; they need the stores (PlatformStores). Shells build this once. */
 export const PlatformServices = (config: CatalogueConfig, options: PlatformOptions = {}) => {
   const rails = Layer.mergeAll(
@@ -259,7 +265,7 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     Layer.provideMerge(health),
     Layer.provideMerge(options.machineClient ?? MachineHttpLayer),
     Layer.provide(options.meteringJournal ?? Layer.empty),
-    Layer.provide(Layer.mergeAll(ApiKeys.layer, money, billing))
+    Layer.provide(Layer.mergeAll(ApiKeysLive, money, billing))
   )
   const sweeper = options.sweepReservations === undefined
     ? Layer.empty
@@ -270,7 +276,7 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
   // Agents (docs/agents.md): approvals at the account service, serving nodes from the network.
   const network = options.network ?? NoNetwork
   const agents = Agents.layer({ publicUrl: options.publicUrl }).pipe(
-    Layer.provide(Layer.mergeAll(ApiKeys.layer, options.agentApprovals ?? NoAgentApprovals, network))
+    Layer.provide(Layer.mergeAll(ApiKeysLive, options.agentApprovals ?? NoAgentApprovals, network, AgentOwnersFromPeople))
   )
   // Datasets and Fieldwork (docs/datasets.md, docs/fieldwork.md) over the blob store.
   const blobs = options.blobs ?? BlobStoreMemory
@@ -283,7 +289,7 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
   const publicAddress = Layer.succeed(PublicAddress, { publicUrl: options.publicUrl, requestUrlFromShell: options.requestUrlFromShell })
   // The network is handed on too: the first start asks it for the owner's identity (Bootstrap.ts).
   return Layer.mergeAll(
-    ApiKeys.layer,
+    ApiKeysLive,
     money,
     billing,
     gateway,

@@ -7,7 +7,7 @@
 import { Effect, Layer, Schema, SchemaIssue } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { errorResponse } from "./ErrorShape.ts"
-import { INGEST_ITEMS_PATH } from "./RequestLimits.ts"
+import { INGEST_ITEMS_PATH } from "../fieldwork/IngestViews.ts"
 import { Ingest, type IngestCaller } from "../fieldwork/Ingest.ts"
 import { IngestRefusal } from "../fieldwork/TakeChecks.ts"
 import { INGEST_ENDPOINTS } from "../fieldwork/IngestViews.ts"

@@ -15,6 +15,7 @@
 import { Context, Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import * as Errors from "../kernel/Errors.ts"
+import { RequestBaseUrl } from "../kernel/RequestBaseUrl.ts"
 
 /** What the shell says about its addresses (PlatformOptions.publicUrl and requestUrlFromShell). */
 export interface PublicAddressSettings {
@@ -25,11 +26,6 @@ export interface PublicAddressSettings {
 
 export const PublicAddress = Context.Reference<PublicAddressSettings>("@model-platform/core/http/PublicAddress", {
   defaultValue: () => ({})
-})
-
-/** The base URL links of the request being handled are built on (no trailing slash), when known. */
-export const RequestBaseUrl = Context.Reference<string | undefined>("@model-platform/core/http/RequestBaseUrl", {
-  defaultValue: () => undefined
 })
 
 /** Whether a host name (as in a URL, IPv6 in brackets) is a loopback address. */

@@ -20,9 +20,7 @@ import * as Limits from "../kernel/Limits.ts"
 import { textProblem } from "../kernel/Text.ts"
 import { isUpload } from "./FileRoutes.ts"
 import { errorResponse } from "./ErrorShape.ts"
-
-/** The ingest flow's take upload, a route with a larger body. */
-export const INGEST_ITEMS_PATH = "/ingest/items"
+import { INGEST_ITEMS_PATH } from "../fieldwork/IngestViews.ts"
 
 /** Bytes a body on `path` may have: /v1 from the catalogue, an ingest take, a dataset upload, else management. */
 export const bodyLimitFor = (method: string, path: string, inferenceLimit: number): number =>

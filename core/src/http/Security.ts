@@ -3,10 +3,12 @@
  * endpoint needs (an endpoint annotation), how a scoped key may use it (KeyScope.ts: refused here
  * when the endpoint is account-wide), and the CurrentCaller it provides to handlers.
  */
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
-import { ApiKeys, type Caller } from "../keys/ApiKeys.ts"
+import { ApiKeys } from "../keys/ApiKeys.ts"
+import { type Caller } from "../keys/Caller.ts"
+import { makeStandingCheck, platformRefusal } from "../gateway/KeyStanding.ts"
 import * as Errors from "../kernel/Errors.ts"
 import { requireAccountWide, ScopeRuleAnnotation, scopeRuleOf } from "../keys/KeyScope.ts"
 import type { Permission } from "../keys/Permissions.ts"
@@ -29,9 +31,12 @@ export class Authentication extends HttpApiMiddleware.Service<Authentication, { 
     Authentication,
     Effect.gen(function*() {
       const apiKeys = yield* ApiKeys
+      const standingOf = yield* makeStandingCheck
       return Authentication.of({
         bearer: Effect.fnUntraced(function*(httpEffect, { credential, endpoint }) {
           const caller = yield* apiKeys.authenticate(Redacted.value(credential).trim())
+          // What stands behind the key, as on every surface (gateway/KeyStanding.ts).
+          yield* standingOf(caller.key, yield* Clock.currentTimeMillis).pipe(Effect.mapError(platformRefusal))
           const needed = Context.get(endpoint.annotations, RequiredPermission)
           if (needed !== undefined && !caller.key.permissions.includes(needed)) {
             return yield* Errors.forbidden(

@@ -3,7 +3,7 @@
  * listing and revoking them. The HTTP layer calls these; stores only keep records.
  */
 import { Context, Effect, Layer, Schema } from "effect"
-import type { AccountRecord } from "./Account.ts"
+import type { Caller } from "./Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import * as Errors from "../kernel/Errors.ts"
 import {
@@ -21,17 +21,9 @@ import {
 import { DEFAULT_PERMISSIONS, normalize, type Permission, ungrantable } from "./Permissions.ts"
 import { AccountStore } from "./AccountStore.ts"
 import { KeyStore } from "./KeyStore.ts"
-import { PlanStore } from "../plans/PlanStore.ts"
-import { AgentStore } from "../agents/AgentStore.ts"
+import { ScopeTargets } from "./ScopeTargets.ts"
 import { requireWithin, scopeOf } from "./KeyScope.ts"
-import { type KeyRefused, standingOf } from "../gateway/KeyStanding.ts"
 import * as Time from "../kernel/Time.ts"
-
-/** Who is calling: the key that authenticated the request and its account. */
-export interface Caller {
-  readonly key: KeyRecord
-  readonly account: AccountRecord
-}
 
 export interface CreateKeyInput {
   readonly name: string
@@ -58,11 +50,11 @@ export const IDENTIFY_CACHE_SIZE = 10_000
 
 export class ApiKeys extends Context.Service<ApiKeys, {
   /**
-   * The caller behind a bearer secret, or 401 missing_api_key / invalid_api_key; a live key whose
-   * agent, plan or rental no longer lets it act is refused too (KeyStanding.ts: 401, or 403
-   * agent_expired, subscription_inactive, rental_ended). Records the use.
+   * The caller behind a bearer secret, or 401 missing_api_key / invalid_api_key. Records the use.
+   * What stands behind a live key (its agent, plan or rental) is the surfaces' to check next
+   * (gateway/KeyStanding.ts: the authentication middleware, the file routes, the gateway).
    */
-  readonly authenticate: (secret: string) => Effect.Effect<Caller, Errors.Unauthorized | Errors.Forbidden>
+  readonly authenticate: (secret: string) => Effect.Effect<Caller, Errors.Unauthorized>
   /**
    * For the inference gateway's hot path: as `authenticate`, but without recording the use, and
    * answered from memory for up to IDENTIFY_CACHE_MS after the store was read (a key's fields
@@ -105,12 +97,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       const keys = yield* KeyStore
       const accounts = yield* AccountStore
       const catalogue = yield* Catalogue
-      const plans = yield* PlanStore
-      const agents = yield* AgentStore
-
-      /** A refused standing in the management API's shape. */
-      const refusal = (refused: KeyRefused) =>
-        refused.status === 401 ? Errors.unauthorized(refused.code, refused.message) : Errors.forbidden(refused.code, refused.message)
+      const { machineOf } = yield* ScopeTargets
 
       const invalid = (message: string) => Errors.unauthorized("invalid_api_key", message)
 
@@ -163,11 +150,6 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       const authenticate = Effect.fn("ApiKeys.authenticate")(function*(secret: string) {
         const { key, account } = yield* lookup(yield* secretHash(secret))
         const millis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-        yield* standingOf(key, millis).pipe(
-          Effect.provideService(AgentStore, agents),
-          Effect.provideService(PlanStore, plans),
-          Effect.mapError(refusal)
-        )
         const last = key.last_used_at === null ? 0 : Date.parse(key.last_used_at)
         const now = Time.toTimestamp(millis)
         if (millis - last >= TOUCH_INTERVAL_MS) yield* keys.touch(key.id, now)
@@ -236,26 +218,20 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           )
         }
         // A scoped key makes keys of its own scope only (KeyScope.ts), else it could escape it.
-        yield* requireWithin(plans, caller, {
+        yield* requireWithin(machineOf, caller, {
           _tag: "Key",
           scope: scopeOf({ machine_id: input.machine_id ?? null, subscription_id: input.subscription_id ?? null, rental_id: input.rental_id ?? null })
         })
         if (input.machine_id != null && catalogue.machineConfig(input.machine_id) === undefined) {
           return yield* Errors.notFound("machine_not_found", `No machine "${input.machine_id}".`)
         }
-        // A plan or a rental of the caller's account (ended ones too: their keys are refused at the
-        // gateway, 403 subscription_inactive or rental_ended).
-        if (input.subscription_id != null) {
-          const plan = yield* plans.subscription(input.subscription_id)
-          if (plan === undefined || plan.account_id !== caller.account.id) {
-            return yield* Errors.notFound("subscription_not_found", `No subscription "${input.subscription_id}" in this account.`)
-          }
+        // A plan or a rental of the caller's account (ended ones too: their keys are refused on every
+        // surface, 403 subscription_inactive or rental_ended: gateway/KeyStanding.ts).
+        if (input.subscription_id != null && (yield* machineOf(caller.account.id, { _tag: "Subscription", id: input.subscription_id })) === undefined) {
+          return yield* Errors.notFound("subscription_not_found", `No subscription "${input.subscription_id}" in this account.`)
         }
-        if (input.rental_id != null) {
-          const rental = yield* plans.rental(input.rental_id)
-          if (rental === undefined || rental.account_id !== caller.account.id) {
-            return yield* Errors.notFound("rental_not_found", `No rental "${input.rental_id}" in this account.`)
-          }
+        if (input.rental_id != null && (yield* machineOf(caller.account.id, { _tag: "Rental", id: input.rental_id })) === undefined) {
+          return yield* Errors.notFound("rental_not_found", `No rental "${input.rental_id}" in this account.`)
         }
         return yield* issue(caller.account.id, { ...input, permissions })
       })
@@ -273,7 +249,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           if (scopeOf(caller.key)._tag !== "Account") {
             const target = yield* keys.get(caller.account.id, keyId)
             if (target === undefined) return yield* notFound
-            yield* requireWithin(plans, caller, { _tag: "Key", scope: scopeOf(target) })
+            yield* requireWithin(machineOf, caller, { _tag: "Key", scope: scopeOf(target) })
           }
           const revoked = yield* keys.revoke(caller.account.id, keyId, yield* Time.now)
           if (revoked === undefined) return yield* notFound

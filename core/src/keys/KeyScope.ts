@@ -14,11 +14,11 @@
  * Refusals are 403 key_scope_too_narrow. An unscoped key may do everything its permissions allow.
  */
 import { Context, Effect } from "effect"
-import type { Caller } from "./ApiKeys.ts"
+import type { Caller } from "./Caller.ts"
 import * as Errors from "../kernel/Errors.ts"
 import type { KeyRecord } from "./Keys.ts"
 import type { Permission } from "./Permissions.ts"
-import type { PlanStore } from "../plans/PlanStore.ts"
+import type { MachineOfScope } from "./ScopeTargets.ts"
 
 /** What a key reaches: every machine of its account, or one machine, plan or rental. */
 export type KeyScope =
@@ -84,15 +84,11 @@ export const requireAccountWide = (caller: Caller) => {
 }
 
 /** The machine a scoped key reaches: its pin, or its plan's or rental's machine (undefined when gone). */
-const machineReached = (plans: PlanStore["Service"], scope: Exclude<KeyScope, { _tag: "Account" }>) =>
-  Effect.gen(function*() {
-    if (scope._tag === "Machine") return scope.id
-    const record = scope._tag === "Subscription" ? yield* plans.subscription(scope.id) : yield* plans.rental(scope.id)
-    return record?.machine_id
-  })
+const machineReached = (machineOf: MachineOfScope, accountId: string, scope: Exclude<KeyScope, { _tag: "Account" }>) =>
+  scope._tag === "Machine" ? Effect.succeed(scope.id) : machineOf(accountId, scope)
 
 /** A `within` endpoint's check, once the handler knows what it acts on: 403 when it is beyond the key's scope. */
-export const requireWithin = (plans: PlanStore["Service"], caller: Caller, target: ScopeTarget) =>
+export const requireWithin = (machineOf: MachineOfScope, caller: Caller, target: ScopeTarget) =>
   Effect.gen(function*() {
     const scope = scopeOf(caller.key)
     if (scope._tag === "Account") return
@@ -101,7 +97,7 @@ export const requireWithin = (plans: PlanStore["Service"], caller: Caller, targe
         if (sameScope(scope, target.scope)) return
         return yield* tooNarrow(scope, `it can only make or revoke keys with that same scope, not ones scoped to ${describe(target.scope)}.`)
       case "Order": {
-        const machine = yield* machineReached(plans, scope)
+        const machine = yield* machineReached(machineOf, caller.account.id, scope)
         if (target.machine_id !== null && target.machine_id === machine) return
         return yield* tooNarrow(
           scope,

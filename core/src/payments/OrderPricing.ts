@@ -11,7 +11,7 @@ import { creditsToMicro, MICRO_PER_CREDIT, microToCredits } from "../kernel/Mone
 import type { CreateOrder, OrderType, Quote } from "./Orders.ts"
 import { rentalPrice, subscriptionPrice } from "../plans/Offers.ts"
 import { RENEWAL_ORDER_DAYS } from "../plans/Plans.ts"
-import type { OrderDetails } from "./OrderStore.ts"
+import type { OrderDetails } from "../plans/PlanStore.ts"
 import { centsToUsd, CURRENCY, formatCredits } from "./OrderRules.ts"
 
 /** What an order body prices to. */

@@ -4,8 +4,8 @@
  * an order add up to. payments/OrderService.ts applies them.
  */
 import { Effect } from "effect"
-import type { Caller } from "../keys/ApiKeys.ts"
-import type { Receipt } from "../billing/Schemas.ts"
+import type { Caller } from "../keys/Caller.ts"
+import type { Receipt } from "./Orders.ts"
 import type { Ticket } from "../ledger/Credits.ts"
 import { randomBytes } from "../keys/Keys.ts"
 import { scopeOf } from "../keys/KeyScope.ts"

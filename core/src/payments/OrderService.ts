@@ -19,11 +19,11 @@
  * Amounts are bigints throughout: USD cents, micro-credits, token base units.
  */
 import { Clock, Context, Effect, Layer } from "effect"
-import type { Caller } from "../keys/ApiKeys.ts"
-import type { Charging, Receipt, ReceiptList } from "../billing/Schemas.ts"
+import type { Caller } from "../keys/Caller.ts"
+import type { Receipt, ReceiptList } from "./Orders.ts"
+import type { Charging } from "../catalogue/Charging.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { chargingGate } from "../catalogue/Charging.ts"
-import type { CheckoutInfo } from "../http/pages/CheckoutPage.ts"
 import type { RedeemResponse, TicketList } from "../ledger/Credits.ts"
 import * as Errors from "../kernel/Errors.ts"
 import { generateId } from "../keys/Keys.ts"
@@ -42,6 +42,7 @@ import {
   type TicketRecord
 } from "./OrderStore.ts"
 import { PlanStore } from "../plans/PlanStore.ts"
+import { machineOfScope } from "../plans/ScopeTargetsFromPlans.ts"
 import { StablecoinRail, type Transfer } from "./StablecoinRail.ts"
 import * as Time from "../kernel/Time.ts"
 import {
@@ -67,6 +68,17 @@ import {
 } from "./OrderRules.ts"
 import { makePricing } from "./OrderPricing.ts"
 
+/** What the page shows about a checkout session (Orders.checkout). */
+export interface CheckoutInfo {
+  readonly session_id: string
+  readonly order_id: string
+  readonly title: string
+  /** e.g. "$25.00" */
+  readonly amount_text: string
+  /** open: can be paid; paid: done; expired: the payment window closed unpaid. */
+  readonly status: "open" | "paid" | "expired"
+  readonly paid_at: string | null
+}
 
 // ---------------------------------------------------------------------------------------------
 // results
@@ -222,7 +234,7 @@ const makeOrders = Effect.gen(function*() {
   const ledger = yield* Ledger
   const catalogue = yield* Catalogue
   const plans = yield* makePlans
-  const planStore = yield* PlanStore
+  const machineOf = machineOfScope(yield* PlanStore)
   const processor = yield* CardProcessor
   const rail = yield* StablecoinRail
   const payments = catalogue.config.payments
@@ -241,7 +253,7 @@ const makeOrders = Effect.gen(function*() {
 
   const create = Effect.fn("Orders.create")(function*(caller: Caller, body: CreateOrder) {
     // Before the order is priced: a scoped key learns nothing of orders beyond its scope.
-    yield* requireWithin(planStore, caller, { _tag: "Order", machine_id: orderedMachine(body) })
+    yield* requireWithin(machineOf, caller, { _tag: "Order", machine_id: orderedMachine(body) })
     const priced = yield* price(body)
     if (body.type === "subscription" && body.renew_subscription_id !== undefined) {
       yield* plans.checkRenewal(caller.account.id, { ...body, renew_subscription_id: body.renew_subscription_id })
@@ -326,7 +338,7 @@ const makeOrders = Effect.gen(function*() {
 
   const pay = Effect.fn("Orders.pay")(function*(caller: Caller, orderId: string, body: PayOrder) {
     const order = yield* own(caller, orderId)
-    yield* requireWithin(planStore, caller, { _tag: "Order", machine_id: order.machine_id })
+    yield* requireWithin(machineOf, caller, { _tag: "Order", machine_id: order.machine_id })
     const now = yield* nowMillis
     if (!payableAt(order, now)) return yield* notPayable(order, now)
     const expiresAt = Time.toTimestamp(now + PAYMENT_WINDOW_MS)

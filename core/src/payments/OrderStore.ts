@@ -13,7 +13,9 @@
  * Duplicate ids and other broken input are defects, as violated constraints are in SQL.
  */
 import { Context, type Effect } from "effect"
-import type { OrderStatus, OrderType, PaymentMethod } from "./Orders.ts"
+import type { OrderStatus, OrderType } from "./Orders.ts"
+import type { OrderDetails } from "../plans/PlanStore.ts"
+import type { PaymentMethod } from "../catalogue/CatalogueConfig.ts"
 import type { Timestamp } from "../kernel/Time.ts"
 
 /** The deposit address opened for one order: where to send, what, and how much. */
@@ -64,24 +66,6 @@ export interface OrderRecord {
   readonly paid_at: Timestamp | null
   readonly paid_with: PaymentMethod | null
 }
-
-/** What a rental or a subscription order buys: paying it makes the rental or the plan (PlanStore). */
-export type OrderDetails =
-  | {
-    readonly kind: "rental"
-    readonly cpu_cores: number
-    readonly memory_gb: number
-    readonly gpu: number
-    readonly storage_gb: number
-    readonly hours: number
-  }
-  | {
-    readonly kind: "subscription"
-    readonly plan_id: string
-    readonly period_days: number
-    /** The stablecoin plan this order renews (30 days more), or null for a new plan. */
-    readonly renew_subscription_id: string | null
-  }
 
 /** What POST /orders/{id}/pay starts: a card checkout session, or a deposit address. */
 export type PaymentStart =

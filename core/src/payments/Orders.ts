@@ -5,10 +5,11 @@
  */
 import { Schema } from "effect"
 import { Ticket } from "../ledger/Credits.ts"
-import { MAX_ID_LENGTH } from "../kernel/Limits.ts"
 import { CreditAmount } from "../kernel/Money.ts"
-import { Text } from "../kernel/Text.ts"
 import { Timestamp } from "../kernel/Time.ts"
+import { Id, IntAtLeast } from "../kernel/Fields.ts"
+import { RentalOrderBody, SubscriptionOrderBody } from "../plans/Schemas.ts"
+import { PaymentMethod } from "../catalogue/CatalogueConfig.ts"
 
 export const OrderTypeValues = ["credits", "package", "rental", "subscription"] as const
 export const OrderType = Schema.Literals(OrderTypeValues)
@@ -21,10 +22,6 @@ export type OrderType = typeof OrderType.Type
 export const OrderStatusValues = ["pending", "paid", "cancelled", "expired"] as const
 export const OrderStatus = Schema.Literals(OrderStatusValues)
 export type OrderStatus = typeof OrderStatus.Type
-
-export const PaymentMethodValues = ["card", "stablecoin"] as const
-export const PaymentMethod = Schema.Literals(PaymentMethodValues)
-export type PaymentMethod = typeof PaymentMethod.Type
 
 /** Where and how much to send for a stablecoin payment. amount is an exact decimal string. */
 export const Deposit = Schema.Struct({
@@ -66,10 +63,6 @@ export type OrderList = typeof OrderList.Type
 
 // ---- Order body (POST /quotes and POST /orders) -------------------------------------------
 
-const Id = Text(1, MAX_ID_LENGTH)
-const IntAtLeast = (minimum: number) =>
-  Schema.Int.check(Schema.isGreaterThanOrEqualTo(minimum, { expected: `an integer of at least ${minimum}` }))
-
 export const MIN_CREDIT_ORDER_USD = 5
 export const MAX_CREDIT_ORDER_USD = 5000
 
@@ -97,25 +90,6 @@ export const PackageOrderBody = Schema.Struct({
 })
 export type PackageOrderBody = typeof PackageOrderBody.Type
 
-export const RentalOrderBody = Schema.Struct({
-  type: Schema.Literal("rental"),
-  machine_id: Id,
-  cpu_cores: IntAtLeast(1),
-  memory_gb: IntAtLeast(1),
-  hours: IntAtLeast(1),
-  gpu: Schema.optionalKey(IntAtLeast(0)),
-  storage_gb: Schema.optionalKey(IntAtLeast(0))
-})
-export type RentalOrderBody = typeof RentalOrderBody.Type
-
-export const SubscriptionOrderBody = Schema.Struct({
-  type: Schema.Literal("subscription"),
-  machine_id: Id,
-  plan_id: Id,
-  /** Renews an existing stablecoin plan for another 30 days. */
-  renew_subscription_id: Schema.optionalKey(Id)
-})
-export type SubscriptionOrderBody = typeof SubscriptionOrderBody.Type
 
 /** Body of POST /orders and POST /quotes: one of four, by `type`. */
 export const CreateOrder = Schema.Union([CreditsOrderBody, PackageOrderBody, RentalOrderBody, SubscriptionOrderBody])
@@ -198,3 +172,22 @@ export const PayOrder = Schema.Struct({
   )
 )
 export type PayOrder = typeof PayOrder.Type
+
+// ---- Receipts (GET /billing/receipts) -----------------------------------------------------
+
+/** A receipt's kind is the type of the order it pays; auto_reload marks automatic top-ups. */
+export const Receipt = Schema.Struct({
+  id: Schema.String,
+  kind: Schema.Literals(["credits", "package", "rental", "subscription"]),
+  title: Schema.String,
+  status: Schema.Literal("paid"),
+  paid_at: Timestamp,
+  amount: Schema.Struct({ value: Schema.Number, currency: Schema.String, text: Schema.String }),
+  credits: CreditAmount,
+  paid_with: PaymentMethod,
+  auto_reload: Schema.Boolean
+})
+export type Receipt = typeof Receipt.Type
+
+export const ReceiptList = Schema.Struct({ data: Schema.Array(Receipt) })
+export type ReceiptList = typeof ReceiptList.Type

@@ -12,7 +12,7 @@ import { Effect, Option, Schema } from "effect"
 import type { MachineConfig } from "../catalogue/CatalogueConfig.ts"
 import * as Errors from "../kernel/Errors.ts"
 import { creditsToMicro } from "../kernel/Money.ts"
-import type { RentalOrderBody, SubscriptionOrderBody } from "../payments/Orders.ts"
+import type { RentalOrderBody, SubscriptionOrderBody } from "./Schemas.ts"
 
 const NonNegative = Schema.Number.check(Schema.isGreaterThanOrEqualTo(0))
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))

@@ -15,7 +15,7 @@
  * renewing one, changes nothing (they are idempotent, as a client retrying expects). A stablecoin
  * plan never renews by itself: an order renews it, also once ended.
  */
-import type { PaymentMethod } from "../payments/Orders.ts"
+import type { PaymentMethod } from "../catalogue/CatalogueConfig.ts"
 
 export type PlanPhase = "current" | "due" | "ended"
 

@@ -15,10 +15,28 @@
  * other broken input (rulesProblem) are defects, as violated constraints are in SQL.
  */
 import { Context, type Effect } from "effect"
-import type { PaymentMethod } from "../payments/Orders.ts"
+import type { PaymentMethod } from "../catalogue/CatalogueConfig.ts"
 import type { Timestamp } from "../kernel/Time.ts"
 
 /** A plan: one machine's plan, paid per period. */
+/** What a rental or a subscription order buys: paying it makes the rental or the plan (PlanStore). */
+export type OrderDetails =
+  | {
+    readonly kind: "rental"
+    readonly cpu_cores: number
+    readonly memory_gb: number
+    readonly gpu: number
+    readonly storage_gb: number
+    readonly hours: number
+  }
+  | {
+    readonly kind: "subscription"
+    readonly plan_id: string
+    readonly period_days: number
+    /** The stablecoin plan this order renews (30 days more), or null for a new plan. */
+    readonly renew_subscription_id: string | null
+  }
+
 export interface SubscriptionRecord {
   /** Unique among plans. */
   readonly id: string

@@ -10,19 +10,20 @@
  *   Once per order (PlanStore.renew).
  * - Statuses are derived when shown (PlanStates.ts phases): `active` until current_period_end,
  *   and for a plan that renews by itself up to RENEWAL_GRACE_MS longer while its card is charged
- *   (plans/Renewals.ts); then `ended`. A rental is `scheduled` before starts_at, `active` until
+ *   (billing/Renewals.ts); then `ended`. A rental is `scheduled` before starts_at, `active` until
  *   ends_at, then `ended`.
  * - Card plans renew by themselves (`auto_renews` true); stablecoin plans are renewed by an order
  *   (`auto_renews` false). Cancel and resume are for card plans only, as the spec says: cancel
  *   keeps the plan active with `cancel_at_period_end` and `auto_renews` false; resume undoes it.
  */
 import { Clock, Effect } from "effect"
-import type { Caller } from "../keys/ApiKeys.ts"
+import type { Caller } from "../keys/Caller.ts"
 import * as Errors from "../kernel/Errors.ts"
 import { requireWithin } from "../keys/KeyScope.ts"
 import { generateId } from "../keys/Keys.ts"
-import type { OrderRecord } from "../payments/OrderStore.ts"
-import { PlanStore, type RentalRecord, type SubscriptionRecord } from "./PlanStore.ts"
+import type { PaymentMethod } from "../catalogue/CatalogueConfig.ts"
+import { machineOfScope } from "./ScopeTargetsFromPlans.ts"
+import { type OrderDetails, PlanStore, type RentalRecord, type SubscriptionRecord } from "./PlanStore.ts"
 import * as Time from "../kernel/Time.ts"
 import { applyPlanEvent, type PlanPhase, type PlanState, startState, statusOf } from "./PlanStates.ts"
 import type { PlanChange, Rental, RentalList, Subscription, SubscriptionList } from "./Schemas.ts"
@@ -35,6 +36,17 @@ export const RENEWAL_GRACE_MS = DAY_MS
 
 /** What a renewal order adds (the spec: "Plan renewal by stablecoin extends by 30 days"). */
 export const RENEWAL_ORDER_DAYS = 30
+
+/** What plans read of a paid order (payments/OrderStore.ts OrderRecord is one). */
+export interface PlanOrder {
+  readonly id: string
+  readonly account_id: string
+  readonly machine_id: string | null
+  readonly status: string
+  readonly details: OrderDetails | null
+  readonly paid_at: Time.Timestamp | null
+  readonly paid_with: PaymentMethod | null
+}
 
 // ---- rules ---------------------------------------------------------------------------------
 
@@ -97,7 +109,7 @@ export const rentalView = (r: RentalRecord, now: number): Rental => ({
  * charged to it), or undefined for an order of credits or a package, or a renewal.
  */
 export const recordOfPaidOrder = (
-  order: OrderRecord,
+  order: PlanOrder,
   id: string,
   cardReference: string | null
 ): { readonly plan: SubscriptionRecord } | { readonly rental: RentalRecord } | undefined => {
@@ -150,7 +162,7 @@ export const makePlans = Effect.gen(function*() {
   const store = yield* PlanStore
 
   /** Moves the plan a paid renewal order renews to its next period, once per order. */
-  const renewByOrder = Effect.fnUntraced(function*(order: OrderRecord, subscriptionId: string, days: number) {
+  const renewByOrder = Effect.fnUntraced(function*(order: PlanOrder, subscriptionId: string, days: number) {
     const paidAt = Date.parse(order.paid_at ?? "")
     // "stale": another renewal moved the period meanwhile; compute again from the plan as it is.
     for (let attempt = 0; attempt < 10; attempt++) {
@@ -171,7 +183,7 @@ export const makePlans = Effect.gen(function*() {
    * Makes the plan or rental a paid order buys, or renews the plan it renews (once per order);
    * nothing for other orders. `cardReference`: the card saved at the order's checkout.
    */
-  const fulfil = Effect.fn("Plans.fulfil")(function*(order: OrderRecord, cardReference: string | null = null) {
+  const fulfil = Effect.fn("Plans.fulfil")(function*(order: PlanOrder, cardReference: string | null = null) {
     const details = order.details
     if (details?.kind === "subscription" && details.renew_subscription_id !== null) {
       if (order.status === "paid") yield* renewByOrder(order, details.renew_subscription_id, details.period_days)
@@ -226,7 +238,7 @@ export const makePlans = Effect.gen(function*() {
       if (found === undefined || found.account_id !== caller.account.id) {
         return yield* Errors.notFound("subscription_not_found", `No plan "${id}" in this account.`)
       }
-      yield* requireWithin(store, caller, { _tag: "Subscription", id: found.id, machine_id: found.machine_id })
+      yield* requireWithin(machineOfScope(store), caller, { _tag: "Subscription", id: found.id, machine_id: found.machine_id })
       const now = yield* Clock.currentTimeMillis
       const move = applyPlanEvent(planState(found, now), cancel ? "cancel" : "resume")
       if (move._tag === "Refused") {

@@ -3,7 +3,8 @@
  * answer of cancelling or resuming a plan. JSON shapes only.
  */
 import { Schema } from "effect"
-import { PaymentMethod } from "../payments/Orders.ts"
+import { PaymentMethod } from "../catalogue/CatalogueConfig.ts"
+import { Id, IntAtLeast } from "../kernel/Fields.ts"
 import { Timestamp } from "../kernel/Time.ts"
 
 /**
@@ -65,3 +66,25 @@ export type Rental = typeof Rental.Type
 
 export const RentalList = Schema.Struct({ data: Schema.Array(Rental) })
 export type RentalList = typeof RentalList.Type
+
+// ---- The order bodies that buy a rental or a plan (POST /orders, POST /quotes: payments/Orders.ts CreateOrder) ----
+
+export const RentalOrderBody = Schema.Struct({
+  type: Schema.Literal("rental"),
+  machine_id: Id,
+  cpu_cores: IntAtLeast(1),
+  memory_gb: IntAtLeast(1),
+  hours: IntAtLeast(1),
+  gpu: Schema.optionalKey(IntAtLeast(0)),
+  storage_gb: Schema.optionalKey(IntAtLeast(0))
+})
+export type RentalOrderBody = typeof RentalOrderBody.Type
+
+export const SubscriptionOrderBody = Schema.Struct({
+  type: Schema.Literal("subscription"),
+  machine_id: Id,
+  plan_id: Id,
+  /** Renews an existing stablecoin plan for another 30 days. */
+  renew_subscription_id: Schema.optionalKey(Id)
+})
+export type SubscriptionOrderBody = typeof SubscriptionOrderBody.Type

@@ -23,18 +23,10 @@
  */
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import type { OrderStatus, OrderType, PaymentMethod } from "@model-platform/core/payments/Orders"
-import {
-  type DepositOutcome,
-  type DepositRecord,
-  type OrderDetails,
-  type OrderRecord,
-  OrderStore,
-  type PaymentStart,
-  type ReceiptRecord,
-  type RedeemOutcome,
-  type TicketRecord
-} from "@model-platform/core/payments/OrderStore"
+import type { OrderStatus, OrderType } from "@model-platform/core/payments/Orders"
+import type { PaymentMethod } from "@model-platform/core/catalogue/CatalogueConfig"
+import { type DepositOutcome, type DepositRecord, type OrderRecord, OrderStore, type PaymentStart, type ReceiptRecord, type RedeemOutcome, type TicketRecord } from "@model-platform/core/payments/OrderStore"
+import { type OrderDetails } from "@model-platform/core/plans/PlanStore"
 import type { Timestamp } from "@model-platform/core/kernel/Time"
 
 const iso = (date: Date): string => date.toISOString()

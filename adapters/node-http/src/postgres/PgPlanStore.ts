@@ -44,7 +44,7 @@ import {
   type SubscriptionRecord,
   subscriptionProblem
 } from "@model-platform/core/plans/PlanStore"
-import type { PaymentMethod } from "@model-platform/core/payments/Orders"
+import type { PaymentMethod } from "@model-platform/core/catalogue/CatalogueConfig"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 

@@ -9,7 +9,8 @@
 import { csrfField, errorLine, layout, okLine, type PageContext } from "./PageFrame.ts"
 import { escapeHtml } from "./CheckoutPage.ts"
 import type { ServiceGrants } from "../../billing/Allowances.ts"
-import type { Alert, AutoReload, Receipt } from "../../billing/Schemas.ts"
+import type { Alert, AutoReload } from "../../billing/Schemas.ts"
+import type { Receipt } from "../../payments/Orders.ts"
 
 /** One day of the chart: YYYY-MM-DD and what was charged (credits, a display number). */
 export interface UsageDay {

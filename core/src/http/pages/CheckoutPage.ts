@@ -13,18 +13,7 @@
  * echoed back. Elements tests look for carry `data-testid`.
  */
 import type { CardDetails, DeclineReason } from "../../payments/CardProcessor.ts"
-
-/** What the page shows about a checkout session (Orders.checkout). */
-export interface CheckoutInfo {
-  readonly session_id: string
-  readonly order_id: string
-  readonly title: string
-  /** e.g. "$25.00" */
-  readonly amount_text: string
-  /** open: can be paid; paid: done; expired: the payment window closed unpaid. */
-  readonly status: "open" | "paid" | "expired"
-  readonly paid_at: string | null
-}
+import type { CheckoutInfo } from "../../payments/OrderService.ts"
 
 /** Escapes text for HTML element content and double- or single-quoted attribute values. */
 export const escapeHtml = (text: string): string =>

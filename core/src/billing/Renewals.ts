@@ -14,18 +14,18 @@
  * cannot stop a plan another process has renewed meanwhile.
  */
 import { Clock, Duration, Effect, Layer, Option, Schedule } from "effect"
-import { Alerts, planRenewalFailedAlert } from "../billing/Alerts.ts"
-import { monthOf } from "../billing/Limits.ts"
+import { Alerts, planRenewalFailedAlert } from "./Alerts.ts"
+import { monthOf } from "./Limits.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { Orders } from "../payments/OrderService.ts"
 import { CURRENCY, PAYMENT_WINDOW_MS } from "../payments/OrderRules.ts"
 import { CardProcessor } from "../payments/CardProcessor.ts"
 import type { OrderRecord } from "../payments/OrderStore.ts"
-import { PlanStore, type SubscriptionRecord } from "./PlanStore.ts"
+import { PlanStore, type SubscriptionRecord } from "../plans/PlanStore.ts"
 import * as Time from "../kernel/Time.ts"
-import { subscribeOfferOf, subscriptionPrice } from "./Offers.ts"
-import { applyPlanEvent } from "./PlanStates.ts"
-import { planState } from "./Plans.ts"
+import { subscribeOfferOf, subscriptionPrice } from "../plans/Offers.ts"
+import { applyPlanEvent } from "../plans/PlanStates.ts"
+import { planState } from "../plans/Plans.ts"
 
 export interface PlanRenewerOptions {
   /** How often the job looks for plans to renew. */

@@ -6,13 +6,13 @@
  * has answered (accounts/Owner.ts), so an owner made by an earlier release gets one too.
  */
 import { Context, Effect, Layer } from "effect"
-import type { AccountRecord } from "./Account.ts"
-import { ensureOwnerIdentity } from "../accounts/Owner.ts"
-import { ApiKeys, MalformedSecret } from "./ApiKeys.ts"
-import type { CreatedKey } from "./Keys.ts"
-import { generateId, looksLikeSecret } from "./Keys.ts"
-import { PermissionValues } from "./Permissions.ts"
-import { AccountStore } from "./AccountStore.ts"
+import type { AccountRecord } from "../keys/Account.ts"
+import { ensureOwnerIdentity } from "./Owner.ts"
+import { ApiKeys, MalformedSecret } from "../keys/ApiKeys.ts"
+import type { CreatedKey } from "../keys/Keys.ts"
+import { generateId, looksLikeSecret } from "../keys/Keys.ts"
+import { PermissionValues } from "../keys/Permissions.ts"
+import { AccountStore } from "../keys/AccountStore.ts"
 import * as Time from "../kernel/Time.ts"
 
 export interface Owner {

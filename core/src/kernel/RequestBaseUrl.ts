@@ -1,0 +1,10 @@
+/**
+ * The base URL the links of the request being handled are built on (no trailing slash), when
+ * known: set by the HTTP layer from the rules of http/PublicUrl.ts, read by the areas that hand
+ * out links (an agent approval's `return_to`, a checkout's `pay_url`).
+ */
+import { Context } from "effect"
+
+export const RequestBaseUrl = Context.Reference<string | undefined>("@model-platform/core/http/RequestBaseUrl", {
+  defaultValue: () => undefined
+})
