@@ -1,5 +1,5 @@
 /**
- * The dependency rule (DESIGN.md, Layers): core is pure Effect and reaches the outside world only
+ * The dependency rule (docs/architecture.md "Areas"): core is pure Effect and reaches the outside world only
  * through its ports. No file under core/src may import an adapter, a driver (@effect/sql-pg,
  * @effect/platform-node, @aws-sdk/*, @electric-sql/*) or a Node module; core/package.json may not
  * depend on one either. The scanner is unit-tested below, so a violation really fails the suite.

@@ -3,7 +3,7 @@
  * calls of one account at once — reserve on a pinned machine, another machine or none, then
  * settle (with and without the allocations `reserve` answered), settle above the reservation, void,
  * or leave it to expire — racing with new credits and expiry sweeps. Afterwards the money
- * invariants hold (DESIGN.md): posted = entries and held = pending holds per scope (audit),
+ * invariants hold (docs/architecture.md "Money"): posted = entries and held = pending holds per scope (audit),
  * nothing pending or held, posted sums to credits added minus charged, pinned credits never below
  * zero, the account-wide scope below zero by at most the recorded excess; and nothing died (a
  * deadlock between the ledger functions would). On embedded PGlite (one connection) and, with

@@ -1,5 +1,5 @@
 /**
- * Property tests of the money invariants (DESIGN.md) on the in-memory ledger store, through the
+ * Property tests of the money invariants (docs/architecture.md "Money") on the in-memory ledger store, through the
  * Ledger service:
  *   1. conservation: posted balances = credits added - credits charged; posted = sum of entries
  *      and held = sum of pending allocations, per scope, after any sequence of operations;

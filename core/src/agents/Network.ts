@@ -1,6 +1,6 @@
 /**
  * Port: the network, where identities (DIDs) and their wallets live (docs/accounts.md "Outside
- * systems"; DESIGN.md's ports table). Sign-up asks it for the person's identity, whose outcome is
+ * systems"; docs/architecture.md "Shells"). Sign-up asks it for the person's identity, whose outcome is
  * what GET /identity shows (state, did, wallet_address, error).
  *
  * `createHumanIdentity(id)` registers the human identity `did:svc:human:<id>` with a wallet:

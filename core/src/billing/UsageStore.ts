@@ -1,5 +1,5 @@
 /**
- * Port: usage records, one per completed inference call (DESIGN.md "exactly one usage record").
+ * Port: usage records, one per completed inference call (docs/architecture.md "Money").
  * The gateway writes a record once per call ref; writing a ref again changes nothing. Billing
  * (GET /billing/usage, usage.csv, statements, monthly limits) reads them back.
  *

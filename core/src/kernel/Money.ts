@@ -1,5 +1,5 @@
 /**
- * Money is exact (DESIGN.md): credits are kept as integer micro-credits (1 credit = 1,000,000),
+ * Money is exact (docs/architecture.md "Money"): credits are kept as integer micro-credits (1 credit = 1,000,000),
  * US dollars as integer cents. JSON shows credits as numbers; conversion happens here, at the
  * boundary, and refuses any amount that is not a whole number of micro-credits.
  */

@@ -1,6 +1,6 @@
 /**
  * Port: request counters in fixed time windows, kept in the store (not in process memory) so
- * that several processes share one limit (DESIGN.md "Scale"). The gateway counts a call per key
+ * that several processes share one limit (docs/architecture.md "Scale"). The gateway counts a call per key
  * per minute: `hit("rpm:" + keyId, windowStart, 60_000)` and refuses it when the count passes the
  * key's rpm. Counters of past windows are garbage; stores drop them when convenient (TTL).
  */

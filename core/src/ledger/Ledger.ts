@@ -1,5 +1,5 @@
 /**
- * The credit ledger: the rules of DESIGN.md "Money", as pure functions, and the `Ledger`
+ * The credit ledger: the rules of docs/architecture.md "Money", as pure functions, and the `Ledger`
  * use-case service that applies them through the LedgerStore port.
  *
  * - Amounts are bigint micro-credits (Money.ts); floats appear only at the JSON boundary

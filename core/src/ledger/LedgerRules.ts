@@ -1,5 +1,5 @@
 /**
- * The credit ledger's rules (docs in ledger/Ledger.ts, DESIGN.md "Money"), as pure functions: what a
+ * The credit ledger's rules (docs in ledger/Ledger.ts, docs/architecture.md "Money"), as pure functions: what a
  * call may spend and in which order (grants, then scopes), how a reservation is allocated and a
  * settlement charged, the usage entries it writes, and the conservation check. ledger/Ledger.ts
  * applies them through the LedgerStore port.

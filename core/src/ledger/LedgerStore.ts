@@ -1,5 +1,5 @@
 /**
- * Port: where the credit ledger is kept (DESIGN.md, Money). The rules (spending order, what a
+ * Port: where the credit ledger is kept (docs/architecture.md "Money"). The rules (spending order, what a
  * settlement charges, retries) live in core/src/ledger/ (LedgerRules.ts, Ledger.ts); a store only
  * applies what it is given, but each operation below is ATOMIC — all of it happens or none of it, also between processes —
  * because that is what keeps concurrent calls from overspending.

@@ -1,5 +1,5 @@
 /**
- * Expires reservations whose call never came back (a process died mid-call, DESIGN.md "Money"):
+ * Expires reservations whose call never came back (a process died mid-call, docs/architecture.md "Money"):
  * every `intervalMs` it runs Ledger.expireDue, which releases each pending reservation past its
  * expires_at exactly once (the stores make that a conditional update, so several processes may
  * sweep the same ledger at once). The first sweep runs at once, so a restart frees what the
