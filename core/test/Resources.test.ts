@@ -250,7 +250,7 @@ describe("Billing", () => {
   })
 
   it("decodes automatic top-ups and refuses amounts a credit order would refuse", () => {
-    accepts(Billing.AutoReload, { enabled: true, threshold_credits: 500, amount_usd: 20, card: "Visa ending 4242", last_error: null })
+    accepts(Billing.AutoReloadView, { enabled: true, threshold_credits: 500, amount_usd: 20, card: "Visa ending 4242", last_error: null })
     accepts(Billing.SetAutoReload, { enabled: true, threshold_credits: 500, amount_usd: 20 })
     refusesAt(Billing.SetAutoReload, { enabled: true, threshold_credits: 500, amount_usd: 4 }, "amount_usd")
     refusesAt(Billing.SetAutoReload, { enabled: true, threshold_credits: 500, amount_usd: 20.5 }, "amount_usd")

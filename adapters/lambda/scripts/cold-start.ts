@@ -19,7 +19,7 @@
  * Prints min / median / max of each phase and the bundle's size. Everything it starts is stopped
  * at the end (DynamoDB Local's Java, the fake SSM, the child processes).
  */
-import { generateSecret } from "@model-platform/core/keys/Keys"
+import { generateSecret } from "@model-platform/core/keys"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import * as Fs from "node:fs"

@@ -11,7 +11,7 @@
  * The secret goes to stdout only (no newline when stdout is not a terminal, so it can be piped
  * as it is); the hints go to stderr.
  */
-import { generateSecret } from "@model-platform/core/keys/Keys"
+import { generateSecret } from "@model-platform/core/keys"
 import { Effect } from "effect"
 import { DEFAULT_OWNER_KEY_PARAMETER } from "../src/Config.ts"
 

@@ -9,16 +9,12 @@
  * neutral) in lambda.ts. Importing only those modules keeps the rest of the Node shell (its
  * server, PostgreSQL) out of the function's bundle.
  */
-import { AccountService, AccountsConfig } from "@model-platform/core/accounts/AccountService"
-import { Approvals } from "@model-platform/core/accounts/Approvals"
-import { SimulatedNetwork } from "@model-platform/core/agents/SimulatedNetwork"
-import { ApprovalsHttpClient } from "@model-platform/core/agents/ApprovalsHttpClient"
-import type { PlatformClient } from "@model-platform/core/agents/PlatformClient"
-import type { ServiceSigner, TrustedService } from "@model-platform/core/agents/ServiceAssertions"
-import type { PlatformOptions } from "@model-platform/core/http/Http"
-import { ACCOUNTS_BASE, AccountPagesSettings } from "@model-platform/core/http/AccountRequests"
-import type { EmailSender } from "@model-platform/core/kernel/EmailSender"
-import type { Network } from "@model-platform/core/agents/Network"
+import { AccountsConfig, AccountService, Approvals } from "@model-platform/core/accounts"
+import { ApprovalsHttpClient, SimulatedNetwork } from "@model-platform/core/agents"
+import type { Network, PlatformClient, ServiceSigner, TrustedService } from "@model-platform/core/agents"
+import type { PlatformOptions } from "@model-platform/core/http"
+import { ACCOUNTS_BASE, AccountPagesSettings } from "@model-platform/core/http"
+import type { EmailSender } from "@model-platform/core/kernel"
 import { readWebAuthnBundle } from "@model-platform/node-http/Accounts"
 import { Effect, Layer, Redacted } from "effect"
 import { existsSync, readFileSync } from "node:fs"

@@ -29,8 +29,7 @@
  * change the amount).
  */
 import { type AttributeValue, ScanCommand } from "@aws-sdk/client-dynamodb"
-import { type CreditEntryType, type CreditTotal } from "@model-platform/core/ledger/LedgerStore"
-import { creditTotalsOf } from "@model-platform/core/ledger/LedgerStoreRules"
+import { type CreditEntryType, type CreditTotal, creditTotalsOf } from "@model-platform/core/ledger"
 import { Duration, Effect, Random, Schema } from "effect"
 import { BigIntAttr, decode, keyOf, literalAttr, num, str, StringAttr } from "./DynamoAttributes.ts"
 import { call, makeItemTable } from "./DynamoErrors.ts"

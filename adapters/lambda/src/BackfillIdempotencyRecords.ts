@@ -14,8 +14,8 @@
  * nothing. Assumes the release that seals records is deployed to every function first.
  */
 import { ScanCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb"
-import { ERASED_RESPONSE_BODY } from "@model-platform/core/http/IdempotencyStore"
-import { Timestamp } from "@model-platform/core/kernel/Time"
+import { ERASED_RESPONSE_BODY } from "@model-platform/core/http"
+import { Timestamp } from "@model-platform/core/kernel"
 import { Effect, Schema } from "effect"
 import { decode } from "./DynamoAttributes.ts"
 import { call, isConditionFailed } from "./DynamoErrors.ts"

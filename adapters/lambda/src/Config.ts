@@ -11,9 +11,9 @@
  * them, so the functions and the stack cannot disagree.
  */
 import { GetParameterCommand, type SSMClient } from "@aws-sdk/client-ssm"
-import { type CatalogueConfig, parseCatalogue } from "@model-platform/core/catalogue/CatalogueConfig"
-import { RecoveryDelayConfig } from "@model-platform/core/accounts/AccountsConfig"
-import { looksLikeSecret } from "@model-platform/core/keys/Keys"
+import { type CatalogueConfig, parseCatalogue } from "@model-platform/core/catalogue"
+import { RecoveryDelayConfig } from "@model-platform/core/accounts"
+import { looksLikeSecret } from "@model-platform/core/keys"
 import { Config, Effect, Schema } from "effect"
 
 /** The environment variables the functions read. */

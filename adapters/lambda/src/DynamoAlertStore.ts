@@ -14,13 +14,13 @@
  */
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb"
 import {
-  alertProblem,
   type AlertKind,
+  alertProblem,
   type AlertRecord,
   AlertStore,
-  type TopUpState,
-  topUpProblem
-} from "@model-platform/core/billing/AlertStore"
+  topUpProblem,
+  type TopUpState
+} from "@model-platform/core/billing"
 import { Effect, Layer } from "effect"
 import { call, failedConditionsAllowingNone, isConditionFailed, retryConflicts } from "./DynamoErrors.ts"
 import { DynamoConfig, type ItemKey } from "./DynamoTable.ts"

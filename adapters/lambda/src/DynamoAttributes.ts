@@ -4,7 +4,7 @@
  * amounts travel as exact decimal strings (`N`) and never pass through a JS number.
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb"
-import { Timestamp } from "@model-platform/core/kernel/Time"
+import { Timestamp } from "@model-platform/core/kernel"
 import { Clock, Effect, Schema, SchemaTransformation } from "effect"
 import type { ItemKey } from "./DynamoTable.ts"
 

@@ -11,8 +11,7 @@
  * Reads are strongly consistent.
  */
 import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb"
-import { type BillingSettingsPatch, decodeStored, encodePatch } from "@model-platform/core/billing/Settings"
-import { BillingSettingsStore } from "@model-platform/core/billing/BillingSettingsStore"
+import { type BillingSettingsPatch, BillingSettingsStore, decodeStored, encodePatch } from "@model-platform/core/billing"
 import { Effect, Layer } from "effect"
 import { call, retryConflictsBriefly } from "./DynamoErrors.ts"
 import { DynamoConfig, type ItemKey } from "./DynamoTable.ts"

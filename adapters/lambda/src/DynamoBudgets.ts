@@ -14,8 +14,7 @@
  * reservation (`used` moves with `held` and `spent`).
  */
 import type { TransactWriteItem } from "@aws-sdk/client-dynamodb"
-import { type BudgetClaim, type BudgetState, type Reservation } from "@model-platform/core/ledger/LedgerStore"
-import { budgetLimitProblem } from "@model-platform/core/ledger/LedgerStoreRules"
+import { type BudgetClaim, budgetLimitProblem, type BudgetState, type Reservation } from "@model-platform/core/ledger"
 import { Effect, Schema } from "effect"
 import { BigIntAttr, decode, type Item, keyOf, num, str, StringAttr } from "./DynamoAttributes.ts"
 import type { makeItemTable } from "./DynamoErrors.ts"

@@ -33,18 +33,16 @@
  * `#` (it ends a key's prefix); ids are whole key values, never parsed back out of a key.
  */
 import { PutItemCommand } from "@aws-sdk/client-dynamodb"
-import { ApprovalDocuments } from "@model-platform/core/accounts/ApprovalRecords"
-import { AgentDocuments } from "@model-platform/core/agents/Records"
-import { AgentStore } from "@model-platform/core/agents/AgentStore"
-import { ApprovalStore } from "@model-platform/core/accounts/ApprovalStore"
+import { ApprovalDocuments, ApprovalStore } from "@model-platform/core/accounts"
+import { AgentDocuments, AgentStore } from "@model-platform/core/agents"
 import {
   type DocumentKind,
   documentProblem,
   type DocumentStore,
+  DocumentStores,
   type VersionedRecord
-} from "@model-platform/core/kernel/Documents"
-import { DocumentStores } from "@model-platform/core/kernel/DocumentStores"
-import { newestFirst } from "@model-platform/core/plans/PlanStore"
+} from "@model-platform/core/kernel"
+import { newestFirst } from "@model-platform/core/plans"
 import { Effect, Layer, Schema } from "effect"
 import { decode, IntAttr, type Item, keyOf, num, str, StringAttr } from "./DynamoAttributes.ts"
 import { call, isConditionFailed, makeItemTable, retryConflictsBriefly } from "./DynamoErrors.ts"

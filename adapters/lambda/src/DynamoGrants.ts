@@ -13,7 +13,7 @@
  * `BUDGET#<month>#<budget>`) never see grant items: the prefixes differ.
  */
 import type { TransactWriteItem } from "@aws-sdk/client-dynamodb"
-import type { GrantHold, GrantState, Reservation } from "@model-platform/core/ledger/LedgerStore"
+import type { GrantHold, GrantState, Reservation } from "@model-platform/core/ledger"
 import { Effect, Schema } from "effect"
 import { BigIntAttr, decode, type Item, keyOf, num, str, StringAttr } from "./DynamoAttributes.ts"
 import type { makeItemTable } from "./DynamoErrors.ts"

@@ -33,25 +33,23 @@
 import type { TransactWriteItem } from "@aws-sdk/client-dynamodb"
 import {
   type Allocation,
+  byCreditTotal,
+  byScope,
+  creditProblem,
   type CreditTotal,
   type GrantHold,
   type LedgerEntry,
   LedgerStore,
   type NewReservation,
   type Reservation,
-  type ScopeBalance,
-  type Settlement
-} from "@model-platform/core/ledger/LedgerStore"
-import {
-  byCreditTotal,
-  byScope,
-  creditProblem,
   reservationProblem,
   reservedAmount,
+  type ScopeBalance,
   scopeKey,
+  type Settlement,
   settlementProblem
-} from "@model-platform/core/ledger/LedgerStoreRules"
-import type { Timestamp } from "@model-platform/core/kernel/Time"
+} from "@model-platform/core/ledger"
+import type { Timestamp } from "@model-platform/core/kernel"
 import { Effect, Layer, Schema } from "effect"
 import {
   BigIntAttr,

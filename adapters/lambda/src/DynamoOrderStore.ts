@@ -22,11 +22,20 @@
  * them with Schema.BigIntFromString (deposit amounts in token base units exceed 2^53).
  */
 import { type AttributeValue, type TransactWriteItem, UpdateItemCommand } from "@aws-sdk/client-dynamodb"
-import { OrderStatusValues, OrderTypeValues } from "@model-platform/core/payments/Orders"
-import { type PaymentMethod, PaymentMethodValues } from "@model-platform/core/catalogue/CatalogueConfig"
-import { type DepositRecord, type OrderRecord, OrderStore, type PaymentStart, type ReceiptRecord, type RedeemOutcome, type TicketRecord } from "@model-platform/core/payments/OrderStore"
-import { type OrderDetails } from "@model-platform/core/plans/PlanStore"
-import type { Timestamp } from "@model-platform/core/kernel/Time"
+import {
+  type DepositRecord,
+  type OrderRecord,
+  OrderStatusValues,
+  OrderStore,
+  OrderTypeValues,
+  type PaymentStart,
+  type ReceiptRecord,
+  type RedeemOutcome,
+  type TicketRecord
+} from "@model-platform/core/payments"
+import { type PaymentMethod, PaymentMethodValues } from "@model-platform/core/catalogue"
+import { type OrderDetails } from "@model-platform/core/plans"
+import type { Timestamp } from "@model-platform/core/kernel"
 import { Effect, Layer, Schema } from "effect"
 import {
   BigIntAttr,

@@ -33,26 +33,24 @@ import {
   UpdateCommand
 } from "@aws-sdk/lib-dynamodb"
 import {
-  IdentityRecord,
-  OneTimeTokenRecord,
-  PasskeyRecord,
-  PersonRecord,
-  SessionRecord,
-  type TokenPurpose
-} from "@model-platform/core/accounts/Records"
-import {
   type AddPasskeyResult,
   consumeRefusal,
-  counterProblem,
-  isOutstanding,
   type ConsumeTokenResult,
+  counterProblem,
+  IdentityRecord,
   type InsertPersonResult,
+  isOutstanding,
+  OneTimeTokenRecord,
   passkeyProblem,
+  PasskeyRecord,
   PeopleStore,
   personProblem,
-  type RemovePasskeyResult
-} from "@model-platform/core/accounts/PeopleStore"
-import type { Timestamp } from "@model-platform/core/kernel/Time"
+  PersonRecord,
+  type RemovePasskeyResult,
+  SessionRecord,
+  type TokenPurpose
+} from "@model-platform/core/accounts"
+import type { Timestamp } from "@model-platform/core/kernel"
 import { Effect, Layer, Schema } from "effect"
 import { call, failedConditionsAllowingNone, isConditionFailed, retryConflicts } from "./DynamoErrors.ts"
 import { DynamoConfig, type ItemKey, TTL_ATTRIBUTE } from "./DynamoTable.ts"

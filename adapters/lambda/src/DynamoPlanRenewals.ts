@@ -23,8 +23,8 @@ import {
   type RenewOutcome,
   renewalProblem,
   type SubscriptionRecord
-} from "@model-platform/core/plans/PlanStore"
-import type { Timestamp } from "@model-platform/core/kernel/Time"
+} from "@model-platform/core/plans"
+import type { Timestamp } from "@model-platform/core/kernel"
 import { Effect, Schema } from "effect"
 import { bool, decode, type Item, keyOf, num, str, StringAttr } from "./DynamoAttributes.ts"
 import type { makeItemTable } from "./DynamoErrors.ts"

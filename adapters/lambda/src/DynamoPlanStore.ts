@@ -28,7 +28,7 @@
  * Input breaking `subscriptionProblem` / `renewalProblem` / `rentalProblem` is a defect; so is any
  * store failure.
  */
-import { PaymentMethodValues } from "@model-platform/core/catalogue/CatalogueConfig"
+import { PaymentMethodValues } from "@model-platform/core/catalogue"
 import {
   newestFirst,
   PlanStore,
@@ -36,7 +36,7 @@ import {
   rentalProblem,
   type SubscriptionRecord,
   subscriptionProblem
-} from "@model-platform/core/plans/PlanStore"
+} from "@model-platform/core/plans"
 import { Effect, Layer, Schema } from "effect"
 import {
   bool,

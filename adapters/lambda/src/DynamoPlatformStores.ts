@@ -2,8 +2,8 @@
  * Every store the platform needs (core's `PlatformStores`) on the one DynamoDB table, its
  * unreachability marked StoreUnavailable (DynamoUnavailable.ts).
  */
-import { markPlatformStores, type PlatformStores } from "@model-platform/core/http/PlatformStores"
-import { GatewayStoreComposed } from "@model-platform/core/gateway/GatewayStore"
+import { markPlatformStores, type PlatformStores } from "@model-platform/core/http"
+import { GatewayStoreComposed } from "@model-platform/core/gateway"
 import { Layer } from "effect"
 import { AgentStoreDynamo, ApprovalStoreDynamo, DocumentStoresDynamo } from "./DynamoDocuments.ts"
 import { AlertStoreDynamo } from "./DynamoAlertStore.ts"

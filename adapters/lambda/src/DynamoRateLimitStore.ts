@@ -7,7 +7,7 @@
  * DynamoDB's TTL deletes it some time after that, at no write cost.
  */
 import { UpdateItemCommand } from "@aws-sdk/client-dynamodb"
-import { hitProblem, RateLimitStore } from "@model-platform/core/kernel/RateLimitStore"
+import { hitProblem, RateLimitStore } from "@model-platform/core/kernel"
 import { Effect, Layer } from "effect"
 import { call } from "./DynamoErrors.ts"
 import { DynamoConfig, type ItemKey, TTL_ATTRIBUTE } from "./DynamoTable.ts"

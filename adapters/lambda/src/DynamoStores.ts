@@ -18,10 +18,8 @@ import {
   type TransactWriteCommandInput,
   UpdateCommand
 } from "@aws-sdk/lib-dynamodb"
-import type { AccountRecord } from "@model-platform/core/keys/Account"
-import type { KeyRecord } from "@model-platform/core/keys/Keys"
-import { Permission } from "@model-platform/core/keys/Permissions"
-import { AccountStore } from "@model-platform/core/keys/AccountStore"
+import type { AccountRecord, KeyRecord } from "@model-platform/core/keys"
+import { AccountStore, KeyStore, Permission } from "@model-platform/core/keys"
 import {
   type ClaimResult,
   expiredBy,
@@ -29,9 +27,8 @@ import {
   IdempotencyStore,
   RETENTION_MS,
   type StoredResponse
-} from "@model-platform/core/http/IdempotencyStore"
-import { KeyStore } from "@model-platform/core/keys/KeyStore"
-import { Timestamp } from "@model-platform/core/kernel/Time"
+} from "@model-platform/core/http"
+import { Timestamp } from "@model-platform/core/kernel"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { decode } from "./DynamoAttributes.ts"
 import { call, failedConditionsAllowingNone, isConditionFailed, retryConflictsBriefly } from "./DynamoErrors.ts"

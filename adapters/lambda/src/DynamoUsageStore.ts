@@ -33,19 +33,8 @@
  * as the balance items' are. A sum past 38 digits (DynamoDB's numbers) fails the record.
  */
 import { GetItemCommand, QueryCommand, TransactWriteItemsCommand } from "@aws-sdk/client-dynamodb"
-import {
-  dayOf,
-  groupRollups,
-  NO_AGENT,
-  pagedUsageStream,
-  type UsageCursor,
-  type UsageDays,
-  type UsageDimension,
-  type UsageQuery,
-  type UsageRecord,
-  usageRecordProblem,
-  UsageStore
-} from "@model-platform/core/billing/UsageStore"
+import { groupRollups, NO_AGENT, pagedUsageStream, type UsageCursor, type UsageDays, type UsageDimension, type UsageQuery, type UsageRecord, usageRecordProblem, UsageStore } from "@model-platform/core/billing"
+import { dayOf } from "@model-platform/core/kernel"
 import { Effect, Layer, Schema } from "effect"
 import { BigIntAttr, decode, type Item, keyOf, num, str, StringAttr, TimestampAttr } from "./DynamoAttributes.ts"
 import { call, failedConditions, makeQueryItems, retryConflicts } from "./DynamoErrors.ts"

@@ -9,17 +9,23 @@
  * build. A build that failed (DynamoDB unreachable at a cold start) is forgotten, so the next
  * invocation builds again instead of failing for the container's whole life.
  */
-import { accountServiceView, type PlatformClient, randomPlatformClient } from "@model-platform/core/agents/PlatformClient"
-import type { SigningKeys, TrustedService } from "@model-platform/core/agents/ServiceAssertions"
+import { accountServiceView, type PlatformClient, randomPlatformClient, SimulatedNetwork } from "@model-platform/core/agents"
+import type { SigningKeys, TrustedService } from "@model-platform/core/agents"
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context as LambdaContext } from "aws-lambda"
-import { FirstStart, type Owner } from "@model-platform/core/accounts/Bootstrap"
-import type { CatalogueConfig } from "@model-platform/core/catalogue/CatalogueConfig"
-import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/http/Http"
-import { errorBody } from "@model-platform/core/http/ErrorShape"
+import { FirstStart, type Owner } from "@model-platform/core/accounts"
+import type { CatalogueConfig } from "@model-platform/core/catalogue"
+import {
+  AppRoutes,
+  clockLayer,
+  errorBody,
+  type PlatformOptions,
+  PlatformServices,
+  type PlatformStores,
+  ROUTER_CONFIG
+} from "@model-platform/core/http"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { type AccountsOptions, accountsLayer, agentApprovalsOf } from "./Accounts.ts"
-import { SimulatedNetwork } from "@model-platform/core/agents/SimulatedNetwork"
 import { DynamoConfig, type DynamoSettings } from "./DynamoTable.ts"
 import { DynamoPlatformStores } from "./DynamoPlatformStores.ts"
 import { payloadV2 } from "./Events.ts"

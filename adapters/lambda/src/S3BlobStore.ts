@@ -42,7 +42,7 @@ import {
   boundedChunks,
   type PutStreamOptions,
   type PutStreamResult
-} from "@model-platform/core/datasets/BlobStore"
+} from "@model-platform/core/datasets"
 
 export interface S3BlobStoreOptions {
   readonly client: S3Client

@@ -23,15 +23,20 @@
  * function of the stack gets the same environment, so each serves it (the HTTP API routes
  * /accounts to AccountsFunction, which runs `handler` too).
  */
-import { DEFAULT_PLATFORM_CLIENT_ID, PlatformClientConfig } from "@model-platform/core/agents/PlatformClient"
-import { configuredSigningKeys, ServiceAssertionConfig, trustedPlatform } from "@model-platform/core/agents/ServiceAssertions"
+import {
+  configuredSigningKeys,
+  DEFAULT_PLATFORM_CLIENT_ID,
+  PlatformClientConfig,
+  ServiceAssertionConfig,
+  SimulatedNetwork,
+  trustedPlatform
+} from "@model-platform/core/agents"
 import { SSMClient } from "@aws-sdk/client-ssm"
-import { SimulatedNetwork } from "@model-platform/core/agents/SimulatedNetwork"
 // The Node shell's SMTP sender is runtime neutral (nodemailer only): imported by its module, it
 // brings nodemailer into the bundle and nothing else of that shell.
 import { SmtpEmailSender } from "@model-platform/node-http/SmtpEmailSender"
-import { errorBody } from "@model-platform/core/http/ErrorShape"
-import type { Owner } from "@model-platform/core/accounts/Bootstrap"
+import { errorBody } from "@model-platform/core/http"
+import type { Owner } from "@model-platform/core/accounts"
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda"
 import { ConfigProvider, Effect, Option, Redacted } from "effect"
 import type { AccountsOptions } from "./Accounts.ts"

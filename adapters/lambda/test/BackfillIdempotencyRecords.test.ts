@@ -8,8 +8,8 @@
  */
 import { GetCommand, PutCommand, ScanCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb"
 import { assert, describe, it } from "@effect/vitest"
-import { IdempotencyStore } from "@model-platform/core/http/IdempotencyStore"
-import { toTimestamp } from "@model-platform/core/kernel/Time"
+import { IdempotencyStore } from "@model-platform/core/http"
+import { toTimestamp } from "@model-platform/core/kernel"
 import { Effect, Layer } from "effect"
 import { execFile } from "node:child_process"
 import * as Path from "node:path"

@@ -7,10 +7,9 @@
  */
 import { QueryCommand, TransactionCanceledException, type TransactWriteItemsCommand } from "@aws-sdk/client-dynamodb"
 import { assert, layer } from "@effect/vitest"
-import { usageEntries } from "@model-platform/core/ledger/LedgerRules"
-import { generateId } from "@model-platform/core/keys/Keys"
-import { type BudgetClaim, LedgerStore, type NewReservation } from "@model-platform/core/ledger/LedgerStore"
-import { toTimestamp } from "@model-platform/core/kernel/Time"
+import { type BudgetClaim, LedgerStore, type NewReservation, usageEntries } from "@model-platform/core/ledger"
+import { generateId } from "@model-platform/core/keys"
+import { toTimestamp } from "@model-platform/core/kernel"
 import { Cause, Effect, Exit, Layer } from "effect"
 import { BUDGET_PREFIX } from "../src/DynamoBudgets.ts"
 import { LedgerStoreDynamo } from "../src/DynamoLedgerStore.ts"

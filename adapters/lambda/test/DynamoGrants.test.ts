@@ -8,16 +8,16 @@
  */
 import { QueryCommand } from "@aws-sdk/client-dynamodb"
 import { assert, describe, layer } from "@effect/vitest"
-import { Ledger } from "@model-platform/core/ledger/Ledger"
-import { usageEntries } from "@model-platform/core/ledger/LedgerRules"
-import { generateId } from "@model-platform/core/keys/Keys"
 import {
   type BudgetClaim,
   type GrantHold,
+  Ledger,
   LedgerStore,
-  type NewReservation
-} from "@model-platform/core/ledger/LedgerStore"
-import { toTimestamp } from "@model-platform/core/kernel/Time"
+  type NewReservation,
+  usageEntries
+} from "@model-platform/core/ledger"
+import { generateId } from "@model-platform/core/keys"
+import { toTimestamp } from "@model-platform/core/kernel"
 import { Cause, Effect, Exit, Layer } from "effect"
 import { GRANT_PREFIX } from "../src/DynamoGrants.ts"
 import { LedgerStoreDynamo } from "../src/DynamoLedgerStore.ts"

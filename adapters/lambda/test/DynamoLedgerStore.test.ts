@@ -11,11 +11,9 @@ import {
   TransactWriteItemsCommand
 } from "@aws-sdk/client-dynamodb"
 import { assert, describe, layer } from "@effect/vitest"
-import { Ledger } from "@model-platform/core/ledger/Ledger"
-import { usageEntryRef } from "@model-platform/core/ledger/LedgerRules"
-import { generateId } from "@model-platform/core/keys/Keys"
-import { LedgerStore } from "@model-platform/core/ledger/LedgerStore"
-import { toTimestamp } from "@model-platform/core/kernel/Time"
+import { Ledger, LedgerStore, usageEntryRef } from "@model-platform/core/ledger"
+import { generateId } from "@model-platform/core/keys"
+import { toTimestamp } from "@model-platform/core/kernel"
 import { ledgerStoreContract } from "@model-platform/test-harness/LedgerContract"
 import { Effect, Layer } from "effect"
 import {

@@ -5,7 +5,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { GetCommand } from "@aws-sdk/lib-dynamodb"
-import { PeopleStore } from "@model-platform/core/accounts/PeopleStore"
+import { PeopleStore } from "@model-platform/core/accounts"
 import { PeopleFixtures, peopleStoreContract } from "@model-platform/test-harness/PeopleContract"
 import { Effect, Layer } from "effect"
 import { PeopleKeys, PeopleStoreDynamo, ttlOf } from "../src/DynamoPeopleStore.ts"

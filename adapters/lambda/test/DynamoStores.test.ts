@@ -1,6 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { IdempotencyStore, RETENTION_MS } from "@model-platform/core/http/IdempotencyStore"
-import { toTimestamp } from "@model-platform/core/kernel/Time"
+import { IdempotencyStore, RETENTION_MS } from "@model-platform/core/http"
+import { toTimestamp } from "@model-platform/core/kernel"
 import { allStoreContracts } from "@model-platform/test-harness/StoreContract"
 import { GetCommand } from "@aws-sdk/lib-dynamodb"
 import { Effect, Layer } from "effect"

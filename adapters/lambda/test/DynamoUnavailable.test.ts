@@ -3,10 +3,10 @@
  * platform answers 503 store_unavailable and the gateway retries its metering (docs/gateway.md
  * "Metering that survives faults"); other failures stay defects of their own.
  */
-import { AccountStore } from "@model-platform/core/keys/AccountStore"
-import { LedgerStore } from "@model-platform/core/ledger/LedgerStore"
-import { PeopleStore } from "@model-platform/core/accounts/PeopleStore"
-import { isStoreUnavailableCause } from "@model-platform/core/kernel/StoreUnavailable"
+import { AccountStore } from "@model-platform/core/keys"
+import { LedgerStore } from "@model-platform/core/ledger"
+import { PeopleStore } from "@model-platform/core/accounts"
+import { isStoreUnavailableCause } from "@model-platform/core/kernel"
 import { Effect, Exit, Layer } from "effect"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { describe, expect, it } from "vitest"

@@ -6,7 +6,7 @@
  * owner with the key secret kept in the SecureString parameter.
  */
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda"
-import { generateSecret, hashSecret } from "@model-platform/core/keys/Keys"
+import { generateSecret, hashSecret } from "@model-platform/core/keys"
 import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"

@@ -3,7 +3,7 @@
  * it builds the application once per container, retries a failed build, answers malformed
  * events and the invocation deadline in the platform's error shape.
  */
-import { GatewayStoreComposed } from "@model-platform/core/gateway/GatewayStore"
+import { GatewayStoreComposed } from "@model-platform/core/gateway"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { LedgerStoreMemory } from "@model-platform/test-harness/MemoryLedgerStore"
 import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
@@ -18,9 +18,7 @@ import { MemoryOutbox } from "@model-platform/test-harness/MemoryOutbox"
 import { MemoryPlatformStores as MemoryStores } from "@model-platform/test-harness/MemoryPlatformStores"
 import { AccountStoreMemory, IdempotencyStoreMemory, KeyStoreMemory } from "@model-platform/test-harness/MemoryStores"
 import { UsageStoreMemory } from "@model-platform/test-harness/MemoryUsageStore"
-import { AccountStore } from "@model-platform/core/keys/AccountStore"
-import { KeyStore } from "@model-platform/core/keys/KeyStore"
-import { generateSecret } from "@model-platform/core/keys/Keys"
+import { AccountStore, generateSecret, KeyStore } from "@model-platform/core/keys"
 import type { APIGatewayProxyEventV2 } from "aws-lambda"
 import { Effect, Layer } from "effect"
 import { describe, expect, it } from "vitest"

@@ -10,7 +10,7 @@ import { ListMultipartUploadsCommand, ListObjectsV2Command, type S3Client } from
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Stream } from "effect"
 import * as Net from "node:net"
-import { BlobStore, BlobTooLarge } from "@model-platform/core/datasets/BlobStore"
+import { BlobStore, BlobTooLarge } from "@model-platform/core/datasets"
 import { BodyBroke, blobStoreContract, chunked, interruptAfter, patternBytes } from "@model-platform/test-harness/BlobContract"
 import { BlobStoreS3, makeBlobStoreS3, PART_BYTES } from "../src/S3BlobStore.ts"
 import { type S3Local, s3LocalBucket } from "./s3Local.ts"

@@ -6,9 +6,7 @@
  */
 import { SmtpEmailSender } from "@model-platform/node-http/SmtpEmailSender"
 import { type FlowSetup, flowCatalogue, type PlatformUnderTest } from "@model-platform/test-harness/BrowserWorld"
-import { SimulatedNetwork } from "@model-platform/core/agents/SimulatedNetwork"
-import { randomPlatformClient } from "@model-platform/core/agents/PlatformClient"
-import { signingKeysFromJwk } from "@model-platform/core/agents/ServiceAssertions"
+import { randomPlatformClient, signingKeysFromJwk, SimulatedNetwork } from "@model-platform/core/agents"
 import { Effect, Layer, Redacted } from "effect"
 import { generateKeyPairSync } from "node:crypto"
 import { readFileSync } from "node:fs"

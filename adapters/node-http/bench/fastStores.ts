@@ -6,29 +6,27 @@
  * maps (one event loop, no await inside an operation: each operation is atomic), follow the
  * ports' rules that the benchmark's calls exercise, and leave the rest to the harness's stores.
  */
-import { GatewayStoreComposed } from "@model-platform/core/gateway/GatewayStore"
-import type { PlatformStores } from "@model-platform/core/http/Http"
+import { GatewayStoreComposed } from "@model-platform/core/gateway"
+import type { PlatformStores } from "@model-platform/core/http"
 import {
   type BudgetClaim,
   type BudgetState,
+  byScope,
+  creditProblem,
+  creditTotalsOf,
+  firstOverBudget,
   type GrantHold,
   type GrantState,
   type LedgerEntry,
   LedgerStore,
   type Reservation,
-  type ScopeBalance
-} from "@model-platform/core/ledger/LedgerStore"
-import {
-  byScope,
-  creditProblem,
-  creditTotalsOf,
-  firstOverBudget,
   reservedAmount,
+  type ScopeBalance,
   scopeKey,
   settlementProblem
-} from "@model-platform/core/ledger/LedgerStoreRules"
-import { RateLimitStore } from "@model-platform/core/kernel/RateLimitStore"
-import { byTimeThenRef, matchesUsageQuery, reportOf, type UsageRecord, UsageStore } from "@model-platform/core/billing/UsageStore"
+} from "@model-platform/core/ledger"
+import { RateLimitStore } from "@model-platform/core/kernel"
+import { byTimeThenRef, matchesUsageQuery, reportOf, type UsageRecord, UsageStore } from "@model-platform/core/billing"
 import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
 import { AlertStoreMemory } from "@model-platform/test-harness/MemoryAlertStore"
 import { BillingSettingsStoreMemory } from "@model-platform/test-harness/MemoryBillingSettingsStore"

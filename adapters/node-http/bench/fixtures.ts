@@ -4,7 +4,7 @@
  * charging open (a card rail is configured, no start date), and one tier whose rpm no run
  * reaches, so every call is counted and none refused.
  */
-import { parseCatalogue } from "@model-platform/core/catalogue/CatalogueConfig"
+import { parseCatalogue } from "@model-platform/core/catalogue"
 import { Effect } from "effect"
 
 export const BENCH_MODEL = "bench-chat"

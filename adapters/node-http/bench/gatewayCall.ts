@@ -12,13 +12,11 @@
  * Prints the minimum and median over 8 runs of CPU per call at concurrency 1 and 16 (the client's
  * stream is read to its end), and the median wall time per call at concurrency 1.
  */
-import { ApiKeysLive } from "@model-platform/core/http/Http"
-import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
-import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
-import { Gateway } from "@model-platform/core/gateway/Gateway"
-import { Ledger } from "@model-platform/core/ledger/Ledger"
-import { AccountStore } from "@model-platform/core/keys/AccountStore"
-import { MachineClient } from "@model-platform/core/gateway/MachineClient"
+import { ApiKeysLive } from "@model-platform/core/http"
+import { AccountStore, ApiKeys } from "@model-platform/core/keys"
+import { Catalogue } from "@model-platform/core/catalogue"
+import { Gateway, MachineClient } from "@model-platform/core/gateway"
+import { Ledger } from "@model-platform/core/ledger"
 import { Effect, Layer, ManagedRuntime, Stream } from "effect"
 import { FastMemoryStores } from "./fastStores.ts"
 import { BENCH_COMPLETION, BENCH_MODEL, BENCH_STREAM, benchCatalogue, benchDelta, benchEvent } from "./fixtures.ts"

@@ -33,7 +33,7 @@
  *   --explain           print the plans of the report and CSV page queries
  */
 import { PgClient } from "@effect/sql-pg"
-import { FirstStart } from "@model-platform/core/accounts/Bootstrap"
+import { FirstStart } from "@model-platform/core/accounts"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"

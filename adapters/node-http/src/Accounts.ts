@@ -4,9 +4,9 @@
  * the pages load (read here from node_modules: core reads no files), and the outside systems it
  * needs (the email sender of Email.ts, the simulated network).
  */
-import { AccountsConfig } from "@model-platform/core/accounts/AccountService"
-import { ACCOUNTS_BASE } from "@model-platform/core/http/AccountRequests"
-import type { TrustedService } from "@model-platform/core/agents/ServiceAssertions"
+import { AccountsConfig } from "@model-platform/core/accounts"
+import { ACCOUNTS_BASE } from "@model-platform/core/http"
+import type { TrustedService } from "@model-platform/core/agents"
 import { Config, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import { existsSync, readFileSync } from "node:fs"

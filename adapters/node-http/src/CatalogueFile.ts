@@ -1,6 +1,6 @@
 /** Reads the catalogue configuration file; core's parseCatalogue decides what is valid. */
 import { Effect, Schema } from "effect"
-import { parseCatalogue } from "@model-platform/core/catalogue/CatalogueConfig"
+import { parseCatalogue } from "@model-platform/core/catalogue"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"

@@ -1,5 +1,5 @@
 /** The Node server's configuration, from environment variables (docs/configuration.md). */
-import { isLoopbackHost } from "@model-platform/core/http/PublicUrl"
+import { isLoopbackHost } from "@model-platform/core/http"
 import { Config } from "effect"
 import { DEMO_CATALOGUE } from "./CatalogueFile.ts"
 

@@ -43,7 +43,7 @@ import {
   BlobTooLarge,
   type PutStreamOptions,
   type PutStreamResult
-} from "@model-platform/core/datasets/BlobStore"
+} from "@model-platform/core/datasets"
 
 /** A key the disk store refuses to map to a path: a programming error, so a defect. */
 export class InvalidBlobKey extends Error {

@@ -3,7 +3,7 @@
  * set, otherwise the file outbox in OUTBOX_DIR (default DATA_DIR/outbox). Not yet wired into
  * main.ts: the sign-up ceremonies of the account service are its first users.
  */
-import { EmailSender } from "@model-platform/core/kernel/EmailSender"
+import { EmailSender } from "@model-platform/core/kernel"
 import { Config, Effect, Layer, Option, type Redacted } from "effect"
 import * as Os from "node:os"
 import * as Path from "node:path"

@@ -23,7 +23,7 @@ import {
   MeteringJournal,
   openEntries,
   type Orphan
-} from "@model-platform/core/gateway/MeteringJournal"
+} from "@model-platform/core/gateway"
 import { Clock, Effect, Layer, Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"

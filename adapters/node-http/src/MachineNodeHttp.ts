@@ -18,13 +18,14 @@
  * - `models` is GET {base_url}/models within `timeoutMs` (head and body), for the health checker.
  */
 import { NodeStream } from "@effect/platform-node"
-import { encodeBody, machineUrl } from "@model-platform/core/gateway/MachineHttp"
 import {
+  encodeBody,
   MachineClient,
   MachineFailure,
   type MachineResponse,
-  type MachineTarget
-} from "@model-platform/core/gateway/MachineClient"
+  type MachineTarget,
+  machineUrl
+} from "@model-platform/core/gateway"
 import { Effect, Layer, Result, Stream } from "effect"
 import * as Http from "node:http"
 import * as Https from "node:https"

@@ -3,20 +3,30 @@
  * No rule lives here; it wires layers.
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { FirstStart } from "@model-platform/core/accounts/Bootstrap"
-import type { CatalogueConfig } from "@model-platform/core/catalogue/CatalogueConfig"
-import { errorBody } from "@model-platform/core/http/ErrorShape"
-import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/http/Http"
-import { MAX_HEADER_BYTES } from "@model-platform/core/kernel/Limits"
-import { AccountPagesSettings } from "@model-platform/core/http/AccountRequests"
-import type { EmailSender } from "@model-platform/core/kernel/EmailSender"
-import type { Network } from "@model-platform/core/agents/Network"
-import { AccountService } from "@model-platform/core/accounts/AccountService"
-import { Approvals } from "@model-platform/core/accounts/Approvals"
-import { SimulatedNetwork } from "@model-platform/core/agents/SimulatedNetwork"
-import { AccountsConfig } from "@model-platform/core/accounts/AccountsConfig"
-import { accountServiceView, type PlatformClient, randomPlatformClient } from "@model-platform/core/agents/PlatformClient"
-import { type SigningKeys, generateSigningKeys, type TrustedService } from "@model-platform/core/agents/ServiceAssertions"
+import { AccountsConfig, AccountService, Approvals, FirstStart } from "@model-platform/core/accounts"
+import type { CatalogueConfig } from "@model-platform/core/catalogue"
+import {
+  AccountPagesSettings,
+  AppRoutes,
+  clockLayer,
+  errorBody,
+  type PlatformOptions,
+  PlatformServices,
+  type PlatformStores,
+  ROUTER_CONFIG
+} from "@model-platform/core/http"
+import { MAX_HEADER_BYTES } from "@model-platform/core/kernel"
+import type { EmailSender } from "@model-platform/core/kernel"
+import type { Network } from "@model-platform/core/agents"
+import {
+  accountServiceView,
+  generateSigningKeys,
+  type PlatformClient,
+  randomPlatformClient,
+  type SigningKeys,
+  SimulatedNetwork,
+  type TrustedService
+} from "@model-platform/core/agents"
 import { Effect, Layer, Redacted } from "effect"
 import { HttpRouter } from "effect/http"
 import { createServer, STATUS_CODES } from "node:http"

@@ -20,7 +20,7 @@ import {
   EmailRefused,
   EmailSender,
   EmailUnavailable
-} from "@model-platform/core/kernel/EmailSender"
+} from "@model-platform/core/kernel"
 import { Effect, Layer, Redacted } from "effect"
 import nodemailer from "nodemailer"
 

@@ -4,16 +4,18 @@
  * a one-time link that gives the owner account a passkey.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { FirstStart } from "@model-platform/core/accounts/Bootstrap"
+import { AccountsConfig, FirstStart, issueClaimLink, RecoveryDelayConfig } from "@model-platform/core/accounts"
 import { Console, Data, Effect, Layer, Option } from "effect"
 import { HttpServer } from "effect/http"
 import * as Path from "node:path"
-import { AccountsConfig } from "@model-platform/core/accounts/AccountService"
-import { RecoveryDelayConfig } from "@model-platform/core/accounts/AccountsConfig"
-import { issueClaimLink } from "@model-platform/core/accounts/Owner"
-import { DEFAULT_PLATFORM_CLIENT_ID, PlatformClientConfig } from "@model-platform/core/agents/PlatformClient"
-import { configuredSigningKeys, ServiceAssertionConfig, trustedPlatform } from "@model-platform/core/agents/ServiceAssertions"
-import { SimulatedNetwork } from "@model-platform/core/agents/SimulatedNetwork"
+import {
+  configuredSigningKeys,
+  DEFAULT_PLATFORM_CLIENT_ID,
+  PlatformClientConfig,
+  ServiceAssertionConfig,
+  SimulatedNetwork,
+  trustedPlatform
+} from "@model-platform/core/agents"
 import { AccountsServerConfig } from "./Accounts.ts"
 import { loadCatalogue } from "./CatalogueFile.ts"
 import { ServerConfig, startProblem } from "./Config.ts"

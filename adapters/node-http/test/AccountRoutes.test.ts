@@ -5,7 +5,7 @@
  * errors as readable pages or in the platform's JSON shape, the scripts' cache headers, and a
  * server without the account service answering 503 pages.
  */
-import { parseCatalogue } from "@model-platform/core/catalogue/CatalogueConfig"
+import { parseCatalogue } from "@model-platform/core/catalogue"
 import { MemoryOutbox } from "@model-platform/test-harness/MemoryOutbox"
 import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
 import { Effect, ManagedRuntime } from "effect"

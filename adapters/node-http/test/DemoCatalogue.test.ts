@@ -3,8 +3,8 @@
  * with core's CatalogueConfig schema, its references must hold, and docs/catalogue.md must
  * document every field it uses.
  */
-import { CatalogueConfig, validateCatalogue } from "@model-platform/core/catalogue/CatalogueConfig"
-import { rentOfferOf, subscribeOfferOf } from "@model-platform/core/plans/Offers"
+import { CatalogueConfig, validateCatalogue } from "@model-platform/core/catalogue"
+import { rentOfferOf, subscribeOfferOf } from "@model-platform/core/plans"
 import { Schema } from "effect"
 import { readFileSync } from "node:fs"
 import { join, resolve } from "node:path"

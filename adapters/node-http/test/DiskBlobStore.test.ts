@@ -8,7 +8,7 @@ import { Cause, Effect, Exit, Layer, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { BlobStore, BlobTooLarge } from "@model-platform/core/datasets/BlobStore"
+import { BlobStore, BlobTooLarge } from "@model-platform/core/datasets"
 import { BodyBroke, blobStoreContract, chunked, interruptAfter, patternBytes } from "@model-platform/test-harness/BlobContract"
 import { BlobStoreDisk, InvalidBlobKey } from "../src/DiskBlobStore.ts"
 

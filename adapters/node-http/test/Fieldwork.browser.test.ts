@@ -4,7 +4,7 @@
  * directory, which the flow looks into through a store of its own over the same directory.
  * Screenshots in adapters/node-http/test-artifacts/fieldwork/ (gitignored).
  */
-import { BlobStore } from "@model-platform/core/datasets/BlobStore"
+import { BlobStore } from "@model-platform/core/datasets"
 import { fieldworkBrowserFlow } from "@model-platform/test-harness/FieldworkBrowserFlow"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { Effect, Layer } from "effect"

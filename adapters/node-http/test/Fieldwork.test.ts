@@ -6,7 +6,7 @@
  */
 import { fieldworkSuite } from "@model-platform/test-harness/FieldworkSuite"
 import type { Stores } from "../src/Server.ts"
-import { BlobStore } from "@model-platform/core/datasets/BlobStore"
+import { BlobStore } from "@model-platform/core/datasets"
 import { Effect, Layer } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"

@@ -3,8 +3,8 @@
  * next one finds (torn last lines skipped), compaction keeps only open entries, and the journal of
  * a live process is never taken over.
  */
-import type { Metered } from "@model-platform/core/gateway/GatewayStore"
-import { MeteringJournal } from "@model-platform/core/gateway/MeteringJournal"
+import type { Metered } from "@model-platform/core/gateway"
+import { MeteringJournal } from "@model-platform/core/gateway"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"

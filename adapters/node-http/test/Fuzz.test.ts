@@ -3,8 +3,8 @@
  * (PGlite), its machines pointing at a reference machine started here. Requests go over node:http
  * with the path as generated, so percent-encodings and dot segments reach the server untouched.
  */
-import { FirstStart } from "@model-platform/core/accounts/Bootstrap"
-import { Gateway } from "@model-platform/core/gateway/Gateway"
+import { FirstStart } from "@model-platform/core/accounts"
+import { Gateway } from "@model-platform/core/gateway"
 import { startReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
 import { FUZZ_MACHINE_MODELS, fuzzCatalogue } from "@model-platform/test-harness/FuzzCatalogue"
 import { type FuzzShell, fuzzSuite, type RawAnswer, type RawRequest } from "@model-platform/test-harness/FuzzSuite"

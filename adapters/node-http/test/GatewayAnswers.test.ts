@@ -4,8 +4,7 @@
  * catalogue's bounds on forecast horizons and image sizes (issue 22, finding 7).
  */
 import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
-import { Gateway } from "@model-platform/core/gateway/Gateway"
-import { MachineClient } from "@model-platform/core/gateway/MachineClient"
+import { Gateway, MachineClient } from "@model-platform/core/gateway"
 import { Effect } from "effect"
 import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"

@@ -5,9 +5,7 @@
  * sequential callers too (a success is a complete answer, not a head).
  */
 import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
-import { canaryBody, machinePath } from "@model-platform/core/gateway/Cooldown"
-import { Gateway } from "@model-platform/core/gateway/Gateway"
-import { validateCall } from "@model-platform/core/gateway/Validation"
+import { canaryBody, Gateway, machinePath, validateCall } from "@model-platform/core/gateway"
 import { Effect } from "effect"
 import OpenAI from "openai"
 import { afterEach, describe, expect, it } from "vitest"

@@ -8,8 +8,8 @@
  * The machine here is a stub that streams fast (8 MB in well under the limit: more than the sockets
  * between the gateway and a client hold) or slowly (an event every 20 ms for 4 s: past the limit).
  */
-import type { CatalogueConfig } from "@model-platform/core/catalogue/CatalogueConfig"
-import { creditsToMicro } from "@model-platform/core/kernel/Money"
+import type { CatalogueConfig } from "@model-platform/core/catalogue"
+import { creditsToMicro } from "@model-platform/core/kernel"
 import { Layer } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"

@@ -1,5 +1,5 @@
 /** The shared HTTP suite through the real Node server, on every store the Node shell has. */
-import { MAX_HEADER_BYTES } from "@model-platform/core/kernel/Limits"
+import { MAX_HEADER_BYTES } from "@model-platform/core/kernel"
 import { type AlertsSetup, billingAlertsSuite } from "@model-platform/test-harness/BillingAlertsSuite"
 import { billingStatementsSuite } from "@model-platform/test-harness/BillingStatementsSuite"
 import { billingUsageSuite } from "@model-platform/test-harness/BillingUsageSuite"

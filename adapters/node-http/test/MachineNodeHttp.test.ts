@@ -3,8 +3,8 @@
  * the Node shell's node:http client (MachineNodeHttp.ts) and, for the same semantics, core's
  * fetch client (MachineHttp.ts).
  */
-import { makeMachineHttp } from "@model-platform/core/gateway/MachineHttp"
-import type { MachineClient, MachineTarget } from "@model-platform/core/gateway/MachineClient"
+import { makeMachineHttp } from "@model-platform/core/gateway"
+import type { MachineClient, MachineTarget } from "@model-platform/core/gateway"
 import { Effect, Exit, Fiber, Stream } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo, Socket } from "node:net"

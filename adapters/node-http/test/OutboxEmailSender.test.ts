@@ -4,7 +4,7 @@
  * the link; an unwritable outbox is EmailUnavailable; SMTP when SMTP_URL is set, else the outbox.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { EmailRefused, EmailSender, EmailUnavailable } from "@model-platform/core/kernel/EmailSender"
+import { EmailRefused, EmailSender, EmailUnavailable } from "@model-platform/core/kernel"
 import { Effect, Exit, Logger, Option, Redacted } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"

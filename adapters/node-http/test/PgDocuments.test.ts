@@ -8,10 +8,9 @@
  * the same rows, and a stored record that does not decode being a defect.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { AgentDocuments, encodeAgent } from "@model-platform/core/agents/Records"
-import { generateId } from "@model-platform/core/keys/Keys"
-import { AgentStore } from "@model-platform/core/agents/AgentStore"
-import { DocumentStores } from "@model-platform/core/kernel/DocumentStores"
+import { AgentDocuments, AgentStore, encodeAgent } from "@model-platform/core/agents"
+import { generateId } from "@model-platform/core/keys"
+import { DocumentStores } from "@model-platform/core/kernel"
 import { AgentDocumentsContract, makeAgent } from "@model-platform/test-harness/AgentContract"
 import { ApprovalDocumentsContract } from "@model-platform/test-harness/ApprovalContract"
 import { assertDies } from "@model-platform/test-harness/ContractSupport"

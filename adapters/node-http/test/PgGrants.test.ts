@@ -12,24 +12,20 @@ import { assert, describe, it, layer, type Vitest } from "@effect/vitest"
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Effect, Exit, Layer, Redacted } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
-import type { AccountRecord } from "@model-platform/core/keys/Account"
-import { grantParts } from "@model-platform/core/billing/Allowances"
-import { generateId, type KeyRecord } from "@model-platform/core/keys/Keys"
-import { settlementOf } from "@model-platform/core/ledger/Ledger"
-import { AccountStore } from "@model-platform/core/keys/AccountStore"
-import { type Admission, GatewayStore, type Metered } from "@model-platform/core/gateway/GatewayStore"
-import { KeyStore } from "@model-platform/core/keys/KeyStore"
+import type { AccountRecord } from "@model-platform/core/keys"
+import { grantParts, UsageStore } from "@model-platform/core/billing"
+import { AccountStore, generateId, type KeyRecord, KeyStore } from "@model-platform/core/keys"
 import {
   type BudgetClaim,
   type GrantClaim,
   LedgerStore,
   type NewReservation,
   type OrderedReservation,
-  type ReserveInOrderResult
-} from "@model-platform/core/ledger/LedgerStore"
-import { windowStartOf } from "@model-platform/core/kernel/RateLimitStore"
-import { UsageStore } from "@model-platform/core/billing/UsageStore"
-import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
+  type ReserveInOrderResult,
+  settlementOf
+} from "@model-platform/core/ledger"
+import { type Admission, GatewayStore, type Metered } from "@model-platform/core/gateway"
+import { type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
 import * as Database from "../src/postgres/Database.ts"
 import { migrate, migrations } from "../src/postgres/migrations.ts"
 import { LedgerStorePg } from "../src/postgres/PgLedgerStore.ts"

@@ -5,7 +5,7 @@
  * sessions and tokens are pruned.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { PeopleStore } from "@model-platform/core/accounts/PeopleStore"
+import { PeopleStore } from "@model-platform/core/accounts"
 import { PeopleFixtures, peopleStoreContract } from "@model-platform/test-harness/PeopleContract"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"

@@ -6,7 +6,7 @@
  * credentials, and a server that is down are EmailUnavailable; no log line holds the body.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { EmailRefused, EmailSender, EmailUnavailable } from "@model-platform/core/kernel/EmailSender"
+import { EmailRefused, EmailSender, EmailUnavailable } from "@model-platform/core/kernel"
 import { Effect, Layer, Logger, Redacted } from "effect"
 import { type ParsedMail, simpleParser } from "mailparser"
 import * as Net from "node:net"

@@ -4,13 +4,11 @@
  * the real server process (src/main.ts) that can be killed, a mock machine whose calls are
  * identified one by one, and the per-call accounts whose ledgers the invariants are read from.
  */
-import { ApiKeysLive } from "@model-platform/core/http/Http"
-import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
-import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
-import { Ledger } from "@model-platform/core/ledger/Ledger"
-import { AccountStore } from "@model-platform/core/keys/AccountStore"
-import { LedgerStore } from "@model-platform/core/ledger/LedgerStore"
-import { UsageStore } from "@model-platform/core/billing/UsageStore"
+import { ApiKeysLive } from "@model-platform/core/http"
+import { AccountStore, ApiKeys } from "@model-platform/core/keys"
+import { Catalogue } from "@model-platform/core/catalogue"
+import { Ledger, LedgerStore } from "@model-platform/core/ledger"
+import { UsageStore } from "@model-platform/core/billing"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as Fs from "node:fs"

@@ -4,7 +4,7 @@
  * embedded PGlite), the demo catalogue pointed at the flow's reference machine, mail through the
  * SMTP sender. The browser opens http://localhost:<port> (passkeys need a secure context).
  */
-import { FirstStart } from "@model-platform/core/accounts/Bootstrap"
+import { FirstStart } from "@model-platform/core/accounts"
 import { type FlowSetup, flowCatalogue, type PlatformUnderTest } from "@model-platform/test-harness/BrowserWorld"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { HttpServer } from "effect/http"

@@ -3,13 +3,9 @@
  * else). The platform has no sign-up endpoint yet, so a shell's test support makes one directly
  * with its stores, as a sign-up would: an account and a key holding every permission.
  */
-import { normaliseEmail } from "@model-platform/core/accounts/Records"
-import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
-import { generateId } from "@model-platform/core/keys/Keys"
-import { PermissionValues } from "@model-platform/core/keys/Permissions"
-import { AccountStore } from "@model-platform/core/keys/AccountStore"
-import { PeopleStore } from "@model-platform/core/accounts/PeopleStore"
-import * as Time from "@model-platform/core/kernel/Time"
+import { normaliseEmail, PeopleStore } from "@model-platform/core/accounts"
+import { AccountStore, ApiKeys, generateId, PermissionValues } from "@model-platform/core/keys"
+import { Time } from "@model-platform/core/kernel"
 import { Effect } from "effect"
 
 /** Creates an account and returns the secret of its key (every permission). */

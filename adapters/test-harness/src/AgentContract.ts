@@ -4,10 +4,9 @@
  * it beside the approvals: `documentStoresContract("memory", stores, [AgentDocumentsContract,
  * ApprovalDocumentsContract])`; `agentStoreContract` runs the agents alone.
  */
-import type { AgentRecord } from "@model-platform/core/agents/Records"
-import { AgentDocuments } from "@model-platform/core/agents/Records"
-import { generateId } from "@model-platform/core/keys/Keys"
-import { AgentStore } from "@model-platform/core/agents/AgentStore"
+import type { AgentRecord } from "@model-platform/core/agents"
+import { AgentDocuments, AgentStore } from "@model-platform/core/agents"
+import { generateId } from "@model-platform/core/keys"
 import { Effect, type Layer } from "effect"
 import { contractTime as at, type DocumentContractKind, documentStoreContract } from "./DocumentContract.ts"
 

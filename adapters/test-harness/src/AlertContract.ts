@@ -6,8 +6,8 @@
  * an empty store.
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
-import { generateId } from "@model-platform/core/keys/Keys"
-import { type AlertKind, type AlertRecord, AlertStore, type TopUpState } from "@model-platform/core/billing/AlertStore"
+import { generateId } from "@model-platform/core/keys"
+import { type AlertKind, type AlertRecord, AlertStore, type TopUpState } from "@model-platform/core/billing"
 import { Effect, type Layer } from "effect"
 import fc from "fast-check"
 import { assertDies } from "./ContractSupport.ts"

@@ -5,13 +5,17 @@
  * appears here by itself, with the permission it needs, its surface (error shape), the schemas of
  * its path, query and body, and the JSON Schemas of its OpenAPI operation.
  */
-import { PlatformApi } from "@model-platform/core/http/Api"
-import { InferenceApi, InferenceKey } from "@model-platform/core/http/InferenceApi"
-import { Authentication, RequiredPermission } from "@model-platform/core/http/Security"
-import { SimulatedApi } from "@model-platform/core/http/Simulated"
-import { isInferencePath } from "@model-platform/core/kernel/Errors"
-import { type ScopeRule, ScopeRuleAnnotation, scopeRuleOf } from "@model-platform/core/keys/KeyScope"
-import type { Permission } from "@model-platform/core/keys/Permissions"
+import {
+  Authentication,
+  InferenceApi,
+  InferenceKey,
+  PlatformApi,
+  RequiredPermission,
+  SimulatedApi
+} from "@model-platform/core/http"
+import { isInferencePath } from "@model-platform/core/kernel"
+import { type ScopeRule, ScopeRuleAnnotation, scopeRuleOf } from "@model-platform/core/keys"
+import type { Permission } from "@model-platform/core/keys"
 import { Context, type Schema } from "effect"
 import { OpenApi } from "effect/http-api"
 

@@ -2,9 +2,8 @@
  * Approvals in the document store contract (DocumentContract.ts): `makeApproval`, a record with
  * every field set, and `ApprovalDocumentsContract`, the kind as the contract exercises it.
  */
-import { type ApprovalRecord, ApprovalDocuments } from "@model-platform/core/accounts/ApprovalRecords"
-import { generateId } from "@model-platform/core/keys/Keys"
-import { ApprovalStore } from "@model-platform/core/accounts/ApprovalStore"
+import { ApprovalDocuments, type ApprovalRecord, ApprovalStore } from "@model-platform/core/accounts"
+import { generateId } from "@model-platform/core/keys"
 import { Effect } from "effect"
 import { contractTime as at, type DocumentContractKind } from "./DocumentContract.ts"
 

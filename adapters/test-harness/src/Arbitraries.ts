@@ -7,7 +7,7 @@
  * (a repeated credit ref is a replay of a payment completion) and balances run out.
  */
 import fc from "fast-check"
-import type { CreditEntryType } from "@model-platform/core/ledger/LedgerStore"
+import type { CreditEntryType } from "@model-platform/core/ledger"
 
 export const MICRO = 1_000_000n
 

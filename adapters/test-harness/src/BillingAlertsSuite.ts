@@ -13,9 +13,9 @@
  * The shell is started with `alertsCatalogue` and the suite's SMTP server for alert mail, and
  * lets a person save a card (`saveCard`: the billing page's use-case, AutoReload.saveCard).
  */
-import type { SaveCardResult } from "@model-platform/core/billing/AutoReload"
-import type { CatalogueConfig } from "@model-platform/core/catalogue/CatalogueConfig"
-import type { CardDetails } from "@model-platform/core/payments/CardProcessor"
+import type { SaveCardResult } from "@model-platform/core/billing"
+import type { CatalogueConfig } from "@model-platform/core/catalogue"
+import type { CardDetails } from "@model-platform/core/payments"
 import { type ReferenceMachine, startReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fixtureCatalogue } from "./Fixtures.ts"

@@ -10,7 +10,7 @@
  * suite's machine and model — a forecast at exactly one credit a call — with a free allowance of
  * FREE calls a month and a trial of TRIAL calls) and must make new accounts (newAccount).
  */
-import type { CatalogueConfig } from "@model-platform/core/catalogue/CatalogueConfig"
+import type { CatalogueConfig } from "@model-platform/core/catalogue"
 import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { LIMITS_MODEL, limitsCatalogue } from "./BillingLimitsSuite.ts"

@@ -11,7 +11,7 @@
  * The shell is started with this suite's catalogue (`limitsCatalogue`: one machine, the reference
  * machine the suite starts, a per-request model) and must make new accounts (newAccount).
  */
-import type { CatalogueConfig } from "@model-platform/core/catalogue/CatalogueConfig"
+import type { CatalogueConfig } from "@model-platform/core/catalogue"
 import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fixtureCatalogue } from "./Fixtures.ts"

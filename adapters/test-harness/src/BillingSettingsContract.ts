@@ -10,11 +10,11 @@ import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import {
   type BillingSettings,
   type BillingSettingsPatch,
+  BillingSettingsStore,
   DEFAULT_BILLING_SETTINGS,
   type SavedCard
-} from "@model-platform/core/billing/Settings"
-import { generateId } from "@model-platform/core/keys/Keys"
-import { BillingSettingsStore } from "@model-platform/core/billing/BillingSettingsStore"
+} from "@model-platform/core/billing"
+import { generateId } from "@model-platform/core/keys"
 import { Effect, type Layer } from "effect"
 import fc from "fast-check"
 import { assertDies } from "./ContractSupport.ts"

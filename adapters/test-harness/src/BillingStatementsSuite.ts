@@ -6,10 +6,10 @@
  * months, the JSON and CSV statements, a month carried without activity, the 400 naming the month,
  * the 404 of a future month, and the invoicing request shown by GET /billing.
  */
-import { parseCsv } from "@model-platform/core/billing/UsageCsv"
-import type { CreditEntryType, LedgerEntry } from "@model-platform/core/ledger/LedgerStore"
-import type { UsageRecord } from "@model-platform/core/billing/UsageStore"
-import type { Timestamp } from "@model-platform/core/kernel/Time"
+import { parseCsv } from "@model-platform/core/billing"
+import type { CreditEntryType, LedgerEntry } from "@model-platform/core/ledger"
+import type { UsageRecord } from "@model-platform/core/billing"
+import type { Timestamp } from "@model-platform/core/kernel"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { UsageShell } from "./BillingUsageSuite.ts"
 

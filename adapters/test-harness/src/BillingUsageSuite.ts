@@ -6,8 +6,8 @@
  * and order, the day ranges (from/to inclusive, month, defaults), the 400s naming the field, the
  * CSV's header, rows, quoting, formula guard, filters and headers, and accounts kept apart.
  */
-import { parseCsv } from "@model-platform/core/billing/UsageCsv"
-import type { UsageRecord } from "@model-platform/core/billing/UsageStore"
+import { parseCsv } from "@model-platform/core/billing"
+import type { UsageRecord } from "@model-platform/core/billing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { ShellUnderTest } from "./HttpSuite.ts"
 

@@ -17,8 +17,8 @@
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Data, Deferred, Effect, Fiber, type Layer, Stream } from "effect"
-import { type Blob, BlobStore, BlobTooLarge } from "@model-platform/core/datasets/BlobStore"
-import { sha256, toHex } from "@model-platform/core/kernel/Sha256"
+import { type Blob, BlobStore, BlobTooLarge } from "@model-platform/core/datasets"
+import { sha256, toHex } from "@model-platform/core/kernel"
 import { allBytes, assertBlob, chunked, freshPrefix, octets, patternBytes, text } from "./BlobFixtures.ts"
 import { blobStreamTests } from "./BlobStreamContract.ts"
 

@@ -4,7 +4,7 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect, Stream } from "effect"
-import type { Blob } from "@model-platform/core/datasets/BlobStore"
+import type { Blob } from "@model-platform/core/datasets"
 
 /** A fresh prefix per test: `contract/<uuid>/`. */
 export const freshPrefix = Effect.sync(() => `contract/${crypto.randomUUID()}/`)

@@ -7,8 +7,8 @@
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect, Stream } from "effect"
 import { createHash } from "node:crypto"
-import { type Blob, BlobStore, type BlobStream, MAX_BLOB_CHUNK_BYTES } from "@model-platform/core/datasets/BlobStore"
-import { sha256, toHex } from "@model-platform/core/kernel/Sha256"
+import { type Blob, BlobStore, type BlobStream, MAX_BLOB_CHUNK_BYTES } from "@model-platform/core/datasets"
+import { sha256, toHex } from "@model-platform/core/kernel"
 import { allBytes, freshPrefix, generated, octets, patternBytes, text } from "./BlobFixtures.ts"
 import { canCollect, liveBytes } from "./LiveMemory.ts"
 

@@ -8,7 +8,7 @@
  * normalise them (fetch) passes a `raw` sender (Node: node:http on a socket; Lambda: the event's
  * rawPath); without one, requests go through `fetch` with streamed bodies.
  */
-import { inferenceBodyLimit, MAX_HEADER_BYTES, MAX_MANAGEMENT_BODY_BYTES } from "@model-platform/core/kernel/Limits"
+import { inferenceBodyLimit, MAX_HEADER_BYTES, MAX_MANAGEMENT_BODY_BYTES } from "@model-platform/core/kernel"
 import { request as httpRequest } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fixtureCatalogue } from "./Fixtures.ts"

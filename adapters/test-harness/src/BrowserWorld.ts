@@ -5,7 +5,7 @@
  * a DevTools virtual authenticator, a link from a mail, buying credits on the manage page and
  * paying them on the checkout page, a call of the API with a person's key.
  */
-import { type CatalogueConfig, parseCatalogue } from "@model-platform/core/catalogue/CatalogueConfig"
+import { type CatalogueConfig, parseCatalogue } from "@model-platform/core/catalogue"
 import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
 import { type Clock, Effect } from "effect"
 import { existsSync, mkdirSync } from "node:fs"

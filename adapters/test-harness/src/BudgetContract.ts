@@ -10,18 +10,18 @@
  */
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
-import { reserveOrdered } from "@model-platform/core/ledger/Ledger"
-import { usageEntries } from "@model-platform/core/ledger/LedgerRules"
-import { generateId } from "@model-platform/core/keys/Keys"
 import {
   type BudgetClaim,
   type BudgetState,
   LedgerStore,
   type NewReservation,
-  type OrderedReservation
-} from "@model-platform/core/ledger/LedgerStore"
-import { reservedAmount } from "@model-platform/core/ledger/LedgerStoreRules"
-import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
+  type OrderedReservation,
+  reservedAmount,
+  reserveOrdered,
+  usageEntries
+} from "@model-platform/core/ledger"
+import { generateId } from "@model-platform/core/keys"
+import { type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { assertDies, fundedAccount as fundedAt } from "./ContractSupport.ts"
 
 const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)

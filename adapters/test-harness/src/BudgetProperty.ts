@@ -22,18 +22,20 @@
 import type { Vitest } from "@effect/vitest"
 import fc from "fast-check"
 import { Effect } from "effect"
-import { reserveOrdered, settlementOf } from "@model-platform/core/ledger/Ledger"
-import { auditAccount } from "@model-platform/core/ledger/LedgerRules"
-import { generateId } from "@model-platform/core/keys/Keys"
 import {
+  auditAccount,
   type BudgetClaim,
   type BudgetState,
+  firstOverBudget,
   LedgerStore,
   type NewReservation,
-  type OrderedReservation
-} from "@model-platform/core/ledger/LedgerStore"
-import { firstOverBudget, reservedAmount } from "@model-platform/core/ledger/LedgerStoreRules"
-import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
+  type OrderedReservation,
+  reservedAmount,
+  reserveOrdered,
+  settlementOf
+} from "@model-platform/core/ledger"
+import { generateId } from "@model-platform/core/keys"
+import { type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { type RunOnStore, schedulerGate, schedulerProperty } from "./SchedulerGate.ts"
 
 const y1995 = (ms: number): Timestamp => toTimestamp(Date.UTC(1995, 0, 1) + ms)

@@ -6,8 +6,7 @@
  */
 import { Effect, Layer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { CardProcessor } from "@model-platform/core/payments/CardProcessor"
-import { TestCardProcessor } from "@model-platform/core/payments/TestCardProcessor"
+import { CardProcessor, TestCardProcessor } from "@model-platform/core/payments"
 import type { ShellUnderTest } from "./HttpSuite.ts"
 
 const EXPIRY = `12/${String((new Date().getUTCFullYear() + 5) % 100).padStart(2, "0")}`

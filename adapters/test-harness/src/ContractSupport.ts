@@ -4,9 +4,9 @@
  */
 import { assert } from "@effect/vitest"
 import { Cause, Effect, Exit } from "effect"
-import { generateId } from "@model-platform/core/keys/Keys"
-import { LedgerStore } from "@model-platform/core/ledger/LedgerStore"
-import type { Timestamp } from "@model-platform/core/kernel/Time"
+import { generateId } from "@model-platform/core/keys"
+import { LedgerStore } from "@model-platform/core/ledger"
+import type { Timestamp } from "@model-platform/core/kernel"
 
 /** Runs `effect` and asserts it died (a defect), not failed or succeeded. */
 export const assertDies = <A, E, R>(effect: Effect.Effect<A, E, R>, what: string) =>

@@ -6,11 +6,9 @@
  */
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
-import { usageEntries } from "@model-platform/core/ledger/LedgerRules"
-import { generateId } from "@model-platform/core/keys/Keys"
-import { type CreditEntryType, type LedgerEntry, LedgerStore } from "@model-platform/core/ledger/LedgerStore"
-import { creditTotalsOf } from "@model-platform/core/ledger/LedgerStoreRules"
-import type { Timestamp } from "@model-platform/core/kernel/Time"
+import { type CreditEntryType, creditTotalsOf, type LedgerEntry, LedgerStore, usageEntries } from "@model-platform/core/ledger"
+import { generateId } from "@model-platform/core/keys"
+import type { Timestamp } from "@model-platform/core/kernel"
 
 const NEVER = "2100-01-01T00:00:00.000Z" as Timestamp
 

@@ -7,13 +7,10 @@
  * its end is tried. Each shell runs it on its stores.
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { Caller } from "@model-platform/core/keys/Caller"
-import { Datasets } from "@model-platform/core/datasets/Datasets"
-import { DELETIONS_OWNER, DeletionDocuments, type ItemRecord } from "@model-platform/core/datasets/Records"
-import { BlobStore } from "@model-platform/core/datasets/BlobStore"
-import { DocumentStores } from "@model-platform/core/kernel/DocumentStores"
-import { generateId } from "@model-platform/core/keys/Keys"
-import { now } from "@model-platform/core/kernel/Time"
+import type { Caller } from "@model-platform/core/keys"
+import { BlobStore, Datasets, DeletionDocuments, DELETIONS_OWNER, type ItemRecord } from "@model-platform/core/datasets"
+import { DocumentStores, now } from "@model-platform/core/kernel"
+import { generateId } from "@model-platform/core/keys"
 import { Effect, Exit, Layer } from "effect"
 
 class Crash extends Error {}

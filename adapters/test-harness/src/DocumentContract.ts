@@ -9,10 +9,9 @@
  * shared by its tests, so every test works on fresh random ids.
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
-import { generateId } from "@model-platform/core/keys/Keys"
-import type { DocumentKind, DocumentStore, VersionedRecord } from "@model-platform/core/kernel/Documents"
-import { DocumentStores } from "@model-platform/core/kernel/DocumentStores"
-import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
+import { generateId } from "@model-platform/core/keys"
+import type { DocumentKind, DocumentStore, VersionedRecord } from "@model-platform/core/kernel"
+import { DocumentStores, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { Context, Effect, Layer, Schema } from "effect"
 import { assertDies } from "./ContractSupport.ts"
 

@@ -6,10 +6,8 @@
  * against the shell's blob store); the owner sees counts and bytes, reviews and exports; a
  * withdrawal and a dataset's deletion leave no blob behind.
  */
-import { ParticipantDocuments } from "@model-platform/core/fieldwork/Records"
-import { encodeWav } from "@model-platform/core/fieldwork/Wav"
-import { solve, solves } from "@model-platform/core/fieldwork/ProofOfWork"
-import { sha256, toHex } from "@model-platform/core/kernel/Sha256"
+import { encodeWav, ParticipantDocuments, solve, solves } from "@model-platform/core/fieldwork"
+import { sha256, toHex } from "@model-platform/core/kernel"
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fillPath, platformEndpoints } from "./ApiEndpoints.ts"

@@ -6,7 +6,7 @@
  * is one an order cannot read (it says only a price per hour). No free allowance or trial (a priced call needs credits here); the
  * allowance suite has its own catalogue.
  */
-import type { CatalogueConfig } from "@model-platform/core/catalogue/CatalogueConfig"
+import type { CatalogueConfig } from "@model-platform/core/catalogue"
 
 const hardware = { gpus: [{ model: "L40S", count: 2, vram_gb: 48 }], cpu_cores: 32, memory_gb: 256, storage_gb: 2000 }
 const cpuOnly = { gpus: [], cpu_cores: 8, memory_gb: 32, storage_gb: 200 }

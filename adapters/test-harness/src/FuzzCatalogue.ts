@@ -5,7 +5,7 @@
  * processor, the simulated chain) so orders can be paid and the account funded; rpm is far above
  * what the suite sends, so rate limits never decide an answer.
  */
-import type { CatalogueConfig, MachineConfig, ModelConfig } from "@model-platform/core/catalogue/CatalogueConfig"
+import type { CatalogueConfig, MachineConfig, ModelConfig } from "@model-platform/core/catalogue"
 import { euCPlans, usBRent } from "./Fixtures.ts"
 
 /** What the reference machine must serve for this catalogue (its `models` option). */

@@ -28,8 +28,8 @@
  * write every failure to, as JSON). Each endpoint's cases come from its own seed (FUZZ_SEED and its
  * id), so FUZZ_ONLY replays the same cases.
  */
-import { isInferencePath } from "@model-platform/core/kernel/Errors"
-import { PermissionValues } from "@model-platform/core/keys/Permissions"
+import { isInferencePath } from "@model-platform/core/kernel"
+import { PermissionValues } from "@model-platform/core/keys"
 import { Arbitrary, Effect, Exit, Schema } from "effect"
 import fc from "fast-check"
 import { writeFileSync } from "node:fs"

@@ -11,23 +11,19 @@
  */
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
-import type { AccountRecord } from "@model-platform/core/keys/Account"
-import type { PlatformStores } from "@model-platform/core/http/Http"
-import { grantParts } from "@model-platform/core/billing/Allowances"
-import { generateId, type KeyRecord } from "@model-platform/core/keys/Keys"
-import { settlementOf } from "@model-platform/core/ledger/Ledger"
-import { spendingOrder } from "@model-platform/core/ledger/LedgerRules"
-import { AccountStore } from "@model-platform/core/keys/AccountStore"
-import { type Admission, GatewayStore, type Metered } from "@model-platform/core/gateway/GatewayStore"
-import { KeyStore } from "@model-platform/core/keys/KeyStore"
+import type { AccountRecord } from "@model-platform/core/keys"
+import type { PlatformStores } from "@model-platform/core/http"
+import { grantParts, type UsageRecord, UsageStore } from "@model-platform/core/billing"
+import { AccountStore, generateId, type KeyRecord, KeyStore } from "@model-platform/core/keys"
 import {
   type GrantClaim,
   LedgerStore,
-  type ReserveInOrderResult
-} from "@model-platform/core/ledger/LedgerStore"
-import { windowStartOf } from "@model-platform/core/kernel/RateLimitStore"
-import { type UsageRecord, UsageStore } from "@model-platform/core/billing/UsageStore"
-import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
+  type ReserveInOrderResult,
+  settlementOf,
+  spendingOrder
+} from "@model-platform/core/ledger"
+import { type Admission, GatewayStore, type Metered } from "@model-platform/core/gateway"
+import { type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
 
 const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
 const NEVER = toTimestamp(Date.UTC(2100, 0, 1))

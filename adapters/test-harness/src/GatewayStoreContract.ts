@@ -22,32 +22,33 @@
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
-import type { AccountRecord } from "@model-platform/core/keys/Account"
-import type { PlatformStores } from "@model-platform/core/http/Http"
-import { generateId, type KeyRecord } from "@model-platform/core/keys/Keys"
-import { type ReservedHint, settlementOf } from "@model-platform/core/ledger/Ledger"
-import { allocate, auditAccount, spendingOrder, spendingSources } from "@model-platform/core/ledger/LedgerRules"
-import { AccountStore } from "@model-platform/core/keys/AccountStore"
+import type { AccountRecord } from "@model-platform/core/keys"
+import type { PlatformStores } from "@model-platform/core/http"
+import { AccountStore, generateId, type KeyRecord, KeyStore } from "@model-platform/core/keys"
+import {
+  allocate,
+  type Allocation,
+  auditAccount,
+  type LedgerEntry,
+  LedgerStore,
+  type OrderedReservation,
+  type Reservation,
+  type ReservedHint,
+  type ScopeBalance,
+  type Settlement,
+  settlementOf,
+  spendingOrder,
+  spendingSources
+} from "@model-platform/core/ledger"
 import {
   type Admission,
   type AdmissionResult,
   GatewayStore,
   type Metered,
   type MeteredResult
-} from "@model-platform/core/gateway/GatewayStore"
-import { KeyStore } from "@model-platform/core/keys/KeyStore"
-import {
-  type Allocation,
-  type LedgerEntry,
-  LedgerStore,
-  type OrderedReservation,
-  type Reservation,
-  type ScopeBalance,
-  type Settlement
-} from "@model-platform/core/ledger/LedgerStore"
-import { RateLimitStore, windowStartOf } from "@model-platform/core/kernel/RateLimitStore"
-import { reportOf, type UsageDays, type UsageRecord, UsageStore } from "@model-platform/core/billing/UsageStore"
-import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
+} from "@model-platform/core/gateway"
+import { RateLimitStore, type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
+import { reportOf, type UsageDays, type UsageRecord, UsageStore } from "@model-platform/core/billing"
 import { gatewayBudgetTests } from "./GatewayBudgetContract.ts"
 import { gatewayGrantTests } from "./GatewayGrantContract.ts"
 import { assertDies } from "./ContractSupport.ts"

@@ -12,8 +12,7 @@
  */
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
-import { generateId } from "@model-platform/core/keys/Keys"
-import { reserveOrdered, settlementOf } from "@model-platform/core/ledger/Ledger"
+import { generateId } from "@model-platform/core/keys"
 import {
   type BudgetClaim,
   type GrantClaim,
@@ -21,9 +20,11 @@ import {
   LedgerStore,
   type NewReservation,
   type OrderedReservation,
-  type ReserveInOrderResult
-} from "@model-platform/core/ledger/LedgerStore"
-import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
+  type ReserveInOrderResult,
+  reserveOrdered,
+  settlementOf
+} from "@model-platform/core/ledger"
+import { type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { assertDies, fundedAccount as fundedAt } from "./ContractSupport.ts"
 
 const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)

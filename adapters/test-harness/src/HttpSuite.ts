@@ -4,12 +4,11 @@
  * that serves the platform on the fixture catalogue and returns a fetch to it and the owner's key.
  * A test that only one shell passes is a bug in that shell.
  */
-import type { ApiKeys } from "@model-platform/core/keys/ApiKeys"
-import type { AccountStore } from "@model-platform/core/keys/AccountStore"
-import type { AgentStore } from "@model-platform/core/agents/AgentStore"
-import type { PlanStore } from "@model-platform/core/plans/PlanStore"
+import type { AccountStore, ApiKeys } from "@model-platform/core/keys"
+import type { AgentStore } from "@model-platform/core/agents"
+import type { PlanStore } from "@model-platform/core/plans"
 import type { Effect } from "effect"
-import type { DocumentKind, VersionedRecord } from "@model-platform/core/kernel/Documents"
+import type { DocumentKind, VersionedRecord } from "@model-platform/core/kernel"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { euCPlans } from "./Fixtures.ts"
 

@@ -3,15 +3,15 @@
  * fast property tests of the HTTP contract without sockets. `stores` replaces some of the memory
  * stores (a test's broken or slow store); every store it does not provide stays in memory.
  */
-import { FirstStart } from "@model-platform/core/accounts/Bootstrap"
-import type { CatalogueConfig } from "@model-platform/core/catalogue/CatalogueConfig"
-import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/http/Http"
+import { FirstStart } from "@model-platform/core/accounts"
+import type { CatalogueConfig } from "@model-platform/core/catalogue"
+import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/http"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createAccount, createAccountWithIdentity } from "./Accounts.ts"
 import type { BlobLister, DocumentReader, ShellUnderTest } from "./HttpSuite.ts"
-import { Datasets } from "@model-platform/core/datasets/Datasets"
-import { DocumentStores } from "@model-platform/core/kernel/DocumentStores"
+import { Datasets } from "@model-platform/core/datasets"
+import { DocumentStores } from "@model-platform/core/kernel"
 import { MemoryPlatformStores } from "./MemoryPlatformStores.ts"
 
 export interface InProcessExtras {

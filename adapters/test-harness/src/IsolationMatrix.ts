@@ -26,7 +26,7 @@
  * asker itself sent. Gift tickets between the two accounts close the suite.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { CatalogueConfig } from "@model-platform/core/catalogue/CatalogueConfig"
+import type { CatalogueConfig } from "@model-platform/core/catalogue"
 import { type ApiEndpoint, fillPath, type JsonSchema, labelOf, minimalBody, minimalQuery, platformEndpoints } from "./ApiEndpoints.ts"
 import type { ShellUnderTest } from "./HttpSuite.ts"
 import {

@@ -4,8 +4,8 @@
  * tickets, receipts, usage through /v1), and snapshots of an account's state read back through
  * its GET endpoints.
  */
-import { encodeWav } from "@model-platform/core/fieldwork/Wav"
-import { sha256, toHex } from "@model-platform/core/kernel/Sha256"
+import { encodeWav } from "@model-platform/core/fieldwork"
+import { sha256, toHex } from "@model-platform/core/kernel"
 import { expect } from "vitest"
 import type { ShellUnderTest } from "./HttpSuite.ts"
 

@@ -5,13 +5,11 @@
  * endpoints (KeyScope.ts): a plan on another machine. Written on the shell's own stores (`seed`),
  * in the owner's account, with the fixture catalogue's machines (Fixtures.ts).
  */
-import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
-import type { AgentRecord } from "@model-platform/core/agents/Records"
-import { generateId } from "@model-platform/core/keys/Keys"
-import { type Permission, PermissionValues } from "@model-platform/core/keys/Permissions"
-import { AgentStore } from "@model-platform/core/agents/AgentStore"
-import { PlanStore } from "@model-platform/core/plans/PlanStore"
-import * as Time from "@model-platform/core/kernel/Time"
+import { ApiKeys, generateId, type Permission, PermissionValues } from "@model-platform/core/keys"
+import type { AgentRecord } from "@model-platform/core/agents"
+import { AgentStore } from "@model-platform/core/agents"
+import { PlanStore } from "@model-platform/core/plans"
+import { Time } from "@model-platform/core/kernel"
 import { Effect } from "effect"
 import { makeAgent } from "./AgentContract.ts"
 

@@ -10,18 +10,21 @@
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
-import { allocate, auditAccount, spendingSources, usageEntries } from "@model-platform/core/ledger/LedgerRules"
-import { generateId } from "@model-platform/core/keys/Keys"
 import {
+  allocate,
   type Allocation,
+  auditAccount,
   type CreditEntryType,
   type LedgerEntry,
   LedgerStore,
   type NewReservation,
   type Reservation,
-  type ScopeBalance
-} from "@model-platform/core/ledger/LedgerStore"
-import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
+  type ScopeBalance,
+  spendingSources,
+  usageEntries
+} from "@model-platform/core/ledger"
+import { generateId } from "@model-platform/core/keys"
+import { type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { budgetTests } from "./BudgetContract.ts"
 import { creditTotalsTests } from "./CreditTotalsContract.ts"
 import { budgetProperty } from "./BudgetProperty.ts"

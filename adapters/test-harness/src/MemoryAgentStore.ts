@@ -2,8 +2,7 @@
  * The agent store port (core/src/agents/AgentStore.ts) in memory, for tests and the in-process
  * shell: the generic document store of MemoryDocuments.ts for agents (`AgentDocuments`).
  */
-import { AgentDocuments } from "@model-platform/core/agents/Records"
-import { AgentStore } from "@model-platform/core/agents/AgentStore"
+import { AgentDocuments, AgentStore } from "@model-platform/core/agents"
 import { Effect, Layer } from "effect"
 import { documentStoreMemory } from "./MemoryDocuments.ts"
 

@@ -12,7 +12,7 @@ import {
   newestFirst,
   type TopUpState,
   topUpProblem
-} from "@model-platform/core/billing/AlertStore"
+} from "@model-platform/core/billing"
 import { Effect, Layer, Ref } from "effect"
 
 interface State {

@@ -4,8 +4,7 @@
  * one `Ref.modify` merging the patch's sections, so concurrent updates of different sections
  * both land. A patch the Schema refuses is a defect and changes nothing.
  */
-import { type BillingSettingsPatch, decodeStored, encodePatch } from "@model-platform/core/billing/Settings"
-import { BillingSettingsStore } from "@model-platform/core/billing/BillingSettingsStore"
+import { type BillingSettingsPatch, BillingSettingsStore, decodeStored, encodePatch } from "@model-platform/core/billing"
 import { Effect, Layer, Ref } from "effect"
 
 type Stored = Readonly<Record<string, unknown>>

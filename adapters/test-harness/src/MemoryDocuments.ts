@@ -6,16 +6,15 @@
  * `ApprovalStoreMemory` are this store for their kinds; `DocumentStoresMemory`, the DocumentStores
  * port, keeps one Ref per kind name.
  */
-import { ApprovalDocuments } from "@model-platform/core/accounts/ApprovalRecords"
-import { ApprovalStore } from "@model-platform/core/accounts/ApprovalStore"
+import { ApprovalDocuments, ApprovalStore } from "@model-platform/core/accounts"
 import {
   type DocumentKind,
   documentProblem,
   type DocumentStore,
+  DocumentStores,
   type VersionedRecord
-} from "@model-platform/core/kernel/Documents"
-import { DocumentStores } from "@model-platform/core/kernel/DocumentStores"
-import { newestFirst } from "@model-platform/core/plans/PlanStore"
+} from "@model-platform/core/kernel"
+import { newestFirst } from "@model-platform/core/plans"
 import { Effect, Layer, Ref } from "effect"
 
 type Records = Ref.Ref<ReadonlyMap<string, unknown>>

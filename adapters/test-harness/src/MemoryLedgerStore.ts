@@ -12,28 +12,26 @@
 import { Effect, Layer, Ref } from "effect"
 import {
   type BudgetClaim,
+  budgetLimitProblem,
   type BudgetState,
+  byScope,
+  creditProblem,
+  creditTotalsOf,
+  firstOverBudget,
   type GrantHold,
   type GrantState,
   type LedgerEntry,
   LedgerStore,
   type NewReservation,
   type Reservation,
-  type ScopeBalance,
-  type Settlement
-} from "@model-platform/core/ledger/LedgerStore"
-import {
-  budgetLimitProblem,
-  byScope,
-  creditProblem,
-  creditTotalsOf,
-  firstOverBudget,
   reservationProblem,
   reservedAmount,
+  type ScopeBalance,
   scopeKey,
+  type Settlement,
   settlementProblem
-} from "@model-platform/core/ledger/LedgerStoreRules"
-import type { Timestamp } from "@model-platform/core/kernel/Time"
+} from "@model-platform/core/ledger"
+import type { Timestamp } from "@model-platform/core/kernel"
 
 interface AccountLedger {
   /** In insertion order. */

@@ -9,7 +9,7 @@ import {
   type MeteringJournalShape,
   openEntries,
   type Orphan
-} from "@model-platform/core/gateway/MeteringJournal"
+} from "@model-platform/core/gateway"
 import { Effect, Layer } from "effect"
 
 export interface MemoryJournal {

@@ -7,7 +7,7 @@
  * another order) is a defect, as a violated constraint is in SQL.
  */
 import { Effect, Layer, Ref } from "effect"
-import type { PaymentMethod } from "@model-platform/core/catalogue/CatalogueConfig"
+import type { PaymentMethod } from "@model-platform/core/catalogue"
 import {
   type DepositRecord,
   type OrderRecord,
@@ -16,8 +16,8 @@ import {
   type ReceiptRecord,
   type RedeemOutcome,
   type TicketRecord
-} from "@model-platform/core/payments/OrderStore"
-import type { Timestamp } from "@model-platform/core/kernel/Time"
+} from "@model-platform/core/payments"
+import type { Timestamp } from "@model-platform/core/kernel"
 
 interface Stored<T> {
   readonly record: T

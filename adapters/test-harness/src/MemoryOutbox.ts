@@ -7,14 +7,7 @@
  *   the next sends fail (`unavailable`: the mail server is down; `refused`: the address is refused).
  */
 import { Context, Effect, Layer, Ref } from "effect"
-import {
-  checkMessage,
-  type EmailMessage,
-  EmailRefused,
-  EmailSender,
-  EmailUnavailable
-} from "@model-platform/core/kernel/EmailSender"
-import * as Time from "@model-platform/core/kernel/Time"
+import { checkMessage, type EmailMessage, EmailRefused, EmailSender, EmailUnavailable, Time } from "@model-platform/core/kernel"
 
 export interface OutboxMessage extends EmailMessage {
   readonly id: string

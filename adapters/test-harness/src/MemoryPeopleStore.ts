@@ -11,7 +11,7 @@ import type {
   PersonRecord,
   SessionRecord,
   TokenPurpose
-} from "@model-platform/core/accounts/Records"
+} from "@model-platform/core/accounts"
 import {
   type AddPasskeyResult,
   consumeRefusal,
@@ -23,8 +23,8 @@ import {
   PeopleStore,
   personProblem,
   type RemovePasskeyResult
-} from "@model-platform/core/accounts/PeopleStore"
-import type { Timestamp } from "@model-platform/core/kernel/Time"
+} from "@model-platform/core/accounts"
+import type { Timestamp } from "@model-platform/core/kernel"
 import { Effect, Layer, Ref } from "effect"
 
 interface State {

@@ -15,7 +15,7 @@ import {
   rentalProblem,
   type SubscriptionRecord,
   subscriptionProblem
-} from "@model-platform/core/plans/PlanStore"
+} from "@model-platform/core/plans"
 
 interface State {
   readonly subscriptions: ReadonlyMap<string, SubscriptionRecord>

@@ -2,8 +2,8 @@
  * Every store the platform needs (core's `PlatformStores`), in memory: what the in-process shell,
  * the Node server's memory suite and the Lambda shell's own tests run on.
  */
-import type { PlatformStores } from "@model-platform/core/http/Http"
-import { GatewayStoreComposed } from "@model-platform/core/gateway/GatewayStore"
+import type { PlatformStores } from "@model-platform/core/http"
+import { GatewayStoreComposed } from "@model-platform/core/gateway"
 import { Layer } from "effect"
 import { AlertStoreMemory } from "./MemoryAlertStore.ts"
 import { BillingSettingsStoreMemory } from "./MemoryBillingSettingsStore.ts"

@@ -5,7 +5,7 @@
  * small in a long-running test process.
  */
 import { Effect, Layer, Ref } from "effect"
-import { hitProblem, RateLimitStore } from "@model-platform/core/kernel/RateLimitStore"
+import { hitProblem, RateLimitStore } from "@model-platform/core/kernel"
 
 /** How long a counter is kept after its window ends. */
 export const RETAIN_MS = 5 * 60_000

@@ -7,17 +7,15 @@
  * what makes it atomic between fibers.
  */
 import { Effect, Layer, Ref } from "effect"
-import type { AccountRecord } from "@model-platform/core/keys/Account"
-import type { KeyRecord } from "@model-platform/core/keys/Keys"
-import { AccountStore } from "@model-platform/core/keys/AccountStore"
+import type { AccountRecord, KeyRecord } from "@model-platform/core/keys"
+import { AccountStore, KeyStore } from "@model-platform/core/keys"
 import {
   type ClaimResult,
   expiredBy,
   IdempotencyStore,
   type IdempotencyRecord,
   type StoredResponse
-} from "@model-platform/core/http/IdempotencyStore"
-import { KeyStore } from "@model-platform/core/keys/KeyStore"
+} from "@model-platform/core/http"
 
 /** Runs `f` on the current state; it returns [result, next state] or a reason to die. */
 type Step<S, A> = readonly [A, S] | { readonly defect: string }

@@ -23,7 +23,7 @@ import {
   usageRecordProblem,
   type UsageRollup,
   UsageStore
-} from "@model-platform/core/billing/UsageStore"
+} from "@model-platform/core/billing"
 
 interface State {
   readonly records: ReadonlyMap<string, UsageRecord>

@@ -8,7 +8,7 @@
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, Exit, type Layer } from "effect"
-import { generateId } from "@model-platform/core/keys/Keys"
+import { generateId } from "@model-platform/core/keys"
 import {
   type DepositAddress,
   type DepositRecord,
@@ -16,8 +16,8 @@ import {
   OrderStore,
   type ReceiptRecord,
   type TicketRecord
-} from "@model-platform/core/payments/OrderStore"
-import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
+} from "@model-platform/core/payments"
+import { type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */

@@ -5,7 +5,7 @@
  * them, such as the isolation matrix; reading someone else's approval is unavailable, as the
  * account service would refuse it.
  */
-import { AgentApprovals, ApprovalsUnavailable } from "@model-platform/core/agents/AgentApprovals"
+import { AgentApprovals, ApprovalsUnavailable } from "@model-platform/core/agents"
 import { Effect, Layer } from "effect"
 
 export const pendingApprovalsLayer = (accountsUrl = "https://accounts.test"): Layer.Layer<AgentApprovals> =>

@@ -12,14 +12,14 @@ import {
   hashToken,
   type OneTimeTokenRecord,
   type PasskeyRecord,
+  PeopleStore,
   PERSON_ID_KIND,
   type PersonRecord,
   type SessionRecord,
   type TokenPurpose
-} from "@model-platform/core/accounts/Records"
-import { generateId } from "@model-platform/core/keys/Keys"
-import { PeopleStore } from "@model-platform/core/accounts/PeopleStore"
-import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
+} from "@model-platform/core/accounts"
+import { generateId } from "@model-platform/core/keys"
+import { type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { Effect, type Layer } from "effect"
 import fc from "fast-check"
 import { assertDies } from "./ContractSupport.ts"

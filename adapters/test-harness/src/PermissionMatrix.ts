@@ -23,7 +23,7 @@
  * query parameters their minimal value; every answer must be in its surface's error shape. The
  * scoped and agent keys are written on the shell's stores (`seed`, KeyWorld.ts).
  */
-import { PermissionValues, type Permission } from "@model-platform/core/keys/Permissions"
+import { PermissionValues, type Permission } from "@model-platform/core/keys"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ApiEndpoint, fillPath, labelOf, minimalBody, minimalQuery, platformEndpoints } from "./ApiEndpoints.ts"
 import type { ShellUnderTest } from "./HttpSuite.ts"

@@ -7,9 +7,9 @@
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
-import { generateId } from "@model-platform/core/keys/Keys"
-import { type PlanRenewal, PlanStore, type RentalRecord, type SubscriptionRecord } from "@model-platform/core/plans/PlanStore"
-import { type Timestamp, toTimestamp } from "@model-platform/core/kernel/Time"
+import { generateId } from "@model-platform/core/keys"
+import { type PlanRenewal, PlanStore, type RentalRecord, type SubscriptionRecord } from "@model-platform/core/plans"
+import { type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { assertDies } from "./ContractSupport.ts"
 
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const

@@ -15,7 +15,7 @@
  *
  * The shell is started with `plansCatalogue` and the given clock, and must make new accounts.
  */
-import type { CatalogueConfig } from "@model-platform/core/catalogue/CatalogueConfig"
+import type { CatalogueConfig } from "@model-platform/core/catalogue"
 import type { Clock } from "effect"
 import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"

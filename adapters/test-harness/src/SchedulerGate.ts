@@ -6,7 +6,7 @@
 import { assert, type Vitest } from "@effect/vitest"
 import fc from "fast-check"
 import { Effect } from "effect"
-import type { LedgerStore } from "@model-platform/core/ledger/LedgerStore"
+import type { LedgerStore } from "@model-platform/core/ledger"
 
 /**
  * A gate: runs `op` when the scheduler says, alone (the scheduler waits for it to finish before

@@ -8,11 +8,10 @@
  *   would, as many times as it likes — `sendAndRecord` does both.
  */
 import { Context, Effect, Layer, Ref } from "effect"
-import type { BadRequest } from "@model-platform/core/kernel/Errors"
-import { randomBytes } from "@model-platform/core/keys/Keys"
-import { type DepositResult, Orders } from "@model-platform/core/payments/OrderService"
-import { StablecoinRail, type Transfer } from "@model-platform/core/payments/StablecoinRail"
-import * as Time from "@model-platform/core/kernel/Time"
+import type { BadRequest } from "@model-platform/core/kernel"
+import { randomBytes } from "@model-platform/core/keys"
+import { type DepositResult, Orders, StablecoinRail, type Transfer } from "@model-platform/core/payments"
+import { Time } from "@model-platform/core/kernel"
 
 export interface SendInput {
   readonly chain: string

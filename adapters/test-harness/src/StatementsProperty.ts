@@ -9,12 +9,10 @@
  * exactly the months with activity, newest first.
  */
 import { assert, layer } from "@effect/vitest"
-import { statementsOver } from "@model-platform/core/billing/Statements"
-import { generateId } from "@model-platform/core/keys/Keys"
-import { usageEntries } from "@model-platform/core/ledger/LedgerRules"
-import { type CreditEntryType, LedgerStore } from "@model-platform/core/ledger/LedgerStore"
-import { UsageStore } from "@model-platform/core/billing/UsageStore"
-import type { Timestamp } from "@model-platform/core/kernel/Time"
+import { statementsOver, UsageStore } from "@model-platform/core/billing"
+import { generateId } from "@model-platform/core/keys"
+import { type CreditEntryType, LedgerStore, usageEntries } from "@model-platform/core/ledger"
+import type { Timestamp } from "@model-platform/core/kernel"
 import { Effect, type Layer } from "effect"
 import fc from "fast-check"
 

@@ -9,12 +9,10 @@
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, Exit, type Layer } from "effect"
-import type { AccountRecord } from "@model-platform/core/keys/Account"
-import { generateId, type KeyRecord } from "@model-platform/core/keys/Keys"
-import { AccountStore } from "@model-platform/core/keys/AccountStore"
-import { IdempotencyStore, RETENTION_MS } from "@model-platform/core/http/IdempotencyStore"
-import { KeyStore } from "@model-platform/core/keys/KeyStore"
-import { toTimestamp } from "@model-platform/core/kernel/Time"
+import type { AccountRecord } from "@model-platform/core/keys"
+import { AccountStore, generateId, type KeyRecord, KeyStore } from "@model-platform/core/keys"
+import { IdempotencyStore, RETENTION_MS } from "@model-platform/core/http"
+import { toTimestamp } from "@model-platform/core/kernel"
 import { assertDies } from "./ContractSupport.ts"
 
 type Stores = AccountStore | KeyStore | IdempotencyStore

@@ -9,22 +9,20 @@
  * alerts as rounds, and the balance is exactly the seed minus the charges plus the top-ups.
  */
 import { assert, layer } from "@effect/vitest"
-import { Alerts } from "@model-platform/core/billing/Alerts"
-import { DEFAULT_BILLING_SETTINGS } from "@model-platform/core/billing/Settings"
-import { TopUps } from "@model-platform/core/billing/TopUp"
-import { BillingWatch } from "@model-platform/core/billing/Watch"
-import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
-import { generateId } from "@model-platform/core/keys/Keys"
-import { Ledger } from "@model-platform/core/ledger/Ledger"
-import { MICRO_PER_CREDIT } from "@model-platform/core/kernel/Money"
-import type { AccountStore } from "@model-platform/core/keys/AccountStore"
-import { AlertStore } from "@model-platform/core/billing/AlertStore"
-import { BillingSettingsStore } from "@model-platform/core/billing/BillingSettingsStore"
-import { CardProcessor } from "@model-platform/core/payments/CardProcessor"
-import { LedgerStore } from "@model-platform/core/ledger/LedgerStore"
-import { OrderStore } from "@model-platform/core/payments/OrderStore"
-import * as TestCardProcessor from "@model-platform/core/payments/TestCardProcessor"
-import * as Time from "@model-platform/core/kernel/Time"
+import {
+  Alerts,
+  AlertStore,
+  BillingSettingsStore,
+  BillingWatch,
+  DEFAULT_BILLING_SETTINGS,
+  TopUps
+} from "@model-platform/core/billing"
+import { Catalogue } from "@model-platform/core/catalogue"
+import { generateId } from "@model-platform/core/keys"
+import { Ledger, LedgerStore } from "@model-platform/core/ledger"
+import { MICRO_PER_CREDIT, Time } from "@model-platform/core/kernel"
+import type { AccountStore } from "@model-platform/core/keys"
+import { CardProcessor, OrderStore, TestCardProcessor } from "@model-platform/core/payments"
 import { Clock, Context, Effect, Layer } from "effect"
 import fc from "fast-check"
 import { fixtureCatalogue } from "./Fixtures.ts"

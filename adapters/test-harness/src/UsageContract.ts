@@ -17,7 +17,7 @@ import {
   type UsageQuery,
   type UsageRecord,
   UsageStore
-} from "@model-platform/core/billing/UsageStore"
+} from "@model-platform/core/billing"
 import { assertDies } from "./ContractSupport.ts"
 import {
   at,

@@ -8,17 +8,8 @@
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
 import fc from "fast-check"
-import {
-  byTimeThenRef,
-  dayOf,
-  lineOf,
-  matchesUsageQuery,
-  reportOf,
-  type UsageDays,
-  type UsageRecord,
-  UsageStore
-} from "@model-platform/core/billing/UsageStore"
-import { toTimestamp } from "@model-platform/core/kernel/Time"
+import { byTimeThenRef, lineOf, matchesUsageQuery, reportOf, type UsageDays, type UsageRecord, UsageStore } from "@model-platform/core/billing"
+import { dayOf, toTimestamp } from "@model-platform/core/kernel"
 import {
   at,
   DAY,

@@ -3,15 +3,19 @@
  * authenticator (SoftAuthenticator.ts) answers the WebAuthn options, mails land in the memory
  * outbox, the network is the simulated one. Each ceremony is tested with its refusals.
  */
-import { ApiKeysLive } from "@model-platform/core/http/Http"
+import { ApiKeysLive } from "@model-platform/core/http"
 import { assert, describe, it } from "@effect/vitest"
-import { AccountError, AccountService, AccountsConfig } from "@model-platform/core/accounts/AccountService"
-import { storedIdentity } from "@model-platform/core/accounts/Identities"
-import { SimulatedNetwork } from "@model-platform/core/agents/SimulatedNetwork"
-import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
-import { ensureOwner } from "@model-platform/core/accounts/Bootstrap"
-import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
-import { PeopleStore } from "@model-platform/core/accounts/PeopleStore"
+import {
+  AccountError,
+  AccountsConfig,
+  AccountService,
+  ensureOwner,
+  PeopleStore,
+  storedIdentity
+} from "@model-platform/core/accounts"
+import { SimulatedNetwork } from "@model-platform/core/agents"
+import { ApiKeys } from "@model-platform/core/keys"
+import { Catalogue } from "@model-platform/core/catalogue"
 import { Effect, Exit, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { fixtureCatalogue } from "../src/Fixtures.ts"

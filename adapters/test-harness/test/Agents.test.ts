@@ -11,21 +11,23 @@
  * active agents; the delegation's end -> expired (403 agent_expired at the gateway); the same
  * operations under /api.
  */
-import { parseTokens } from "@model-platform/core/agents/Amounts"
-import type { ApprovalResultWire, CreateApprovalWire } from "@model-platform/core/agents/ApprovalWire"
-import { Agents } from "@model-platform/core/agents/Agents"
-import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
-import { FirstStart } from "@model-platform/core/accounts/Bootstrap"
-import { AppRoutes, clockLayer, PlatformServices, ROUTER_CONFIG } from "@model-platform/core/http/Http"
-import { Ledger } from "@model-platform/core/ledger/Ledger"
-import { MICRO_PER_CREDIT } from "@model-platform/core/kernel/Money"
-import { AccountStore } from "@model-platform/core/keys/AccountStore"
-import { AgentApprovals, ApprovalsUnavailable } from "@model-platform/core/agents/AgentApprovals"
-import { AgentStore } from "@model-platform/core/agents/AgentStore"
-import { MachineClient } from "@model-platform/core/gateway/MachineClient"
-import { Network, NetworkUnavailable } from "@model-platform/core/agents/Network"
-import { PeopleStore } from "@model-platform/core/accounts/PeopleStore"
-import { simulatedNodes } from "@model-platform/core/agents/SimulatedNetwork"
+import {
+  AgentApprovals,
+  Agents,
+  AgentStore,
+  ApprovalsUnavailable,
+  Network,
+  NetworkUnavailable,
+  parseTokens,
+  simulatedNodes
+} from "@model-platform/core/agents"
+import type { ApprovalResultWire, CreateApprovalWire } from "@model-platform/core/agents"
+import { AccountStore, ApiKeys } from "@model-platform/core/keys"
+import { FirstStart, PeopleStore } from "@model-platform/core/accounts"
+import { AppRoutes, clockLayer, PlatformServices, ROUTER_CONFIG } from "@model-platform/core/http"
+import { Ledger } from "@model-platform/core/ledger"
+import { MICRO_PER_CREDIT } from "@model-platform/core/kernel"
+import { MachineClient } from "@model-platform/core/gateway"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"

@@ -5,11 +5,9 @@
  * by markSeen (a person viewing them), never by a read.
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { Caller } from "@model-platform/core/keys/Caller"
-import { Alerts, lowBalanceAlert, orgSpendAlert } from "@model-platform/core/billing/Alerts"
-import { generateId } from "@model-platform/core/keys/Keys"
-import { AccountStore } from "@model-platform/core/keys/AccountStore"
-import { BillingSettingsStore } from "@model-platform/core/billing/BillingSettingsStore"
+import type { Caller } from "@model-platform/core/keys"
+import { Alerts, BillingSettingsStore, lowBalanceAlert, orgSpendAlert } from "@model-platform/core/billing"
+import { AccountStore, generateId } from "@model-platform/core/keys"
 import { Effect, Exit, Layer } from "effect"
 import { AlertStoreMemory } from "../src/MemoryAlertStore.ts"
 import { BillingSettingsStoreMemory } from "../src/MemoryBillingSettingsStore.ts"

@@ -6,13 +6,12 @@
  * of the network fails it with the reason as it is; an unused link expires after 30 minutes; a
  * revoke revokes the agent on the network; concurrent reads hand the approved result to one.
  */
-import { ApiKeysLive } from "@model-platform/core/http/Http"
+import { ApiKeysLive } from "@model-platform/core/http"
 import { assert, describe, it } from "@effect/vitest"
-import { AccountError, AccountService, AccountsConfig } from "@model-platform/core/accounts/AccountService"
-import { Approvals } from "@model-platform/core/accounts/Approvals"
-import { SimulatedNetwork, simulatedNodes } from "@model-platform/core/agents/SimulatedNetwork"
-import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
-import type { CreateApprovalWire } from "@model-platform/core/agents/ApprovalWire"
+import { AccountError, AccountsConfig, AccountService, Approvals } from "@model-platform/core/accounts"
+import { SimulatedNetwork, simulatedNodes } from "@model-platform/core/agents"
+import { Catalogue } from "@model-platform/core/catalogue"
+import type { CreateApprovalWire } from "@model-platform/core/agents"
 import { Effect, Exit, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { fixtureCatalogue } from "../src/Fixtures.ts"

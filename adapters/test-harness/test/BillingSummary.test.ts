@@ -1,15 +1,18 @@
 /** The billing summary: tiers from purchased credits, the month's spend from the account's budget. */
 import { assert, describe, it } from "@effect/vitest"
-import type { Caller } from "@model-platform/core/keys/Caller"
-import { makeBillingSummary, usageTierFor, utcMonth } from "@model-platform/core/billing/Summary"
-import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
-import { Ledger } from "@model-platform/core/ledger/Ledger"
-import { Orders } from "@model-platform/core/payments/OrderService"
-import { ACCOUNT_BUDGET, budgetClaims } from "@model-platform/core/billing/Limits"
-import { BillingSettingsStore } from "@model-platform/core/billing/BillingSettingsStore"
-import { LedgerStore } from "@model-platform/core/ledger/LedgerStore"
-import * as TestCardProcessor from "@model-platform/core/payments/TestCardProcessor"
-import { toTimestamp } from "@model-platform/core/kernel/Time"
+import type { Caller } from "@model-platform/core/keys"
+import {
+  ACCOUNT_BUDGET,
+  BillingSettingsStore,
+  budgetClaims,
+  makeBillingSummary,
+  usageTierFor,
+  utcMonth
+} from "@model-platform/core/billing"
+import { Catalogue } from "@model-platform/core/catalogue"
+import { Ledger, LedgerStore } from "@model-platform/core/ledger"
+import { Orders, TestCardProcessor } from "@model-platform/core/payments"
+import { toTimestamp } from "@model-platform/core/kernel"
 import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { fixtureCatalogue } from "../src/Fixtures.ts"

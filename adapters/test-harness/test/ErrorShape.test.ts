@@ -2,7 +2,7 @@
  * A defect (a store that breaks) answers 500 in the surface's shape with a generic message:
  * nothing of the failure's internals reaches the client.
  */
-import { KeyStore } from "@model-platform/core/keys/KeyStore"
+import { KeyStore } from "@model-platform/core/keys"
 import { Effect, Layer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fixtureCatalogue } from "../src/Fixtures.ts"

@@ -1,5 +1,5 @@
 /** Fieldwork under any interleaving (FieldworkProperty.ts, WithdrawalExportProperty.ts), on the memory stores. */
-import { BlobStoreMemory } from "@model-platform/core/datasets/MemoryBlobStore"
+import { BlobStoreMemory } from "@model-platform/core/datasets"
 import { Layer } from "effect"
 import { fieldworkProperty } from "../src/FieldworkProperty.ts"
 import { DocumentStoresMemory } from "../src/MemoryDocuments.ts"

@@ -5,15 +5,14 @@
  * the agent is revoked, 403 agent_expired once its delegation has ended — each read at the call.
  */
 import { makeAgent } from "@model-platform/test-harness/AgentContract"
-import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
-import { Ledger } from "@model-platform/core/ledger/Ledger"
-import { MICRO_PER_CREDIT } from "@model-platform/core/kernel/Money"
-import { AccountStore } from "@model-platform/core/keys/AccountStore"
-import { AgentStore } from "@model-platform/core/agents/AgentStore"
-import { UsageStore } from "@model-platform/core/billing/UsageStore"
+import { AccountStore, ApiKeys } from "@model-platform/core/keys"
+import { Ledger } from "@model-platform/core/ledger"
+import { MICRO_PER_CREDIT } from "@model-platform/core/kernel"
+import { AgentStore } from "@model-platform/core/agents"
+import { UsageStore } from "@model-platform/core/billing"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { AgentRecord } from "@model-platform/core/agents/Records"
+import type { AgentRecord } from "@model-platform/core/agents"
 import { call, startStubGateway, stubCatalogue } from "./gatewayStub.ts"
 
 let runtime: ReturnType<typeof startStubGateway>

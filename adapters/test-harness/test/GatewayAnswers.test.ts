@@ -5,11 +5,10 @@
  * models cannot handle and a body nested too deep are refused with 400. And (issue 22, finding 7) a
  * machine is sent only the fields its endpoint's schema takes.
  */
-import { base64Float32 } from "@model-platform/core/gateway/Answers"
-import { Gateway } from "@model-platform/core/gateway/Gateway"
-import type { Endpoint } from "@model-platform/core/gateway/Validation"
-import { LedgerStore } from "@model-platform/core/ledger/LedgerStore"
-import { UsageStore } from "@model-platform/core/billing/UsageStore"
+import { base64Float32, Gateway } from "@model-platform/core/gateway"
+import type { Endpoint } from "@model-platform/core/gateway"
+import { LedgerStore } from "@model-platform/core/ledger"
+import { UsageStore } from "@model-platform/core/billing"
 import { Effect } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { call, healthy, json, newKey, startStubGateway, stubCatalogue, type StubMachine } from "./gatewayStub.ts"

@@ -7,8 +7,8 @@
  * any order, the machine stays in service (the gateway's canaries pass) and another key is served.
  * And a machine that really fails (every call) is cooled down, by its canaries.
  */
-import type { Endpoint } from "@model-platform/core/gateway/Validation"
-import { Gateway } from "@model-platform/core/gateway/Gateway"
+import type { Endpoint } from "@model-platform/core/gateway"
+import { Gateway } from "@model-platform/core/gateway"
 import { Effect } from "effect"
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"

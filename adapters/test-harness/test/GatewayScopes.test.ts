@@ -5,10 +5,8 @@
  * subscription_inactive (a plan that renews by itself: once its renewal's grace has passed too); a
  * rental's key calls while the rental runs, then 403 rental_ended.
  */
-import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
-import { AccountStore } from "@model-platform/core/keys/AccountStore"
-import { RENEWAL_GRACE_MS } from "@model-platform/core/plans/Plans"
-import { PlanStore } from "@model-platform/core/plans/PlanStore"
+import { AccountStore, ApiKeys } from "@model-platform/core/keys"
+import { PlanStore, RENEWAL_GRACE_MS } from "@model-platform/core/plans"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, startStubGateway, stubCatalogue } from "./gatewayStub.ts"

@@ -9,10 +9,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Ref } from "effect"
 import { TestClock } from "effect/testing"
 import fc from "fast-check"
-import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
-import { HealthChecker, observedState, type Probe } from "@model-platform/core/gateway/HealthChecker"
-import { MachineClient, MachineFailure } from "@model-platform/core/gateway/MachineClient"
-import { MachineStatus } from "@model-platform/core/catalogue/MachineStatus"
+import { Catalogue, MachineStatus } from "@model-platform/core/catalogue"
+import { HealthChecker, MachineClient, MachineFailure, observedState, type Probe } from "@model-platform/core/gateway"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
 
 const config = fixtureCatalogue

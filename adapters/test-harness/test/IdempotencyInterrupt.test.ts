@@ -2,7 +2,7 @@
  * A request that is interrupted (the client went away, a Lambda deadline) must not leave its
  * Idempotency-Key stuck "in progress": the retry runs.
  */
-import { KeyStore } from "@model-platform/core/keys/KeyStore"
+import { KeyStore } from "@model-platform/core/keys"
 import { Effect, Layer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fixtureCatalogue } from "../src/Fixtures.ts"

@@ -1,5 +1,5 @@
 /** Idempotency records at rest (IdempotencyRecordsSuite.ts) through the in-process web handler, read from the memory store's map. */
-import type { IdempotencyRecord } from "@model-platform/core/http/IdempotencyStore"
+import type { IdempotencyRecord } from "@model-platform/core/http"
 import { Effect, Ref } from "effect"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
 import { idempotencyRecordsSuite } from "../src/IdempotencyRecordsSuite.ts"

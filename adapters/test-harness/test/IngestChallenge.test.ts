@@ -4,12 +4,9 @@
  * with 400 challenge_expired; and a key is given at most CHALLENGES_PER_MINUTE of them a minute.
  */
 import { assert, it } from "@effect/vitest"
-import type { Caller } from "@model-platform/core/keys/Caller"
-import { Datasets } from "@model-platform/core/datasets/Datasets"
-import { CHALLENGE_TTL_MS, CHALLENGES_PER_MINUTE, Ingest } from "@model-platform/core/fieldwork/Ingest"
-import { Projects } from "@model-platform/core/fieldwork/Projects"
-import { solve } from "@model-platform/core/fieldwork/ProofOfWork"
-import { BlobStoreMemory } from "@model-platform/core/datasets/MemoryBlobStore"
+import type { Caller } from "@model-platform/core/keys"
+import { BlobStoreMemory, Datasets } from "@model-platform/core/datasets"
+import { CHALLENGE_TTL_MS, CHALLENGES_PER_MINUTE, Ingest, Projects, solve } from "@model-platform/core/fieldwork"
 import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { DocumentStoresMemory } from "../src/MemoryDocuments.ts"

@@ -6,7 +6,7 @@
 // The reference machine is the Node adapter's test dependency; this test reaches its source.
 import { startReferenceMachine } from "../../reference-machine/src/ReferenceMachine.ts"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
-import { SimulatedNetwork } from "@model-platform/core/agents/SimulatedNetwork"
+import { SimulatedNetwork } from "@model-platform/core/agents"
 import { startInProcess } from "../src/InProcess.ts"
 import { isolationMatrixSuite, withMachinesAt } from "../src/IsolationMatrix.ts"
 import { pendingApprovalsLayer } from "../src/PendingApprovals.ts"

@@ -17,19 +17,23 @@ import fc from "fast-check"
 import { Effect, Layer, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { describe, expect, it } from "vitest"
-import { ActivityList, CreditBalance } from "@model-platform/core/ledger/Credits"
-import { Ledger } from "@model-platform/core/ledger/Ledger"
-import { allocate, auditAccount, settlementCharges, type Source, totals } from "@model-platform/core/ledger/LedgerRules"
-import { creditsToMicro, MICRO_PER_CREDIT, microToCredits } from "@model-platform/core/kernel/Money"
 import {
+  ActivityList,
+  allocate,
   type Allocation,
+  auditAccount,
+  CreditBalance,
   type CreditEntryType,
+  Ledger,
   type LedgerEntry,
   LedgerStore,
-  type ReservationStatus
-} from "@model-platform/core/ledger/LedgerStore"
-import { scopeKey } from "@model-platform/core/ledger/LedgerStoreRules"
-import { toTimestamp } from "@model-platform/core/kernel/Time"
+  type ReservationStatus,
+  scopeKey,
+  settlementCharges,
+  type Source,
+  totals
+} from "@model-platform/core/ledger"
+import { creditsToMicro, MICRO_PER_CREDIT, microToCredits, toTimestamp } from "@model-platform/core/kernel"
 import {
   actualCost,
   concurrentScenarioArb,

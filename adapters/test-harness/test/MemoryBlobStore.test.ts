@@ -1,9 +1,8 @@
 /** The blob contract on the in-memory store. */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { BlobStore } from "@model-platform/core/datasets/BlobStore"
+import { BlobStore, BlobStoreMemory } from "@model-platform/core/datasets"
 import { blobStoreContract } from "../src/BlobContract.ts"
-import { BlobStoreMemory } from "@model-platform/core/datasets/MemoryBlobStore"
 
 blobStoreContract("BlobStoreMemory", BlobStoreMemory)
 

@@ -3,7 +3,7 @@
  * (core/src/kernel/EmailSender.ts): kept messages, injected failures in order, refusals.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { addressProblem, EmailRefused, EmailSender, EmailUnavailable } from "@model-platform/core/kernel/EmailSender"
+import { addressProblem, EmailRefused, EmailSender, EmailUnavailable } from "@model-platform/core/kernel"
 import { Effect } from "effect"
 import { MemoryOutbox } from "../src/MemoryOutbox.ts"
 

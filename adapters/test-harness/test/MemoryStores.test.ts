@@ -1,9 +1,9 @@
 /** The store contracts on the in-memory stores, together and one port at a time. */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Ref } from "effect"
-import { AccountStore } from "@model-platform/core/keys/AccountStore"
-import { type IdempotencyRecord, IdempotencyStore, RETENTION_MS } from "@model-platform/core/http/IdempotencyStore"
-import { toTimestamp } from "@model-platform/core/kernel/Time"
+import { AccountStore } from "@model-platform/core/keys"
+import { type IdempotencyRecord, IdempotencyStore, RETENTION_MS } from "@model-platform/core/http"
+import { toTimestamp } from "@model-platform/core/kernel"
 import {
   AccountStoreMemory,
   idempotencyStoreMemoryOn,

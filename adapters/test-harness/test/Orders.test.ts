@@ -14,45 +14,39 @@ import fc from "fast-check"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { expect, it as vit } from "vitest"
-import type { Caller } from "@model-platform/core/keys/Caller"
-import { Receipt } from "@model-platform/core/payments/Orders"
-import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
-import type { CatalogueConfig } from "@model-platform/core/catalogue/CatalogueConfig"
-import { chargingGate } from "@model-platform/core/catalogue/Charging"
+import type { Caller } from "@model-platform/core/keys"
 import {
-  checkoutPage,
-  declinedPage,
-  escapeHtml,
-  notFoundPage,
-  paidPage,
-  parseCheckoutForm
-} from "@model-platform/core/http/pages/CheckoutPage"
-import { RedeemResponse, Ticket, TicketList } from "@model-platform/core/ledger/Credits"
-import * as Errors from "@model-platform/core/kernel/Errors"
-import { Ledger } from "@model-platform/core/ledger/Ledger"
-import { creditsToMicro, MICRO_PER_CREDIT } from "@model-platform/core/kernel/Money"
-import { Orders, Tickets } from "@model-platform/core/payments/OrderService"
-import {
+  type CreateOrder,
+  evaluateTestCard,
   formatUnits,
   generateTicketCode,
+  luhnValid,
   normalizeTicketCode,
+  Order,
+  OrderList,
+  type OrderRecord,
+  Orders,
+  OrderStore,
   parseUnits,
   PAYMENT_WINDOW_MS,
+  type PayOrder,
+  Quote,
+  Receipt,
+  TestCardProcessor,
   ticketCodeFor,
+  Tickets,
   usdToBaseUnits
-} from "@model-platform/core/payments/OrderRules"
-import { type CreateOrder, Order, OrderList, type PayOrder, Quote } from "@model-platform/core/payments/Orders"
-import type { CardDetails } from "@model-platform/core/payments/CardProcessor"
-import { LedgerStore } from "@model-platform/core/ledger/LedgerStore"
-import { type OrderRecord, OrderStore } from "@model-platform/core/payments/OrderStore"
-import type { Transfer } from "@model-platform/core/payments/StablecoinRail"
-import { evaluateTestCard, luhnValid, TestCardProcessor } from "@model-platform/core/payments/TestCardProcessor"
-import { toTimestamp } from "@model-platform/core/kernel/Time"
+} from "@model-platform/core/payments"
+import { Catalogue, chargingGate } from "@model-platform/core/catalogue"
+import type { CatalogueConfig } from "@model-platform/core/catalogue"
+import { Ledger, LedgerStore, RedeemResponse, Ticket, TicketList } from "@model-platform/core/ledger"
+import { creditsToMicro, Errors, MICRO_PER_CREDIT, toTimestamp } from "@model-platform/core/kernel"
+import type { CardDetails, Transfer } from "@model-platform/core/payments"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
 import { LedgerStoreMemory } from "../src/MemoryLedgerStore.ts"
 import { OrderStoreMemory } from "../src/MemoryOrderStore.ts"
 import { PlanStoreMemory } from "../src/MemoryPlanStore.ts"
-import { PlanStore } from "@model-platform/core/plans/PlanStore"
+import { PlanStore } from "@model-platform/core/plans"
 import { SimulatedChain, sendAndRecord } from "../src/SimulatedChain.ts"
 
 // ---------------------------------------------------------------------------------------------
@@ -307,57 +301,6 @@ describe("charging gate", () => {
     Effect.gen(function*() {
       assert.deepStrictEqual(yield* (yield* Orders).charging, { open: true, reason: null, starts_at: null })
     }).pipe(run))
-})
-
-describe("checkout page (pure)", () => {
-  const info = {
-    session_id: "cs_test_a\"b",
-    order_id: "ord_1",
-    title: "<script>alert(1)</script> & \"credits\"",
-    amount_text: "$25.00",
-    status: "open" as const,
-    paid_at: null
-  }
-
-  vit("escapes every value and offers the card form", () => {
-    const html = checkoutPage(info)
-    expect(html).not.toContain("<script>alert(1)</script>")
-    expect(html).toContain("&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;credits&quot;")
-    expect(html).toContain("cs_test_a&quot;b")
-    for (const field of ["card_number", "expiry", "cvc"]) expect(html).toContain(`name="${field}"`)
-    expect(html).toContain("data-testid=\"pay\"")
-    expect(escapeHtml("<a href='x'>&`=</a>")).toBe("&lt;a href&#61;&#39;x&#39;&gt;&amp;&#96;&#61;&lt;/a&gt;")
-  })
-
-  vit("an error above the form, the paid page, the declined page with its reason, expired, not found", () => {
-    expect(checkoutPage(info, { error: "Enter <b>digits</b>" })).toContain("Enter &lt;b&gt;digits&lt;/b&gt;")
-    const paid = paidPage({ ...info, status: "paid", paid_at: "2026-01-15T12:00:00.000Z" })
-    expect(paid).toContain("data-testid=\"paid\"")
-    expect(paid).not.toContain("<form")
-    expect(checkoutPage({ ...info, status: "paid", paid_at: null })).toContain("data-testid=\"paid\"")
-    const declined = declinedPage(info, { reason: "card_declined", message: "Your card was <declined>." })
-    expect(declined).toContain("card_declined")
-    expect(declined).toContain("Your card was &lt;declined&gt;.")
-    expect(declined).toContain("<form")
-    expect(checkoutPage({ ...info, status: "expired" })).toContain("data-testid=\"expired\"")
-    expect(checkoutPage({ ...info, status: "expired" })).not.toContain("<form")
-    expect(notFoundPage()).toContain("data-testid=\"not-found\"")
-  })
-
-  vit("parses the posted form", () => {
-    expect(parseCheckoutForm({ card_number: "4242 4242 4242 4242", expiry: "12/34", cvc: "123" })).toEqual({
-      _tag: "Card",
-      card: { number: "4242424242424242", exp_month: 12, exp_year: 2034, cvc: "123" }
-    })
-    expect(parseCheckoutForm({ card_number: "4242-4242-4242-4242", expiry: " 1 / 2030 ", cvc: " 999 " })).toEqual({
-      _tag: "Card",
-      card: { number: "4242424242424242", exp_month: 1, exp_year: 2030, cvc: "999" }
-    })
-    expect(parseCheckoutForm({ card_number: "42x", expiry: "12/34", cvc: "123" })._tag).toBe("Invalid")
-    expect(parseCheckoutForm({ card_number: "4242424242424242", expiry: "1234", cvc: "123" })._tag).toBe("Invalid")
-    expect(parseCheckoutForm({ card_number: "4242424242424242", expiry: "12/34" })._tag).toBe("Invalid")
-    expect(parseCheckoutForm({})._tag).toBe("Invalid")
-  })
 })
 
 // ---------------------------------------------------------------------------------------------

@@ -5,17 +5,24 @@
  * and the link's rules: one use, 24 hours, a newer link voids the older, only its hash is kept,
  * only the owner account and only an unscoped key make one.
  */
-import { ApiKeysLive } from "@model-platform/core/http/Http"
+import { ApiKeysLive } from "@model-platform/core/http"
 import { assert, describe, it } from "@effect/vitest"
-import { AccountError, AccountService, AccountsConfig } from "@model-platform/core/accounts/AccountService"
-import { claimLinkFor, issueClaimLink, ownerPersonId } from "@model-platform/core/accounts/Owner"
-import { hashToken } from "@model-platform/core/accounts/Records"
-import { SimulatedNetwork } from "@model-platform/core/agents/SimulatedNetwork"
-import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
-import { ensureOwner, FirstStart } from "@model-platform/core/accounts/Bootstrap"
-import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
-import { PeopleStore } from "@model-platform/core/accounts/PeopleStore"
-import * as Time from "@model-platform/core/kernel/Time"
+import {
+  AccountError,
+  AccountsConfig,
+  AccountService,
+  claimLinkFor,
+  ensureOwner,
+  FirstStart,
+  hashToken,
+  issueClaimLink,
+  ownerPersonId,
+  PeopleStore
+} from "@model-platform/core/accounts"
+import { SimulatedNetwork } from "@model-platform/core/agents"
+import { ApiKeys } from "@model-platform/core/keys"
+import { Catalogue } from "@model-platform/core/catalogue"
+import { Time } from "@model-platform/core/kernel"
 import { Effect, Exit, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { createAccountWithIdentity } from "../src/Accounts.ts"

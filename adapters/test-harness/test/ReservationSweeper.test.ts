@@ -4,9 +4,8 @@
  * settle charges nothing.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Ledger } from "@model-platform/core/ledger/Ledger"
-import { ReservationSweeper } from "@model-platform/core/ledger/ReservationSweeper"
-import * as Time from "@model-platform/core/kernel/Time"
+import { Ledger, ReservationSweeper } from "@model-platform/core/ledger"
+import { Time } from "@model-platform/core/kernel"
 import { Clock, Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { LedgerStoreMemory } from "../src/MemoryLedgerStore.ts"

@@ -9,30 +9,25 @@
  * Bad tokens are made here by hand (WebCrypto) on purpose: jose would not make most of them.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { AccountService } from "@model-platform/core/accounts/AccountService"
-import { AccountsConfig } from "@model-platform/core/accounts/AccountsConfig"
-import { Approvals } from "@model-platform/core/accounts/Approvals"
-import { SimulatedNetwork } from "@model-platform/core/agents/SimulatedNetwork"
-import { ApprovalsHttpClient } from "@model-platform/core/agents/ApprovalsHttpClient"
+import { AccountsConfig, AccountService, Approvals } from "@model-platform/core/accounts"
 import {
+  ApprovalsHttpClient,
   type AssertionRefused,
   generateSigningKeys,
-  type Jwks,
   jtiOnceIn,
+  type Jwks,
   parseJwks,
   type RefusalReason,
   sign,
   type SigningKeys,
   signingKeysFromJwk,
+  SimulatedNetwork,
   verify
-} from "@model-platform/core/agents/ServiceAssertions"
-import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
-import { AppRoutes, clockLayer, PlatformServices, ROUTER_CONFIG } from "@model-platform/core/http/Http"
-import { base64url } from "@model-platform/core/keys/Keys"
-import { PermissionValues } from "@model-platform/core/keys/Permissions"
-import { MachineClient } from "@model-platform/core/gateway/MachineClient"
-import { RateLimitStore } from "@model-platform/core/kernel/RateLimitStore"
-import { sha256Hex } from "@model-platform/core/kernel/Sha256"
+} from "@model-platform/core/agents"
+import { ApiKeys, base64url, PermissionValues } from "@model-platform/core/keys"
+import { AppRoutes, clockLayer, PlatformServices, ROUTER_CONFIG } from "@model-platform/core/http"
+import { MachineClient } from "@model-platform/core/gateway"
+import { RateLimitStore, sha256Hex } from "@model-platform/core/kernel"
 import { Effect, Exit, Layer, ManagedRuntime, Redacted } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { generateKeyPairSync } from "node:crypto"

@@ -3,9 +3,9 @@
  * that needs it answers 503 `store_unavailable` in its surface's shape with Retry-After, never 500
  * (issue 10, finding 11; docs/gateway.md "Metering that survives faults").
  */
-import { GatewayStore } from "@model-platform/core/gateway/GatewayStore"
-import { KeyStore } from "@model-platform/core/keys/KeyStore"
-import { StoreUnavailable } from "@model-platform/core/kernel/StoreUnavailable"
+import { GatewayStore } from "@model-platform/core/gateway"
+import { KeyStore } from "@model-platform/core/keys"
+import { StoreUnavailable } from "@model-platform/core/kernel"
 import { Effect, Layer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fixtureCatalogue } from "../src/Fixtures.ts"

@@ -5,23 +5,27 @@
  * receipt once; Orders.healPaid writes a top-up's missing receipt with auto_reload.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Alerts } from "@model-platform/core/billing/Alerts"
-import { DEFAULT_BILLING_SETTINGS } from "@model-platform/core/billing/Settings"
-import { STALE_CHARGE_MS, TopUps } from "@model-platform/core/billing/TopUp"
-import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
-import { generateId } from "@model-platform/core/keys/Keys"
-import { Ledger } from "@model-platform/core/ledger/Ledger"
-import { MICRO_PER_CREDIT } from "@model-platform/core/kernel/Money"
-import { Orders } from "@model-platform/core/payments/OrderService"
-import { AUTO_RELOAD_ORDER_KIND, PAYMENT_WINDOW_MS } from "@model-platform/core/payments/OrderRules"
-import { AlertStore } from "@model-platform/core/billing/AlertStore"
-import { BillingSettingsStore } from "@model-platform/core/billing/BillingSettingsStore"
-import { CardProcessor } from "@model-platform/core/payments/CardProcessor"
-import { LedgerStore } from "@model-platform/core/ledger/LedgerStore"
-import { OrderStore } from "@model-platform/core/payments/OrderStore"
-import { StablecoinRail } from "@model-platform/core/payments/StablecoinRail"
-import * as TestCardProcessor from "@model-platform/core/payments/TestCardProcessor"
-import * as Time from "@model-platform/core/kernel/Time"
+import {
+  Alerts,
+  AlertStore,
+  BillingSettingsStore,
+  DEFAULT_BILLING_SETTINGS,
+  STALE_CHARGE_MS,
+  TopUps
+} from "@model-platform/core/billing"
+import { Catalogue } from "@model-platform/core/catalogue"
+import { generateId } from "@model-platform/core/keys"
+import { Ledger, LedgerStore } from "@model-platform/core/ledger"
+import { MICRO_PER_CREDIT, Time } from "@model-platform/core/kernel"
+import {
+  AUTO_RELOAD_ORDER_KIND,
+  CardProcessor,
+  Orders,
+  OrderStore,
+  PAYMENT_WINDOW_MS,
+  StablecoinRail,
+  TestCardProcessor
+} from "@model-platform/core/payments"
 import { Clock, Effect, Layer } from "effect"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
 import { AlertStoreMemory } from "../src/MemoryAlertStore.ts"

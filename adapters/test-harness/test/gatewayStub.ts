@@ -5,15 +5,20 @@
  * (`poisoned`: a field the gateway passes on carries the poison); `answers` may replace its answer
  * per path.
  */
-import { ApiKeysLive } from "@model-platform/core/http/Http"
-import { ApiKeys } from "@model-platform/core/keys/ApiKeys"
-import { Catalogue } from "@model-platform/core/catalogue/Catalogue"
-import type { CatalogueConfig, ModelConfig } from "@model-platform/core/catalogue/CatalogueConfig"
-import { Gateway, type GatewayConfig, type GatewayResponse } from "@model-platform/core/gateway/Gateway"
-import type { Endpoint } from "@model-platform/core/gateway/Validation"
-import { Ledger } from "@model-platform/core/ledger/Ledger"
-import { AccountStore } from "@model-platform/core/keys/AccountStore"
-import { MachineClient, MachineFailure, type MachineResponse } from "@model-platform/core/gateway/MachineClient"
+import { ApiKeysLive } from "@model-platform/core/http"
+import { AccountStore, ApiKeys } from "@model-platform/core/keys"
+import { Catalogue } from "@model-platform/core/catalogue"
+import type { CatalogueConfig, ModelConfig } from "@model-platform/core/catalogue"
+import {
+  Gateway,
+  type GatewayConfig,
+  type GatewayResponse,
+  MachineClient,
+  MachineFailure,
+  type MachineResponse
+} from "@model-platform/core/gateway"
+import type { Endpoint } from "@model-platform/core/gateway"
+import { Ledger } from "@model-platform/core/ledger"
 import { Effect, Layer, ManagedRuntime, Stream } from "effect"
 import { MemoryPlatformStores } from "../src/MemoryPlatformStores.ts"
 

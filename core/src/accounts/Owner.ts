@@ -23,6 +23,7 @@ import { PeopleStore } from "./PeopleStore.ts"
 import { sha256Hex } from "../kernel/Sha256.ts"
 import * as Time from "../kernel/Time.ts"
 import { askIdentity } from "./Identities.ts"
+import type { ClaimLink } from "./Identity.ts"
 import { hashToken, PERSON_ID_KIND } from "./Records.ts"
 import { newToken } from "./WebAuthn.ts"
 
@@ -47,12 +48,6 @@ export const ensureOwnerIdentity = Effect.gen(function*() {
   const people = yield* PeopleStore
   return yield* askIdentity(people, yield* Network)(owner.id, ownerPersonId(owner.id))
 }).pipe(Effect.withSpan("Owner.ensureOwnerIdentity"))
-
-export interface ClaimLink {
-  /** `{accounts_url}/claim?token=…`: one use, until `expires_at`. */
-  readonly claim_url: string
-  readonly expires_at: Time.Timestamp
-}
 
 /**
  * A new claim link for the owner account `accountId` (the older ones stop working); only the

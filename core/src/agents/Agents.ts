@@ -28,7 +28,8 @@ import { RequestBaseUrl } from "../kernel/RequestBaseUrl.ts"
 import * as Time from "../kernel/Time.ts"
 import { type AgentMove, applyAgentEvent, proposedState } from "./AgentStates.ts"
 import { APPROVAL_LINK_MS } from "./ApprovalWire.ts"
-import { agentDayBudget, agentTotalBudget, dayOf, TOTAL_PERIOD } from "./Limits.ts"
+import { agentDayBudget, agentTotalBudget, TOTAL_PERIOD } from "./Limits.ts"
+import { dayOf } from "../kernel/Time.ts"
 import type { AgentApprovalRecord, AgentRecord, AgentSettingsRecord } from "./Records.ts"
 import {
   type Agent,

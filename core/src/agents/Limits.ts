@@ -11,6 +11,7 @@
  * approved settings in force are the limits, and an approved change applies from the next call.
  * Like the monthly limits, they count what credits pay (not allowances or the trial).
  */
+import { dayOf } from "../kernel/Time.ts"
 import type { BudgetClaim } from "../ledger/LedgerStore.ts"
 import type { AgentRecord } from "./Records.ts"
 
@@ -18,9 +19,6 @@ export const agentDayBudget = (agentId: string): string => `agent:${agentId}:day
 export const agentTotalBudget = (agentId: string): string => `agent:${agentId}:total`
 /** The period of every total budget. */
 export const TOTAL_PERIOD = "total"
-
-/** The UTC day of `now` (YYYY-MM-DD). */
-export const dayOf = (now: number): string => new Date(now).toISOString().slice(0, 10)
 
 /** The budget claims of a call of `agent`'s key admitted at `now`: its limits that are set. */
 export const agentBudgetClaims = (agent: AgentRecord, now: number): ReadonlyArray<BudgetClaim> => {

@@ -17,17 +17,8 @@
  */
 import { Context, type Effect } from "effect"
 import type { Timestamp } from "../kernel/Time.ts"
+import { type AlertKind, AlertKindValues } from "./Schemas.ts"
 
-export const ALERT_KINDS = [
-  "org_spend",
-  "monthly_limit_reached",
-  "key_monthly_limit_reached",
-  "low_balance",
-  "auto_reload_paid",
-  "auto_reload_failed",
-  "plan_renewal_failed"
-] as const
-export type AlertKind = (typeof ALERT_KINDS)[number]
 
 export interface AlertRecord {
   readonly id: string
@@ -91,7 +82,7 @@ const DAY = /^\d{4}-\d{2}-\d{2}$/
 
 /** Why `raise` must refuse this alert, or undefined. */
 export const alertProblem = (alert: AlertRecord): string | undefined => {
-  if (!(ALERT_KINDS as ReadonlyArray<string>).includes(alert.kind)) return `unknown kind ${JSON.stringify(alert.kind)}`
+  if (!(AlertKindValues as ReadonlyArray<string>).includes(alert.kind)) return `unknown kind ${JSON.stringify(alert.kind)}`
   if (!PERIOD.test(alert.period)) return `a period is YYYY-MM, got ${JSON.stringify(alert.period)}`
   if (!Number.isInteger(alert.point) || alert.point < 0 || alert.point > 100) return `a point is 0 to 100, got ${alert.point}`
   if (alert.id.length === 0 || alert.account_id.length === 0 || alert.target.length === 0) return "empty id, account or target"

@@ -10,6 +10,7 @@
  * store. The tier's monthly limit is the one rule of billing/Tiers.ts (monthlyLimitAt), the same
  * for the gateway and for GET /billing.
  */
+import { monthOf } from "../kernel/Time.ts"
 import { Clock, Effect } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
@@ -30,9 +31,6 @@ export const ACCOUNT_BUDGET = "account"
 
 /** A key's budget. */
 export const keyBudget = (keyId: string): string => `key:${keyId}`
-
-/** The UTC calendar month (YYYY-MM) of an instant: the period a call's spend counts in. */
-export const monthOf = (millis: number): string => new Date(millis).toISOString().slice(0, 7)
 
 /**
  * The budgets a priced call of `keyId` claims in `month`: the account's, whose limit is its own

@@ -15,7 +15,7 @@
  */
 import { Clock, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { Alerts, planRenewalFailedAlert } from "./Alerts.ts"
-import { monthOf } from "./Limits.ts"
+import { monthOf } from "../kernel/Time.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { Orders } from "../payments/OrderService.ts"
 import { CURRENCY, PAYMENT_WINDOW_MS } from "../payments/OrderRules.ts"

@@ -8,7 +8,6 @@ import { Charging } from "../catalogue/Charging.ts"
 import { CreditAmount } from "../kernel/Money.ts"
 import { CreditOrderUsd, Receipt } from "../payments/Orders.ts"
 import { PaymentMethod } from "../catalogue/CatalogueConfig.ts"
-import { ALERT_KINDS } from "./AlertStore.ts"
 import { Text } from "../kernel/Text.ts"
 import { Timestamp } from "../kernel/Time.ts"
 
@@ -68,14 +67,14 @@ export const MonthSpend = Schema.Struct({
 export type MonthSpend = typeof MonthSpend.Type
 
 /** GET/POST /billing/auto-reload. card describes the saved card, null until one is saved. */
-export const AutoReload = Schema.Struct({
+export const AutoReloadView = Schema.Struct({
   enabled: Schema.Boolean,
   threshold_credits: CreditAmount,
   amount_usd: Schema.Int,
   card: Schema.NullOr(Schema.String),
   last_error: Schema.NullOr(Schema.String)
 })
-export type AutoReload = typeof AutoReload.Type
+export type AutoReloadView = typeof AutoReloadView.Type
 
 export const InvoicingState = Schema.Literal("requested")
 
@@ -83,7 +82,7 @@ export const BillingSummary = Schema.Struct({
   balance: Schema.Struct({ credits: CreditAmount, token: Schema.Number, usd: Schema.Number }),
   usage_tier: UsageTier,
   month: MonthSpend,
-  auto_reload: AutoReload,
+  auto_reload: AutoReloadView,
   invoicing: Schema.NullOr(InvoicingState),
   charging: Charging,
   credits_per_usd: Schema.Int
@@ -187,7 +186,15 @@ export type SetAutoReload = typeof SetAutoReload.Type
 // ---- Alerts (GET /billing/alerts) ---------------------------------------------------------
 
 /** org_spend is observed; the other kinds are ours (docs/billing.md "Alerts"). */
-export const AlertKindValues = ALERT_KINDS
+export const AlertKindValues = [
+  "org_spend",
+  "monthly_limit_reached",
+  "key_monthly_limit_reached",
+  "low_balance",
+  "auto_reload_paid",
+  "auto_reload_failed",
+  "plan_renewal_failed"
+] as const
 export const AlertKind = Schema.Literals(AlertKindValues)
 export type AlertKind = typeof AlertKind.Type
 

@@ -22,7 +22,7 @@ import { BillingSettingsStore } from "./BillingSettingsStore.ts"
 import { type CreditTotal, LedgerStore } from "../ledger/LedgerStore.ts"
 import { OrderStore, type ReceiptRecord } from "../payments/OrderStore.ts"
 import { type UsageGroup, UsageStore } from "./UsageStore.ts"
-import { toTimestamp } from "../kernel/Time.ts"
+import { toTimestamp, monthOf } from "../kernel/Time.ts"
 import type { InvoicingRequest, InvoicingResponse, Statement, StatementMonthList } from "./Schemas.ts"
 import { creditsText, csvText } from "./UsageCsv.ts"
 
@@ -30,9 +30,6 @@ import { creditsText, csvText } from "./UsageCsv.ts"
 const BEGINNING = "0001-01-01"
 /** After every record. */
 const END = "9999-12-31"
-
-/** The month (YYYY-MM) of a timestamp or day. */
-export const monthOf = (text: string): string => text.slice(0, 7)
 
 const pad = (n: number, width: number) => n.toString().padStart(width, "0")
 

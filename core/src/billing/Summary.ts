@@ -8,7 +8,7 @@
 import { Effect, Option } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import { AutoReload } from "./AutoReload.ts"
-import type { AutoReload as AutoReloadView, BillingSummary } from "./Schemas.ts"
+import type { AutoReloadView, BillingSummary } from "./Schemas.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { Ledger } from "../ledger/Ledger.ts"
 import { makeLimits } from "./Limits.ts"

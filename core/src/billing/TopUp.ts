@@ -32,7 +32,7 @@ import { LedgerStore, type ScopeBalance } from "../ledger/LedgerStore.ts"
 import { type OrderRecord, OrderStore } from "../payments/OrderStore.ts"
 import * as Time from "../kernel/Time.ts"
 import { Alerts, autoReloadFailedAlert, autoReloadPaidAlert, lowBalanceAlert } from "./Alerts.ts"
-import { monthOf } from "./Limits.ts"
+import { monthOf, dayOf } from "../kernel/Time.ts"
 import type { AutoReloadSettings } from "./Settings.ts"
 
 /** The cap against runaway charging: charges started per account and UTC day. */
@@ -43,8 +43,6 @@ export const STALE_CHARGE_MS = 2 * 60_000
 
 
 // ---- pure rules ---------------------------------------------------------------------------
-
-export const dayOf = (millis: number): string => new Date(millis).toISOString().slice(0, 10)
 
 /** The balance the threshold is compared with: posted over every scope; holds of calls in flight do not count. */
 export const postedBalance = (balances: ReadonlyArray<ScopeBalance>): bigint => balances.reduce((sum, b) => sum + b.posted, 0n)

@@ -15,6 +15,7 @@
  * duplicate changes neither, and a report costs the number of rollups, not of records
  * (docs/billing.md "Usage reports"). `reportOf` says what a report must equal: the records' sums.
  */
+import { dayOf } from "../kernel/Time.ts"
 import { Context, Effect, Option, Stream } from "effect"
 import type { Timestamp } from "../kernel/Time.ts"
 
@@ -172,9 +173,6 @@ export interface UsageRollup extends UsageTotals {
   /** NO_AGENT for calls without an agent. */
   readonly agent_id: string
 }
-
-/** The UTC day (YYYY-MM-DD) of a timestamp. */
-export const dayOf = (at: Timestamp): string => at.slice(0, 10)
 
 /** The rollup one record adds. */
 export const rollupOf = (record: UsageRecord): UsageRollup => ({

@@ -4,7 +4,7 @@
  * from the catalogue configuration and the machines' current status.
  */
 import { Context, Effect, Layer, Schema } from "effect"
-import { type CatalogueConfig, type MachineConfig, type ModelConfig, modelLimits, validateCatalogue } from "./CatalogueConfig.ts"
+import { type CatalogueConfig, type MachineConfig, type ModelConfig, ModelLimits, modelLimits, validateCatalogue } from "./CatalogueConfig.ts"
 import * as Errors from "../kernel/Errors.ts"
 import { MachineStatus } from "./MachineStatus.ts"
 import { orderRoutes, type RouteCandidate } from "./Routing.ts"
@@ -37,19 +37,6 @@ export const Route = Schema.Struct({
   score: Schema.Number
 })
 export type Route = typeof Route.Type
-
-/**
- * What one request of the model may ask for, by its kind, the catalogue's defaults filled in
- * (CatalogueConfig.modelLimits): embeddings `dimensions` and `max_inputs`, forecasts
- * `max_history` and `max_horizon`, images `image_sizes` (the first the default); none for chat.
- */
-export const ModelLimits = Schema.Struct({
-  dimensions: Schema.optionalKey(Schema.Array(Schema.Int)),
-  max_inputs: Schema.optionalKey(Schema.Int),
-  max_history: Schema.optionalKey(Schema.Int),
-  max_horizon: Schema.optionalKey(Schema.Int),
-  image_sizes: Schema.optionalKey(Schema.Array(Schema.String))
-})
 
 /** GET /models/{id}: the model, its limits and its routes. */
 export const ModelWithRoutes = Schema.Struct({ ...Model.fields, limits: ModelLimits, routes: Schema.Array(Route) })

@@ -118,6 +118,7 @@ export const PaymentsConfig = Schema.Struct({
   /** When charging opens once a rail is set (ISO timestamp), or null for at once. */
   charging_starts_at: Schema.NullOr(Schema.String)
 })
+export type PaymentsConfig = typeof PaymentsConfig.Type
 
 export const Allowances = Schema.Struct({
   free: NonNegativeCredits,
@@ -184,13 +185,14 @@ export const maxHorizonOf = (model: ModelConfig): number => model.limits?.max_ho
 export const imageSizesOf = (model: ModelConfig): ReadonlyArray<string> => model.limits?.image_sizes ?? DEFAULT_IMAGE_SIZES
 
 /** The limits a call of the model is held to, those of its endpoint only, defaults filled in. */
-export interface ModelLimits {
-  readonly dimensions?: ReadonlyArray<number>
-  readonly max_inputs?: number
-  readonly max_history?: number
-  readonly max_horizon?: number
-  readonly image_sizes?: ReadonlyArray<string>
-}
+export const ModelLimits = Schema.Struct({
+  dimensions: Schema.optionalKey(Schema.Array(Schema.Int)),
+  max_inputs: Schema.optionalKey(Schema.Int),
+  max_history: Schema.optionalKey(Schema.Int),
+  max_horizon: Schema.optionalKey(Schema.Int),
+  image_sizes: Schema.optionalKey(Schema.Array(Schema.String))
+})
+export type ModelLimits = typeof ModelLimits.Type
 
 export const modelLimits = (model: ModelConfig): ModelLimits => {
   switch (model.endpoint) {

@@ -11,7 +11,7 @@
  *   misconfiguration), reason says so.
  */
 import { Schema } from "effect"
-import type { CatalogueConfig } from "./CatalogueConfig.ts"
+import type { PaymentsConfig } from "./CatalogueConfig.ts"
 import { Timestamp, toTimestamp } from "../kernel/Time.ts"
 
 /** Whether usage is charged yet; reason and starts_at explain a closed state (else null). */
@@ -22,8 +22,6 @@ export const Charging = Schema.Struct({
 })
 export type Charging = typeof Charging.Type
 
-
-export type PaymentsConfig = CatalogueConfig["payments"]
 
 export const hasPaymentRail = (payments: PaymentsConfig): boolean => payments.card !== null || payments.stablecoin !== null
 

@@ -9,7 +9,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import * as Errors from "../kernel/Errors.ts"
 import { Idempotency } from "./Idempotency.ts"
 import { Authentication, RequiredPermission } from "./Security.ts"
-import { AlertList, AutoReload, SetAutoReload } from "../billing/Schemas.ts"
+import { AlertList, AutoReloadView, SetAutoReload } from "../billing/Schemas.ts"
 
 export class AlertsGroup extends HttpApiGroup.make("alerts")
   .add(
@@ -19,10 +19,10 @@ export class AlertsGroup extends HttpApiGroup.make("alerts")
       success: AlertList,
       error: Errors.BadRequest
     }).annotate(RequiredPermission, "read"),
-    HttpApiEndpoint.get("autoReload", "/billing/auto-reload", { success: AutoReload }).annotate(RequiredPermission, "read"),
+    HttpApiEndpoint.get("autoReload", "/billing/auto-reload", { success: AutoReloadView }).annotate(RequiredPermission, "read"),
     HttpApiEndpoint.post("setAutoReload", "/billing/auto-reload", {
       payload: SetAutoReload,
-      success: AutoReload,
+      success: AutoReloadView,
       error: Errors.BadRequest
     })
       .annotate(RequiredPermission, "manage")

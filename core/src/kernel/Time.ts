@@ -15,3 +15,9 @@ export const toTimestamp = (millis: number): Timestamp => new Date(millis).toISO
 
 /** The current time as a Timestamp. */
 export const now: Effect.Effect<Timestamp> = Effect.map(Clock.currentTimeMillis, toTimestamp)
+
+/** The UTC calendar day (YYYY-MM-DD) of an instant, given as epoch milliseconds or a Timestamp: the period of daily limits. */
+export const dayOf = (at: number | Timestamp): string => (typeof at === "number" ? toTimestamp(at) : at).slice(0, 10)
+
+/** The UTC calendar month (YYYY-MM) of an instant, as `dayOf`: the period of monthly limits, allowances and statements. */
+export const monthOf = (at: number | Timestamp): string => (typeof at === "number" ? toTimestamp(at) : at).slice(0, 7)

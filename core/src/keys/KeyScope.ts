@@ -21,7 +21,7 @@ import type { Permission } from "./Permissions.ts"
 import type { MachineOfScope } from "./ScopeTargets.ts"
 
 /** What a key reaches: every machine of its account, or one machine, plan or rental. */
-export type KeyScope =
+export type Scope =
   | { readonly _tag: "Account" }
   | { readonly _tag: "Machine"; readonly id: string }
   | { readonly _tag: "Subscription"; readonly id: string }
@@ -29,7 +29,7 @@ export type KeyScope =
 
 type Scoped = Pick<KeyRecord, "machine_id" | "subscription_id" | "rental_id">
 
-export const scopeOf = (key: Scoped): KeyScope =>
+export const scopeOf = (key: Scoped): Scope =>
   key.machine_id !== null
     ? { _tag: "Machine", id: key.machine_id }
     : key.subscription_id !== null
@@ -38,10 +38,10 @@ export const scopeOf = (key: Scoped): KeyScope =>
     ? { _tag: "Rental", id: key.rental_id }
     : { _tag: "Account" }
 
-export const sameScope = (a: KeyScope, b: KeyScope): boolean =>
+export const sameScope = (a: Scope, b: Scope): boolean =>
   a._tag === b._tag && (a._tag === "Account" || a.id === (b as { readonly id: string }).id)
 
-const describe = (scope: KeyScope): string =>
+const describe = (scope: Scope): string =>
   scope._tag === "Machine"
     ? `machine "${scope.id}"`
     : scope._tag === "Subscription"
@@ -53,7 +53,7 @@ const describe = (scope: KeyScope): string =>
 /** What a thing acted on at a `within` endpoint is, for the rule. */
 export type ScopeTarget =
   /** A key, made or revoked: a scoped key acts only on keys of exactly its own scope. */
-  | { readonly _tag: "Key"; readonly scope: KeyScope }
+  | { readonly _tag: "Key"; readonly scope: Scope }
   /** An order, made or paid: only for the machine the key reaches (null: not for one machine). */
   | { readonly _tag: "Order"; readonly machine_id: string | null }
   /** A plan, cancelled or resumed: the key's own plan, or one on the machine a machine key is pinned to. */
@@ -72,7 +72,7 @@ export const ScopeRuleAnnotation = Context.Reference<ScopeRule | undefined>(
 export const scopeRuleOf = (permission: Permission | undefined, annotated: ScopeRule | undefined): ScopeRule =>
   annotated ?? (permission === "manage" ? "account" : "any")
 
-export const tooNarrow = (scope: KeyScope, what: string) =>
+export const tooNarrow = (scope: Scope, what: string) =>
   Errors.forbidden("key_scope_too_narrow", `This key is scoped to ${describe(scope)}; ${what}`)
 
 /** An account-wide endpoint called with a scoped key: 403. */
@@ -84,7 +84,7 @@ export const requireAccountWide = (caller: Caller) => {
 }
 
 /** The machine a scoped key reaches: its pin, or its plan's or rental's machine (undefined when gone). */
-const machineReached = (machineOf: MachineOfScope, accountId: string, scope: Exclude<KeyScope, { _tag: "Account" }>) =>
+const machineReached = (machineOf: MachineOfScope, accountId: string, scope: Exclude<Scope, { _tag: "Account" }>) =>
   scope._tag === "Machine" ? Effect.succeed(scope.id) : machineOf(accountId, scope)
 
 /** A `within` endpoint's check, once the handler knows what it acts on: 403 when it is beyond the key's scope. */

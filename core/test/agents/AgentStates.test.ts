@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
-import { type AgentEvent, type AgentState, applyAgentEvent, authorises, proposedState } from "@model-platform/core/agents/AgentStates"
+import { type AgentEvent, type AgentState, applyAgentEvent, authorises, proposedState } from "../../src/agents/AgentStates.ts"
 
 const events: ReadonlyArray<AgentEvent> = ["propose_update", "propose_revoke", "collected", "link_expired", "refused", "delegation_ends"]
 

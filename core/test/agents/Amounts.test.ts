@@ -15,7 +15,7 @@ import {
   weiFromWire,
   weiToProposedCap,
   weiToTokenCap
-} from "@model-platform/core/agents/Amounts"
+} from "../../src/agents/Amounts.ts"
 
 describe("network-token amounts", () => {
   it("parses decimal token strings to exact wei", () => {

@@ -5,7 +5,7 @@
  * ApprovalsUnavailable with a reason that never carries the client secret.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { basicAuthorization, makeApprovalsHttp } from "@model-platform/core/agents/ApprovalsHttpClient"
+import { basicAuthorization, makeApprovalsHttp } from "../../src/agents/ApprovalsHttpClient.ts"
 import { Effect } from "effect"
 
 const SECRET = "s3cr3t-client-secret"

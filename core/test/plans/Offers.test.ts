@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
-import type { MachineConfig } from "@model-platform/core/catalogue/CatalogueConfig"
-import { centsOf, rentalPrice, rentOfferOf, subscribeOfferOf, subscriptionPrice } from "@model-platform/core/plans/Offers"
+import type { MachineConfig } from "../../src/catalogue/CatalogueConfig.ts"
+import { centsOf, rentalPrice, rentOfferOf, subscribeOfferOf, subscriptionPrice } from "../../src/plans/Offers.ts"
 
 const rent = {
   currency: "USD",

@@ -11,7 +11,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
-import { applyPlanEvent, type PlanEvent, type PlanState, startState } from "@model-platform/core/plans/PlanStates"
+import { applyPlanEvent, type PlanEvent, type PlanState, startState } from "../../src/plans/PlanStates.ts"
 
 const eventArb = fc.constantFrom<PlanEvent>("cancel", "resume", "cancel", "resume", "period_end", "period_end", "renewed", "renewal_failed")
 

@@ -3,8 +3,8 @@
  * renewal, including why a renewal failed, escaped; and which plans offer cancel or resume.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { plansPage } from "@model-platform/core/http/pages/PlansPage"
-import type { Subscription } from "@model-platform/core/plans/Schemas"
+import { plansPage } from "../../src/http/pages/PlansPage.ts"
+import type { Subscription } from "../../src/plans/Schemas.ts"
 
 const plan = (overrides: Partial<Subscription>): Subscription => ({
   id: "sub_1", machine_id: "eu-gpu-1", plan_id: "builder", status: "active", auto_renews: true, cancel_at_period_end: false,

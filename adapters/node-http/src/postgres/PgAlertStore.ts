@@ -5,13 +5,13 @@
  * expected) or one update conditioned on the version read, so both hold between processes.
  */
 import {
-  alertProblem,
   type AlertKind,
+  alertProblem,
   type AlertRecord,
   AlertStore,
-  type TopUpState,
-  topUpProblem
-} from "@model-platform/core/billing/AlertStore"
+  topUpProblem,
+  type TopUpState
+} from "@model-platform/core/billing"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 

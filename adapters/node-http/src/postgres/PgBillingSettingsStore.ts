@@ -6,8 +6,7 @@
  * branch merges the patch's sections into the row with jsonb `||` under the row's lock, so two
  * updates of different sections both land whatever their order.
  */
-import { type BillingSettingsPatch, decodeStored, encodePatch } from "@model-platform/core/billing/Settings"
-import { BillingSettingsStore } from "@model-platform/core/billing/BillingSettingsStore"
+import { type BillingSettingsPatch, BillingSettingsStore, decodeStored, encodePatch } from "@model-platform/core/billing"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 

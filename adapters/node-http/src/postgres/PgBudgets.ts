@@ -13,13 +13,13 @@ import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import {
   type BudgetClaim,
+  budgetLimitProblem,
   type BudgetState,
   type GrantClaim,
   type GrantHold,
   type GrantState,
   type Reservation
-} from "@model-platform/core/ledger/LedgerStore"
-import { budgetLimitProblem } from "@model-platform/core/ledger/LedgerStoreRules"
+} from "@model-platform/core/ledger"
 
 /**
  * A reservation's claims as the functions take them. `defaults` go in JSON (null: none);

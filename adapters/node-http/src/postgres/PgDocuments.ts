@@ -31,17 +31,15 @@
  * Database failures are defects (`Effect.orDie`), as in every Pg store; PgUnavailable.ts marks
  * those that mean the database cannot be reached.
  */
-import { ApprovalDocuments } from "@model-platform/core/accounts/ApprovalRecords"
-import { AgentDocuments } from "@model-platform/core/agents/Records"
-import { AgentStore } from "@model-platform/core/agents/AgentStore"
-import { ApprovalStore } from "@model-platform/core/accounts/ApprovalStore"
+import { ApprovalDocuments, ApprovalStore } from "@model-platform/core/accounts"
+import { AgentDocuments, AgentStore } from "@model-platform/core/agents"
 import {
   type DocumentKind,
   documentProblem,
   type DocumentStore,
+  DocumentStores,
   type VersionedRecord
-} from "@model-platform/core/kernel/Documents"
-import { DocumentStores } from "@model-platform/core/kernel/DocumentStores"
+} from "@model-platform/core/kernel"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 

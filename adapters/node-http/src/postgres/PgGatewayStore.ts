@@ -14,11 +14,10 @@ import {
   GatewayStore,
   type Metered,
   type MeteredResult
-} from "@model-platform/core/gateway/GatewayStore"
-import { type GrantHold } from "@model-platform/core/ledger/LedgerStore"
-import { scopeKey } from "@model-platform/core/ledger/LedgerStoreRules"
-import { hitProblem } from "@model-platform/core/kernel/RateLimitStore"
-import { usageRecordProblem } from "@model-platform/core/billing/UsageStore"
+} from "@model-platform/core/gateway"
+import { type GrantHold, scopeKey } from "@model-platform/core/ledger"
+import { hitProblem } from "@model-platform/core/kernel"
+import { usageRecordProblem } from "@model-platform/core/billing"
 import { claimArrays, grantClaimArrays, grantHoldArrays, grantHoldsOf } from "./PgBudgets.ts"
 import { orderedReservationProblem, settlementShapeProblem } from "./PgLedgerStore.ts"
 import { makePruner } from "./PgRateLimitStore.ts"

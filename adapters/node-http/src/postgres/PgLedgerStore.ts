@@ -39,28 +39,26 @@
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import {
+  byCreditTotal,
+  byScope,
   type CreditEntryType,
+  creditProblem,
   type EntryType,
+  grantClaimsProblem,
   type LedgerEntry,
   LedgerStore,
   type NewReservation,
   type OrderedReservation,
   type Reservation,
+  reservationProblem,
   type ReservationStatus,
   type ReserveInOrderResult,
   type ScopeBalance,
-  type Settlement
-} from "@model-platform/core/ledger/LedgerStore"
-import {
-  byCreditTotal,
-  byScope,
-  creditProblem,
-  grantClaimsProblem,
-  reservationProblem,
   scopeKey,
+  type Settlement,
   settlementProblem
-} from "@model-platform/core/ledger/LedgerStoreRules"
-import type { Timestamp } from "@model-platform/core/kernel/Time"
+} from "@model-platform/core/ledger"
+import type { Timestamp } from "@model-platform/core/kernel"
 import {
   budgetsOf,
   claimArrays,

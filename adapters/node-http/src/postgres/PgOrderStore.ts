@@ -23,11 +23,11 @@
  */
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import type { OrderStatus, OrderType } from "@model-platform/core/payments/Orders"
-import type { PaymentMethod } from "@model-platform/core/catalogue/CatalogueConfig"
-import { type DepositOutcome, type DepositRecord, type OrderRecord, OrderStore, type PaymentStart, type ReceiptRecord, type RedeemOutcome, type TicketRecord } from "@model-platform/core/payments/OrderStore"
-import { type OrderDetails } from "@model-platform/core/plans/PlanStore"
-import type { Timestamp } from "@model-platform/core/kernel/Time"
+import type { OrderStatus, OrderType } from "@model-platform/core/payments"
+import type { PaymentMethod } from "@model-platform/core/catalogue"
+import { type DepositOutcome, type DepositRecord, type OrderRecord, OrderStore, type PaymentStart, type ReceiptRecord, type RedeemOutcome, type TicketRecord } from "@model-platform/core/payments"
+import { type OrderDetails } from "@model-platform/core/plans"
+import type { Timestamp } from "@model-platform/core/kernel"
 
 const iso = (date: Date): string => date.toISOString()
 const isoOrNull = (date: Date | null): string | null => date === null ? null : date.toISOString()

@@ -19,25 +19,23 @@
  * writes of this process, those expired more than RETAIN_EXPIRED_MS before).
  */
 import {
-  IdentityRecord,
-  OneTimeTokenRecord,
-  PasskeyRecord,
-  PersonRecord,
-  SessionRecord,
-  type TokenPurpose
-} from "@model-platform/core/accounts/Records"
-import {
   type AddPasskeyResult,
   consumeRefusal,
-  counterProblem,
   type ConsumeTokenResult,
+  counterProblem,
+  IdentityRecord,
   type InsertPersonResult,
+  OneTimeTokenRecord,
   passkeyProblem,
+  PasskeyRecord,
   PeopleStore,
   personProblem,
-  type RemovePasskeyResult
-} from "@model-platform/core/accounts/PeopleStore"
-import type { Timestamp } from "@model-platform/core/kernel/Time"
+  PersonRecord,
+  type RemovePasskeyResult,
+  SessionRecord,
+  type TokenPurpose
+} from "@model-platform/core/accounts"
+import type { Timestamp } from "@model-platform/core/kernel"
 import { Data, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 

@@ -43,8 +43,8 @@ import {
   rentalProblem,
   type SubscriptionRecord,
   subscriptionProblem
-} from "@model-platform/core/plans/PlanStore"
-import type { PaymentMethod } from "@model-platform/core/catalogue/CatalogueConfig"
+} from "@model-platform/core/plans"
+import type { PaymentMethod } from "@model-platform/core/catalogue"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 

@@ -2,7 +2,7 @@
  * Every store the platform needs (core's `PlatformStores`) on one Postgres database, with the
  * failures that mean the database is unreachable marked StoreUnavailable (PgUnavailable.ts).
  */
-import { markPlatformStores, type PlatformStores } from "@model-platform/core/http/PlatformStores"
+import { markPlatformStores, type PlatformStores } from "@model-platform/core/http"
 import { Layer } from "effect"
 import type { SqlClient } from "effect/sql"
 import { AgentStorePg, ApprovalStorePg, DocumentStoresPg } from "./PgDocuments.ts"

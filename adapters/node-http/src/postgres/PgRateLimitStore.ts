@@ -10,7 +10,7 @@
  */
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { hitProblem, RateLimitStore } from "@model-platform/core/kernel/RateLimitStore"
+import { hitProblem, RateLimitStore } from "@model-platform/core/kernel"
 
 /** How long a counter is kept after its window ends. */
 export const RETAIN_MS = 5 * 60_000

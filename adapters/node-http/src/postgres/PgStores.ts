@@ -9,18 +9,15 @@
  */
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import type { AccountRecord } from "@model-platform/core/keys/Account"
-import type { KeyRecord } from "@model-platform/core/keys/Keys"
-import type { Permission } from "@model-platform/core/keys/Permissions"
-import { AccountStore } from "@model-platform/core/keys/AccountStore"
+import type { AccountRecord, KeyRecord, Permission } from "@model-platform/core/keys"
+import { AccountStore, KeyStore } from "@model-platform/core/keys"
 import {
   type ClaimResult,
   expiredBy,
   IdempotencyStore,
   type IdempotencyRecord,
   type StoredResponse
-} from "@model-platform/core/http/IdempotencyStore"
-import { KeyStore } from "@model-platform/core/keys/KeyStore"
+} from "@model-platform/core/http"
 
 // timestamptz columns come back as Date; the ports speak ISO strings with milliseconds.
 const iso = (date: Date): string => date.toISOString()

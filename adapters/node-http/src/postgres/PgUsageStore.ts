@@ -32,7 +32,7 @@ import {
   type UsageRecord,
   usageRecordProblem,
   UsageStore
-} from "@model-platform/core/billing/UsageStore"
+} from "@model-platform/core/billing"
 
 interface UsageRow {
   readonly ref: string

@@ -9,7 +9,7 @@
 import { csrfField, errorLine, layout, okLine, type PageContext } from "./PageFrame.ts"
 import { escapeHtml } from "./CheckoutPage.ts"
 import type { ServiceGrants } from "../../billing/Allowances.ts"
-import type { Alert, AutoReload } from "../../billing/Schemas.ts"
+import type { Alert, AutoReloadView } from "../../billing/Schemas.ts"
 import type { Receipt } from "../../payments/Orders.ts"
 
 /** One day of the chart: YYYY-MM-DD and what was charged (credits, a display number). */
@@ -31,7 +31,7 @@ export interface BillingPageView {
   /** Newest first; `seen` as it was before this view marked them seen. */
   readonly alerts: ReadonlyArray<Alert>
   readonly receipts: ReadonlyArray<Receipt>
-  readonly autoReload: AutoReload
+  readonly autoReload: AutoReloadView
   readonly notice?: string | undefined
   readonly error?: string | undefined
   /** Where the card form's or the settings form's own message goes. */

@@ -1,0 +1,6 @@
+/** The catalogue area's public entry (docs/architecture.md "Areas"). */
+export * from "./Catalogue.ts"
+export * from "./CatalogueConfig.ts"
+export * from "./Charging.ts"
+export * from "./MachineStatus.ts"
+export * from "./Routing.ts"

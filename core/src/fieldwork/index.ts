@@ -1,0 +1,10 @@
+/** The fieldwork area's public entry (docs/architecture.md "Areas"). */
+export * from "./Ingest.ts"
+export * from "./IngestViews.ts"
+export * from "./ProjectSchemas.ts"
+export * from "./Projects.ts"
+export * from "./ProofOfWork.ts"
+export * from "./Records.ts"
+export * from "./Schemas.ts"
+export * from "./TakeChecks.ts"
+export * from "./Wav.ts"

@@ -1,0 +1,17 @@
+/**
+ * The http layer's public entry (docs/architecture.md "Areas"): the platform assembled
+ * (PlatformServices, AppRoutes), its HTTP contracts (PlatformApi, InferenceApi, SimulatedApi) with
+ * their security annotations, the error shape, the stores it needs and the idempotency records' port.
+ * Handlers, raw routes and pages are its own.
+ */
+export * from "./AccountRequests.ts"
+export * from "./Api.ts"
+export * from "./ErrorShape.ts"
+export * from "./Http.ts"
+export * from "./IdempotencyStore.ts"
+export * from "./InferenceApi.ts"
+export * from "./InferenceRoutes.ts"
+export * from "./PlatformStores.ts"
+export * from "./PublicUrl.ts"
+export * from "./Security.ts"
+export * from "./Simulated.ts"

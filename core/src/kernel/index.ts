@@ -1,0 +1,18 @@
+/** The kernel area's public entry (docs/architecture.md "Areas"). */
+export * from "./Batcher.ts"
+export * from "./DocumentStores.ts"
+export * from "./Documents.ts"
+export * from "./EmailSender.ts"
+export * from "./Errors.ts"
+export * from "./Fields.ts"
+export * from "./Limits.ts"
+export * from "./Money.ts"
+export * from "./RateLimitStore.ts"
+export * from "./RequestBaseUrl.ts"
+export * from "./Sha256.ts"
+export * from "./StoreUnavailable.ts"
+export * from "./Text.ts"
+export * from "./Time.ts"
+// Namespaces for modules read as a whole (Time.now, Errors.notFound).
+export * as Errors from "./Errors.ts"
+export * as Time from "./Time.ts"

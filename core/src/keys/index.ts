@@ -1,0 +1,10 @@
+/** The keys area's public entry (docs/architecture.md "Areas"). */
+export * from "./Account.ts"
+export * from "./AccountStore.ts"
+export * from "./ApiKeys.ts"
+export * from "./Caller.ts"
+export * from "./KeyScope.ts"
+export * from "./KeyStore.ts"
+export * from "./Keys.ts"
+export * from "./Permissions.ts"
+export * from "./ScopeTargets.ts"

@@ -1,0 +1,10 @@
+/** The payments area's public entry (docs/architecture.md "Areas"). */
+export * from "./CardProcessor.ts"
+export * from "./OrderPricing.ts"
+export * from "./OrderRules.ts"
+export * from "./OrderService.ts"
+export * from "./OrderStore.ts"
+export * from "./Orders.ts"
+export * from "./StablecoinRail.ts"
+export * from "./TestCardProcessor.ts"
+export * as TestCardProcessor from "./TestCardProcessor.ts"
