@@ -9,6 +9,7 @@ import { AgentStore } from "./AgentStore.ts"
 import { AlertStore } from "./AlertStore.ts"
 import { ApprovalStore } from "./ApprovalStore.ts"
 import { BillingSettingsStore } from "./BillingSettingsStore.ts"
+import { DepositWatchStore } from "./DepositWatchStore.ts"
 import { DocumentStores } from "./DocumentStores.ts"
 import { GatewayStore } from "./GatewayStore.ts"
 import { IdempotencyStore } from "./IdempotencyStore.ts"
@@ -37,6 +38,7 @@ export type PlatformStores =
   | AgentStore
   | ApprovalStore
   | DocumentStores
+  | DepositWatchStore
 
 const marked = <I, S extends object>(tag: Context.Key<I, S>, isUnavailable: (defect: unknown) => boolean) =>
   Layer.effect(tag, Effect.map(tag, (service) => markUnavailable(tag.key, service, isUnavailable)))
@@ -73,5 +75,6 @@ export const markPlatformStores = (
     marked(PlanStore, isUnavailable),
     marked(AgentStore, isUnavailable),
     marked(ApprovalStore, isUnavailable),
-    markedDocuments(isUnavailable)
+    markedDocuments(isUnavailable),
+    marked(DepositWatchStore, isUnavailable)
   )
