@@ -5,7 +5,7 @@
  *
  *   WATCHKEY#<key id>               WATCHKEY       next_index: the key's counter (ADD, atomic)
  *   WATCHADDR#<address>             WATCHADDR      the address (created once: unique)
- *   WATCHADDRS#[chain, token]       <opened_at>#<stamp>#<address>     its copy in the watch list
+ *   WATCHADDRS#<chain>              <opened_at>#<stamp>#<address>     its copy in the chain's watch list
  *   WATCHCURSOR#[chain, token]      CURSOR         block_number: set only upward (a conditional update)
  *   WATCHTX#[chain, tx, log index]  WATCHTX        the transfer (the one item that decides)
  *   WATCHTXOPEN#[chain, token]      <block>#<log index>#[tx, chain]   its copy while unapplied
@@ -37,8 +37,8 @@ const transferSk = (t: Pick<SeenTransfer, "block_number" | "log_index" | "tx_has
 export const DepositWatchKeys = {
   keyIndex: (keyId: string): ItemKey => ({ pk: `WATCHKEY#${keyId}`, sk: "WATCHKEY" }),
   address: (address: string): ItemKey => ({ pk: `WATCHADDR#${address}`, sk: "WATCHADDR" }),
-  watchList: (chain: string, token: string, openedAt: string, stamp: string, address: string): ItemKey => ({
-    pk: `WATCHADDRS#${JSON.stringify([chain, token])}`,
+  watchList: (chain: string, openedAt: string, stamp: string, address: string): ItemKey => ({
+    pk: `WATCHADDRS#${chain}`,
     sk: `${openedAt}#${stamp}#${address}`
   }),
   cursor: (chain: string, token: string): ItemKey => ({ pk: `WATCHCURSOR#${JSON.stringify([chain, token])}`, sk: "CURSOR" }),
@@ -163,7 +163,7 @@ export const DepositWatchStoreDynamo: Layer.Layer<DepositWatchStore, never, Dyna
       }
       const result = yield* transact("addAddress", [
         createItem(DepositWatchKeys.address(a.address), attributes),
-        createItem(DepositWatchKeys.watchList(a.chain, a.token, a.opened_at, yield* writeStamp, a.address), attributes)
+        createItem(DepositWatchKeys.watchList(a.chain, a.opened_at, yield* writeStamp, a.address), attributes)
       ])
       if (!result.committed) return yield* die("addAddress", `${a.address} is kept already`)
     })
@@ -173,10 +173,10 @@ export const DepositWatchStoreDynamo: Layer.Layer<DepositWatchStore, never, Dyna
       return item === undefined ? undefined : toAddress(yield* decodeAddress(item))
     })
 
-    const watchedAddresses = Effect.fn("DepositWatchStore.watchedAddresses")(function*(chain: string, token: string, since: Timestamp) {
+    const watchedAddresses = Effect.fn("DepositWatchStore.watchedAddresses")(function*(chain: string, since: Timestamp) {
       const items = yield* queryItems({
         KeyConditionExpression: "pk = :pk AND sk >= :since",
-        ExpressionAttributeValues: { ":pk": str(DepositWatchKeys.watchList(chain, token, "", "", "").pk), ":since": str(since) }
+        ExpressionAttributeValues: { ":pk": str(DepositWatchKeys.watchList(chain, "", "", "").pk), ":since": str(since) }
       })
       const found: Array<WatchedAddress> = []
       for (const item of items) found.push(toAddress(yield* decodeAddress(item)))

@@ -65,10 +65,10 @@ export const DepositWatchStoreMemory: Layer.Layer<DepositWatchStore> = Layer.eff
         }),
       addAddress,
       getAddress: (address) => Effect.map(Ref.get(state), (s) => s.addresses.get(address)),
-      watchedAddresses: (chain, token, since) =>
+      watchedAddresses: (chain, since) =>
         Effect.map(Ref.get(state), (s) =>
           [...s.addresses.values()]
-            .filter((a) => a.chain === chain && a.token === token && a.opened_at >= since)
+            .filter((a) => a.chain === chain && a.opened_at >= since)
             .sort((a, b) => (a.opened_at < b.opened_at ? -1 : a.opened_at > b.opened_at ? 1 : 0))),
       cursor: (chain, token) => Effect.map(Ref.get(state), (s) => s.cursors.get(JSON.stringify([chain, token]))),
       advanceCursor: (chain, token, block) =>

@@ -68,8 +68,11 @@ export class DepositWatchStore extends Context.Service<DepositWatchStore, {
   readonly addAddress: (address: WatchedAddress) => Effect.Effect<void>
   /** The address as kept, if it is. */
   readonly getAddress: (address: string) => Effect.Effect<WatchedAddress | undefined>
-  /** The addresses of (chain, token) opened at or after `since`, oldest first. */
-  readonly watchedAddresses: (chain: string, token: string, since: Timestamp) => Effect.Effect<ReadonlyArray<WatchedAddress>>
+  /**
+   * The addresses of a chain opened at or after `since`, oldest first, whatever their token (a
+   * transfer of another accepted token to one is recorded too, as owed back).
+   */
+  readonly watchedAddresses: (chain: string, since: Timestamp) => Effect.Effect<ReadonlyArray<WatchedAddress>>
 
   // ---- cursors ----
   /** The last block of (chain, token) whose transfers are all applied, or undefined before the first. */

@@ -102,9 +102,9 @@ export const DepositWatchStorePg: Layer.Layer<DepositWatchStore, never, SqlClien
         Effect.orDie
       )
 
-    const watchedAddresses = (chain: string, token: string, since: string) =>
+    const watchedAddresses = (chain: string, since: string) =>
       sql<AddressRow>`SELECT ${addressColumns} FROM deposit_watch_addresses
-                      WHERE chain = ${chain} AND token = ${token} AND opened_at >= ${since}
+                      WHERE chain = ${chain} AND opened_at >= ${since}
                       ORDER BY opened_at, seq`.pipe(Effect.map((rows) => rows.map(toAddress)), Effect.orDie)
 
     const cursor = (chain: string, token: string) =>

@@ -25,7 +25,7 @@ export const depositWatch = Effect.gen(function*() {
       opened_at timestamptz NOT NULL,
       seq bigint GENERATED ALWAYS AS IDENTITY
     )`
-  yield* sql`CREATE INDEX deposit_watch_addresses_opened ON deposit_watch_addresses (chain, token, opened_at, seq)`
+  yield* sql`CREATE INDEX deposit_watch_addresses_opened ON deposit_watch_addresses (chain, opened_at, seq)`
   yield* sql`
     CREATE TABLE chain_cursors (
       chain text NOT NULL,
