@@ -6,7 +6,7 @@
  * confirmation is the test's. 3 confirmations are required unless a test says otherwise.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { type Context, Effect } from "effect"
+import { Clock, Context, Effect } from "effect"
 import { createWalletClient, encodeFunctionData, http, type Address, type Hash } from "viem"
 import { foundry } from "viem/chains"
 import { DepositWatcher, transferId, type WatchReport } from "@model-platform/core/money/DepositWatcher"
@@ -214,3 +214,85 @@ describe("reorgs", () => {
       assert.strictEqual(yield* t.credits(order.caller.account.id), 0n)
     })), 60_000)
 })
+
+describe("restarts, racing watchers and expired orders", () => {
+  it.live("a watcher that dies between paying and marking a transfer applied is finished by the next, without double credit", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const t = yield* setup()
+      // This process's store dies when it marks a transfer applied: the order is paid, the pass cut short.
+      const dying = yield* t.world.process((stores) => {
+        const store = Context.get(stores, DepositWatchStore)
+        return Context.add(stores, DepositWatchStore, { ...store, markApplied: () => Effect.die(new Error("killed")) })
+      })
+      const order = yield* t.openOrder(25)
+      const sent = yield* t.send(t.f.tokens.USDC, order.address, USDC(25))
+      yield* t.mine(CONFIRMATIONS - 1)
+      const cut = yield* Effect.exit(t.pass(dying))
+      assert.isTrue(cut._tag === "Failure")
+      assert.strictEqual((yield* t.orderNow(order)).status, "paid")
+      const store = yield* t.inProcess(t.main, Effect.service(DepositWatchStore))
+      const cursorAfterCut = yield* store.cursor(CHAIN, "USDC")
+      assert.isTrue(cursorAfterCut === undefined || cursorAfterCut < Number(sent.blockNumber))
+
+      // The next start rescans from the cursor, finds the transfer again and finishes it.
+      const restarted = yield* t.world.process()
+      const report = t.usdcReport(yield* t.pass(restarted))
+      assert.deepInclude(report, { applied: 1 })
+      assert.isAtMost(report.scanned!.from, Number(sent.blockNumber))
+      assert.isAtLeast(report.cursor!, Number(sent.blockNumber))
+      assert.deepInclude(yield* store.getTransfer(CHAIN, sent.hash, 0), { applied: true })
+      assert.strictEqual(yield* t.credits(order.caller.account.id), 25n * CREDITS_PER_USD)
+      assert.lengthOf(yield* t.receipts(order.caller.account.id), 1)
+      assert.lengthOf((yield* t.deposits(order.id)).deposits, 1)
+    })), 60_000)
+
+  it.live("two watchers racing over the same transfers apply each once and pay each order once", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const t = yield* setup()
+      const other = yield* t.world.process()
+      const orders = yield* Effect.forEach([25, 10, 40], (usd) => t.openOrder(usd))
+      for (const [i, o] of orders.entries()) yield* t.send(t.f.tokens.USDC, o.address, USDC([25, 10, 40][i]!))
+      yield* t.mine(CONFIRMATIONS - 1)
+      const reports = yield* Effect.all([t.pass(), t.pass(other), t.pass(), t.pass(other)], { concurrency: "unbounded" })
+      assert.strictEqual(reports.map(t.usdcReport).reduce((n, r) => n + r.applied, 0), 3)
+      for (const [i, o] of orders.entries()) {
+        assert.strictEqual((yield* t.orderNow(o)).status, "paid")
+        assert.strictEqual(yield* t.credits(o.caller.account.id), BigInt([25, 10, 40][i]!) * CREDITS_PER_USD)
+        assert.lengthOf(yield* t.receipts(o.caller.account.id), 1)
+        assert.lengthOf((yield* t.deposits(o.id)).deposits, 1)
+      }
+    })), 60_000)
+
+  it.live("a deposit mined after the order's window closed is recorded as late and owed back, never credited", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const t = yield* setup()
+      // The order was opened 25 hours ago: its 24-hour window closed an hour ago.
+      const past = shiftedClock(-25 * 60 * 60 * 1000)
+      const order = yield* Effect.provideService(t.openOrder(25), Clock.Clock, past)
+      assert.strictEqual((yield* t.orderNow(order)).status, "expired")
+      const sent = yield* t.send(t.f.tokens.USDC, order.address, USDC(25))
+      yield* t.mine(CONFIRMATIONS - 1)
+      assert.deepInclude(t.usdcReport(yield* t.pass()), { applied: 1 })
+      assert.strictEqual((yield* t.orderNow(order)).status, "expired")
+      const summary = yield* t.deposits(order.id)
+      assert.deepInclude(summary, { received: "25.000000", remaining: "0.000000", refund_due: "25.000000" })
+      assert.deepStrictEqual(summary.deposits.map((d) => [d.tx, d.outcome]), [[transferId(sent.hash, 0), "late"]])
+      assert.strictEqual(yield* t.credits(order.caller.account.id), 0n)
+    })), 60_000)
+})
+
+/** The system clock moved by `offset` ms (an order made in the past). */
+const shiftedClock = (offset: number): Clock.Clock => {
+  const system = Effect.runSync(Clock.clockWith(Effect.succeed))
+  const now = () => system.currentTimeMillisUnsafe() + offset
+  const nanos = () => system.currentTimeNanosUnsafe() + BigInt(offset) * 1_000_000n
+  return {
+    currentTimeMillisUnsafe: now,
+    currentTimeMillis: Effect.sync(now),
+    currentTimeNanosUnsafe: nanos,
+    currentTimeNanos: Effect.sync(nanos),
+    monotonicTimeNanosUnsafe: () => system.monotonicTimeNanosUnsafe(),
+    monotonicTimeNanos: system.monotonicTimeNanos,
+    sleep: (duration) => system.sleep(duration)
+  }
+}

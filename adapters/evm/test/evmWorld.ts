@@ -4,7 +4,7 @@
  * own Orders, rail, chain reader and DepositWatcher, as several servers or Lambda invocations are.
  */
 import { randomBytes } from "node:crypto"
-import { Effect, Layer, type Scope } from "effect"
+import { type Context, Effect, Layer, type Scope } from "effect"
 import { HDKey } from "viem/accounts"
 import type { Caller } from "@model-platform/core/ApiKeys"
 import { Catalogue } from "@model-platform/core/Catalogue"
@@ -54,8 +54,9 @@ export const makeWorld = (fixture: LocalChainFixture, confirmations: number, sto
     const catalogue = catalogueFor(fixture, confirmations)
     const key = freshKey()
     const shared = yield* Layer.build(stores)
-    const process = (wrap: (stores: Layer.Layer<PlatformStores>) => Layer.Layer<PlatformStores> = (s) => s) =>
-      Layer.build(processLayer(fixture, catalogue, key.xpub).pipe(Layer.provideMerge(wrap(Layer.succeedContext(shared)))))
+    /** A process over the shared stores, as `change` makes them look to it (a crash, a clock). */
+    const process = (change: (stores: Context.Context<PlatformStores>) => Context.Context<PlatformStores> = (s) => s) =>
+      Layer.build(processLayer(fixture, catalogue, key.xpub).pipe(Layer.provideMerge(Layer.succeedContext(change(shared)))))
     return { catalogue, key, shared, process }
   }) satisfies Effect.Effect<unknown, unknown, Scope.Scope>
 

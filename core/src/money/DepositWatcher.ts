@@ -63,7 +63,7 @@ export interface WatchReport {
   readonly scanned: { readonly from: number; readonly to: number } | null
   /** Transfers seen for the first time, or seen in another block than before. */
   readonly seen: number
-  /** Confirmed and handed to Orders.recordDeposit. */
+  /** Confirmed, handed to Orders.recordDeposit and marked applied by this pass. */
   readonly applied: number
   /** Dropped by a reorg. */
   readonly dropped: number
@@ -118,8 +118,7 @@ const makeWatcher = Effect.gen(function*() {
         if (yield* store.dropTransfer(transfer.chain, transfer.tx_hash, transfer.log_index, transfer.block_hash)) report.dropped++
         lowestDropped = Math.min(lowestDropped, transfer.block_number)
       } else if (confirmationsOf(head, transfer.block_number) >= chain.confirmations) {
-        yield* apply(transfer, option)
-        report.applied++
+        if (yield* apply(transfer, option)) report.applied++
       } else {
         report.awaiting++
       }
@@ -133,7 +132,10 @@ const makeWatcher = Effect.gen(function*() {
     return { ...report, head, scanned: range ?? null, cursor: after ?? null, error: null } satisfies WatchReport
   })
 
-  /** A confirmed transfer to its order (once: recordDeposit keeps one per (chain, id)), then marked applied. */
+  /**
+   * A confirmed transfer to its order (once: recordDeposit keeps one per (chain, id)), then marked
+   * applied; true for the one pass that marked it (another may have raced this one to it).
+   */
   const apply = Effect.fnUntraced(function*(transfer: StoredTransfer, option: StablecoinOption) {
     const result = yield* orders.recordDeposit({
       tx: transferId(transfer.tx_hash, transfer.log_index),
@@ -155,7 +157,7 @@ const makeWatcher = Effect.gen(function*() {
         order_id: result.order?.order_id ?? null
       })
     }
-    yield* store.markApplied(transfer.chain, transfer.tx_hash, transfer.log_index, transfer.block_hash)
+    return yield* store.markApplied(transfer.chain, transfer.tx_hash, transfer.log_index, transfer.block_hash)
   })
 
   const failed = (option: StablecoinOption, error: ChainUnavailable): WatchReport => ({
