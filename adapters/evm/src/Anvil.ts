@@ -83,8 +83,18 @@ export interface AnvilOptions {
   readonly chainId?: number
 }
 
+/** Whether nothing listens on the port (else an anvil already there would answer for ours). */
+const portFree = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const server = net.createServer()
+    server.unref()
+    server.once("error", () => resolve(false))
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)))
+  })
+
 const startOnce = async (options: AnvilOptions): Promise<Anvil> => {
   const port = options.port ?? await freePort()
+  if (options.port !== undefined && !(await portFree(port))) throw new Error(`port ${port} is in use`)
   const rpcUrl = `http://127.0.0.1:${port}`
   const child = spawn(
     anvilBinary(),

@@ -44,3 +44,16 @@ export const evmLayers = (
   if (problems.length > 0) return { problems }
   return { rail: EvmRail.layer(keys), reader: ViemChainReader.layer(endpoints) }
 }
+
+/**
+ * What a shell passes as PlatformOptions.evm for a catalogue: the layers when its rail is "evm",
+ * undefined for any other rail, or the problems to refuse the start with.
+ */
+export const evmOptionsFor = (
+  payments: { readonly stablecoin: StablecoinConfig | null },
+  env: Readonly<Record<string, string | undefined>>
+): { readonly evm: EvmLayers | undefined } | { readonly problems: ReadonlyArray<string> } => {
+  if (payments.stablecoin?.processor !== EvmRail.EVM_PROCESSOR) return { evm: undefined }
+  const layers = evmLayers(payments.stablecoin, env)
+  return "problems" in layers ? layers : { evm: layers }
+}

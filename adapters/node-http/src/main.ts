@@ -14,6 +14,7 @@ import { issueClaimLink } from "@model-platform/core/accounts/Owner"
 import { DEFAULT_PLATFORM_CLIENT_ID, PlatformClientConfig } from "@model-platform/core/agents/PlatformClient"
 import { configuredSigningKeys, ServiceAssertionConfig, trustedPlatform } from "@model-platform/core/agents/ServiceAssertions"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
+import { evmOptionsFor } from "@model-platform/evm/EvmEnvironment"
 import { AccountsServerConfig } from "./Accounts.ts"
 import { loadCatalogue } from "./CatalogueFile.ts"
 import { ServerConfig, startProblem } from "./Config.ts"
@@ -64,6 +65,11 @@ const main = Effect.gen(function*() {
   const problem = startProblem(config.host, Option.getOrUndefined(config.publicUrl))
   if (problem !== undefined) return yield* Effect.fail(new StartRefused({ message: problem }))
   const catalogue = yield* loadCatalogue(config.catalogueFile)
+  // The "evm" stablecoin rail: its chains' RPC URLs and xpubs from the variables the catalogue names.
+  const evm = evmOptionsFor(catalogue.payments, process.env)
+  if ("problems" in evm) {
+    return yield* Effect.fail(new StartRefused({ message: `The "evm" stablecoin rail cannot start: ${evm.problems.join("; ")}.` }))
+  }
   const database = Database.layer({ databaseUrl: Option.getOrUndefined(config.databaseUrl), dataDir: config.dataDir })
   const email = yield* EmailConfig
   const accountsUrl = (yield* AccountsServerConfig).accountsUrl
@@ -90,6 +96,9 @@ const main = Effect.gen(function*() {
         sweepReservations: {},
         // Card plans renewed at their period's end (plans/Renewals.ts).
         renewPlans: {},
+        // Stablecoin deposits on EVM chains, watched every 15 s (money/DepositWatcher.ts).
+        evm: evm.evm,
+        watchDeposits: {},
         // An in-memory database (tests) keeps its blobs in memory too unless a directory is named.
         blobs: Option.isNone(config.blobDir) && config.dataDir === Database.MEMORY
           ? undefined

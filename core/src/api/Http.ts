@@ -34,9 +34,12 @@ import { ReservationSweeper, type ReservationSweeperOptions } from "../Reservati
 import { MachineHttpLayer } from "../gateway/MachineHttp.ts"
 import { Ledger } from "../money/Ledger.ts"
 import { MAX_ID_LENGTH } from "../Limits.ts"
+import { DepositWatcher, type DepositWatchLoopOptions } from "../money/DepositWatcher.ts"
 import { Orders, Tickets } from "../money/OrderService.ts"
 import { AgentApprovals, ApprovalsUnavailable } from "../ports/AgentApprovals.ts"
 import { CardProcessor } from "../ports/CardProcessor.ts"
+import type { ChainReader } from "../ports/ChainReader.ts"
+import type { DepositWatchStore } from "../ports/DepositWatchStore.ts"
 import type { EmailSender } from "../ports/EmailSender.ts"
 import type { MeteringJournal } from "../ports/MeteringJournal.ts"
 import type { MachineClient } from "../ports/MachineClient.ts"
@@ -147,6 +150,18 @@ export interface PlatformOptions {
    * watch the charges a processor makes.
    */
   readonly cardProcessor?: Layer.Layer<CardProcessor> | undefined
+  /**
+   * The "evm" stablecoin rail's pieces, which the shell makes from the environment
+   * (adapters/evm/src/EvmEnvironment.ts): the rail handing out deposit addresses, and the chain
+   * reader of the deposit watcher (money/DepositWatcher.ts, then provided as DepositWatcher).
+   * Required when the catalogue's payments.stablecoin.processor is "evm".
+   */
+  readonly evm?: {
+    readonly rail: Layer.Layer<StablecoinRail, never, DepositWatchStore>
+    readonly reader: Layer.Layer<ChainReader>
+  } | undefined
+  /** Run the deposit watcher every intervalMs in this process (the Node server). Off unless set, or without `evm`. */
+  readonly watchDeposits?: Partial<DepositWatchLoopOptions> | undefined
 }
 
 /** The platform's clock (PlatformOptions.clock), to provide under everything a shell builds. */
@@ -201,17 +216,23 @@ export const cardProcessorLayer = (
   )
 }
 
-/** The stablecoin rail the catalogue names (`payments.stablecoin.processor`). */
-export const stablecoinRailLayer = (payments: Payments): Layer.Layer<StablecoinRail, PlatformConfigError> => {
+/** The stablecoin rail the catalogue names (`payments.stablecoin.processor`); "evm" is the shell's (PlatformOptions.evm). */
+export const stablecoinRailLayer = <R = never>(
+  payments: Payments,
+  evm?: Layer.Layer<StablecoinRail, never, R> | undefined
+): Layer.Layer<StablecoinRail, PlatformConfigError, R> => {
   if (payments.stablecoin === null) {
     return Layer.succeed(StablecoinRail, { processor: "none", depositAddress: notSetUp("stablecoin") })
   }
   if (payments.stablecoin.processor === "simulated") return StablecoinRail.layerSimulated
+  if (payments.stablecoin.processor === "evm" && evm !== undefined) return evm
   return Layer.effect(
     StablecoinRail,
     Effect.fail(new PlatformConfigError({
-      message: `The catalogue's payments.stablecoin.processor is "${payments.stablecoin.processor}", which this platform does not have; ` +
-        `use "simulated" (the built-in simulated chain) or null.`
+      message: payments.stablecoin.processor === "evm"
+        ? `The catalogue's payments.stablecoin.processor is "evm", but this shell was given no EVM settings.`
+        : `The catalogue's payments.stablecoin.processor is "${payments.stablecoin.processor}", which this platform does not have; ` +
+          `use "simulated" (the built-in simulated chain), "evm" or null.`
     }))
   )
 }
@@ -247,7 +268,7 @@ const HealPaidOrders = Layer.effectDiscard(
 export const PlatformServices = (config: CatalogueConfig, options: PlatformOptions = {}) => {
   const rails = Layer.mergeAll(
     options.cardProcessor ?? cardProcessorLayer(config.payments, options.publicUrl),
-    stablecoinRailLayer(config.payments)
+    stablecoinRailLayer(config.payments, options.evm?.rail)
   )
   const money = Layer.mergeAll(Orders.layer, Tickets.layer).pipe(Layer.provide(rails), Layer.provideMerge(Ledger.layer))
   // Alerts and automatic top-ups (docs/billing.md), told by the gateway when balances change.
@@ -264,6 +285,12 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
   const sweeper = options.sweepReservations === undefined
     ? Layer.empty
     : ReservationSweeper.layer(options.sweepReservations).pipe(Layer.provide(money))
+  // The "evm" rail's deposit watcher (docs/payments.md "Stablecoin on an EVM chain"), and its loop.
+  const watching = (() => {
+    if (options.evm === undefined || config.payments.stablecoin?.processor !== "evm") return Layer.empty
+    const watcher = DepositWatcher.layer.pipe(Layer.provide(options.evm.reader), Layer.provide(money))
+    return options.watchDeposits === undefined ? watcher : DepositWatcher.loop(options.watchDeposits).pipe(Layer.provideMerge(watcher))
+  })()
   const renewer = options.renewPlans === undefined
     ? Layer.empty
     : PlanRenewer.layer(options.renewPlans).pipe(Layer.provide(Layer.mergeAll(money, rails, alerts)))
@@ -294,6 +321,7 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     fieldwork,
     jwks,
     publicAddress,
+    watching,
     HealPaidOrders.pipe(Layer.provide(money))
   ).pipe(
     Layer.provideMerge(Catalogue.layer(config))

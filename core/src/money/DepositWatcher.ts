@@ -19,7 +19,7 @@
  * 4. moves the cursor forward to the last block that is confirmed, scanned, and below every block
  *    a reorg just dropped, so those blocks are scanned again.
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { Catalogue } from "../Catalogue.ts"
 import { ChainReader, type ChainUnavailable } from "../ports/ChainReader.ts"
 import { DepositWatchStore, type StoredTransfer } from "../ports/DepositWatchStore.ts"
@@ -75,12 +75,39 @@ export interface WatchReport {
   readonly error: string | null
 }
 
+export interface DepositWatchLoopOptions {
+  readonly intervalMs: number
+}
+
+/** A pass every 15 s: a few blocks on most chains, and well within providers' rate limits. */
+export const defaultDepositWatchLoopOptions: DepositWatchLoopOptions = { intervalMs: 15_000 }
+
 export class DepositWatcher extends Context.Service<DepositWatcher, {
-  /** One pass over every accepted token; never fails (a token's failure is in its report, and logged). */
+  /**
+   * One pass over every accepted token. A chain that cannot be reached is in its token's report
+   * (and logged); a store failure is a defect, as everywhere: the next pass starts over.
+   */
   readonly pass: Effect.Effect<ReadonlyArray<WatchReport>>
 }>()("@model-platform/core/money/DepositWatcher") {
   static readonly layer: Layer.Layer<DepositWatcher, never, Catalogue | ChainReader | DepositWatchStore | Orders> =
     Layer.effect(DepositWatcher, Effect.suspend(() => makeWatcher))
+
+  /**
+   * Passes in a background fiber every `intervalMs` for as long as the layer lives, the first at
+   * once (the Node server; Lambda runs one pass per scheduled invocation). A failed pass is logged,
+   * never fatal.
+   */
+  static readonly loop = (options: Partial<DepositWatchLoopOptions> = {}): Layer.Layer<never, never, DepositWatcher> => {
+    const { intervalMs } = { ...defaultDepositWatchLoopOptions, ...options }
+    return Layer.effectDiscard(Effect.gen(function*() {
+      const watcher = yield* DepositWatcher
+      const once = watcher.pass.pipe(
+        Effect.asVoid,
+        Effect.catchCause((cause) => Effect.logWarning("deposit watcher pass failed; retrying later", cause))
+      )
+      yield* Effect.forkScoped(once.pipe(Effect.repeat(Schedule.spaced(Duration.millis(intervalMs)))))
+    }))
+  }
 }
 
 const makeWatcher = Effect.gen(function*() {
@@ -129,6 +156,9 @@ const makeWatcher = Effect.gen(function*() {
     const after = target >= 0 && (cursor === undefined || target > cursor)
       ? yield* store.advanceCursor(option.chain, option.token, target)
       : cursor
+    if (report.applied > 0 || report.dropped > 0) {
+      yield* Effect.logInfo("deposit watcher", { ...report, head, cursor: after ?? null })
+    }
     return { ...report, head, scanned: range ?? null, cursor: after ?? null, error: null } satisfies WatchReport
   })
 
