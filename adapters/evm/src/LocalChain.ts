@@ -5,6 +5,7 @@
  * with empty ones, anvil_rollback removes them: their transactions are gone either way until they
  * are sent again).
  */
+import { pbkdf2Sync } from "node:crypto"
 import { readFileSync } from "node:fs"
 import {
   type Abi,
@@ -15,7 +16,7 @@ import {
   publicActions,
   type Address
 } from "viem"
-import { mnemonicToAccount } from "viem/accounts"
+import { english, generateMnemonic, HDKey, mnemonicToAccount } from "viem/accounts"
 import { foundry } from "viem/chains"
 import { ARTIFACT } from "./TestTokenBuild.ts"
 
@@ -77,3 +78,13 @@ export const localChain = (rpcUrl: string) => {
 }
 
 export type LocalChain = ReturnType<typeof localChain>
+
+/**
+ * A new deposit wallet for a local chain: its mnemonic (BIP-39, to sweep by hand with any wallet)
+ * and the xpub of its first Ethereum account, m/44'/60'/0', which the platform derives from.
+ */
+export const newDepositWallet = (): { readonly mnemonic: string; readonly xpub: string } => {
+  const mnemonic = generateMnemonic(english)
+  const seed = pbkdf2Sync(mnemonic.normalize("NFKD"), "mnemonic", 2048, 64, "sha512")
+  return { mnemonic, xpub: HDKey.fromMasterSeed(seed).derive("m/44'/60'/0'").publicExtendedKey }
+}

@@ -175,9 +175,12 @@ const makeWatcher = Effect.gen(function*() {
       amount: formatUnits(transfer.amount, option.decimals),
       at: transfer.at
     }).pipe(Effect.orDie)
-    if (result.recorded && result.outcome !== "counted") {
+    // Owed back: the whole transfer (late, wrong asset, no order), or the excess it paid over.
+    const owed = result.order?.refund_due
+    if (result.recorded && (result.outcome !== "counted" || (owed !== undefined && /[1-9]/.test(owed)))) {
       yield* Effect.logWarning("stablecoin deposit owed back", {
         outcome: result.outcome,
+        refund_due: owed ?? null,
         chain: transfer.chain,
         token: transfer.token,
         tx: transfer.tx_hash,
