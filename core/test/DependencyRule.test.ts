@@ -21,7 +21,7 @@ const ADAPTERS = join(REPO, "adapters")
  */
 const ALLOWED_NODE_MODULES: ReadonlyArray<string> = []
 
-const ADAPTER_PACKAGES = ["@model-platform/node-http", "@model-platform/lambda", "@model-platform/test-harness"]
+const ADAPTER_PACKAGES = ["@model-platform/node-http", "@model-platform/lambda", "@model-platform/test-harness", "@model-platform/evm"]
 const NODE_BUILTINS = new Set(builtinModules)
 
 const underPackage = (specifier: string, name: string) => specifier === name || specifier.startsWith(`${name}/`)
@@ -36,6 +36,7 @@ const forbiddenPackage = (specifier: string): string | undefined => {
   if (/^@effect\/platform-node(-shared)?(\/|$)/.test(specifier)) return "the Node platform (an adapter's concern)"
   if (specifier.startsWith("@aws-sdk/")) return "the AWS SDK (an adapter's concern)"
   if (specifier.startsWith("@electric-sql/")) return "PGlite (an adapter's concern)"
+  if (underPackage(specifier, "viem")) return "the EVM client (adapters/evm's concern)"
   if (specifier.startsWith("node:")) return "a Node module (core runs on every runtime; see ALLOWED_NODE_MODULES)"
   // A bare builtin name ("fs", "crypto/x") is the same module as its node: form.
   if (NODE_BUILTINS.has(specifier.split("/")[0]!)) {
@@ -164,6 +165,8 @@ describe("the scanner finds what the rule forbids", () => {
     expect(forbiddenPackage("@effect/platform-node-shared")).toBeDefined()
     expect(forbiddenPackage("@model-platform/lambda")).toBeDefined()
     expect(forbiddenPackage("@aws-sdk/client-s3")).toBeDefined()
+    expect(forbiddenPackage("viem/accounts")).toBeDefined()
+    expect(forbiddenPackage("@model-platform/evm/EvmRail")).toBeDefined()
     expect(forbiddenPackage("node:crypto")).toBeDefined()
     // WebAuthn verification: runtime-neutral JS on WebCrypto (no node: import), so core may use it.
     expect(forbiddenPackage("@simplewebauthn/server")).toBeUndefined()

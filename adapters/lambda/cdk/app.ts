@@ -14,6 +14,9 @@
  *                          created by the operator before the first deploy (docs/lambda.md)
  *   accountsUrl            the account service's public address (default: the HTTP API's + /accounts)
  *   retainData             "false" to delete the table and bucket with the stack (default keep)
+ *   environment            a JSON object of more variables for every function: those the
+ *                          catalogue's "evm" stablecoin rail names (rpc_url_env, xpub_env), e.g.
+ *                          '{"BASE_RPC_URL":"https://…","DEPOSIT_XPUB":"xpub…"}'
  *
  * The owner's email is the stack's CloudFormation parameter OwnerEmail, given at deploy time, as
  * are SmtpUrl and SmtpFrom (the account service's mail; docs/lambda-deploy.md).
@@ -51,6 +54,11 @@ export const buildApp = async (options: AppOptions = {}): Promise<{ readonly app
   const catalogueParameterName = contextString(app, "catalogueParameter")
   const ownerKeyParameterName = contextString(app, "ownerKeyParameter")
   const accountsUrl = contextString(app, "accountsUrl")
+  const environmentJson = contextString(app, "environment")
+  const environment = environmentJson === undefined ? undefined : JSON.parse(environmentJson) as Record<string, string>
+  for (const [name, value] of Object.entries(environment ?? {})) {
+    if (typeof value !== "string") throw new Error(`context environment: ${name} must be a string`)
+  }
   const account = process.env["CDK_DEFAULT_ACCOUNT"]
   const region = process.env["CDK_DEFAULT_REGION"]
   const props: PlatformStackProps = {
@@ -60,6 +68,7 @@ export const buildApp = async (options: AppOptions = {}): Promise<{ readonly app
     ...(catalogueParameterName === undefined ? {} : { catalogueParameterName }),
     ...(ownerKeyParameterName === undefined ? {} : { ownerKeyParameterName }),
     ...(accountsUrl === undefined ? {} : { accountsUrl }),
+    ...(environment === undefined ? {} : { environment }),
     ...(account === undefined && region === undefined
       ? {}
       : { env: { ...(account === undefined ? {} : { account }), ...(region === undefined ? {} : { region }) } }),

@@ -9,7 +9,9 @@
  *   API (API Gateway v2, payload 2.0, every route but the account service's), `AccountsFunction`
  *   its `/accounts` routes (the account service, docs/accounts.md), `StreamFunction` a Function
  *   URL with response streaming (SSE), which API Gateway can not carry;
- * - one IAM role for all three: read/write on the table (and its indexes) and the bucket, GetParameter
+ * - a fourth, `WatchFunction`, run every minute by an EventBridge rule: one pass of the stablecoin
+ *   deposit watcher (the "evm" rail; without it a pass does nothing);
+ * - one IAM role for all four: read/write on the table (and its indexes) and the bucket, GetParameter
  *   on the catalogue parameter and the owner key parameter, writing to their own log groups;
  *   nothing else;
  * - configuration (src/Config.ts): the catalogue JSON in SSM Parameter Store (its name in
@@ -28,6 +30,8 @@ import { HttpApi, HttpMethod } from "aws-cdk-lib/aws-apigatewayv2"
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations"
 import type { KeySchemaElement, Projection } from "@aws-sdk/client-dynamodb"
 import { type Attribute, AttributeType, BillingMode, ProjectionType, Table } from "aws-cdk-lib/aws-dynamodb"
+import { Rule, Schedule } from "aws-cdk-lib/aws-events"
+import { LambdaFunction as LambdaTarget } from "aws-cdk-lib/aws-events-targets"
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam"
 import { Architecture, Code, Function as LambdaFunction, FunctionUrlAuthType, InvokeMode, LoggingFormat, Runtime } from "aws-cdk-lib/aws-lambda"
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs"
@@ -87,7 +91,9 @@ export const HANDLERS = {
   /** The HTTP API's /accounts routes: the same handler, in a function of its own. */
   accounts: "index.handler",
   /** Function URL with RESPONSE_STREAM: an `awslambda.streamifyResponse` handler. */
-  stream: "index.streamHandler"
+  stream: "index.streamHandler",
+  /** An EventBridge schedule: one pass of the stablecoin deposit watcher. */
+  watch: "index.watchHandler"
 } as const
 
 
@@ -122,6 +128,13 @@ export interface PlatformStackProps extends StackProps {
   readonly memorySize?: number
   /** The streaming function's timeout (default 5 minutes; Lambda allows 15). */
   readonly streamTimeout?: Duration
+  /**
+   * More environment variables for every function: those the catalogue's "evm" stablecoin rail
+   * names (each chain's rpc_url_env and xpub_env, docs/payments.md "Stablecoin on an EVM chain").
+   */
+  readonly environment?: Readonly<Record<string, string>>
+  /** How often WatchFunction passes over the chains (default every minute; it does nothing without the "evm" rail). */
+  readonly watchSchedule?: Duration
 }
 
 export class PlatformStack extends Stack {
@@ -131,6 +144,7 @@ export class PlatformStack extends Stack {
   readonly apiFunction: LambdaFunction
   readonly accountsFunction: LambdaFunction
   readonly streamFunction: LambdaFunction
+  readonly watchFunction: LambdaFunction
   readonly httpApi: HttpApi
   readonly catalogueParameterName: string
   readonly ownerKeyParameterName: string
@@ -249,6 +263,7 @@ export class PlatformStack extends Stack {
       [ENV.smtpFrom]: smtpFrom.valueAsString,
       [ENV.platformClientSecret]: platformClientSecret.valueAsString,
       [ENV.platformSigningKey]: platformSigningKey.valueAsString,
+      ...props.environment,
       NODE_OPTIONS: "--enable-source-maps"
     }
     const makeFunction = (name: string, handler: string, timeout: Duration, description: string) => {
@@ -287,6 +302,14 @@ export class PlatformStack extends Stack {
       props.streamTimeout ?? Duration.minutes(5),
       "Model platform API, streaming (Function URL)"
     )
+    // The deposit watcher: one pass a minute, never two at once in this function (a pass that
+    // overruns the next tick is not doubled; a second process racing would be harmless anyway).
+    this.watchFunction = makeFunction("WatchFunction", HANDLERS.watch, Duration.seconds(55), "Model platform stablecoin deposit watcher (scheduled)")
+    new Rule(this, "WatchSchedule", {
+      description: "Runs the stablecoin deposit watcher",
+      schedule: Schedule.rate(props.watchSchedule ?? Duration.minutes(1)),
+      targets: [new LambdaTarget(this.watchFunction, { retryAttempts: 0 })]
+    })
 
     // ---- entry points ------------------------------------------------------------------------
     this.httpApi = new HttpApi(this, "HttpApi", {
@@ -299,7 +322,9 @@ export class PlatformStack extends Stack {
     }
     // Known only once the API exists; every function gets it (GET /identity's manage_url).
     const accountsUrl = props.accountsUrl ?? `${this.httpApi.apiEndpoint}/accounts`
-    for (const fn of [this.apiFunction, this.accountsFunction, this.streamFunction]) fn.addEnvironment(ENV.accountsUrl, accountsUrl)
+    for (const fn of [this.apiFunction, this.accountsFunction, this.streamFunction, this.watchFunction]) {
+      fn.addEnvironment(ENV.accountsUrl, accountsUrl)
+    }
     // the app authenticates with its own API keys, as behind the HTTP API
     const streamUrl = this.streamFunction.addFunctionUrl({
       authType: FunctionUrlAuthType.NONE,

@@ -8,6 +8,7 @@ import { Layer } from "effect"
 import { AgentStoreDynamo, ApprovalStoreDynamo, DocumentStoresDynamo } from "./DynamoDocuments.ts"
 import { AlertStoreDynamo } from "./DynamoAlertStore.ts"
 import { BillingSettingsStoreDynamo } from "./DynamoBillingSettingsStore.ts"
+import { DepositWatchStoreDynamo } from "./DynamoDepositWatchStore.ts"
 import { LedgerStoreDynamo } from "./DynamoLedgerStore.ts"
 import { OrderStoreDynamo } from "./DynamoOrderStore.ts"
 import { PeopleStoreDynamo } from "./DynamoPeopleStore.ts"
@@ -33,7 +34,8 @@ export const DynamoPlatformStores: Layer.Layer<PlatformStores, never, DynamoConf
       PlanStoreDynamo,
       AgentStoreDynamo,
       ApprovalStoreDynamo,
-      DocumentStoresDynamo
+      DocumentStoresDynamo,
+      DepositWatchStoreDynamo
     )
   ))
 )

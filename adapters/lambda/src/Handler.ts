@@ -23,6 +23,7 @@ import {
   type PlatformStores,
   ROUTER_CONFIG
 } from "@model-platform/core/http"
+import { DepositWatcher, type WatchReport } from "@model-platform/core/payments"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { type AccountsOptions, accountsLayer, agentApprovalsOf } from "./Accounts.ts"
@@ -107,6 +108,11 @@ export interface LambdaHandler {
    * build created them, undefined when an owner already existed. Rejects when the build failed.
    */
   readonly firstStart: () => Promise<Owner | undefined>
+  /**
+   * One pass of the deposit watcher (the "evm" rail, payments/DepositWatcher.ts): what the scheduled
+   * WatchFunction runs. [] when the platform has no watcher (another rail).
+   */
+  readonly watchDeposits: () => Promise<ReadonlyArray<WatchReport>>
   /** Releases the application's layers (tests; on Lambda the container is simply frozen). */
   readonly dispose: () => Promise<void>
 }
@@ -114,6 +120,7 @@ export interface LambdaHandler {
 interface App {
   readonly owner: Owner | undefined
   readonly fetch: (request: Request) => Promise<Response>
+  readonly watchDeposits: () => Promise<ReadonlyArray<WatchReport>>
   readonly dispose: () => Promise<void>
 }
 
@@ -168,6 +175,9 @@ const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unk
     return {
       owner,
       fetch: (request) => web.handler(request),
+      watchDeposits: () =>
+        runtime.runPromise(Effect.flatMap(Effect.serviceOption(DepositWatcher), (watcher) =>
+          watcher._tag === "Some" ? watcher.value.pass : Effect.succeed([]))),
       dispose: async () => {
         await web.dispose()
         await runtime.dispose()
@@ -236,6 +246,7 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
   return Object.assign(handler, {
     respond,
     firstStart: () => app().then((built) => built.owner),
+    watchDeposits: () => app().then((built) => built.watchDeposits()),
     dispose: async () => {
       const current = building
       building = undefined

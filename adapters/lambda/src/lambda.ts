@@ -6,6 +6,8 @@
  *                  AccountsFunction for the /accounts routes)
  *   streamHandler  Function URL with invoke mode RESPONSE_STREAM: the answer is written on
  *                  Lambda's response stream as it is produced (StreamFunction; Streaming.ts)
+ *   watchHandler   an EventBridge schedule: one pass of the stablecoin deposit watcher
+ *                  (WatchFunction; only the "evm" rail has one)
  *
  * Once per container (Lambda's init phase, at module scope), never per request: the
  * configuration is read from the environment (Config.ts), the catalogue from its SSM parameter,
@@ -43,6 +45,7 @@ import type { AccountsOptions } from "./Accounts.ts"
 import { BlobStoreS3 } from "./S3BlobStore.ts"
 import { S3Client } from "@aws-sdk/client-s3"
 import { ENV, INIT_MARKS, type LambdaConfig, LambdaConfigError, loadCatalogue, readLambdaConfig, readOwnerSecret } from "./Config.ts"
+import { evmOptionsFor } from "@model-platform/evm/EvmEnvironment"
 import { makeDocumentClient } from "./DynamoTable.ts"
 import { payloadV2 } from "./Events.ts"
 import { type InvocationContext, type LambdaHandler, makeHandler } from "./Handler.ts"
@@ -92,6 +95,11 @@ const startPlatform = Effect.gen(function*() {
   const trustedServices = yield* trustedPlatform(platformClient?.id ?? DEFAULT_PLATFORM_CLIENT_ID, serviceKeys, assertions.jwks).pipe(
     Effect.mapError((error) => new LambdaConfigError({ message: error.message }))
   )
+  // The "evm" stablecoin rail: its chains' RPC URLs and xpubs from the variables the catalogue names.
+  const evm = evmOptionsFor(catalogue.payments, process.env)
+  if ("problems" in evm) {
+    return yield* new LambdaConfigError({ message: `The "evm" stablecoin rail cannot start: ${evm.problems.join("; ")}` })
+  }
   if (Option.isNone(config.bucketName)) {
     yield* Effect.logWarning(`${ENV.bucket} is not set: dataset files and fieldwork takes are kept in this container's memory and lost`)
   }
@@ -106,6 +114,8 @@ const startPlatform = Effect.gen(function*() {
       healthCheck: {},
       sweepReservations: {},
       renewPlans: {},
+      // Deposits on EVM chains: WatchFunction passes on a schedule (watchHandler below).
+      evm: evm.evm,
       // Dataset files and fieldwork takes in the stack's bucket (docs/datasets.md).
       blobs: Option.isSome(config.bucketName) ? BlobStoreS3({ client: new S3Client({}), bucket: config.bucketName.value }) : undefined
     },
@@ -161,6 +171,17 @@ export const handler = async (
 
 /** Function URL with invoke mode RESPONSE_STREAM: the answer is streamed as it is produced. */
 export const streamHandler = streamifyResponse(makeStreamHandler(respond))
+
+/**
+ * EventBridge's schedule (WatchFunction): one pass of the deposit watcher, its reports logged. A
+ * pass that fails throws, so the invocation shows as an error; the next scheduled one starts over.
+ */
+export const watchHandler = async (): Promise<{ readonly reports: ReadonlyArray<unknown> }> => {
+  const current = await currentPlatform()
+  const reports = await current.watchDeposits()
+  for (const report of reports) console.log(JSON.stringify({ message: "deposit watcher pass", ...report }))
+  return { reports }
+}
 
 // ---- init phase ----------------------------------------------------------------------------
 performance.mark(INIT_MARKS.evaluated)

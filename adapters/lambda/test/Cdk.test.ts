@@ -71,7 +71,7 @@ describe("PlatformStack", () => {
   it("creates exactly the resources of the design", () => {
     template.resourceCountIs("AWS::DynamoDB::Table", 1)
     template.resourceCountIs("AWS::S3::Bucket", 1)
-    template.resourceCountIs("AWS::Lambda::Function", 3)
+    template.resourceCountIs("AWS::Lambda::Function", 4)
     template.resourceCountIs("AWS::IAM::Role", 1)
     template.resourceCountIs("AWS::ApiGatewayV2::Api", 1)
     template.resourceCountIs("AWS::ApiGatewayV2::Route", 3)
@@ -134,13 +134,18 @@ describe("PlatformStack", () => {
     })
   })
 
-  it("three Node 22 arm64 functions from the bundle, with the table, bucket and configuration in their environment", () => {
+  it("four Node 22 arm64 functions from the bundle, with the table, bucket and configuration in their environment", () => {
     const tableId = onlyId(template, "AWS::DynamoDB::Table")
     const bucketId = onlyId(template, "AWS::S3::Bucket")
     const roleId = onlyId(template, "AWS::IAM::Role")
     const apiId = onlyId(template, "AWS::ApiGatewayV2::Api")
     const functions = template.findResources("AWS::Lambda::Function") as Resources
-    const handlers = [[stack.apiFunction, HANDLERS.api, 30], [stack.accountsFunction, HANDLERS.accounts, 30], [stack.streamFunction, HANDLERS.stream, 300]] as const
+    const handlers = [
+      [stack.apiFunction, HANDLERS.api, 30],
+      [stack.accountsFunction, HANDLERS.accounts, 30],
+      [stack.streamFunction, HANDLERS.stream, 300],
+      [stack.watchFunction, HANDLERS.watch, 55]
+    ] as const
     for (const [fn, handler, timeout] of handlers) {
       const properties = functions[stack.getLogicalId(fn.node.defaultChild as never)]!.Properties!
       assert.deepInclude(properties, {
@@ -197,6 +202,21 @@ describe("PlatformStack", () => {
     template.hasOutput("AccountsUrl", {})
   })
 
+  it("an EventBridge rule running the watch function every minute, without retries", () => {
+    const watchFunctionId = stack.getLogicalId(stack.watchFunction.node.defaultChild as never)
+    template.resourceCountIs("AWS::Events::Rule", 1)
+    template.hasResourceProperties("AWS::Events::Rule", {
+      ScheduleExpression: "rate(1 minute)",
+      State: "ENABLED",
+      Targets: [Match.objectLike({ Arn: { "Fn::GetAtt": [watchFunctionId, "Arn"] }, RetryPolicy: { MaximumRetryAttempts: 0 } })]
+    })
+    template.hasResourceProperties("AWS::Lambda::Permission", {
+      Action: "lambda:InvokeFunction",
+      Principal: "events.amazonaws.com",
+      FunctionName: { "Fn::GetAtt": [watchFunctionId, "Arn"] }
+    })
+  })
+
   it("a Function URL streaming the stream function's responses", () => {
     const streamFunctionId = stack.getLogicalId(stack.streamFunction.node.defaultChild as never)
     template.hasResourceProperties("AWS::Lambda::Url", {
@@ -213,7 +233,7 @@ describe("PlatformStack", () => {
     const bucketId = onlyId(template, "AWS::S3::Bucket")
     const roleId = onlyId(template, "AWS::IAM::Role")
     const logGroupIds = Object.keys(template.findResources("AWS::Logs::LogGroup"))
-    assert.strictEqual(logGroupIds.length, 3)
+    assert.strictEqual(logGroupIds.length, 4)
 
     // the role: assumed by Lambda only, no managed policy (not even the basic execution role)
     const role = template.findResources("AWS::IAM::Role")[roleId]!
@@ -284,15 +304,16 @@ describe("PlatformStack", () => {
     }
   })
 
-  it("who may invoke the functions: the HTTP API for two (one permission per route), the public Function URL for the third", () => {
+  it("who may invoke the functions: the HTTP API for two (one permission per route), the public Function URL for the third, the schedule for the fourth", () => {
     const permissions = Object.values(template.findResources("AWS::Lambda::Permission") as Resources).map((p) => p.Properties!)
-    assert.strictEqual(permissions.length, 5)
+    assert.strictEqual(permissions.length, 6)
     assert.sameDeepMembers(permissions.map((p) => [p["Action"], p["Principal"]]), [
       ["lambda:InvokeFunction", "apigateway.amazonaws.com"],
       ["lambda:InvokeFunction", "apigateway.amazonaws.com"],
       ["lambda:InvokeFunction", "apigateway.amazonaws.com"],
       ["lambda:InvokeFunctionUrl", "*"],
-      ["lambda:InvokeFunction", "*"]
+      ["lambda:InvokeFunction", "*"],
+      ["lambda:InvokeFunction", "events.amazonaws.com"]
     ])
     const publicInvoke = permissions.find((p) => p["Action"] === "lambda:InvokeFunction" && p["Principal"] === "*")
     assert.strictEqual(publicInvoke?.["InvokedViaFunctionUrl"], true, "public invoke only through the URL")
@@ -300,13 +321,14 @@ describe("PlatformStack", () => {
 })
 
 describe("PlatformStack options", () => {
-  it("creates the catalogue parameter from a file, minified, on the tier its size needs; names another owner key parameter and the accounts address", async () => {
+  it("creates the catalogue parameter from a file, minified, on the tier its size needs; names another owner key parameter, the accounts address and more environment", async () => {
     const { template } = await synth({
       catalogueFile: DEMO_CATALOGUE,
       catalogueParameter: "/mp/test/catalogue",
       ownerKeyParameter: "/mp/test/owner-key",
       accountsUrl: "https://accounts.example.com/accounts",
-      retainData: "false"
+      retainData: "false",
+      environment: JSON.stringify({ BASE_RPC_URL: "https://rpc.example.com", DEPOSIT_XPUB: "xpub-test" })
     })
     const minified = JSON.stringify(JSON.parse(Fs.readFileSync(DEMO_CATALOGUE, "utf8")))
     template.hasResourceProperties("AWS::SSM::Parameter", {
@@ -320,7 +342,10 @@ describe("PlatformStack options", () => {
         Variables: Match.objectLike({
           [ENV.catalogueParameter]: "/mp/test/catalogue",
           [ENV.ownerKeySecretId]: "/mp/test/owner-key",
-          [ENV.accountsUrl]: "https://accounts.example.com/accounts"
+          [ENV.accountsUrl]: "https://accounts.example.com/accounts",
+          // The "evm" rail's variables (the catalogue names them), in every function.
+          BASE_RPC_URL: "https://rpc.example.com",
+          DEPOSIT_XPUB: "xpub-test"
         })
       }
     })
@@ -367,7 +392,7 @@ describe("bundle.ts", () => {
     assert.isTrue(Fs.existsSync(DEFAULT_ENTRY), "src/lambda.ts")
     const result = await bundle({ outDir: Path.join(temp, "real-bundle") })
     console.log(`bundle of src/lambda.ts: ${(result.bytes / 1024).toFixed(0)} KB in ${result.millis} ms`)
-    const named = new Set([HANDLERS.api, HANDLERS.accounts, HANDLERS.stream].map((handler) => handler.split(".")[1]!))
+    const named = new Set([HANDLERS.api, HANDLERS.accounts, HANDLERS.stream, HANDLERS.watch].map((handler) => handler.split(".")[1]!))
     assert.sameMembers([...result.exports], [...named])
     // The account pages' WebAuthn bundle beside index.mjs, where src/Accounts.ts reads it.
     assert.strictEqual(Fs.readFileSync(Path.join(result.outDir, WEBAUTHN_BUNDLE_FILE), "utf8"), readWebAuthnBundle())

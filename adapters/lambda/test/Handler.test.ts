@@ -7,6 +7,7 @@ import { GatewayStoreComposed } from "@model-platform/core/gateway"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { LedgerStoreMemory } from "@model-platform/test-harness/MemoryLedgerStore"
 import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
+import { DepositWatchStoreMemory } from "@model-platform/test-harness/MemoryDepositWatchStore"
 import { PlanStoreMemory } from "@model-platform/test-harness/MemoryPlanStore"
 import { AgentStoreMemory } from "@model-platform/test-harness/MemoryAgentStore"
 import { ApprovalStoreMemory, DocumentStoresMemory } from "@model-platform/test-harness/MemoryDocuments"
@@ -122,7 +123,7 @@ describe("Lambda handler", () => {
       Layer.mergeAll(
         AccountStoreMemory, SlowKeys, IdempotencyStoreMemory, LedgerStoreMemory, OrderStoreMemory, UsageStoreMemory, RateLimitStoreMemory,
         PeopleStoreMemory, BillingSettingsStoreMemory, AlertStoreMemory, PlanStoreMemory, AgentStoreMemory,
-        ApprovalStoreMemory, DocumentStoresMemory
+        ApprovalStoreMemory, DocumentStoresMemory, DepositWatchStoreMemory
       )
     )
     const handler = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", stores, deadlineMarginMillis: 1_000 })

@@ -28,6 +28,7 @@ import {
 import { RateLimitStore } from "@model-platform/core/kernel"
 import { byTimeThenRef, matchesUsageQuery, reportOf, type UsageRecord, UsageStore } from "@model-platform/core/billing"
 import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
+import { DepositWatchStoreMemory } from "@model-platform/test-harness/MemoryDepositWatchStore"
 import { AlertStoreMemory } from "@model-platform/test-harness/MemoryAlertStore"
 import { BillingSettingsStoreMemory } from "@model-platform/test-harness/MemoryBillingSettingsStore"
 import { PeopleStoreMemory } from "@model-platform/test-harness/MemoryPeopleStore"
@@ -246,5 +247,5 @@ const RateLimitStoreFast = Layer.sync(RateLimitStore, () => {
 export const FastMemoryStores: Layer.Layer<PlatformStores> = Layer.provideMerge(
   GatewayStoreComposed,
   Layer.mergeAll(MemoryStores, OrderStoreMemory, LedgerStoreFast, UsageStoreFast, RateLimitStoreFast, PeopleStoreMemory, BillingSettingsStoreMemory,
-    AlertStoreMemory, PlanStoreMemory, AgentStoreMemory, ApprovalStoreMemory, DocumentStoresMemory)
+    AlertStoreMemory, PlanStoreMemory, AgentStoreMemory, ApprovalStoreMemory, DocumentStoresMemory, DepositWatchStoreMemory)
 )

@@ -16,6 +16,7 @@ import {
   SimulatedNetwork,
   trustedPlatform
 } from "@model-platform/core/agents"
+import { evmOptionsFor } from "@model-platform/evm/EvmEnvironment"
 import { AccountsServerConfig } from "./Accounts.ts"
 import { loadCatalogue } from "./CatalogueFile.ts"
 import { ServerConfig, startProblem } from "./Config.ts"
@@ -66,6 +67,11 @@ const main = Effect.gen(function*() {
   const problem = startProblem(config.host, Option.getOrUndefined(config.publicUrl))
   if (problem !== undefined) return yield* Effect.fail(new StartRefused({ message: problem }))
   const catalogue = yield* loadCatalogue(config.catalogueFile)
+  // The "evm" stablecoin rail: its chains' RPC URLs and xpubs from the variables the catalogue names.
+  const evm = evmOptionsFor(catalogue.payments, process.env)
+  if ("problems" in evm) {
+    return yield* Effect.fail(new StartRefused({ message: `The "evm" stablecoin rail cannot start: ${evm.problems.join("; ")}.` }))
+  }
   const database = Database.layer({ databaseUrl: Option.getOrUndefined(config.databaseUrl), dataDir: config.dataDir })
   const email = yield* EmailConfig
   const accountsUrl = (yield* AccountsServerConfig).accountsUrl
@@ -92,6 +98,9 @@ const main = Effect.gen(function*() {
         sweepReservations: {},
         // Card plans renewed at their period's end (billing/Renewals.ts).
         renewPlans: {},
+        // Stablecoin deposits on EVM chains, watched every 15 s (payments/DepositWatcher.ts).
+        evm: evm.evm,
+        watchDeposits: {},
         // An in-memory database (tests) keeps its blobs in memory too unless a directory is named.
         blobs: Option.isNone(config.blobDir) && config.dataDir === Database.MEMORY
           ? undefined

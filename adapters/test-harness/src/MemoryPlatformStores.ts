@@ -7,6 +7,7 @@ import { GatewayStoreComposed } from "@model-platform/core/gateway"
 import { Layer } from "effect"
 import { AlertStoreMemory } from "./MemoryAlertStore.ts"
 import { BillingSettingsStoreMemory } from "./MemoryBillingSettingsStore.ts"
+import { DepositWatchStoreMemory } from "./MemoryDepositWatchStore.ts"
 import { LedgerStoreMemory } from "./MemoryLedgerStore.ts"
 import { OrderStoreMemory } from "./MemoryOrderStore.ts"
 import { PeopleStoreMemory } from "./MemoryPeopleStore.ts"
@@ -31,6 +32,7 @@ export const MemoryPlatformStores: Layer.Layer<PlatformStores> = Layer.provideMe
     PlanStoreMemory,
     AgentStoreMemory,
     ApprovalStoreMemory,
-    DocumentStoresMemory
+    DocumentStoresMemory,
+    DepositWatchStoreMemory
   )
 )

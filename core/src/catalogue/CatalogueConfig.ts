@@ -6,6 +6,7 @@
 import { Effect, Schema } from "effect"
 import { MAX_EMBEDDING_TEXTS } from "../kernel/Limits.ts"
 import { CreditAmount } from "../kernel/Money.ts"
+import { StablecoinConfig, stablecoinProblems } from "./StablecoinConfig.ts"
 
 /** How an order can be paid: the rails a catalogue may offer (its `payments`). */
 export const PaymentMethodValues = ["card", "stablecoin"] as const
@@ -111,10 +112,8 @@ export const PackageConfig = Schema.Struct({
 export const PaymentsConfig = Schema.Struct({
   /** The card processor; null while card payments are not set up. */
   card: Schema.NullOr(Schema.Struct({ processor: Schema.String })),
-  stablecoin: Schema.NullOr(Schema.Struct({
-    processor: Schema.String,
-    options: Schema.Array(Schema.Struct({ chain: Schema.String, token: Schema.String, decimals: PositiveInt }))
-  })),
+  /** The stablecoin rail and its options (StablecoinConfig.ts); null while not set up. */
+  stablecoin: Schema.NullOr(StablecoinConfig),
   /** When charging opens once a rail is set (ISO timestamp), or null for at once. */
   charging_starts_at: Schema.NullOr(Schema.String)
 })
@@ -239,6 +238,7 @@ export const validateCatalogue = (config: CatalogueConfig): ReadonlyArray<string
       problems.push(`package "${pkg.id}" pins unknown machine "${pkg.machine_id}"`)
     }
   }
+  problems.push(...stablecoinProblems(config.payments.stablecoin))
   const tiers = config.tiers.map((t) => t.purchased_credits)
   if (config.tiers[0]?.purchased_credits !== 0) problems.push("the first tier must start at 0 purchased credits")
   if (tiers.some((c, i) => i > 0 && c <= tiers[i - 1]!)) {

@@ -45,6 +45,9 @@ import type { MachineClient } from "../gateway/MachineClient.ts"
 import { Network, NetworkUnavailable } from "../agents/Network.ts"
 import { StablecoinRail } from "../payments/StablecoinRail.ts"
 import * as TestCardProcessor from "../payments/TestCardProcessor.ts"
+import { DepositWatcher, type DepositWatchLoopOptions } from "../payments/DepositWatcher.ts"
+import type { ChainReader } from "../payments/ChainReader.ts"
+import type { DepositWatchStore } from "../payments/DepositWatchStore.ts"
 import { PlatformApi } from "./Api.ts"
 import { AccountRoutes } from "./AccountRoutes.ts"
 import { BillingPageRoutes } from "./BillingPageRoutes.ts"
@@ -150,6 +153,18 @@ export interface PlatformOptions {
    * watch the charges a processor makes.
    */
   readonly cardProcessor?: Layer.Layer<CardProcessor> | undefined
+  /**
+   * The "evm" stablecoin rail's pieces, which the shell makes from the environment
+   * (adapters/evm/src/EvmEnvironment.ts): the rail handing out deposit addresses, and the chain
+   * reader of the deposit watcher (payments/DepositWatcher.ts, then provided as DepositWatcher).
+   * Required when the catalogue's payments.stablecoin.processor is "evm".
+   */
+  readonly evm?: {
+    readonly rail: Layer.Layer<StablecoinRail, never, DepositWatchStore>
+    readonly reader: Layer.Layer<ChainReader>
+  } | undefined
+  /** Run the deposit watcher every intervalMs in this process (the Node server). Off unless set, or without `evm`. */
+  readonly watchDeposits?: Partial<DepositWatchLoopOptions> | undefined
 }
 
 /** The platform's clock (PlatformOptions.clock), to provide under everything a shell builds. */
@@ -204,17 +219,23 @@ export const cardProcessorLayer = (
   )
 }
 
-/** The stablecoin rail the catalogue names (`payments.stablecoin.processor`). */
-export const stablecoinRailLayer = (payments: Payments): Layer.Layer<StablecoinRail, PlatformConfigError> => {
+/** The stablecoin rail the catalogue names (`payments.stablecoin.processor`); "evm" is the shell's (PlatformOptions.evm). */
+export const stablecoinRailLayer = <R = never>(
+  payments: Payments,
+  evm?: Layer.Layer<StablecoinRail, never, R> | undefined
+): Layer.Layer<StablecoinRail, PlatformConfigError, R> => {
   if (payments.stablecoin === null) {
     return Layer.succeed(StablecoinRail, { processor: "none", depositAddress: notSetUp("stablecoin") })
   }
   if (payments.stablecoin.processor === "simulated") return StablecoinRail.layerSimulated
+  if (payments.stablecoin.processor === "evm" && evm !== undefined) return evm
   return Layer.effect(
     StablecoinRail,
     Effect.fail(new PlatformConfigError({
-      message: `The catalogue's payments.stablecoin.processor is "${payments.stablecoin.processor}", which this platform does not have; ` +
-        `use "simulated" (the built-in simulated chain) or null.`
+      message: payments.stablecoin.processor === "evm"
+        ? `The catalogue's payments.stablecoin.processor is "evm", but this shell was given no EVM settings.`
+        : `The catalogue's payments.stablecoin.processor is "${payments.stablecoin.processor}", which this platform does not have; ` +
+          `use "simulated" (the built-in simulated chain), "evm" or null.`
     }))
   )
 }
@@ -253,7 +274,7 @@ export const ApiKeysLive = ApiKeys.layer.pipe(Layer.provide(ScopeTargetsFromPlan
 export const PlatformServices = (config: CatalogueConfig, options: PlatformOptions = {}) => {
   const rails = Layer.mergeAll(
     options.cardProcessor ?? cardProcessorLayer(config.payments, options.publicUrl),
-    stablecoinRailLayer(config.payments)
+    stablecoinRailLayer(config.payments, options.evm?.rail)
   )
   const money = Layer.mergeAll(Orders.layer, Tickets.layer).pipe(Layer.provide(rails), Layer.provideMerge(Ledger.layer))
   // Alerts and automatic top-ups (docs/billing.md), told by the gateway when balances change.
@@ -270,6 +291,12 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
   const sweeper = options.sweepReservations === undefined
     ? Layer.empty
     : ReservationSweeper.layer(options.sweepReservations).pipe(Layer.provide(money))
+  // The "evm" rail's deposit watcher (docs/payments.md "Stablecoin on an EVM chain"), and its loop.
+  const watching = (() => {
+    if (options.evm === undefined || config.payments.stablecoin?.processor !== "evm") return Layer.empty
+    const watcher = DepositWatcher.layer.pipe(Layer.provide(options.evm.reader), Layer.provide(money))
+    return options.watchDeposits === undefined ? watcher : DepositWatcher.loop(options.watchDeposits).pipe(Layer.provideMerge(watcher))
+  })()
   const renewer = options.renewPlans === undefined
     ? Layer.empty
     : PlanRenewer.layer(options.renewPlans).pipe(Layer.provide(Layer.mergeAll(money, rails, alerts)))
@@ -300,6 +327,7 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     fieldwork,
     jwks,
     publicAddress,
+    watching,
     HealPaidOrders.pipe(Layer.provide(money))
   ).pipe(
     Layer.provideMerge(Catalogue.layer(config))

@@ -11,6 +11,7 @@ import { ApprovalStore } from "../accounts/ApprovalStore.ts"
 import { BillingSettingsStore } from "../billing/BillingSettingsStore.ts"
 import { DocumentStores } from "../kernel/DocumentStores.ts"
 import { GatewayStore } from "../gateway/GatewayStore.ts"
+import { DepositWatchStore } from "../payments/DepositWatchStore.ts"
 import { IdempotencyStore } from "./IdempotencyStore.ts"
 import { KeyStore } from "../keys/KeyStore.ts"
 import { LedgerStore } from "../ledger/LedgerStore.ts"
@@ -37,6 +38,7 @@ export type PlatformStores =
   | AgentStore
   | ApprovalStore
   | DocumentStores
+  | DepositWatchStore
 
 const marked = <I, S extends object>(tag: Context.Key<I, S>, isUnavailable: (defect: unknown) => boolean) =>
   Layer.effect(tag, Effect.map(tag, (service) => markUnavailable(tag.key, service, isUnavailable)))
@@ -73,5 +75,6 @@ export const markPlatformStores = (
     marked(PlanStore, isUnavailable),
     marked(AgentStore, isUnavailable),
     marked(ApprovalStore, isUnavailable),
-    markedDocuments(isUnavailable)
+    markedDocuments(isUnavailable),
+    marked(DepositWatchStore, isUnavailable)
   )

@@ -13,6 +13,8 @@
  * `layerSimulated` is the built-in rail of the catalogue's `"simulated"` processor: it makes
  * random EVM-style addresses (20 bytes from the CSPRNG) and no memo. It does no I/O: the
  * simulated chain that produces transfers lives in adapters/test-harness/src/SimulatedChain.ts.
+ * The `"evm"` processor's rail is the shell's (adapters/evm/src/EvmRail.ts: addresses derived
+ * from an xpub); its transfers come from payments/DepositWatcher.ts, each with `tx` "<hash>:<log index>".
  */
 import { Context, Effect, Layer } from "effect"
 import { randomBytes } from "../keys/Keys.ts"

@@ -8,6 +8,7 @@ import type { SqlClient } from "effect/sql"
 import { AgentStorePg, ApprovalStorePg, DocumentStoresPg } from "./PgDocuments.ts"
 import { AlertStorePg } from "./PgAlertStore.ts"
 import { BillingSettingsStorePg } from "./PgBillingSettingsStore.ts"
+import { DepositWatchStorePg } from "./PgDepositWatchStore.ts"
 import { GatewayStorePg } from "./PgGatewayStore.ts"
 import { LedgerStorePg } from "./PgLedgerStore.ts"
 import { OrderStorePg } from "./PgOrderStore.ts"
@@ -31,5 +32,6 @@ export const PgPlatformStores: Layer.Layer<PlatformStores, never, SqlClient.SqlC
   PlanStorePg,
   AgentStorePg,
   ApprovalStorePg,
-  DocumentStoresPg
+  DocumentStoresPg,
+  DepositWatchStorePg
 )))
