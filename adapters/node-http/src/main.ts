@@ -15,6 +15,7 @@ import { DEFAULT_PLATFORM_CLIENT_ID, PlatformClientConfig } from "@model-platfor
 import { configuredSigningKeys, ServiceAssertionConfig, trustedPlatform } from "@model-platform/core/agents/ServiceAssertions"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
 import { AccountsServerConfig } from "./Accounts.ts"
+import { shellCardProcessor, stripeSecretsFromEnv } from "@model-platform/stripe/StripeConfig"
 import { loadCatalogue } from "./CatalogueFile.ts"
 import { ServerConfig, startProblem } from "./Config.ts"
 import { EmailConfig, emailSenderLayer, outboxDirectory } from "./Email.ts"
@@ -64,6 +65,8 @@ const main = Effect.gen(function*() {
   const problem = startProblem(config.host, Option.getOrUndefined(config.publicUrl))
   if (problem !== undefined) return yield* Effect.fail(new StartRefused({ message: problem }))
   const catalogue = yield* loadCatalogue(config.catalogueFile)
+  // payments.card.processor "stripe": STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET (docs/payments.md).
+  const cardProcessor = yield* shellCardProcessor(catalogue, stripeSecretsFromEnv)
   const database = Database.layer({ databaseUrl: Option.getOrUndefined(config.databaseUrl), dataDir: config.dataDir })
   const email = yield* EmailConfig
   const accountsUrl = (yield* AccountsServerConfig).accountsUrl
@@ -90,6 +93,7 @@ const main = Effect.gen(function*() {
         sweepReservations: {},
         // Card plans renewed at their period's end (plans/Renewals.ts).
         renewPlans: {},
+        cardProcessor,
         // An in-memory database (tests) keeps its blobs in memory too unless a directory is named.
         blobs: Option.isNone(config.blobDir) && config.dataDir === Database.MEMORY
           ? undefined

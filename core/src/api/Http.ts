@@ -37,6 +37,7 @@ import { MAX_ID_LENGTH } from "../Limits.ts"
 import { Orders, Tickets } from "../money/OrderService.ts"
 import { AgentApprovals, ApprovalsUnavailable } from "../ports/AgentApprovals.ts"
 import { CardProcessor } from "../ports/CardProcessor.ts"
+import type { DocumentStores } from "../ports/DocumentStores.ts"
 import type { EmailSender } from "../ports/EmailSender.ts"
 import type { MeteringJournal } from "../ports/MeteringJournal.ts"
 import type { MachineClient } from "../ports/MachineClient.ts"
@@ -53,7 +54,7 @@ import { INFERENCE_OPENAPI_PATH, InferenceApi } from "./InferenceApi.ts"
 import { InferenceRoutes } from "./InferenceRoutes.ts"
 import { PlatformHandlers } from "./Handlers.ts"
 import { Idempotency } from "./Idempotency.ts"
-import { PublicAddress, RequestBaseUrl } from "./PublicUrl.ts"
+import { PublicAddress } from "./PublicUrl.ts"
 import { RequestLimitsMiddleware } from "./RequestLimits.ts"
 import { Authentication } from "./Security.ts"
 import { SimulatedApi, SimulatedHandlers } from "./Simulated.ts"
@@ -143,10 +144,12 @@ export interface PlatformOptions {
   /** The largest fieldwork take the shell can receive, when less than 12 MiB (Lambda's request limit). */
   readonly maxTakeBytes?: number | undefined
   /**
-   * The card processor, when not the one the catalogue names (`payments.card.processor`): tests
-   * watch the charges a processor makes.
+   * The card processor, when core does not make it: the shell's Stripe when the catalogue names
+   * "stripe" (adapters/stripe; it keeps each account's customer in the document store), or a test's
+   * processor watching the charges it makes. Unset: the catalogue's `payments.card.processor`
+   * ("test" or null; "stripe" without it stops the start).
    */
-  readonly cardProcessor?: Layer.Layer<CardProcessor> | undefined
+  readonly cardProcessor?: Layer.Layer<CardProcessor, never, DocumentStores> | undefined
 }
 
 /** The platform's clock (PlatformOptions.clock), to provide under everything a shell builds. */
@@ -171,32 +174,28 @@ export const cardProcessorLayer = (
   if (payments.card === null) {
     return Layer.succeed(CardProcessor, {
       processor: "none",
+      pages: "platform",
       createSession: notSetUp("card"),
       charge: notSetUp("card"),
       saveCard: notSetUp("card"),
-      chargeSaved: notSetUp("card")
+      chargeSaved: notSetUp("card"),
+      openCardSetup: notSetUp("card"),
+      checkoutResult: notSetUp("card"),
+      verifyEvent: notSetUp("card")
     })
   }
   if (payments.card.processor === "test") {
-    const configured = publicUrl === undefined || publicUrl === "" ? undefined : publicUrl
-    // One instance: it remembers the idempotency keys of off-session charges.
-    const test = TestCardProcessor.make({ baseUrl: "" })
-    return Layer.succeed(CardProcessor, {
-      processor: "test",
-      // The base URL is the configured one, else the current request's (resolved per session).
-      createSession: (request) =>
-        Effect.flatMap(RequestBaseUrl, (fromRequest) =>
-          TestCardProcessor.make({ baseUrl: configured ?? fromRequest ?? "" }).createSession(request)),
-      charge: test.charge,
-      saveCard: test.saveCard,
-      chargeSaved: test.chargeSaved
-    })
+    // One instance: it remembers the idempotency keys of charges. Pages are under the request's base (CheckoutRequest.base_url).
+    return Layer.succeed(CardProcessor, TestCardProcessor.make({ baseUrl: publicUrl ?? "" }))
   }
   return Layer.effect(
     CardProcessor,
     Effect.fail(new PlatformConfigError({
-      message: `The catalogue's payments.card.processor is "${payments.card.processor}", which this platform does not have; ` +
-        `use "test" (the built-in test processor) or null.`
+      message: payments.card.processor === "stripe"
+        ? `The catalogue's payments.card.processor is "stripe", which the shell provides (PlatformOptions.cardProcessor) ` +
+          `from STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET (docs/payments.md "Going live with Stripe").`
+        : `The catalogue's payments.card.processor is "${payments.card.processor}", which this platform does not have; ` +
+          `use "test" (the built-in test processor), "stripe" or null.`
     }))
   )
 }
@@ -249,7 +248,12 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     options.cardProcessor ?? cardProcessorLayer(config.payments, options.publicUrl),
     stablecoinRailLayer(config.payments)
   )
-  const money = Layer.mergeAll(Orders.layer, Tickets.layer).pipe(Layer.provide(rails), Layer.provideMerge(Ledger.layer))
+  // Where the links it hands out point (PublicUrl.ts).
+  const publicAddress = Layer.succeed(PublicAddress, { publicUrl: options.publicUrl, requestUrlFromShell: options.requestUrlFromShell })
+  const money = Layer.mergeAll(Orders.layer, Tickets.layer).pipe(
+    Layer.provide(Layer.mergeAll(rails, publicAddress)),
+    Layer.provideMerge(Ledger.layer)
+  )
   // Alerts and automatic top-ups (docs/billing.md), told by the gateway when balances change.
   const alerts = Alerts.layer.pipe(Layer.provide(options.alertMail ?? Layer.empty))
   const topUps = TopUps.layer.pipe(Layer.provideMerge(alerts), Layer.provide(Layer.mergeAll(rails, money)))
@@ -279,8 +283,6 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     Layer.provideMerge(datasets)
   )
   const jwks = options.serviceKeys === undefined ? Layer.empty : Layer.succeed(PublishedJwks, options.serviceKeys.publicJwks)
-  // Where the links it hands out point (PublicUrl.ts).
-  const publicAddress = Layer.succeed(PublicAddress, { publicUrl: options.publicUrl, requestUrlFromShell: options.requestUrlFromShell })
   // The network is handed on too: the first start asks it for the owner's identity (Bootstrap.ts).
   return Layer.mergeAll(
     ApiKeys.layer,

@@ -25,6 +25,7 @@ import { Catalogue } from "../Catalogue.ts"
 import { chargingGate } from "../Charging.ts"
 import type { CheckoutInfo } from "../CheckoutPage.ts"
 import type { RedeemResponse, TicketList } from "../Credits.ts"
+import { PublicAddress, RequestBaseUrl } from "../api/PublicUrl.ts"
 import * as Errors from "../Errors.ts"
 import { generateId } from "../Keys.ts"
 import { requireWithin } from "../KeyScope.ts"
@@ -225,6 +226,7 @@ const makeOrders = Effect.gen(function*() {
   const planStore = yield* PlanStore
   const processor = yield* CardProcessor
   const rail = yield* StablecoinRail
+  const address = yield* PublicAddress
   const payments = catalogue.config.payments
 
   const nowMillis = Clock.currentTimeMillis
@@ -313,13 +315,23 @@ const makeOrders = Effect.gen(function*() {
       ? Errors.conflict("order_already_paid", `Order ${order.id} is already paid.`)
       : Errors.conflict("order_expired", `Order ${order.id} can no longer be paid (${statusAt(order, now)}); create a new order.`)
 
-  const checkoutRequest = (order: OrderRecord): CheckoutRequest => ({
+  /** A new card plan keeps its card for its renewals (docs/plans.md "Renewals"). */
+  const keepsCard = (order: OrderRecord) => order.details?.kind === "subscription" && order.details.renew_subscription_id === null
+
+  const checkoutRequest = (order: OrderRecord, baseUrl: string, expiresAt: string = order.expires_at): CheckoutRequest => ({
     order_id: order.id,
     account_id: order.account_id,
     title: order.title,
     amount_cents: order.amount_cents,
-    currency: order.currency
+    currency: order.currency,
+    base_url: baseUrl,
+    save_card: keepsCard(order),
+    expires_at: expiresAt
   })
+
+  /** The base of the links a checkout hands out: PUBLIC_URL, else the request's (api/PublicUrl.ts). */
+  const baseUrl = Effect.map(RequestBaseUrl, (fromRequest) =>
+    (address.publicUrl !== undefined && address.publicUrl !== "" ? address.publicUrl : fromRequest ?? "").replace(/\/+$/, ""))
 
   const optionsText = () =>
     (payments.stablecoin?.options ?? []).map((o) => `${o.token} on ${o.chain}`).join(", ")
@@ -351,7 +363,7 @@ const makeOrders = Effect.gen(function*() {
       }
       const session = order.card_session_id !== null && order.checkout_url !== null
         ? { session_id: order.card_session_id, checkout_url: order.checkout_url }
-        : yield* processor.createSession(checkoutRequest(order))
+        : yield* processor.createSession(checkoutRequest(order, yield* baseUrl, expiresAt))
       const updated = yield* store.startPayment(order.id, { method: "card", ...session }, expiresAt, Time.toTimestamp(now))
       if (updated === undefined) return yield* explain()
       return toOrder(updated, now)
@@ -485,12 +497,12 @@ const makeOrders = Effect.gen(function*() {
     }
     if (!payableAt(order, now)) return expiredResult(order, now)
     // The order is the idempotency key: concurrent submissions of this checkout charge once.
-    const outcome = yield* processor.charge(sessionId, checkoutRequest(order), card, order.id)
+    const outcome = yield* processor.charge(sessionId, checkoutRequest(order, yield* baseUrl), card, order.id)
     if (outcome._tag === "Declined") {
       return { ...outcome, checkout: checkoutInfo(order, now) } satisfies CardPaymentResult
     }
     // A new plan's card is saved for its renewals (docs/plans.md "Renewals"); declined to save: none.
-    const saved = order.details?.kind === "subscription" && order.details.renew_subscription_id === null
+    const saved = keepsCard(order)
       ? yield* processor.saveCard(order.account_id, card)
       : undefined
     const paidAt = yield* nowMillis
