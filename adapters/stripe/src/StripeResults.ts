@@ -60,21 +60,14 @@ const chargeTime = (intent: Stripe.PaymentIntent): number => {
   return (charge?.created ?? intent.created) * 1000
 }
 
-/**
- * A PaymentIntent the platform's checkout made (its metadata names the order and the account) as
- * what it came to. `sessionId` is its Checkout Session when known.
- */
-export const intentResult = (intent: Stripe.PaymentIntent, sessionId: string | null): CheckoutResult | undefined => {
-  const orderId = intent.metadata["order_id"]
-  const accountId = intent.metadata["account_id"]
-  if (orderId === undefined || accountId === undefined) return undefined
-  const session = sessionId
-  if (intent.status === "processing") return { _tag: "Processing", session_id: session }
-  if (intent.status !== "succeeded") return { _tag: "Failed", session_id: session }
+/** A PaymentIntent as what it came to, for the order and account given. */
+const intentOutcome = (intent: Stripe.PaymentIntent, sessionId: string | null, orderId: string, accountId: string): CheckoutResult => {
+  if (intent.status === "processing") return { _tag: "Processing", session_id: sessionId }
+  if (intent.status !== "succeeded") return { _tag: "Failed", session_id: sessionId }
   const method = objectOf(intent.payment_method as string | Stripe.PaymentMethod | null)
   return {
     _tag: "Paid",
-    session_id: session,
+    session_id: sessionId,
     order_id: orderId,
     account_id: accountId,
     amount_cents: BigInt(intent.amount_received),
@@ -83,6 +76,17 @@ export const intentResult = (intent: Stripe.PaymentIntent, sessionId: string | n
     paid_at: chargeTime(intent),
     saved_card: intent.setup_future_usage === "off_session" && method !== undefined && method.customer !== null ? savedCardOf(method) : null
   }
+}
+
+/**
+ * A PaymentIntent the platform's checkout made (its metadata names the order and the account) as
+ * what it came to; undefined for one that names no order.
+ */
+export const intentResult = (intent: Stripe.PaymentIntent, sessionId: string | null): CheckoutResult | undefined => {
+  const orderId = intent.metadata["order_id"]
+  const accountId = intent.metadata["account_id"]
+  if (orderId === undefined || accountId === undefined) return undefined
+  return intentOutcome(intent, sessionId, orderId, accountId)
 }
 
 /** The expansions `sessionResult` needs on a retrieved Checkout Session. */
@@ -102,12 +106,9 @@ export const sessionResult = (session: Stripe.Checkout.Session): CheckoutResult 
   }
   const intent = objectOf(session.payment_intent as string | Stripe.PaymentIntent | null)
   if (intent === undefined) return { _tag: "Processing", session_id: id }
-  const result = intentResult(intent, id)
-  if (result === undefined || result._tag !== "Paid") return result ?? { _tag: "Failed", session_id: id }
-  // The session is what the platform opened for the order: its reference and metadata say so too.
-  return {
-    ...result,
-    order_id: session.client_reference_id ?? result.order_id,
-    account_id: session.metadata?.["account_id"] ?? result.account_id
-  }
+  // The session names what it was opened for: its reference and metadata (the platform checks them against the order).
+  const orderId = session.client_reference_id
+  const accountId = session.metadata?.["account_id"]
+  if (orderId === null || accountId === undefined) return { _tag: "Failed", session_id: id }
+  return intentOutcome(intent, id, orderId, accountId)
 }

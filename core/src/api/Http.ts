@@ -34,6 +34,8 @@ import { ReservationSweeper, type ReservationSweeperOptions } from "../Reservati
 import { MachineHttpLayer } from "../gateway/MachineHttp.ts"
 import { Ledger } from "../money/Ledger.ts"
 import { MAX_ID_LENGTH } from "../Limits.ts"
+import { CardCheckouts } from "../money/CardCheckouts.ts"
+import { CardEvents } from "../money/CardEvents.ts"
 import { Orders, Tickets } from "../money/OrderService.ts"
 import { AgentApprovals, ApprovalsUnavailable } from "../ports/AgentApprovals.ts"
 import { CardProcessor } from "../ports/CardProcessor.ts"
@@ -58,6 +60,7 @@ import { PublicAddress } from "./PublicUrl.ts"
 import { RequestLimitsMiddleware } from "./RequestLimits.ts"
 import { Authentication } from "./Security.ts"
 import { SimulatedApi, SimulatedHandlers } from "./Simulated.ts"
+import { WebhookRoutes, WebhookRouteTable } from "./Webhooks.ts"
 
 export const OPENAPI_PATH = "/openapi.json"
 export const DOCS_PATH = "/docs"
@@ -254,6 +257,13 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     Layer.provide(Layer.mergeAll(rails, publicAddress)),
     Layer.provideMerge(Ledger.layer)
   )
+  // A processor's own checkout pages and its webhook (docs/payments.md); the processor itself
+  // too, for the routes that ask whose pages take the card.
+  const cardPayments = CardEvents.layer.pipe(
+    Layer.provideMerge(CardCheckouts.layer),
+    Layer.provideMerge(rails),
+    Layer.provide(money)
+  )
   // Alerts and automatic top-ups (docs/billing.md), told by the gateway when balances change.
   const alerts = Alerts.layer.pipe(Layer.provide(options.alertMail ?? Layer.empty))
   const topUps = TopUps.layer.pipe(Layer.provideMerge(alerts), Layer.provide(Layer.mergeAll(rails, money)))
@@ -287,6 +297,7 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
   return Layer.mergeAll(
     ApiKeys.layer,
     money,
+    cardPayments,
     billing,
     gateway,
     sweeper,
@@ -325,6 +336,7 @@ export const AppRoutes = Layer.mergeAll(
   ApiRoutes,
   SimulatedRoutes,
   CheckoutRoutes,
+  WebhookRoutes,
   AccountRoutes,
   ApprovalRoutes,
   JwksRoute,
@@ -337,7 +349,7 @@ export const AppRoutes = Layer.mergeAll(
   RecordPageRoute,
   UploadRoute,
   DownloadRoute,
-  fallbackRoute([PlatformApi, SimulatedApi, InferenceApi, IngestRouteTable, FileRouteTable], [OPENAPI_PATH, DOCS_PATH, INFERENCE_OPENAPI_PATH, JWKS_PATH, RECORD_PAGE_PATH]),
+  fallbackRoute([PlatformApi, SimulatedApi, InferenceApi, IngestRouteTable, FileRouteTable, WebhookRouteTable], [OPENAPI_PATH, DOCS_PATH, INFERENCE_OPENAPI_PATH, JWKS_PATH, RECORD_PAGE_PATH]),
   ErrorShapeMiddleware,
   RequestLimitsMiddleware
 )

@@ -6,6 +6,7 @@
 import { Effect } from "effect"
 import type { Caller } from "../ApiKeys.ts"
 import type { Receipt } from "../billing/Schemas.ts"
+import type { CheckoutInfo } from "../CheckoutPage.ts"
 import type { Ticket } from "../Credits.ts"
 import { randomBytes } from "../Keys.ts"
 import { scopeOf } from "../KeyScope.ts"
@@ -284,4 +285,17 @@ export const coveredAt = (deposits: ReadonlyArray<DepositRecord>, amount: bigint
     if (sum >= amount) return x.at
   }
   return undefined
+}
+
+/** What a checkout page shows of an order at `now` (CheckoutPage.ts). */
+export const checkoutInfoOf = (order: OrderRecord, now: number): CheckoutInfo => {
+  const status = statusAt(order, now)
+  return {
+    session_id: order.card_session_id ?? "",
+    order_id: order.id,
+    title: order.title,
+    amount_text: formatUsd(order.amount_cents),
+    status: status === "paid" ? "paid" : status === "pending" ? "open" : "expired",
+    paid_at: order.paid_at
+  }
 }

@@ -47,11 +47,10 @@ import { StablecoinRail, type Transfer } from "../ports/StablecoinRail.ts"
 import * as Time from "../Time.ts"
 import {
   coveredAt,
+  checkoutInfoOf,
   CURRENCY,
   type DepositSummary,
   formatUsd,
-  generateTicketCode,
-  isAutoReloadOrder,
   normalizeTicketCode,
   ORDERS_DEFAULT_LIMIT,
   ORDERS_MAX_LIMIT,
@@ -66,6 +65,7 @@ import {
   toTicket,
   usdToBaseUnits
 } from "./OrderRules.ts"
+import { makeFulfilment } from "./Fulfilment.ts"
 import { makePricing } from "./OrderPricing.ts"
 
 
@@ -220,7 +220,6 @@ export class Tickets extends Context.Service<Tickets, {
 
 const makeOrders = Effect.gen(function*() {
   const store = yield* OrderStore
-  const ledger = yield* Ledger
   const catalogue = yield* Catalogue
   const plans = yield* makePlans
   const planStore = yield* PlanStore
@@ -361,10 +360,14 @@ const makeOrders = Effect.gen(function*() {
           `Part of order ${order.id} was already paid by stablecoin deposit; send the rest to ${order.deposit.address}.`
         )
       }
-      const session = order.card_session_id !== null && order.checkout_url !== null
+      const opened = order.card_session_id !== null && order.checkout_url !== null
         ? { session_id: order.card_session_id, checkout_url: order.checkout_url }
-        : yield* processor.createSession(checkoutRequest(order, yield* baseUrl, expiresAt))
-      const updated = yield* store.startPayment(order.id, { method: "card", ...session }, expiresAt, Time.toTimestamp(now))
+        : undefined
+      const session = opened ?? (yield* processor.createSession(checkoutRequest(order, yield* baseUrl, expiresAt)))
+      // A processor's own page closes with its session (opened with the window it had then):
+      // paying again does not move the window past it.
+      const windowEnd = opened !== undefined && processor.pages === "processor" ? order.expires_at : expiresAt
+      const updated = yield* store.startPayment(order.id, { method: "card", ...session }, windowEnd, Time.toTimestamp(now))
       if (updated === undefined) return yield* explain()
       return toOrder(updated, now)
     }
@@ -408,68 +411,13 @@ const makeOrders = Effect.gen(function*() {
     return toOrder(updated, now)
   })
 
-  // ---- fulfilment: idempotent, so it runs after every completion, first or replayed ----
+  // ---- fulfilment: idempotent, so it runs after every completion, first or replayed (Fulfilment.ts) ----
 
-  const fulfil = Effect.fnUntraced(function*(order: OrderRecord, cardReference: string | null = null) {
-    if (order.status !== "paid" || order.paid_at === null || order.paid_with === null) return
-    if (order.gift) {
-      yield* store.issueTicket({
-        code: yield* generateTicketCode,
-        order_id: order.id,
-        account_id: order.account_id,
-        credits: order.credits,
-        machine_id: order.machine_id,
-        created_at: order.paid_at,
-        redeemed_by: null,
-        redeemed_at: null
-      })
-    } else if (order.credits > 0n) {
-      yield* ledger.credit(order.account_id, {
-        ref: order.id,
-        machine_id: order.machine_id,
-        amount: order.credits,
-        type: "credit_added"
-      })
-    }
-    // A rental or a plan (once per order: docs/plans.md).
-    yield* plans.fulfil(order, cardReference)
-    // Last: a paid order without a receipt is one whose fulfilment was cut short (healPaid).
-    yield* store.insertReceipt({
-      id: yield* generateId("rcpt"),
-      account_id: order.account_id,
-      order_id: order.id,
-      kind: order.type,
-      title: order.title,
-      paid_at: order.paid_at,
-      amount_cents: order.amount_cents,
-      currency: order.currency,
-      credits: order.credits,
-      paid_with: order.paid_with,
-      auto_reload: isAutoReloadOrder(order.id)
-    })
-  })
-
-  /** Reads the order back after a markPaid attempt and fulfils it when it is paid. */
-  const settleOrder = Effect.fnUntraced(function*(orderId: string, cardReference: string | null = null) {
-    const order = yield* store.findOrder(orderId)
-    if (order === undefined) return yield* Effect.die(new Error(`order ${orderId} vanished`))
-    yield* fulfil(order, cardReference)
-    return order
-  })
+  const { fulfil, settleOrder } = yield* makeFulfilment
 
   // ---- card ----
 
-  const checkoutInfo = (order: OrderRecord, now: number): CheckoutInfo => {
-    const status = statusAt(order, now)
-    return {
-      session_id: order.card_session_id ?? "",
-      order_id: order.id,
-      title: order.title,
-      amount_text: formatUsd(order.amount_cents),
-      status: status === "paid" ? "paid" : status === "pending" ? "open" : "expired",
-      paid_at: order.paid_at
-    }
-  }
+  const checkoutInfo = checkoutInfoOf
 
   const bySession = Effect.fnUntraced(function*(sessionId: string) {
     const order = yield* store.findByCardSession(sessionId)
