@@ -24,6 +24,8 @@ import { BlobStoreMemory } from "../ports/MemoryBlobStore.ts"
 import { ApiKeys } from "../ApiKeys.ts"
 import { Alerts } from "../billing/Alerts.ts"
 import { AutoReload } from "../billing/AutoReload.ts"
+import { CardSetups } from "../billing/CardSetups.ts"
+import { PayLinks } from "../billing/PayLinks.ts"
 import { TopUps } from "../billing/TopUp.ts"
 import { BillingWatch } from "../billing/Watch.ts"
 import { Catalogue } from "../Catalogue.ts"
@@ -257,17 +259,20 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     Layer.provide(Layer.mergeAll(rails, publicAddress)),
     Layer.provideMerge(Ledger.layer)
   )
-  // A processor's own checkout pages and its webhook (docs/payments.md); the processor itself
-  // too, for the routes that ask whose pages take the card.
-  const cardPayments = CardEvents.layer.pipe(
-    Layer.provideMerge(CardCheckouts.layer),
-    Layer.provideMerge(rails),
-    Layer.provide(money)
-  )
   // Alerts and automatic top-ups (docs/billing.md), told by the gateway when balances change.
   const alerts = Alerts.layer.pipe(Layer.provide(options.alertMail ?? Layer.empty))
-  const topUps = TopUps.layer.pipe(Layer.provideMerge(alerts), Layer.provide(Layer.mergeAll(rails, money)))
+  // A failed off-session charge mails a link to pay it on-session (billing/PayLinks.ts).
+  const payLinks = PayLinks.layer.pipe(Layer.provide(Layer.mergeAll(rails, publicAddress, options.alertMail ?? Layer.empty)))
+  const topUps = TopUps.layer.pipe(Layer.provideMerge(alerts), Layer.provide(Layer.mergeAll(rails, money, payLinks)))
   const billing = AutoReload.layer.pipe(Layer.provideMerge(BillingWatch.layer), Layer.provideMerge(topUps), Layer.provide(rails))
+  // A processor's own checkout and card pages and its webhook (docs/payments.md); the processor
+  // itself too, for the routes that ask whose pages take the card.
+  const cardPayments = CardEvents.layer.pipe(
+    Layer.provideMerge(CardCheckouts.layer),
+    Layer.provideMerge(CardSetups.layer),
+    Layer.provideMerge(rails),
+    Layer.provide(Layer.mergeAll(money, billing))
+  )
   const health = options.healthCheck === undefined ? Layer.empty : HealthChecker.layer(config, options.healthCheck)
   const gateway = Gateway.layer(options.gateway).pipe(
     Layer.provideMerge(health),
@@ -280,7 +285,7 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     : ReservationSweeper.layer(options.sweepReservations).pipe(Layer.provide(money))
   const renewer = options.renewPlans === undefined
     ? Layer.empty
-    : PlanRenewer.layer(options.renewPlans).pipe(Layer.provide(Layer.mergeAll(money, rails, alerts)))
+    : PlanRenewer.layer(options.renewPlans).pipe(Layer.provide(Layer.mergeAll(money, rails, alerts, payLinks)))
   // Agents (docs/agents.md): approvals at the account service, serving nodes from the network.
   const network = options.network ?? NoNetwork
   const agents = Agents.layer({ publicUrl: options.publicUrl }).pipe(

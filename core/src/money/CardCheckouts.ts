@@ -13,11 +13,12 @@
  * payment, so a payment made before the window closed pays it even when reported after.
  */
 import { Clock, Context, Effect, Layer } from "effect"
+import { CardSetups } from "../billing/CardSetups.ts"
 import type { CheckoutInfo } from "../CheckoutPage.ts"
 import * as Errors from "../Errors.ts"
 import type { CheckoutResult } from "../ports/CardProcessor.ts"
 import { CardProcessor } from "../ports/CardProcessor.ts"
-import { OrderStore } from "../ports/OrderStore.ts"
+import { type OrderRecord, OrderStore } from "../ports/OrderStore.ts"
 import { PlanStore } from "../ports/PlanStore.ts"
 import * as Time from "../Time.ts"
 import { makeFulfilment } from "./Fulfilment.ts"
@@ -56,12 +57,28 @@ export class CardCheckouts extends Context.Service<CardCheckouts, {
   /** A person back from the processor's page: what the order is now, after asking the processor (404 checkout_not_found). */
   readonly returned: (sessionId: string) => Effect.Effect<ReturnView, Errors.NotFound>
 }>()("@model-platform/core/money/CardCheckouts") {
-  static readonly layer: Layer.Layer<CardCheckouts, never, OrderStore | PlanStore | Ledger | CardProcessor> = Layer.effect(
+  static readonly layer: Layer.Layer<CardCheckouts, never, OrderStore | PlanStore | Ledger | CardProcessor | CardSetups> = Layer.effect(
     CardCheckouts,
     Effect.gen(function*() {
       const store = yield* OrderStore
       const processor = yield* CardProcessor
       const { fulfil, settleOrder } = yield* makeFulfilment
+      const setups = yield* CardSetups
+
+      /**
+       * A purchase that kept its card (the billing page's): the card for automatic top-ups, once
+       * per payment (CardSetups applies a report once). A plan keeps its card on the plan (settleOrder).
+       */
+      const keepCard = (order: OrderRecord, paid: PaidReport) =>
+        paid.saved_card === null || order.details?.kind === "subscription" || order.paid_at === null
+          ? Effect.void
+          : Effect.asVoid(setups.record({
+            _tag: "CardSaved",
+            session_id: paid.payment_id,
+            account_id: order.account_id,
+            card: paid.saved_card,
+            opened_at: Date.parse(order.paid_at)
+          }))
 
       const applyPaid = Effect.fn("CardCheckouts.applyPaid")(function*(paid: PaidReport) {
         const order = yield* store.findOrder(paid.order_id)
@@ -78,6 +95,7 @@ export class CardCheckouts extends Context.Service<CardCheckouts, {
         if (order.status === "paid") {
           // Completes a fulfilment a crash may have cut short (a no-op otherwise).
           yield* fulfil(order, paid.saved_card?.reference ?? null)
+          yield* keepCard(order, paid)
           if (paid.session_id !== null && order.card_session_id !== null && paid.session_id !== order.card_session_id) {
             yield* Effect.logWarning(`${about}: the order was already paid through session ${order.card_session_id}; refund this one at the processor`)
           }
@@ -90,6 +108,7 @@ export class CardCheckouts extends Context.Service<CardCheckouts, {
           yield* Effect.logWarning(`${about}: paid after the order's window closed; nothing was credited (refund it at the processor)`)
           return "expired" as const
         }
+        yield* keepCard(after, paid)
         return won ? "paid" as const : "already_paid" as const
       })
 

@@ -13,6 +13,7 @@
  * processor retries.
  */
 import { Context, Effect, Layer, Schema } from "effect"
+import { CardSetups, type SetupApplied } from "../billing/CardSetups.ts"
 import { CardProcessor, type InvalidEvent, type ProcessorEvent } from "../ports/CardProcessor.ts"
 import { documentKind } from "../ports/Documents.ts"
 import { DocumentStores } from "../ports/DocumentStores.ts"
@@ -39,7 +40,8 @@ export type EventOutcome =
   | PaymentApplied
   /** A checkout that is not paid yet, or did not go through: nothing to do. */
   | "not_paid"
-  | "card_saved"
+  /** A card saved on the processor's setup page (billing/CardSetups.ts). */
+  | SetupApplied
   | "reversed"
   | "ignored"
   /** Its id was applied before: nothing changed. */
@@ -54,11 +56,12 @@ export class CardEvents extends Context.Service<CardEvents, {
   /** The processor's webhook: verified, then applied once by its id. */
   readonly receive: (payload: string, signature: string | undefined) => Effect.Effect<EventAnswer, InvalidEvent>
 }>()("@model-platform/core/money/CardEvents") {
-  static readonly layer: Layer.Layer<CardEvents, never, CardProcessor | CardCheckouts | DocumentStores> = Layer.effect(
+  static readonly layer: Layer.Layer<CardEvents, never, CardProcessor | CardCheckouts | CardSetups | DocumentStores> = Layer.effect(
     CardEvents,
     Effect.gen(function*() {
       const processor = yield* CardProcessor
       const checkouts = yield* CardCheckouts
+      const setups = yield* CardSetups
       const applied = (yield* DocumentStores).of(CardEventDocuments)
 
       const apply = (event: ProcessorEvent): Effect.Effect<EventOutcome> => {
@@ -70,7 +73,7 @@ export class CardEvents extends Context.Service<CardEvents, {
           case "Checkout": {
             const result = event.result
             if (result._tag === "Paid") return checkouts.applyPaid(result)
-            if (result._tag === "CardSaved") return Effect.succeed("ignored")
+            if (result._tag === "CardSaved") return setups.record(result)
             return Effect.succeed("not_paid")
           }
         }

@@ -103,11 +103,16 @@ export class Orders extends Context.Service<Orders, {
   readonly list: (caller: Caller, limit?: number | undefined) => Effect.Effect<OrderList, Errors.BadRequest>
   /** GET /orders/{id}, with `ticket` (the gift ticket of a paid gift order, else null). */
   readonly get: (caller: Caller, orderId: string) => Effect.Effect<Order, Errors.NotFound>
-  /** POST /orders/{id}/pay: opens a card checkout (pay_url) or a deposit address (payment.deposit). */
+  /**
+   * POST /orders/{id}/pay: opens a card checkout (pay_url) or a deposit address (payment.deposit).
+   * `keepCard`: a purchase on the billing page keeps the card it is paid with for automatic
+   * top-ups (a processor with its own page: CardCheckouts.ts); plans always keep theirs.
+   */
   readonly pay: (
     caller: Caller,
     orderId: string,
-    body: PayOrder
+    body: PayOrder,
+    options?: { readonly keepCard?: boolean }
   ) => Effect.Effect<Order, Errors.BadRequest | Errors.NotFound | Errors.Conflict | Errors.Forbidden>
   /** What the checkout page of a session shows (404 checkout_not_found). */
   readonly checkout: (sessionId: string) => Effect.Effect<CheckoutInfo, Errors.NotFound>
@@ -317,14 +322,14 @@ const makeOrders = Effect.gen(function*() {
   /** A new card plan keeps its card for its renewals (docs/plans.md "Renewals"). */
   const keepsCard = (order: OrderRecord) => order.details?.kind === "subscription" && order.details.renew_subscription_id === null
 
-  const checkoutRequest = (order: OrderRecord, baseUrl: string, expiresAt: string = order.expires_at): CheckoutRequest => ({
+  const checkoutRequest = (order: OrderRecord, baseUrl: string, expiresAt: string = order.expires_at, keepCard = false): CheckoutRequest => ({
     order_id: order.id,
     account_id: order.account_id,
     title: order.title,
     amount_cents: order.amount_cents,
     currency: order.currency,
     base_url: baseUrl,
-    save_card: keepsCard(order),
+    save_card: keepCard || keepsCard(order),
     expires_at: expiresAt
   })
 
@@ -335,7 +340,7 @@ const makeOrders = Effect.gen(function*() {
   const optionsText = () =>
     (payments.stablecoin?.options ?? []).map((o) => `${o.token} on ${o.chain}`).join(", ")
 
-  const pay = Effect.fn("Orders.pay")(function*(caller: Caller, orderId: string, body: PayOrder) {
+  const pay = Effect.fn("Orders.pay")(function*(caller: Caller, orderId: string, body: PayOrder, options?: { readonly keepCard?: boolean }) {
     const order = yield* own(caller, orderId)
     yield* requireWithin(planStore, caller, { _tag: "Order", machine_id: order.machine_id })
     const now = yield* nowMillis
@@ -363,7 +368,7 @@ const makeOrders = Effect.gen(function*() {
       const opened = order.card_session_id !== null && order.checkout_url !== null
         ? { session_id: order.card_session_id, checkout_url: order.checkout_url }
         : undefined
-      const session = opened ?? (yield* processor.createSession(checkoutRequest(order, yield* baseUrl, expiresAt)))
+      const session = opened ?? (yield* processor.createSession(checkoutRequest(order, yield* baseUrl, expiresAt, options?.keepCard === true)))
       // A processor's own page closes with its session (opened with the window it had then):
       // paying again does not move the window past it.
       const windowEnd = opened !== undefined && processor.pages === "processor" ? order.expires_at : expiresAt
