@@ -10,7 +10,9 @@
  * - automatic top-ups charge it off-session, once per crossing;
  * - a card whose bank wants its holder (4000 0027 6000 3184) or that is declined (0341) fails the
  *   top-up or the renewal: last_error / renewal_error, an alert, and one mailed link with which the
- *   person pays that order on-session (authenticating on Stripe's page); nothing is retried.
+ *   person pays that order on-session (authenticating on Stripe's page); nothing is retried;
+ * - refunds and disputes take the credits back through the ledger, once each: spent credits leave
+ *   the balance negative and priced calls answer 402 until credits are bought again.
  */
 import type { SetupResult } from "@model-platform/core/billing/CardSetups"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
@@ -19,6 +21,7 @@ import type { DocumentStores } from "@model-platform/core/ports/DocumentStores"
 import { type ReferenceMachine, startReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
 import type { Clock, Layer } from "effect"
 import { randomBytes } from "node:crypto"
+import Stripe from "stripe"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ALERTS_MODEL, alertsCatalogue } from "./BillingAlertsSuite.ts"
 import { type FakeStripe, startFakeStripe } from "./FakeStripe.ts"
@@ -82,6 +85,7 @@ export const stripeSavedCardsSuite = (shell: string, processorFor: StripeProcess
     let fake: FakeStripe
     let forwarder: Forwarder
     let platform: StripeCardsShell
+    let stripe: Stripe
 
     beforeAll(async () => {
       machine = await startReferenceMachine({ port: 0, models: [{ id: ALERTS_MODEL, kind: "forecasts" }] })
@@ -99,6 +103,7 @@ export const stripeSavedCardsSuite = (shell: string, processorFor: StripeProcess
       })
       forwarder = await startForwarder(platform.fetch)
       fake.addWebhook(`${forwarder.url}/webhooks/stripe`, webhookSecret)
+      stripe = new Stripe(fake.secretKey, { apiVersion: "2026-10-28.endive", ...fake.clientOptions })
     }, 120_000)
 
     afterAll(async () => {
@@ -139,7 +144,8 @@ export const stripeSavedCardsSuite = (shell: string, processorFor: StripeProcess
       const order = await ok("POST", "/orders", key, { type: "credits", amount_usd: usd })
       await payOnStripe((await ok("POST", `/orders/${order.id}/pay`, key, { method: "card" })).pay_url)
       const me = await ok("GET", "/me", key) as { id: string; email: string }
-      return { key, id: me.id, email: me.email }
+      const intent = fake.all("payment_intent").find((pi) => pi["metadata"]["order_id"] === order.id)!
+      return { key, id: me.id, email: me.email, orderId: order.id as string, intent: intent["id"] as string, charge: intent["latest_charge"] as string }
     }
 
     /** A person saves `card` on Stripe's setup page and comes back to the billing page. */
@@ -303,5 +309,69 @@ export const stripeSavedCardsSuite = (shell: string, processorFor: StripeProcess
       const after = ((await ok("GET", "/subscriptions", key)).data as Array<any>).find((p) => p.id === needy.id)
       expect(after.status).toBe("active")
       expect(after.current_period_end > needy.current_period_end).toBe(true)
+    })
+
+    /** The answers to the deliveries of `type` events about `objectId`. */
+    const outcomes = (type: string, objectId: string) => {
+      const ids = new Set(fake.events.filter((e) => e["type"] === type && (e["data"]["object"]["id"] === objectId || e["data"]["object"]["charge"] === objectId)).map((e) => e["id"]))
+      return fake.deliveries.filter((d) => ids.has(d.event_id)).map((d) => [d.status, JSON.parse(d.body).outcome])
+    }
+
+    it("refunds take the purchased credits back once each: in part, in whole, replayed; the receipt stays, the tier falls", async () => {
+      const { key, intent, charge } = await account(10)
+      expect(await balance(key)).toBe(10_000)
+      await stripe.refunds.create({ payment_intent: intent, amount: 250 })
+      await fake.settled()
+      expect(await balance(key)).toBe(7_500)
+      const activity = (await ok("GET", "/credits/activity", key)).data as Array<any>
+      expect(activity[0]).toMatchObject({ type: "credit_reversed", credits: -2_500, machine_id: null })
+      await stripe.refunds.create({ payment_intent: intent })
+      await fake.settled()
+      expect(await balance(key)).toBe(0)
+      const refunded = fake.events.filter((e) => e["type"] === "charge.refunded" && e["data"]["object"]["id"] === charge)
+      await fake.redeliver(refunded[0]!["id"])
+      await fake.redeliver(refunded[1]!["id"])
+      expect(outcomes("charge.refunded", charge)).toEqual([[200, "reversed"], [200, "reversed"], [200, "duplicate"], [200, "duplicate"]])
+      expect(await balance(key)).toBe(0)
+      expect(((await ok("GET", "/billing/receipts", key)).data as Array<any>)).toHaveLength(1)
+      expect((await ok("GET", "/billing", key)).usage_tier.purchased_credits).toBe(0)
+    })
+
+    it("a refund after the credits were spent leaves the balance negative: priced calls answer 402 until credits are bought again", async () => {
+      const { key, intent } = await account(5)
+      for (let i = 0; i < 3; i++) expect((await forecast(key)).status).toBe(200)
+      await eventually(async () => expect(await balance(key)).toBe(4_997))
+      await stripe.refunds.create({ payment_intent: intent })
+      await fake.settled()
+      expect(await balance(key)).toBe(-3)
+      const refused = await forecast(key)
+      expect(refused.status, refused.text).toBe(402)
+      expect(refused.json.error.code).toBe("insufficient_credit")
+      const order = await ok("POST", "/orders", key, { type: "credits", amount_usd: 5 })
+      await payOnStripe((await ok("POST", `/orders/${order.id}/pay`, key, { method: "card" })).pay_url)
+      expect(await balance(key)).toBe(4_997)
+      expect((await forecast(key)).status).toBe(200)
+    })
+
+    it("a dispute takes the credits back once; a refund of a payment the platform did not make changes nothing", async () => {
+      const { key, charge } = await account(5)
+      const dispute = fake.dispute(charge)
+      await fake.settled()
+      expect(await balance(key)).toBe(0)
+      const created = fake.events.find((e) => e["type"] === "charge.dispute.created" && e["data"]["object"]["id"] === dispute["id"])!
+      await fake.redeliver(created["id"])
+      expect(outcomes("charge.dispute.created", dispute["id"])).toEqual([[200, "reversed"], [200, "duplicate"]])
+      expect(await balance(key)).toBe(0)
+      // A charge made outside the platform (no order in its metadata): answered, nothing taken.
+      const customer = await stripe.customers.create({})
+      const session = await stripe.checkout.sessions.create({
+        mode: "setup", currency: "usd", customer: customer.id, success_url: "http://127.0.0.1:9/x?session_id={CHECKOUT_SESSION_ID}"
+      })
+      await fake.completeCheckout(session.url!, "4242424242424242")
+      const method = ((await stripe.checkout.sessions.retrieve(session.id, { expand: ["setup_intent"] })).setup_intent as Stripe.SetupIntent).payment_method as string
+      const foreign = await stripe.paymentIntents.create({ amount: 900, currency: "usd", customer: customer.id, payment_method: method, off_session: true, confirm: true })
+      await stripe.refunds.create({ payment_intent: foreign.id })
+      await fake.settled()
+      expect(outcomes("charge.refunded", foreign.latest_charge as string)).toEqual([[200, "unknown_order"]])
     })
   })

@@ -38,6 +38,7 @@ import { Ledger } from "../money/Ledger.ts"
 import { MAX_ID_LENGTH } from "../Limits.ts"
 import { CardCheckouts } from "../money/CardCheckouts.ts"
 import { CardEvents } from "../money/CardEvents.ts"
+import { Reversals } from "../money/Reversals.ts"
 import { Orders, Tickets } from "../money/OrderService.ts"
 import { AgentApprovals, ApprovalsUnavailable } from "../ports/AgentApprovals.ts"
 import { CardProcessor } from "../ports/CardProcessor.ts"
@@ -268,7 +269,7 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
   // A processor's own checkout and card pages and its webhook (docs/payments.md); the processor
   // itself too, for the routes that ask whose pages take the card.
   const cardPayments = CardEvents.layer.pipe(
-    Layer.provideMerge(CardCheckouts.layer),
+    Layer.provideMerge(Layer.mergeAll(CardCheckouts.layer, Reversals.layer)),
     Layer.provideMerge(CardSetups.layer),
     Layer.provideMerge(rails),
     Layer.provide(Layer.mergeAll(money, billing))

@@ -30,8 +30,10 @@ import { monthlyLimitAt, rpmAt, tierTable } from "../billing/Tiers.ts"
 import { inferenceError } from "../Errors.ts"
 import { generateId } from "../Keys.ts"
 import { spendingOrder } from "../money/LedgerRules.ts"
+import { netPurchasedCredits } from "../money/Reversals.ts"
 import { microToCredits } from "../Money.ts"
 import { type Admission, type AdmissionResult, GatewayStore } from "../ports/GatewayStore.ts"
+import { LedgerStore } from "../ports/LedgerStore.ts"
 import { OrderStore } from "../ports/OrderStore.ts"
 import { windowStartOf } from "../ports/RateLimitStore.ts"
 import * as Time from "../Time.ts"
@@ -76,6 +78,8 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
     const agents = yield* AgentStore
     const store = yield* GatewayStore
     const orders = yield* OrderStore
+    // The same rule as the billing summary's tier: purchases less what refunds took back.
+    const purchasedCredits = netPurchasedCredits(orders, yield* LedgerStore)
     const tiers = tierTable(catalogue.tiers)
     const allowances = allowanceTable(catalogue)
 
@@ -85,7 +89,7 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
       Effect.gen(function*() {
         const cached = purchased.get(accountId)
         if (cached !== undefined && now - cached.at < config.tierCacheMs) return cached.value
-        const value = yield* orders.purchasedCredits(accountId)
+        const value = yield* purchasedCredits(accountId)
         purchased.set(accountId, { value, at: now })
         return value
       })

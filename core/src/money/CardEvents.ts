@@ -20,6 +20,7 @@ import { DocumentStores } from "../ports/DocumentStores.ts"
 import * as Time from "../Time.ts"
 import { Timestamp } from "../Time.ts"
 import { CardCheckouts, type PaymentApplied } from "./CardCheckouts.ts"
+import { type ReversalApplied, Reversals } from "./Reversals.ts"
 
 /** An event applied: its processor and id, and what it did. */
 export const CardEventRecord = Schema.Struct({
@@ -42,7 +43,8 @@ export type EventOutcome =
   | "not_paid"
   /** A card saved on the processor's setup page (billing/CardSetups.ts). */
   | SetupApplied
-  | "reversed"
+  /** Refunds and disputes (Reversals.ts): "reversed" when any took credits back. */
+  | ReversalApplied
   | "ignored"
   /** Its id was applied before: nothing changed. */
   | "duplicate"
@@ -56,12 +58,13 @@ export class CardEvents extends Context.Service<CardEvents, {
   /** The processor's webhook: verified, then applied once by its id. */
   readonly receive: (payload: string, signature: string | undefined) => Effect.Effect<EventAnswer, InvalidEvent>
 }>()("@model-platform/core/money/CardEvents") {
-  static readonly layer: Layer.Layer<CardEvents, never, CardProcessor | CardCheckouts | CardSetups | DocumentStores> = Layer.effect(
+  static readonly layer: Layer.Layer<CardEvents, never, CardProcessor | CardCheckouts | CardSetups | Reversals | DocumentStores> = Layer.effect(
     CardEvents,
     Effect.gen(function*() {
       const processor = yield* CardProcessor
       const checkouts = yield* CardCheckouts
       const setups = yield* CardSetups
+      const reversals = yield* Reversals
       const applied = (yield* DocumentStores).of(CardEventDocuments)
 
       const apply = (event: ProcessorEvent): Effect.Effect<EventOutcome> => {
@@ -69,7 +72,8 @@ export class CardEvents extends Context.Service<CardEvents, {
           case "Ignored":
             return Effect.succeed("ignored")
           case "Reversals":
-            return Effect.succeed("ignored")
+            return Effect.map(Effect.forEach(event.reversals, reversals.apply), (outcomes) =>
+              outcomes.includes("reversed") ? "reversed" : outcomes[0] ?? "ignored")
           case "Checkout": {
             const result = event.result
             if (result._tag === "Paid") return checkouts.applyPaid(result)

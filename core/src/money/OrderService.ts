@@ -42,6 +42,7 @@ import {
   OrderStore,
   type TicketRecord
 } from "../ports/OrderStore.ts"
+import { LedgerStore } from "../ports/LedgerStore.ts"
 import { PlanStore } from "../ports/PlanStore.ts"
 import { StablecoinRail, type Transfer } from "../ports/StablecoinRail.ts"
 import * as Time from "../Time.ts"
@@ -67,6 +68,7 @@ import {
 } from "./OrderRules.ts"
 import { makeFulfilment } from "./Fulfilment.ts"
 import { makePricing } from "./OrderPricing.ts"
+import { netPurchasedCredits } from "./Reversals.ts"
 
 
 // ---------------------------------------------------------------------------------------------
@@ -133,7 +135,7 @@ export class Orders extends Context.Service<Orders, {
   readonly receipts: (caller: Caller) => Effect.Effect<ReceiptList>
   /** GET /billing/receipts/{id}. */
   readonly receipt: (caller: Caller, receiptId: string) => Effect.Effect<Receipt, Errors.NotFound>
-  /** Credits bought in total by an account (micro-credits), for its usage tier. */
+  /** Credits bought in total by an account (micro-credits), for its usage tier: less what refunds and disputes took back (Reversals.ts). */
   readonly purchasedCredits: (accountId: string) => Effect.Effect<bigint>
   /** The charging gate now (Billing summary's `charging`). */
   readonly charging: Effect.Effect<Charging>
@@ -149,7 +151,7 @@ export class Orders extends Context.Service<Orders, {
   static readonly layer: Layer.Layer<
     Orders,
     never,
-    OrderStore | PlanStore | Ledger | Catalogue | CardProcessor | StablecoinRail
+    OrderStore | PlanStore | Ledger | LedgerStore | Catalogue | CardProcessor | StablecoinRail
   > = Layer.effect(Orders, Effect.suspend(() => makeOrders))
 }
 
@@ -225,6 +227,7 @@ export class Tickets extends Context.Service<Tickets, {
 
 const makeOrders = Effect.gen(function*() {
   const store = yield* OrderStore
+  const ledgerStore = yield* LedgerStore
   const catalogue = yield* Catalogue
   const plans = yield* makePlans
   const planStore = yield* PlanStore
@@ -573,7 +576,7 @@ const makeOrders = Effect.gen(function*() {
     deposits,
     receipts: (caller) => Effect.map(store.listReceipts(caller.account.id), (rs) => ({ data: rs.map(toReceipt) })),
     receipt,
-    purchasedCredits: (accountId) => store.purchasedCredits(accountId),
+    purchasedCredits: netPurchasedCredits(store, ledgerStore),
     charging: Effect.map(nowMillis, (now) => chargingGate(payments, now)),
     healPaid,
     recordOffSessionPayment
