@@ -5,6 +5,8 @@
  * to the API function). Used by Accounts.browser.test.ts and BillingPage.browser.test.ts.
  */
 import { SmtpEmailSender } from "@model-platform/node-http/SmtpEmailSender"
+import type { PlatformOptions } from "@model-platform/core/api/Http"
+import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 import { type FlowSetup, flowCatalogue, type PlatformUnderTest } from "@model-platform/test-harness/BrowserWorld"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
 import { randomPlatformClient } from "@model-platform/core/agents/PlatformClient"
@@ -73,9 +75,19 @@ export const startStandInGateway = async (route: (path: string) => LambdaHandler
   }
 }
 
+/** What a flow may add: another card processor (Stripe), the catalogue changed for it, plans renewing. */
+export interface BrowserExtras {
+  readonly catalogue?: (catalogue: CatalogueConfig) => CatalogueConfig
+  readonly cardProcessor?: PlatformOptions["cardProcessor"]
+  readonly renewPlans?: PlatformOptions["renewPlans"]
+}
+
 /** Starts the platform for a browser flow (AccountsBrowserFlow.ts FlowSetup). */
-export const startLambdaForBrowser = async ({ clock, machineUrl, recoveryDelayMs, smtpUrl }: FlowSetup): Promise<PlatformUnderTest> => {
-  const catalogue = flowCatalogue(demo, machineUrl)
+export const startLambdaForBrowser = async (
+  { clock, machineUrl, recoveryDelayMs, smtpUrl }: FlowSetup,
+  extras: BrowserExtras = {}
+): Promise<PlatformUnderTest> => {
+  const catalogue = (extras.catalogue ?? ((c) => c))(flowCatalogue(demo, machineUrl))
   const local = await startDynamoLocal()
   const dynamo = await tableOn(local)
   let api: LambdaHandler | undefined
@@ -96,7 +108,11 @@ export const startLambdaForBrowser = async ({ clock, machineUrl, recoveryDelayMs
     ownerEmail: "owner@test.local",
     publicUrl: `http://localhost:${port}`,
     dynamo,
-    platform: { clock },
+    platform: {
+      clock,
+      ...(extras.cardProcessor === undefined ? {} : { cardProcessor: extras.cardProcessor }),
+      ...(extras.renewPlans === undefined ? {} : { renewPlans: extras.renewPlans })
+    },
     accounts: {
       recoveryDelayMs,
       emailSender: SmtpEmailSender({ url: Redacted.make(smtpUrl), from: "Model Platform <no-reply@test.local>" }),

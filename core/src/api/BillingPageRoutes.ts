@@ -10,11 +10,11 @@
  *   GET  /accounts/billing/receipts/{id}   a receipt to print
  *   POST /accounts/billing/card            save or replace the card (CardProcessor.saveCard); with a
  *                                          processor that has its own page (Stripe), open that page
- *                                          (303) to save one there (billing/CardSetups.ts)
+ *                                          and link to it (billing/CardSetups.ts)
  *   GET  /accounts/billing/card?session_id=…  back from that page: the card saved there
  *   POST /accounts/billing/card/remove     forget the card (top-ups turn off)
- *   POST /accounts/billing/buy             with such a processor: an order of credits paid on its
- *                                          page (303), which keeps the card for top-ups
+ *   POST /accounts/billing/buy             with such a processor: an order of credits, linked to its
+ *                                          page, whose payment keeps the card for top-ups
  *   POST /accounts/billing/auto-reload     the automatic top-up settings
  *
  * Showing the page marks the alerts it lists seen (the person saw them; GET /billing/alerts marks
@@ -29,7 +29,7 @@ import type { Caller } from "../ApiKeys.ts"
 import { Alerts } from "../billing/Alerts.ts"
 import { grantsView } from "../billing/Allowances.ts"
 import { AutoReload } from "../billing/AutoReload.ts"
-import { billingPage, type BillingPageView, receiptPage } from "../billing/BillingPage.ts"
+import { billingPage, type BillingPageView, cardSetupPage, receiptPage } from "../billing/BillingPage.ts"
 import { monthOf } from "../billing/Limits.ts"
 import { SetAutoReload } from "../billing/Schemas.ts"
 import { makeBillingSummary } from "../billing/Summary.ts"
@@ -118,7 +118,7 @@ const makePages = Effect.gen(function*() {
         const where = yield* site
         const opened = yield* Effect.result(setups.open(caller.account.id, `${where.accountsUrl}${CARD_RETURN_PATH}`))
         if (opened._tag === "Failure") return yield* render(s, caller, { cardError: opened.failure.error.message }, 400)
-        return seeOther(opened.success.checkout_url)
+        return page(cardSetupPage(s.ctx, s.live.person.email, opened.success.checkout_url))
       }
       const parsed = parseCheckoutForm({ card_number: form.get("card_number"), expiry: form.get("expiry"), cvc: form.get("cvc") })
       if (parsed._tag === "Invalid") return yield* render(s, caller, { cardError: parsed.message }, 400)
@@ -156,7 +156,8 @@ const makePages = Effect.gen(function*() {
         )
       ).pipe(Effect.result)
       if (result._tag === "Failure") return yield* render(s, caller, { cardError: result.failure.error.message }, 400)
-      return seeOther(result.success.pay_url)
+      const order = result.success
+      return page(Pages.orderPage(s.ctx, { id: order.id, title: order.title, amount_usd: order.amount_usd, pay_url: order.pay_url, gift: false }))
     })
 
   const setAutoReload = (s: SignedIn, caller: Caller, form: FormFields) =>

@@ -291,6 +291,20 @@ ${view.cardPages === "processor" ? processorCardForms(ctx, view) : cardForm(ctx,
 ${settingsForm(ctx, view)}`
   )
 
+/**
+ * The way to the card processor's page where a card is saved: a link, since the account pages'
+ * forms may only post to this site (their CSP's form-action), redirects included.
+ */
+export const cardSetupPage = (ctx: PageContext, email: string, checkoutUrl: string): string =>
+  page(
+    ctx,
+    "Save a card",
+    `<nav class="no-print"><span>${escapeHtml(email)}</span><a href="${escapeHtml(ctx.base)}/billing" id="billing-link">Back to billing</a></nav>
+<h1>Save a card</h1>
+<p>The card is typed on the card processor's page; you come back here once it is saved.</p>
+<p><a href="${escapeHtml(checkoutUrl)}" id="card-setup-link" class="button">Continue to the card page</a></p>`
+  )
+
 /** A receipt to print (or save as PDF from the browser's print dialog). */
 export const receiptPage = (ctx: PageContext, email: string, r: Receipt): string =>
   page(
