@@ -34,7 +34,8 @@ export const CardEventRecord = Schema.Struct({
 })
 export type CardEventRecord = typeof CardEventRecord.Type
 
-export const CardEventDocuments = documentKind("card_event", CardEventRecord, (r) => r.processor)
+/** Listed by processor and UTC day (never read as a list: the owner only spreads the records). */
+export const CardEventDocuments = documentKind("card_event", CardEventRecord, (r) => `${r.processor}:${r.created_at.slice(0, 10)}`)
 
 /** What a verified event did. */
 export type EventOutcome =
