@@ -1,7 +1,7 @@
 /**
  * The dependency rule (docs/architecture.md "Areas"): core is pure Effect and reaches the outside world only
  * through its ports. No file under core/src may import an adapter, a driver (@effect/sql-pg,
- * @effect/platform-node, @aws-sdk/*, @electric-sql/*) or a Node module; core/package.json may not
+ * @effect/platform-node, @aws-sdk/*, @electric-sql/*, stripe) or a Node module; core/package.json may not
  * depend on one either. The scanner is unit-tested below, so a violation really fails the suite.
  */
 import { readdirSync, readFileSync } from "node:fs"
@@ -21,7 +21,13 @@ const ADAPTERS = join(REPO, "adapters")
  */
 const ALLOWED_NODE_MODULES: ReadonlyArray<string> = []
 
-const ADAPTER_PACKAGES = ["@model-platform/node-http", "@model-platform/lambda", "@model-platform/test-harness", "@model-platform/evm"]
+const ADAPTER_PACKAGES = [
+  "@model-platform/node-http",
+  "@model-platform/lambda",
+  "@model-platform/test-harness",
+  "@model-platform/evm",
+  "@model-platform/stripe"
+]
 const NODE_BUILTINS = new Set(builtinModules)
 
 const underPackage = (specifier: string, name: string) => specifier === name || specifier.startsWith(`${name}/`)
@@ -37,6 +43,7 @@ const forbiddenPackage = (specifier: string): string | undefined => {
   if (specifier.startsWith("@aws-sdk/")) return "the AWS SDK (an adapter's concern)"
   if (specifier.startsWith("@electric-sql/")) return "PGlite (an adapter's concern)"
   if (underPackage(specifier, "viem")) return "the EVM client (adapters/evm's concern)"
+  if (underPackage(specifier, "stripe")) return "Stripe's client (the card processor's adapter, adapters/stripe)"
   if (specifier.startsWith("node:")) return "a Node module (core runs on every runtime; see ALLOWED_NODE_MODULES)"
   // A bare builtin name ("fs", "crypto/x") is the same module as its node: form.
   if (NODE_BUILTINS.has(specifier.split("/")[0]!)) {
@@ -167,6 +174,9 @@ describe("the scanner finds what the rule forbids", () => {
     expect(forbiddenPackage("@aws-sdk/client-s3")).toBeDefined()
     expect(forbiddenPackage("viem/accounts")).toBeDefined()
     expect(forbiddenPackage("@model-platform/evm/EvmRail")).toBeDefined()
+    expect(forbiddenPackage("stripe")).toBeDefined()
+    expect(forbiddenPackage("@model-platform/stripe")).toBeDefined()
+    expect(forbiddenPackage("stripe-like")).toBeUndefined()
     expect(forbiddenPackage("node:crypto")).toBeDefined()
     // WebAuthn verification: runtime-neutral JS on WebCrypto (no node: import), so core may use it.
     expect(forbiddenPackage("@simplewebauthn/server")).toBeUndefined()

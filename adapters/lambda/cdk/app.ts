@@ -12,6 +12,9 @@
  *                          without it the parameter must already exist
  *   ownerKeyParameter      the owner key's SecureString parameter (default /model-platform/owner-key),
  *                          created by the operator before the first deploy (docs/lambda.md)
+ *   stripeSecretKeyParameter, stripeWebhookSecretParameter
+ *                          Stripe's SecureString parameters (defaults /model-platform/stripe-secret-key,
+ *                          /model-platform/stripe-webhook-secret), read when the catalogue names Stripe
  *   accountsUrl            the account service's public address (default: the HTTP API's + /accounts)
  *   retainData             "false" to delete the table and bucket with the stack (default keep)
  *   environment            a JSON object of more variables for every function: those the
@@ -53,6 +56,8 @@ export const buildApp = async (options: AppOptions = {}): Promise<{ readonly app
   const catalogueFile = contextString(app, "catalogueFile")
   const catalogueParameterName = contextString(app, "catalogueParameter")
   const ownerKeyParameterName = contextString(app, "ownerKeyParameter")
+  const stripeSecretKeyParameterName = contextString(app, "stripeSecretKeyParameter")
+  const stripeWebhookSecretParameterName = contextString(app, "stripeWebhookSecretParameter")
   const accountsUrl = contextString(app, "accountsUrl")
   const environmentJson = contextString(app, "environment")
   const environment = environmentJson === undefined ? undefined : JSON.parse(environmentJson) as Record<string, string>
@@ -67,6 +72,8 @@ export const buildApp = async (options: AppOptions = {}): Promise<{ readonly app
     ...(catalogueFile === undefined ? {} : { catalogueJson: Fs.readFileSync(catalogueFile, "utf8") }),
     ...(catalogueParameterName === undefined ? {} : { catalogueParameterName }),
     ...(ownerKeyParameterName === undefined ? {} : { ownerKeyParameterName }),
+    ...(stripeSecretKeyParameterName === undefined ? {} : { stripeSecretKeyParameterName }),
+    ...(stripeWebhookSecretParameterName === undefined ? {} : { stripeWebhookSecretParameterName }),
     ...(accountsUrl === undefined ? {} : { accountsUrl }),
     ...(environment === undefined ? {} : { environment }),
     ...(account === undefined && region === undefined

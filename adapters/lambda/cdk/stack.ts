@@ -38,10 +38,16 @@ import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs"
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from "aws-cdk-lib/aws-s3"
 import { ParameterTier, StringParameter } from "aws-cdk-lib/aws-ssm"
 import type { Construct } from "constructs"
-import { DEFAULT_CATALOGUE_PARAMETER, DEFAULT_OWNER_KEY_PARAMETER, ENV } from "../src/Config.ts"
+import {
+  DEFAULT_CATALOGUE_PARAMETER,
+  DEFAULT_OWNER_KEY_PARAMETER,
+  DEFAULT_STRIPE_SECRET_KEY_PARAMETER,
+  DEFAULT_STRIPE_WEBHOOK_SECRET_PARAMETER,
+  ENV
+} from "../src/Config.ts"
 import { tableDefinition, TTL_ATTRIBUTE } from "../src/DynamoTable.ts"
 
-export { DEFAULT_CATALOGUE_PARAMETER, DEFAULT_OWNER_KEY_PARAMETER, ENV }
+export { DEFAULT_CATALOGUE_PARAMETER, DEFAULT_OWNER_KEY_PARAMETER, DEFAULT_STRIPE_SECRET_KEY_PARAMETER, DEFAULT_STRIPE_WEBHOOK_SECRET_PARAMETER, ENV }
 
 /**
  * The table as the stores define it (keys, billing, indexes), for CloudFormation. The name is
@@ -117,6 +123,14 @@ export interface PlatformStackProps extends StackProps {
    * SecureString parameters: the operator creates it before the first deploy (docs/lambda.md).
    */
   readonly ownerKeyParameterName?: string
+  /**
+   * The SSM SecureString parameters holding Stripe's secret key and the webhook endpoint's signing
+   * secret, read only when the catalogue's card processor is "stripe" (docs/payments.md "Going
+   * live with Stripe"). Defaults `/model-platform/stripe-secret-key` and
+   * `/model-platform/stripe-webhook-secret`; the operator creates them, as the owner key.
+   */
+  readonly stripeSecretKeyParameterName?: string
+  readonly stripeWebhookSecretParameterName?: string
   /**
    * ACCOUNTS_URL: the account service's public address (mailed links; passkeys are bound to its
    * host). Default: the HTTP API's endpoint + /accounts. Give it when a custom domain fronts the API.
@@ -204,6 +218,12 @@ export class PlatformStack extends Stack {
     const ownerKeyParameter = StringParameter.fromSecureStringParameterAttributes(this, "OwnerKey", {
       parameterName: this.ownerKeyParameterName
     })
+    const stripeSecretKeyParameterName = props.stripeSecretKeyParameterName ?? DEFAULT_STRIPE_SECRET_KEY_PARAMETER
+    const stripeWebhookSecretParameterName = props.stripeWebhookSecretParameterName ?? DEFAULT_STRIPE_WEBHOOK_SECRET_PARAMETER
+    const stripeParameters = [
+      StringParameter.fromSecureStringParameterAttributes(this, "StripeSecretKey", { parameterName: stripeSecretKeyParameterName }),
+      StringParameter.fromSecureStringParameterAttributes(this, "StripeWebhookSecret", { parameterName: stripeWebhookSecretParameterName })
+    ]
     const ownerEmail = new CfnParameter(this, "OwnerEmail", {
       type: "String",
       description: "Email of the owner account created at first start",
@@ -249,7 +269,7 @@ export class PlatformStack extends Stack {
     // principal allowed to GetParameter decrypt it: no KMS statement is needed.
     this.role.addToPolicy(new PolicyStatement({
       actions: ["ssm:GetParameter"],
-      resources: [catalogueParameter.parameterArn, ownerKeyParameter.parameterArn]
+      resources: [catalogueParameter.parameterArn, ownerKeyParameter.parameterArn, ...stripeParameters.map((p) => p.parameterArn)]
     }))
 
     const code = Code.fromAsset(props.bundleDir)
@@ -264,6 +284,8 @@ export class PlatformStack extends Stack {
       [ENV.platformClientSecret]: platformClientSecret.valueAsString,
       [ENV.platformSigningKey]: platformSigningKey.valueAsString,
       ...props.environment,
+      [ENV.stripeSecretKeyParameter]: stripeSecretKeyParameterName,
+      [ENV.stripeWebhookSecretParameter]: stripeWebhookSecretParameterName,
       NODE_OPTIONS: "--enable-source-maps"
     }
     const makeFunction = (name: string, handler: string, timeout: Duration, description: string) => {

@@ -5,7 +5,10 @@
  * - the catalogue, a String parameter holding the catalogue JSON, read at every cold start and
  *   decoded by core's `parseCatalogue`;
  * - the owner key, a SecureString parameter holding the owner's `mpk_` secret (made beforehand with
- *   `scripts/new-owner-key.ts`), read only at the first start, when the table has no account yet.
+ *   `scripts/new-owner-key.ts`), read only at the first start, when the table has no account yet;
+ * - with a catalogue whose card processor is "stripe", Stripe's secret key and webhook signing
+ *   secret, two SecureString parameters read at every cold start (docs/payments.md "Going live
+ *   with Stripe").
  *
  * The names of the variables and the default parameter names live here; the CDK stack imports
  * them, so the functions and the stack cannot disagree.
@@ -15,6 +18,7 @@ import { type CatalogueConfig, parseCatalogue } from "@model-platform/core/catal
 import { RecoveryDelayConfig } from "@model-platform/core/accounts"
 import { looksLikeSecret } from "@model-platform/core/keys"
 import { Config, Effect, Schema } from "effect"
+import { Redacted } from "effect"
 
 /** The environment variables the functions read. */
 export const ENV = {
@@ -39,11 +43,17 @@ export const ENV = {
   /** The platform's client secret at the agent approvals API: the same in every function (agents/PlatformClient.ts). */
   platformClientSecret: "PLATFORM_CLIENT_SECRET",
   /** The platform's service assertion key, a P-256 private JWK: the same in every function (agents/ServiceAssertions.ts). */
-  platformSigningKey: "PLATFORM_SIGNING_KEY"
+  platformSigningKey: "PLATFORM_SIGNING_KEY",
+  /** The name of the SSM SecureString parameter holding Stripe's secret key (sk_…), read when the catalogue names Stripe. */
+  stripeSecretKeyParameter: "STRIPE_SECRET_KEY_PARAMETER",
+  /** The name of the SSM SecureString parameter holding the Stripe webhook endpoint's signing secret (whsec_…). */
+  stripeWebhookSecretParameter: "STRIPE_WEBHOOK_SECRET_PARAMETER"
 } as const
 
 export const DEFAULT_CATALOGUE_PARAMETER = "/model-platform/catalogue"
 export const DEFAULT_OWNER_KEY_PARAMETER = "/model-platform/owner-key"
+export const DEFAULT_STRIPE_SECRET_KEY_PARAMETER = "/model-platform/stripe-secret-key"
+export const DEFAULT_STRIPE_WEBHOOK_SECRET_PARAMETER = "/model-platform/stripe-webhook-secret"
 
 export const LambdaConfig = Config.all({
   tableName: Config.String(ENV.table),
@@ -52,6 +62,10 @@ export const LambdaConfig = Config.all({
   catalogueParameter: Config.String(ENV.catalogueParameter).pipe(Config.withDefault(DEFAULT_CATALOGUE_PARAMETER)),
   ownerEmail: Config.String(ENV.ownerEmail),
   ownerKeySecretId: Config.String(ENV.ownerKeySecretId).pipe(Config.withDefault(DEFAULT_OWNER_KEY_PARAMETER)),
+  stripeSecretKeyParameter: Config.String(ENV.stripeSecretKeyParameter).pipe(Config.withDefault(DEFAULT_STRIPE_SECRET_KEY_PARAMETER)),
+  stripeWebhookSecretParameter: Config.String(ENV.stripeWebhookSecretParameter).pipe(
+    Config.withDefault(DEFAULT_STRIPE_WEBHOOK_SECRET_PARAMETER)
+  ),
   publicUrl: Config.String(ENV.publicUrl).pipe(Config.option),
   accountsUrl: Config.String(ENV.accountsUrl).pipe(Config.option),
   smtpUrl: Config.Redacted(ENV.smtpUrl).pipe(Config.option),
@@ -124,3 +138,13 @@ export const readOwnerSecret = Effect.fn("Config.readOwnerSecret")(function*(ssm
   }
   return value
 })
+
+/**
+ * Stripe's two secrets from their SecureString parameters (decrypted by SSM), for
+ * StripeConfig.shellCardProcessor, which checks their form. Never logged, never in an error.
+ */
+export const readStripeSecrets = (ssm: SSMClient, secretKeyParameter: string, webhookSecretParameter: string) =>
+  Effect.map(
+    Effect.all([getParameter(ssm, secretKeyParameter, true), getParameter(ssm, webhookSecretParameter, true)]),
+    ([secretKey, webhookSecret]) => ({ secretKey: Redacted.make(secretKey), webhookSecret: Redacted.make(webhookSecret) })
+  ).pipe(Effect.withSpan("Config.readStripeSecrets"))

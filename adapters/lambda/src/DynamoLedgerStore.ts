@@ -160,14 +160,14 @@ export const EntryItem = Schema.Struct({
   account_id: StringAttr,
   machine_id: Schema.optionalKey(StringAttr),
   amount: BigIntAttr,
-  type: literalAttr(["credit_added", "plan_credit_granted", "usage"]),
+  type: literalAttr(["credit_added", "plan_credit_granted", "credit_reversed", "usage"]),
   ref: StringAttr,
   created_at: TimestampAttr
 })
 
 const CreditTotalItem = Schema.Struct({
   month: StringAttr,
-  type: literalAttr(["credit_added", "plan_credit_granted"]),
+  type: literalAttr(["credit_added", "plan_credit_granted", "credit_reversed"]),
   amount: BigIntAttr
 })
 

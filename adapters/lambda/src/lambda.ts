@@ -46,6 +46,8 @@ import { BlobStoreS3 } from "./S3BlobStore.ts"
 import { S3Client } from "@aws-sdk/client-s3"
 import { ENV, INIT_MARKS, type LambdaConfig, LambdaConfigError, loadCatalogue, readLambdaConfig, readOwnerSecret } from "./Config.ts"
 import { evmOptionsFor } from "@model-platform/evm/EvmEnvironment"
+import { shellCardProcessor } from "@model-platform/stripe/StripeConfig"
+import { readStripeSecrets } from "./Config.ts"
 import { makeDocumentClient } from "./DynamoTable.ts"
 import { payloadV2 } from "./Events.ts"
 import { type InvocationContext, type LambdaHandler, makeHandler } from "./Handler.ts"
@@ -86,6 +88,12 @@ const startPlatform = Effect.gen(function*() {
     return readOwnerSecret(ssm, config.ownerKeySecretId)
   })
   const accounts = yield* accountsOptions(config)
+  // payments.card.processor "stripe": its secrets from their SecureString parameters (docs/payments.md).
+  const cardProcessor = yield* shellCardProcessor(
+    catalogue,
+    readStripeSecrets(ssm, config.stripeSecretKeyParameter, config.stripeWebhookSecretParameter),
+    { secretKey: `the SSM parameter ${config.stripeSecretKeyParameter}`, webhookSecret: `the SSM parameter ${config.stripeWebhookSecretParameter}` }
+  ).pipe(Effect.mapError((error) => error._tag === "StripeConfigError" ? new LambdaConfigError({ message: error.message }) : error))
   const platformClient = yield* PlatformClientConfig
   // Service assertions: PLATFORM_SIGNING_KEY (the same in every function), else HTTP Basic.
   const assertions = yield* ServiceAssertionConfig
@@ -116,6 +124,7 @@ const startPlatform = Effect.gen(function*() {
       renewPlans: {},
       // Deposits on EVM chains: WatchFunction passes on a schedule (watchHandler below).
       evm: evm.evm,
+      cardProcessor,
       // Dataset files and fieldwork takes in the stack's bucket (docs/datasets.md).
       blobs: Option.isSome(config.bucketName) ? BlobStoreS3({ client: new S3Client({}), bucket: config.bucketName.value }) : undefined
     },

@@ -15,7 +15,15 @@ import { fileURLToPath, pathToFileURL } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import { buildApp } from "../cdk/app.ts"
 import { bundle, DEFAULT_ENTRY } from "../cdk/bundle.ts"
-import { DEFAULT_CATALOGUE_PARAMETER, DEFAULT_OWNER_KEY_PARAMETER, ENV, HANDLERS, type PlatformStack } from "../cdk/stack.ts"
+import {
+  DEFAULT_CATALOGUE_PARAMETER,
+  DEFAULT_OWNER_KEY_PARAMETER,
+  DEFAULT_STRIPE_SECRET_KEY_PARAMETER,
+  DEFAULT_STRIPE_WEBHOOK_SECRET_PARAMETER,
+  ENV,
+  HANDLERS,
+  type PlatformStack
+} from "../cdk/stack.ts"
 import { WEBAUTHN_BUNDLE_FILE } from "../src/Accounts.ts"
 import { PK, SK, tableDefinition, TTL_ATTRIBUTE } from "../src/DynamoTable.ts"
 
@@ -167,6 +175,8 @@ describe("PlatformStack", () => {
           [ENV.smtpFrom]: { Ref: "SmtpFrom" },
           [ENV.platformClientSecret]: { Ref: "PlatformClientSecret" },
           [ENV.platformSigningKey]: { Ref: "PlatformSigningKey" },
+          [ENV.stripeSecretKeyParameter]: DEFAULT_STRIPE_SECRET_KEY_PARAMETER,
+          [ENV.stripeWebhookSecretParameter]: DEFAULT_STRIPE_WEBHOOK_SECRET_PARAMETER,
           [ENV.accountsUrl]: { "Fn::Join": ["", [{ "Fn::GetAtt": [apiId, "ApiEndpoint"] }, "/accounts"]] },
           NODE_OPTIONS: "--enable-source-maps"
         }
@@ -228,7 +238,7 @@ describe("PlatformStack", () => {
     template.hasOutput("ApiUrl", {})
   })
 
-  it("IAM: the table, the bucket, GetParameter on the catalogue and the owner key, the function logs, nothing else", () => {
+  it("IAM: the table, the bucket, GetParameter on the catalogue, the owner key and Stripe's two secrets, the function logs, nothing else", () => {
     const tableId = onlyId(template, "AWS::DynamoDB::Table")
     const bucketId = onlyId(template, "AWS::S3::Bucket")
     const roleId = onlyId(template, "AWS::IAM::Role")
@@ -289,10 +299,13 @@ describe("PlatformStack", () => {
       }
     }
     assert.sameMembers([...seen], ["dynamodb", "s3", "ssm", "logs"])
-    // GetParameter on exactly two parameters: the catalogue and the owner key (no path wildcard)
-    assert.strictEqual(ssmResources.length, 2)
+    // GetParameter on exactly four parameters: the catalogue, the owner key and Stripe's secret key
+    // and webhook signing secret (no path wildcard)
+    assert.strictEqual(ssmResources.length, 4)
     assert.isTrue(ssmResources.some((text) => text.endsWith(parameterArnEnd(DEFAULT_CATALOGUE_PARAMETER))), "the catalogue parameter")
     assert.isTrue(ssmResources.some((text) => text.endsWith(parameterArnEnd(DEFAULT_OWNER_KEY_PARAMETER))), "the owner key parameter")
+    assert.isTrue(ssmResources.some((text) => text.endsWith(parameterArnEnd(DEFAULT_STRIPE_SECRET_KEY_PARAMETER))), "Stripe's secret key")
+    assert.isTrue(ssmResources.some((text) => text.endsWith(parameterArnEnd(DEFAULT_STRIPE_WEBHOOK_SECRET_PARAMETER))), "Stripe's webhook secret")
     for (const text of ssmResources) assert.notInclude(text, "*")
     // read and write on the data, nothing administrative
     const actions = statements.flatMap((s) => asArray(s["Action"] as string | Array<string>))

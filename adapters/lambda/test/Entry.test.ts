@@ -277,3 +277,63 @@ describe("src/lambda.ts: the account service", () => {
     // machine is busy with other test files.
   }, 180_000)
 })
+
+describe("src/lambda.ts: a catalogue whose card processor is Stripe", () => {
+  const STRIPE_CATALOGUE = "/mp/test/stripe-catalogue"
+  const STRIPE_KEY = "/mp/test/stripe-secret-key"
+  const STRIPE_WEBHOOK = "/mp/test/stripe-webhook-secret"
+  const key = `sk_test_${crypto.randomUUID().replace(/-/g, "")}`
+  const signing = `whsec_${crypto.randomUUID().replace(/-/g, "")}`
+  let tableName: string
+
+  beforeAll(async () => {
+    tableName = await newTable()
+    const catalogue = JSON.parse(DEMO_CATALOGUE) as { payments: { card: { processor: string } } }
+    catalogue.payments.card = { processor: "stripe" }
+    ssm.set(STRIPE_CATALOGUE, { type: "String", value: JSON.stringify(catalogue) })
+    ssm.set(STRIPE_KEY, { type: "SecureString", value: `${key}\n` })
+    ssm.set(STRIPE_WEBHOOK, { type: "SecureString", value: signing })
+  })
+
+  const container = () =>
+    newContainer({
+      [ENV.table]: tableName,
+      [ENV.bucket]: "platform-test-bucket",
+      [ENV.catalogueParameter]: STRIPE_CATALOGUE,
+      [ENV.ownerEmail]: OWNER_EMAIL,
+      [ENV.ownerKeySecretId]: OWNER_KEY,
+      [ENV.stripeSecretKeyParameter]: STRIPE_KEY,
+      [ENV.stripeWebhookSecretParameter]: STRIPE_WEBHOOK
+    })
+
+  it("reads Stripe's two secrets from their SecureString parameters, decrypted, and offers cards through Stripe", async () => {
+    const before = ssm.calls.length
+    const entry = await container()
+    expect(ssm.calls.slice(before)).toEqual(expect.arrayContaining([
+      { name: STRIPE_KEY, withDecryption: true },
+      { name: STRIPE_WEBHOOK, withDecryption: true }
+    ]))
+    const methods = await call(entry, "/payment-methods")
+    expect(methods.status).toBe(200)
+    expect(await methods.json()).toMatchObject({ card: { available: true, processor: "stripe" } })
+    for (const line of logs) {
+      expect(line).not.toContain(key)
+      expect(line).not.toContain(signing)
+    }
+  }, 30_000)
+
+  it("a parameter that does not hold a Stripe secret stops the start (503), naming the parameter and never the value", async () => {
+    const before = logs.length
+    const wrong = "pk_live_a-publishable-key-by-mistake"
+    ssm.set(STRIPE_KEY, { type: "SecureString", value: wrong })
+    try {
+      const entry = await container()
+      expect((await call(entry, "/payment-methods")).status).toBe(503)
+      expect(logs.slice(before).some((line) => line.includes(`the SSM parameter ${STRIPE_KEY} is not a Stripe secret key`))).toBe(true)
+      for (const line of logs) expect(line).not.toContain(wrong)
+    } finally {
+      ssm.set(STRIPE_KEY, { type: "SecureString", value: key })
+      vi.stubEnv(ENV.catalogueParameter, CATALOGUE)
+    }
+  }, 30_000)
+})

@@ -5,6 +5,8 @@
  * to the API function). Used by Accounts.browser.test.ts and BillingPage.browser.test.ts.
  */
 import { SmtpEmailSender } from "@model-platform/node-http/SmtpEmailSender"
+import type { PlatformOptions } from "@model-platform/core/http"
+import type { CatalogueConfig } from "@model-platform/core/catalogue"
 import { type FlowSetup, flowCatalogue, type PlatformUnderTest } from "@model-platform/test-harness/BrowserWorld"
 import { randomPlatformClient, signingKeysFromJwk, SimulatedNetwork } from "@model-platform/core/agents"
 import { Effect, Layer, Redacted } from "effect"
@@ -71,9 +73,19 @@ export const startStandInGateway = async (route: (path: string) => LambdaHandler
   }
 }
 
+/** What a flow may add: another card processor (Stripe), the catalogue changed for it, plans renewing. */
+export interface BrowserExtras {
+  readonly catalogue?: (catalogue: CatalogueConfig) => CatalogueConfig
+  readonly cardProcessor?: PlatformOptions["cardProcessor"]
+  readonly renewPlans?: PlatformOptions["renewPlans"]
+}
+
 /** Starts the platform for a browser flow (AccountsBrowserFlow.ts FlowSetup). */
-export const startLambdaForBrowser = async ({ clock, machineUrl, recoveryDelayMs, smtpUrl }: FlowSetup): Promise<PlatformUnderTest> => {
-  const catalogue = flowCatalogue(demo, machineUrl)
+export const startLambdaForBrowser = async (
+  { clock, machineUrl, recoveryDelayMs, smtpUrl }: FlowSetup,
+  extras: BrowserExtras = {}
+): Promise<PlatformUnderTest> => {
+  const catalogue = (extras.catalogue ?? ((c) => c))(flowCatalogue(demo, machineUrl))
   const local = await startDynamoLocal()
   const dynamo = await tableOn(local)
   let api: LambdaHandler | undefined
@@ -94,7 +106,11 @@ export const startLambdaForBrowser = async ({ clock, machineUrl, recoveryDelayMs
     ownerEmail: "owner@test.local",
     publicUrl: `http://localhost:${port}`,
     dynamo,
-    platform: { clock },
+    platform: {
+      clock,
+      ...(extras.cardProcessor === undefined ? {} : { cardProcessor: extras.cardProcessor }),
+      ...(extras.renewPlans === undefined ? {} : { renewPlans: extras.renewPlans })
+    },
     accounts: {
       recoveryDelayMs,
       emailSender: SmtpEmailSender({ url: Redacted.make(smtpUrl), from: "Model Platform <no-reply@test.local>" }),

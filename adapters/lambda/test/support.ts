@@ -177,7 +177,7 @@ const seedOn = (catalogue: CatalogueConfig, dynamo: DynamoSettings) => {
 /** The Lambda handler over a fresh table on its own DynamoDB Local, for the shared HTTP suite. */
 export const startLambda = async (
   catalogue: CatalogueConfig,
-  options: { readonly smtpUrl?: string; readonly platform?: PlatformOptions } = {}
+  options: { readonly smtpUrl?: string; readonly platform?: PlatformOptions; readonly publicUrl?: string } = {}
 ): Promise<
   StatementsShell & AlertsShell & DocumentReader & { readonly startupMs: number; readonly handler: LambdaHandler; readonly dynamo: DynamoSettings }
 > => {
@@ -188,6 +188,7 @@ export const startLambda = async (
       catalogue,
       ownerEmail: "owner@test.local",
       dynamo,
+      publicUrl: options.publicUrl,
       platform: {
         ...options.platform,
         ...(options.smtpUrl === undefined

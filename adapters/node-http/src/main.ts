@@ -18,6 +18,7 @@ import {
 } from "@model-platform/core/agents"
 import { evmOptionsFor } from "@model-platform/evm/EvmEnvironment"
 import { AccountsServerConfig } from "./Accounts.ts"
+import { shellCardProcessor, stripeSecretsFromEnv } from "@model-platform/stripe/StripeConfig"
 import { loadCatalogue } from "./CatalogueFile.ts"
 import { ServerConfig, startProblem } from "./Config.ts"
 import { EmailConfig, emailSenderLayer, outboxDirectory } from "./Email.ts"
@@ -72,6 +73,8 @@ const main = Effect.gen(function*() {
   if ("problems" in evm) {
     return yield* Effect.fail(new StartRefused({ message: `The "evm" stablecoin rail cannot start: ${evm.problems.join("; ")}.` }))
   }
+  // payments.card.processor "stripe": STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET (docs/payments.md).
+  const cardProcessor = yield* shellCardProcessor(catalogue, stripeSecretsFromEnv)
   const database = Database.layer({ databaseUrl: Option.getOrUndefined(config.databaseUrl), dataDir: config.dataDir })
   const email = yield* EmailConfig
   const accountsUrl = (yield* AccountsServerConfig).accountsUrl
@@ -101,6 +104,7 @@ const main = Effect.gen(function*() {
         // Stablecoin deposits on EVM chains, watched every 15 s (payments/DepositWatcher.ts).
         evm: evm.evm,
         watchDeposits: {},
+        cardProcessor,
         // An in-memory database (tests) keeps its blobs in memory too unless a directory is named.
         blobs: Option.isNone(config.blobDir) && config.dataDir === Database.MEMORY
           ? undefined

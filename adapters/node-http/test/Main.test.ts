@@ -175,4 +175,34 @@ describe("./platform start (main.ts)", () => {
       await stop(first)
     }
   }, 120_000)
+
+  it("a catalogue naming Stripe needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET: refused without them, never echoing a value; with them cards go through Stripe", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "platform-main-stripe-"))
+    const demo = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, "..", "catalogue.demo.json"), "utf8")) as { payments: { card: unknown } }
+    demo.payments.card = { processor: "stripe" }
+    const catalogueFile = path.join(dir, "catalogue.json")
+    fs.writeFileSync(catalogueFile, JSON.stringify(demo))
+    const env = { CATALOGUE_FILE: catalogueFile, DATA_DIR: path.join(dir, "data") }
+    try {
+      const missing = await runToExit(env)
+      expect(missing.code, missing.output).not.toBe(0)
+      expect(missing.output).toContain("STRIPE_SECRET_KEY")
+      expect(missing.output).toContain("STRIPE_WEBHOOK_SECRET")
+      const publishable = "pk_test_not-a-secret-key-0123"
+      const wrong = await runToExit({ ...env, STRIPE_SECRET_KEY: publishable, STRIPE_WEBHOOK_SECRET: "whsec_abc" })
+      expect(wrong.code, wrong.output).not.toBe(0)
+      expect(wrong.output).toContain("STRIPE_SECRET_KEY is not a Stripe secret key")
+      expect(wrong.output).not.toContain(publishable)
+      const started = await start(env.DATA_DIR, { ...env, STRIPE_SECRET_KEY: "sk_test_never_called_0123", STRIPE_WEBHOOK_SECRET: "whsec_0123" })
+      try {
+        const methods = await fetch(`${started.url}/payment-methods`)
+        expect(await methods.json()).toMatchObject({ card: { available: true, processor: "stripe" } })
+        expect(started.output()).not.toContain("sk_test_never_called_0123")
+      } finally {
+        await stop(started)
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  }, 120_000)
 })

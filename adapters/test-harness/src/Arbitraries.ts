@@ -58,7 +58,7 @@ export type LedgerOp =
     readonly ref: string
     readonly machine_id: string | null
     readonly amount: bigint
-    readonly type: CreditEntryType
+    readonly type: Exclude<CreditEntryType, "credit_reversed">
   }
   /** A call on machine_id (null: on no machine) reserving `amount`, expiring after `ttl` ticks. */
   | { readonly _tag: "Reserve"; readonly machine_id: string | null; readonly amount: bigint; readonly ttl: number }
@@ -78,7 +78,7 @@ export const creditOpArb: fc.Arbitrary<LedgerOp> = fc.record({
   ref: fc.integer({ min: 0, max: 7 }).map((n) => `order_${n}`),
   machine_id: scopeArb,
   amount: microArb(40),
-  type: fc.constantFrom<CreditEntryType>("credit_added", "plan_credit_granted")
+  type: fc.constantFrom<Exclude<CreditEntryType, "credit_reversed">>("credit_added", "plan_credit_granted")
 })
 
 export const reserveOpArb: fc.Arbitrary<LedgerOp> = fc.record({

@@ -277,6 +277,30 @@ const ledgerTests = (it: Vitest.MethodsNonLive<LedgerStore>) => {
         assert.deepStrictEqual(yield* snapshot(account), before)
       }))
 
+    it.effect("a reversal (credit_reversed, negative) takes credits back once per ref and may take its scope below zero", () =>
+      Effect.gen(function*() {
+        const store = yield* LedgerStore
+        const account = yield* freshAccount
+        yield* fund(account, "m1", credits(3))
+        const reversal = { ...(yield* creditEntry(account, { amount: -credits(5), machine_id: "m1" })), type: "credit_reversed" as const }
+        assert.strictEqual(yield* store.post(reversal), "posted")
+        assert.strictEqual(yield* store.post({ ...reversal, id: yield* generateId("led") }), "duplicate")
+        assert.deepStrictEqual(scope(yield* store.balances(account), "m1"), { machine_id: "m1", posted: -credits(2), held: 0n })
+        assert.deepStrictEqual((yield* store.entries(account, 1))[0], reversal)
+        // Nothing can be held from a scope below zero.
+        const refused = yield* store.reserve({
+          ref: yield* generateId("usage"), account_id: account, machine_id: "m1",
+          allocations: [{ machine_id: "m1", amount: 1n }], created_at: at(3), expires_at: at(60)
+        })
+        assert.strictEqual(refused, "insufficient")
+        assert.deepStrictEqual(
+          (yield* store.creditTotals(account)).find((t) => t.type === "credit_reversed")?.amount,
+          -credits(5)
+        )
+        yield* assertDies(store.post({ ...reversal, id: yield* generateId("led"), ref: yield* generateId("re"), amount: credits(1) }), "positive reversal")
+        yield* assertConsistent(account)
+      }))
+
     it.effect("a duplicate entry id is a defect", () =>
       Effect.gen(function*() {
         const store = yield* LedgerStore

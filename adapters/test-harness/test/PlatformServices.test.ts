@@ -10,8 +10,13 @@ const withPayments = (payments: Partial<typeof fixtureCatalogue.payments>) => ({
 
 describe("PlatformServices: payment processors", () => {
   it("an unknown card processor stops startup with a message naming it", async () => {
+    await expect(startInProcess(withPayments({ card: { processor: "adyen" } }))).rejects.toThrow(
+      /payments\.card\.processor is "adyen", which this platform does not have/
+    )
+  })
+  it("Stripe without the shell's processor stops startup, saying which secrets the shell reads", async () => {
     await expect(startInProcess(withPayments({ card: { processor: "stripe" } }))).rejects.toThrow(
-      /payments\.card\.processor is "stripe"/
+      /payments\.card\.processor is "stripe", which the shell provides .*STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET/
     )
   })
   it("an unknown stablecoin rail stops startup with a message naming it", async () => {

@@ -78,21 +78,31 @@ export const autoReloadPaidAlert = (period: string, orderId: string, micro: bigi
   message: `Automatic top-up paid: ${credits(micro)} credits for $${centsToUsd(cents).toFixed(2)} (order ${orderId}).`
 })
 
-export const autoReloadFailedAlert = (period: string, orderId: string, reason: string): AlertDraft => ({
+export const autoReloadFailedAlert = (period: string, orderId: string, reason: string, linkMailed = false): AlertDraft => ({
   kind: "auto_reload_failed",
   target: orderId,
   period,
   point: 0,
-  message: `Automatic top-up failed: ${reason} Automatic top-ups wait until the settings are changed or a card is saved.`
+  message: `Automatic top-up failed: ${reason} ${linkMailed ? "A link to pay it yourself was mailed to the account's address. " : ""}` +
+    "Automatic top-ups wait until the settings are changed or a card is saved."
 })
 
 /** A card plan's renewal failed: the plan ends at its period's end (docs/plans.md "Renewals"). */
-export const planRenewalFailedAlert = (period: string, subscriptionId: string, planName: string, reason: string): AlertDraft => ({
+export const planRenewalFailedAlert = (
+  period: string,
+  subscriptionId: string,
+  planName: string,
+  reason: string,
+  linkMailed = false
+): AlertDraft => ({
   kind: "plan_renewal_failed",
   target: subscriptionId,
   period,
   point: 0,
-  message: `The ${planName} plan (${subscriptionId}) was not renewed: ${reason} It has ended; buy it again on the plans page.`
+  message: `The ${planName} plan (${subscriptionId}) was not renewed: ${reason} ` +
+    (linkMailed
+      ? "A link to pay its renewal yourself was mailed to the account's address; until then it has ended."
+      : "It has ended; buy it again on the plans page.")
 })
 
 // ---- views and mail -----------------------------------------------------------------------

@@ -16,6 +16,7 @@ import { BillingSettingsStore } from "./BillingSettingsStore.ts"
 import * as Time from "../kernel/Time.ts"
 import type { AutoReloadView, SetAutoReload } from "./Schemas.ts"
 import type { BillingSettings } from "./Settings.ts"
+import type { SavedCard } from "./Settings.ts"
 import { TopUps } from "./TopUp.ts"
 import { BillingWatch } from "./Watch.ts"
 
@@ -37,6 +38,12 @@ export class AutoReload extends Context.Service<AutoReload, {
   readonly set: (caller: Caller, body: SetAutoReload) => Effect.Effect<AutoReloadView, Errors.BadRequest>
   /** The billing page: saves (replaces) the card for automatic top-ups, or says why the processor declined it. */
   readonly saveCard: (accountId: string, card: CardDetails) => Effect.Effect<SaveCardResult, Errors.BadRequest>
+  /**
+   * Keeps `card` as the account's card for automatic top-ups (a card saved on a processor's own
+   * page: billing/CardSetups.ts), or removes it (null: top-ups turn off, they have nothing to
+   * charge). Either lifts the wait after a failure, as saving a card does.
+   */
+  readonly setCard: (accountId: string, card: SavedCard | null) => Effect.Effect<AutoReloadView>
 }>()("@model-platform/core/billing/AutoReload") {
   static readonly layer: Layer.Layer<AutoReload, never, BillingSettingsStore | TopUps | CardProcessor | Catalogue> = Layer.effect(
     AutoReload,
@@ -91,29 +98,31 @@ export class AutoReload extends Context.Service<AutoReload, {
         return yield* view(accountId)
       })
 
+      const setCard = Effect.fn("AutoReload.setCard")(function*(accountId: string, card: SavedCard | null) {
+        const current = yield* settingsStore.get(accountId)
+        yield* settingsStore.update(accountId, {
+          auto_reload: { ...current.auto_reload, enabled: card === null ? false : current.auto_reload.enabled, card }
+        })
+        yield* changed(accountId)
+        return yield* view(accountId)
+      })
+
       const saveCard = Effect.fn("AutoReload.saveCard")(function*(accountId: string, card: CardDetails) {
         if (!cardsTaken) {
           return yield* Errors.badRequest("invalid_request", "Card payments are not set up (see GET /payment-methods).")
         }
         const saved = yield* processor.saveCard(accountId, card)
         if (saved._tag === "Declined") return { _tag: "Declined", reason: saved.reason, message: saved.message } satisfies SaveCardResult
-        const current = yield* settingsStore.get(accountId)
-        yield* settingsStore.update(accountId, {
-          auto_reload: {
-            ...current.auto_reload,
-            card: {
-              processor: processor.processor,
-              reference: saved.reference,
-              description: saved.description,
-              saved_at: Time.toTimestamp(yield* Clock.currentTimeMillis)
-            }
-          }
+        const auto_reload = yield* setCard(accountId, {
+          processor: processor.processor,
+          reference: saved.reference,
+          description: saved.description,
+          saved_at: Time.toTimestamp(yield* Clock.currentTimeMillis)
         })
-        yield* changed(accountId)
-        return { _tag: "Saved", auto_reload: yield* view(accountId) } satisfies SaveCardResult
+        return { _tag: "Saved", auto_reload } satisfies SaveCardResult
       })
 
-      return AutoReload.of({ view, set, saveCard })
+      return AutoReload.of({ view, set, saveCard, setCard })
     })
   )
 }

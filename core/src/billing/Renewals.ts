@@ -4,7 +4,9 @@
  * checkout off-session for one more period, and records the payment as an order (kind
  * subscription, with a receipt) whose fulfilment moves the plan to its next period. A declined
  * charge, a plan no longer offered, or a renewal not charged within RENEWAL_GRACE_MS ends the
- * plan: auto_renews off, the reason kept (renewal_error), a `plan_renewal_failed` alert.
+ * plan: auto_renews off, the reason kept (renewal_error), a `plan_renewal_failed` alert. A declined
+ * charge (its bank wanting the person, authentication_required, included) also mails the person a
+ * link to pay that renewal's order themselves (PayLinks.ts), which renews the plan for its period.
  *
  * Once, with any number of processes running the job at once: the renewal's order id is made from
  * the plan and the period it follows (`renewalOrderId`), and is the charge's idempotency key, so
@@ -26,6 +28,7 @@ import * as Time from "../kernel/Time.ts"
 import { subscribeOfferOf, subscriptionPrice } from "../plans/Offers.ts"
 import { applyPlanEvent } from "../plans/PlanStates.ts"
 import { planState } from "../plans/Plans.ts"
+import { PayLinks } from "./PayLinks.ts"
 
 export interface PlanRenewerOptions {
   /** How often the job looks for plans to renew. */
@@ -49,12 +52,20 @@ export const makeRenewals = Effect.gen(function*() {
   const processor = yield* CardProcessor
   const catalogue = yield* Catalogue
   const alerts = Option.getOrUndefined(yield* Effect.serviceOption(Alerts))
+  const payLinks = Option.getOrUndefined(yield* Effect.serviceOption(PayLinks))
 
-  /** Ends the plan's renewing, once from its period, and tells the account. */
-  const fail = Effect.fnUntraced(function*(plan: SubscriptionRecord, planName: string, reason: string, now: number) {
+  /**
+   * Ends the plan's renewing, once from its period, and tells the account; with the renewal's
+   * order when its charge was declined, which the person is mailed a link to pay (PayLinks.ts).
+   */
+  const fail = Effect.fnUntraced(function*(plan: SubscriptionRecord, planName: string, reason: string, now: number, unpaid?: OrderRecord) {
     const applied = yield* store.failRenewal(plan.id, plan.current_period_end, reason)
-    if (applied && alerts !== undefined) {
-      yield* alerts.raise(plan.account_id, planRenewalFailedAlert(monthOf(now), plan.id, planName, reason))
+    if (!applied) return "failed" as const
+    const link = unpaid === undefined || payLinks === undefined
+      ? undefined
+      : yield* payLinks.offer(unpaid, `The ${planName} plan (${plan.id}) could not be renewed: ${reason}`)
+    if (alerts !== undefined) {
+      yield* alerts.raise(plan.account_id, planRenewalFailedAlert(monthOf(now), plan.id, planName, reason, link !== undefined))
     }
     return "failed" as const
   })
@@ -87,7 +98,6 @@ export const makeRenewals = Effect.gen(function*() {
       description: title,
       idempotency_key: orderId
     })
-    if (outcome._tag === "Declined") return yield* fail(plan, offered.name, `${outcome.message} (${outcome.reason})`, now)
     const order: OrderRecord = {
       id: orderId, account_id: plan.account_id, type: "subscription", title, amount_cents, currency: CURRENCY,
       credits: 0n, machine_id: plan.machine_id, package_id: null, gift: false,
@@ -95,6 +105,9 @@ export const makeRenewals = Effect.gen(function*() {
       status: "pending", payment_method: "card", card_session_id: null, checkout_url: null, deposit: null,
       created_at: Time.toTimestamp(now), expires_at: Time.toTimestamp(now + PAYMENT_WINDOW_MS), paid_at: null, paid_with: null
     }
+    // Declined, or its bank wants the person (authentication_required): the person may pay this
+    // renewal on-session; nothing is charged again by itself.
+    if (outcome._tag === "Declined") return yield* fail(plan, offered.name, `${outcome.message} (${outcome.reason})`, now, order)
     yield* orders.recordOffSessionPayment(order, now)
     return "renewed" as const
   })

@@ -94,6 +94,7 @@ export const statementOf = (
   let plan = 0n
   for (const t of sources.credits) {
     if (t.month < month) opening += t.amount
+    // Purchased credits are net of what refunds and disputes took back that month (credit_reversed).
     else if (t.month === month) t.type === "plan_credit_granted" ? (plan += t.amount) : (purchased += t.amount)
   }
   for (const d of sources.usageByDay) if (d.key < start) opening -= d.credits

@@ -16,8 +16,10 @@
  *
  * The balance compared is the posted balance of every scope (credits minus settled charges):
  * calls in flight hold credits but do not move it, so only a settlement can cross the threshold.
- * A failed charge sets last_error and raises auto_reload_failed; no top-up is tried again until
- * the person changes the settings or saves a card (`resume`). At most MAX_TOP_UPS_PER_DAY
+ * A failed charge (declined, or its bank wanting the person: authentication_required) sets
+ * last_error, mails the person a link to pay that top-up themselves (PayLinks.ts) and raises
+ * auto_reload_failed; no top-up is tried again until the person changes the settings or saves a
+ * card (`resume`). At most MAX_TOP_UPS_PER_DAY
  * charges are started per account and UTC day.
  */
 import { Clock, Context, Effect, Layer } from "effect"
@@ -33,6 +35,8 @@ import { type OrderRecord, OrderStore } from "../payments/OrderStore.ts"
 import * as Time from "../kernel/Time.ts"
 import { Alerts, autoReloadFailedAlert, autoReloadPaidAlert, lowBalanceAlert } from "./Alerts.ts"
 import { monthOf, dayOf } from "../kernel/Time.ts"
+import { Option } from "effect"
+import { PayLinks } from "./PayLinks.ts"
 import type { AutoReloadSettings } from "./Settings.ts"
 
 /** The cap against runaway charging: charges started per account and UTC day. */
@@ -86,6 +90,16 @@ export const planCrossing = (
 
 const formatCredits = (micro: bigint) => (micro / MICRO_PER_CREDIT).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",")
 
+const topUpTitle = (micro: bigint) => `Automatic top-up: ${formatCredits(micro)} credits`
+
+/** A top-up's order (pending), as charged off-session or, after a failure, paid by the person (PayLinks.ts). */
+export const topUpOrder = (accountId: string, orderId: string, cents: bigint, micro: bigint, at: number): OrderRecord => ({
+  id: orderId, account_id: accountId, type: "credits", title: topUpTitle(micro), amount_cents: cents, currency: CURRENCY,
+  credits: micro, machine_id: null, package_id: null, gift: false, details: null, status: "pending", payment_method: "card",
+  card_session_id: null, checkout_url: null, deposit: null, created_at: Time.toTimestamp(at),
+  expires_at: Time.toTimestamp(at + PAYMENT_WINDOW_MS), paid_at: null, paid_with: null
+})
+
 // ---- the service ----------------------------------------------------------------------------
 
 export class TopUps extends Context.Service<TopUps, {
@@ -111,6 +125,7 @@ const makeTopUps = Effect.gen(function*() {
   const processor = yield* CardProcessor
   const catalogue = yield* Catalogue
   const alerts = yield* Alerts
+  const payLinks = Option.getOrUndefined(yield* Effect.serviceOption(PayLinks))
   const perUsd = catalogue.config.prices.credits_per_usd
   const canCharge = perUsd !== null && catalogue.config.payments.card !== null
 
@@ -131,14 +146,9 @@ const makeTopUps = Effect.gen(function*() {
 
   /** The paid order, its credits and its receipt: each step idempotent (a resumed charge repeats them). */
   const fulfil = Effect.fnUntraced(function*(accountId: string, orderId: string, cents: bigint, micro: bigint, paidAt: number) {
-    const title = `Automatic top-up: ${formatCredits(micro)} credits`
+    const title = topUpTitle(micro)
     if ((yield* orders.findOrder(orderId)) === undefined) {
-      const order: OrderRecord = {
-        id: orderId, account_id: accountId, type: "credits", title, amount_cents: cents, currency: CURRENCY,
-        credits: micro, machine_id: null, package_id: null, gift: false, details: null, status: "pending", payment_method: "card",
-        card_session_id: null, checkout_url: null, deposit: null, created_at: Time.toTimestamp(paidAt),
-        expires_at: Time.toTimestamp(paidAt + PAYMENT_WINDOW_MS), paid_at: null, paid_with: null
-      }
+      const order = topUpOrder(accountId, orderId, cents, micro, paidAt)
       // A process resuming the same claim may have inserted it meanwhile: then it is there.
       yield* orders.insertOrder(order).pipe(
         Effect.catchDefect((defect) =>
@@ -174,7 +184,11 @@ const makeTopUps = Effect.gen(function*() {
     if (outcome._tag === "Declined") {
       const error = `${outcome.message} (${outcome.reason})`
       if ((yield* swap(accountId, claim, { phase: "below", last_error: error }, now)) !== undefined) {
-        yield* alerts.raise(accountId, autoReloadFailedAlert(monthOf(now), orderId, error))
+        // Once per failure (the swap's winner): the person may pay it themselves; nothing is retried.
+        const link = perUsd === null || payLinks === undefined
+          ? undefined
+          : yield* payLinks.offer(topUpOrder(accountId, orderId, cents, micro, now), `Your automatic top-up was not charged: ${error}`)
+        yield* alerts.raise(accountId, autoReloadFailedAlert(monthOf(now), orderId, error, link !== undefined))
       }
       return
     }

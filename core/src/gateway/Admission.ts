@@ -37,6 +37,8 @@ import { type Admission, type AdmissionResult, GatewayStore } from "./GatewaySto
 import { OrderStore } from "../payments/OrderStore.ts"
 import { windowStartOf } from "../kernel/RateLimitStore.ts"
 import * as Time from "../kernel/Time.ts"
+import { netPurchasedCredits } from "../payments/Reversals.ts"
+import { LedgerStore } from "../ledger/LedgerStore.ts"
 import type { Held, Settlement } from "./Settlement.ts"
 import type { Endpoint } from "./Validation.ts"
 
@@ -78,6 +80,8 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
     const agents = yield* AgentStore
     const store = yield* GatewayStore
     const orders = yield* OrderStore
+    // The same rule as the billing summary's tier: purchases less what refunds took back.
+    const purchasedCredits = netPurchasedCredits(orders, yield* LedgerStore)
     const tiers = tierTable(catalogue.tiers)
     const allowances = allowanceTable(catalogue)
 
@@ -87,7 +91,7 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
       Effect.gen(function*() {
         const cached = purchased.get(accountId)
         if (cached !== undefined && now - cached.at < config.tierCacheMs) return cached.value
-        const value = yield* orders.purchasedCredits(accountId)
+        const value = yield* purchasedCredits(accountId)
         purchased.set(accountId, { value, at: now })
         return value
       })

@@ -20,7 +20,8 @@ import * as Keys from "../keys/Keys.ts"
 import { sha256Hex } from "../kernel/Sha256.ts"
 import { isStoreUnavailableCause, STORE_RETRY_AFTER_SECONDS } from "../kernel/StoreUnavailable.ts"
 import { errorResponse } from "./ErrorShape.ts"
-import { PublicAddress, trustedBaseUrl } from "./PublicUrl.ts"
+import { trustedBaseUrl } from "./PublicUrl.ts"
+import { PublicAddress } from "../kernel/RequestBaseUrl.ts"
 
 /** The base path every account route lives under. */
 export const ACCOUNTS_BASE = "/accounts"

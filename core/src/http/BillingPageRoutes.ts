@@ -8,7 +8,13 @@
  *                                          trial used, alerts, receipts, the saved card and the
  *                                          automatic top-up settings
  *   GET  /accounts/billing/receipts/{id}   a receipt to print
- *   POST /accounts/billing/card            save or replace the card (CardProcessor.saveCard)
+ *   POST /accounts/billing/card            save or replace the card (CardProcessor.saveCard); with a
+ *                                          processor that has its own page (Stripe), open that page
+ *                                          and link to it (billing/CardSetups.ts)
+ *   GET  /accounts/billing/card?session_id=…  back from that page: the card saved there
+ *   POST /accounts/billing/card/remove     forget the card (top-ups turn off)
+ *   POST /accounts/billing/buy             with such a processor: an order of credits, linked to its
+ *                                          page, whose payment keeps the card for top-ups
  *   POST /accounts/billing/auto-reload     the automatic top-up settings
  *
  * Showing the page marks the alerts it lists seen (the person saw them; GET /billing/alerts marks
@@ -34,6 +40,11 @@ import { Catalogue } from "../catalogue/Catalogue.ts"
 import { AccountStore } from "../keys/AccountStore.ts"
 import { LedgerStore } from "../ledger/LedgerStore.ts"
 import { page, seeOther } from "./AccountRequests.ts"
+import { cardSetupPage } from "./pages/BillingPage.ts"
+import { CardSetups } from "../billing/CardSetups.ts"
+import { CardProcessor } from "../payments/CardProcessor.ts"
+import { site } from "./AccountRequests.ts"
+import { withRequestBaseUrl } from "./PublicUrl.ts"
 import {
   at,
   type FormFields,
@@ -51,6 +62,9 @@ export const PAGE_ALERTS = 20
 
 type Extras = Pick<BillingPageView, "notice" | "error" | "cardError" | "settingsError" | "posted">
 
+/** Where the person comes back from the processor's card page: the billing page's card address. */
+const CARD_RETURN_PATH = "/billing/card"
+
 const makePages = Effect.gen(function*() {
   const summary = yield* makeBillingSummary
   const reports = yield* makeUsageReports
@@ -59,6 +73,8 @@ const makePages = Effect.gen(function*() {
   const orders = yield* Orders
   const ledger = yield* LedgerStore
   const catalogue = yield* Catalogue
+  const setups = yield* CardSetups
+  const cardPages = (yield* CardProcessor).pages
 
   const render = (s: SignedIn, caller: Caller, extras: Extras = {}, status = 200) =>
     Effect.gen(function*() {
@@ -88,6 +104,7 @@ const makePages = Effect.gen(function*() {
         alerts: listed.data,
         receipts: receipts.data,
         autoReload: sum.auto_reload,
+        cardPages,
         ...extras
       }
       return page(billingPage(s.ctx, view), status)
@@ -98,6 +115,13 @@ const makePages = Effect.gen(function*() {
 
   const saveCard = (s: SignedIn, caller: Caller, form: FormFields) =>
     Effect.gen(function*() {
+      if (cardPages === "processor") {
+        // The card is typed on the processor's page; the person comes back to this page's card address.
+        const where = yield* site
+        const opened = yield* Effect.result(setups.open(caller.account.id, `${where.accountsUrl}${CARD_RETURN_PATH}`))
+        if (opened._tag === "Failure") return yield* render(s, caller, { cardError: opened.failure.error.message }, 400)
+        return page(cardSetupPage(s.ctx, s.live.person.email, opened.success.checkout_url))
+      }
       const parsed = parseCheckoutForm({ card_number: form.get("card_number"), expiry: form.get("expiry"), cvc: form.get("cvc") })
       if (parsed._tag === "Invalid") return yield* render(s, caller, { cardError: parsed.message }, 400)
       // The card details go to the processor only: never stored, never logged (nor traced: an untraced call).
@@ -107,6 +131,35 @@ const makePages = Effect.gen(function*() {
         return yield* render(s, caller, { cardError: `${result.success.message} Nothing was saved.` }, 402)
       }
       return yield* render(s, caller, { notice: `Card saved: ${result.success.auto_reload.card ?? ""}.` })
+    })
+
+  /** Back from the processor's card page (GET, with its session): the card saved there, for this account only. */
+  const cardSaved = (s: SignedIn, caller: Caller, sessionId: string) =>
+    Effect.gen(function*() {
+      const result = yield* setups.complete(caller.account.id, sessionId)
+      if (result._tag === "NotSaved") return yield* render(s, caller, { cardError: result.message }, 400)
+      return yield* render(s, caller, { notice: `Card saved: ${result.auto_reload.card ?? ""}.` })
+    })
+
+  const removeCard = (s: SignedIn, caller: Caller, _form: FormFields) =>
+    Effect.gen(function*() {
+      yield* setups.remove(caller.account.id)
+      return yield* render(s, caller, { notice: "The card was removed; automatic top-ups are off." })
+    })
+
+  /** Credits paid on the processor's page, keeping the card for automatic top-ups. */
+  const buyKeepingCard = (s: SignedIn, caller: Caller, form: FormFields) =>
+    Effect.gen(function*() {
+      const amount = Number((form.get("amount_usd") ?? "").trim())
+      const result = yield* withRequestBaseUrl(
+        Effect.flatMap(
+          orders.create(caller, { type: "credits", amount_usd: amount }),
+          (order) => orders.pay(caller, order.id, { method: "card" }, { keepCard: true })
+        )
+      ).pipe(Effect.result)
+      if (result._tag === "Failure") return yield* render(s, caller, { cardError: result.failure.error.message }, 400)
+      const order = result.success
+      return page(Pages.orderPage(s.ctx, { id: order.id, title: order.title, amount_usd: order.amount_usd, pay_url: order.pay_url, gift: false }))
     })
 
   const setAutoReload = (s: SignedIn, caller: Caller, form: FormFields) =>
@@ -148,10 +201,13 @@ const makePages = Effect.gen(function*() {
     })
 
   /** A form post of this page (AccountPages.ts personFormPost): a refusal is shown on the page. */
-  const post = (service: Service, then: (s: SignedIn, caller: Caller, form: FormFields) => Effect.Effect<Response>) =>
+  const post = (
+    service: Service,
+    then: (s: SignedIn, caller: Caller, form: FormFields) => Effect.Effect<Response, never, HttpServerRequest.HttpServerRequest>
+  ) =>
     personFormPost(service, (s, caller, error, status) => render(s, caller, { error }, status), then)
 
-  return { render, saveCard, setAutoReload, receipt, post }
+  return { render, saveCard, cardSaved, removeCard, buyKeepingCard, setAutoReload, receipt, post, cardPages }
 })
 
 /**
@@ -178,8 +234,18 @@ export const BillingPageRoutes = HttpRouter.use((router) =>
     })))
     yield* add("POST", "/billing/card", pages.post(service.value, pages.saveCard))
     yield* add("POST", "/billing/auto-reload", pages.post(service.value, pages.setAutoReload))
-    // A GET of a form's address (a reload after posting) shows the page.
-    yield* add("GET", "/billing/card", Effect.succeed(seeOther(at("/billing"))))
+    if (pages.cardPages === "processor") {
+      yield* add("POST", "/billing/card/remove", pages.post(service.value, pages.removeCard))
+      yield* add("POST", "/billing/buy", pages.post(service.value, pages.buyKeepingCard))
+    }
+    // Back from the processor's card page with its session; a plain GET of a form's address (a
+    // reload after posting) shows the page.
+    yield* add("GET", CARD_RETURN_PATH, guardPage(Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const sessionId = new URL(request.url, "http://x").searchParams.get("session_id")
+      if (pages.cardPages !== "processor" || sessionId === null || sessionId === "") return seeOther(at("/billing"))
+      return yield* requireSession(service.value, (s) => withPersonCaller(s, (caller) => pages.cardSaved(s, caller, sessionId)))
+    })))
     yield* add("GET", "/billing/auto-reload", Effect.succeed(seeOther(at("/billing"))))
   })
 )

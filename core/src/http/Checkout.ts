@@ -1,10 +1,16 @@
 /**
- * The hosted checkout of the built-in test card processor, served by the platform for a person
- * (docs/payments.md "Card"): raw routes answering HTML, not part of the JSON API contract.
+ * The checkout pages the platform serves for a person (docs/payments.md "Card"): raw routes
+ * answering HTML, not part of the JSON API contract. With the built-in test processor (its pages
+ * are the platform's) they are the card form:
  *
  *   GET  /checkout/{session}  the card form, or the paid / expired page
  *   POST /checkout/{session}  form fields card_number, expiry (MM/YY), cvc
  *                             (application/x-www-form-urlencoded) -> the paid or declined page
+ *
+ * With a processor that has its own page (Stripe), GET /checkout/{session} is where the person
+ * comes back to: the platform asks the processor what happened (CardCheckouts.returned), pays the
+ * order if it was paid and shows the paid page, or says it is not paid (with the way back to the
+ * processor's page), processing, or expired. There is no form to POST to.
  *
  * Statuses tell a script what happened; a person sees the page: 200 form or paid, 402 declined,
  * 410 expired, 400 an unreadable form (the form again with its error), 404 no such checkout.
@@ -14,7 +20,10 @@
 import { Effect, Option } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse, UrlParams } from "effect/http"
 import * as Page from "./pages/CheckoutPage.ts"
-import { type CheckoutInfo, Orders } from "../payments/OrderService.ts"
+import { Orders } from "../payments/OrderService.ts"
+import { type CheckoutInfo } from "../payments/Orders.ts"
+import { CardCheckouts } from "../billing/CardCheckouts.ts"
+import { CardProcessor } from "../payments/CardProcessor.ts"
 
 export const CHECKOUT_PATH = "/checkout/:session"
 
@@ -39,6 +48,21 @@ const sessionParam = Effect.map(HttpRouter.params, (params) => params["session"]
 const show = (orders: Orders["Service"]) => Effect.gen(function*() {
   const info = yield* Effect.option(orders.checkout(yield* sessionParam))
   return Option.match(info, { onNone: () => notFound, onSome: (info) => page(Page.checkoutPage(info), statusOf(info)) })
+})
+
+/** The person back from the processor's own page. */
+const showReturn = (checkouts: CardCheckouts["Service"]) => Effect.gen(function*() {
+  const view = yield* Effect.option(checkouts.returned(yield* sessionParam))
+  if (Option.isNone(view)) return notFound
+  const shown = view.value
+  switch (shown._tag) {
+    case "Paid":
+      return page(Page.paidPage(shown.info), 200)
+    case "Expired":
+      return page(Page.expiredPage(shown.info), 410)
+    case "NotPaid":
+      return page(Page.returnPage(shown.info, shown.state, shown.pay_url), shown.state === "processing" ? 202 : 402)
+  }
 })
 
 const formFields = Effect.gen(function*() {
@@ -73,6 +97,12 @@ const submit = (orders: Orders["Service"]) => Effect.gen(function*() {
 export const CheckoutRoutes = HttpRouter.use((router) =>
   Effect.gen(function*() {
     const orders = yield* Orders
+    if ((yield* CardProcessor).pages === "processor") {
+      yield* router.add("GET", CHECKOUT_PATH, showReturn(yield* CardCheckouts))
+      // The card is typed on the processor's page, never posted here.
+      yield* router.add("POST", CHECKOUT_PATH, Effect.succeed(notFound))
+      return
+    }
     yield* router.add("GET", CHECKOUT_PATH, show(orders))
     yield* router.add("POST", CHECKOUT_PATH, submit(orders))
   })

@@ -26,6 +26,8 @@ import { BlobStoreMemory } from "../datasets/MemoryBlobStore.ts"
 import { ApiKeys } from "../keys/ApiKeys.ts"
 import { Alerts } from "../billing/Alerts.ts"
 import { AutoReload } from "../billing/AutoReload.ts"
+import { CardSetups } from "../billing/CardSetups.ts"
+import { PayLinks } from "../billing/PayLinks.ts"
 import { TopUps } from "../billing/TopUp.ts"
 import { BillingWatch } from "../billing/Watch.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
@@ -48,6 +50,10 @@ import * as TestCardProcessor from "../payments/TestCardProcessor.ts"
 import { DepositWatcher, type DepositWatchLoopOptions } from "../payments/DepositWatcher.ts"
 import type { ChainReader } from "../payments/ChainReader.ts"
 import type { DepositWatchStore } from "../payments/DepositWatchStore.ts"
+import { CardCheckouts } from "../billing/CardCheckouts.ts"
+import { CardEvents } from "../billing/CardEvents.ts"
+import { Reversals } from "../payments/Reversals.ts"
+import type { DocumentStores } from "../kernel/DocumentStores.ts"
 import { PlatformApi } from "./Api.ts"
 import { AccountRoutes } from "./AccountRoutes.ts"
 import { BillingPageRoutes } from "./BillingPageRoutes.ts"
@@ -58,11 +64,12 @@ import { INFERENCE_OPENAPI_PATH, InferenceApi } from "./InferenceApi.ts"
 import { InferenceRoutes } from "./InferenceRoutes.ts"
 import { PlatformHandlers } from "./Handlers.ts"
 import { Idempotency } from "./Idempotency.ts"
-import { PublicAddress } from "./PublicUrl.ts"
+import { PublicAddress } from "../kernel/RequestBaseUrl.ts"
 import { RequestBaseUrl } from "../kernel/RequestBaseUrl.ts"
 import { RequestLimitsMiddleware } from "./RequestLimits.ts"
 import { Authentication } from "./Security.ts"
 import { SimulatedApi, SimulatedHandlers } from "./Simulated.ts"
+import { WebhookRoutes, WebhookRouteTable } from "./Webhooks.ts"
 
 export const OPENAPI_PATH = "/openapi.json"
 export const DOCS_PATH = "/docs"
@@ -149,10 +156,12 @@ export interface PlatformOptions {
   /** The largest fieldwork take the shell can receive, when less than 12 MiB (Lambda's request limit). */
   readonly maxTakeBytes?: number | undefined
   /**
-   * The card processor, when not the one the catalogue names (`payments.card.processor`): tests
-   * watch the charges a processor makes.
+   * The card processor, when core does not make it: the shell's Stripe when the catalogue names
+   * "stripe" (adapters/stripe; it keeps each account's customer in the document store), or a test's
+   * processor watching the charges it makes. Unset: the catalogue's `payments.card.processor`
+   * ("test" or null; "stripe" without it stops the start).
    */
-  readonly cardProcessor?: Layer.Layer<CardProcessor> | undefined
+  readonly cardProcessor?: Layer.Layer<CardProcessor, never, DocumentStores> | undefined
   /**
    * The "evm" stablecoin rail's pieces, which the shell makes from the environment
    * (adapters/evm/src/EvmEnvironment.ts): the rail handing out deposit addresses, and the chain
@@ -189,32 +198,28 @@ export const cardProcessorLayer = (
   if (payments.card === null) {
     return Layer.succeed(CardProcessor, {
       processor: "none",
+      pages: "platform",
       createSession: notSetUp("card"),
       charge: notSetUp("card"),
       saveCard: notSetUp("card"),
-      chargeSaved: notSetUp("card")
+      chargeSaved: notSetUp("card"),
+      openCardSetup: notSetUp("card"),
+      checkoutResult: notSetUp("card"),
+      verifyEvent: notSetUp("card")
     })
   }
   if (payments.card.processor === "test") {
-    const configured = publicUrl === undefined || publicUrl === "" ? undefined : publicUrl
-    // One instance: it remembers the idempotency keys of off-session charges.
-    const test = TestCardProcessor.make({ baseUrl: "" })
-    return Layer.succeed(CardProcessor, {
-      processor: "test",
-      // The base URL is the configured one, else the current request's (resolved per session).
-      createSession: (request) =>
-        Effect.flatMap(RequestBaseUrl, (fromRequest) =>
-          TestCardProcessor.make({ baseUrl: configured ?? fromRequest ?? "" }).createSession(request)),
-      charge: test.charge,
-      saveCard: test.saveCard,
-      chargeSaved: test.chargeSaved
-    })
+    // One instance: it remembers the idempotency keys of charges. Pages are under the request's base (CheckoutRequest.base_url).
+    return Layer.succeed(CardProcessor, TestCardProcessor.make({ baseUrl: publicUrl ?? "" }))
   }
   return Layer.effect(
     CardProcessor,
     Effect.fail(new PlatformConfigError({
-      message: `The catalogue's payments.card.processor is "${payments.card.processor}", which this platform does not have; ` +
-        `use "test" (the built-in test processor) or null.`
+      message: payments.card.processor === "stripe"
+        ? `The catalogue's payments.card.processor is "stripe", which the shell provides (PlatformOptions.cardProcessor) ` +
+          `from STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET (docs/payments.md "Going live with Stripe").`
+        : `The catalogue's payments.card.processor is "${payments.card.processor}", which this platform does not have; ` +
+          `use "test" (the built-in test processor), "stripe" or null.`
     }))
   )
 }
@@ -276,11 +281,26 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     options.cardProcessor ?? cardProcessorLayer(config.payments, options.publicUrl),
     stablecoinRailLayer(config.payments, options.evm?.rail)
   )
-  const money = Layer.mergeAll(Orders.layer, Tickets.layer).pipe(Layer.provide(rails), Layer.provideMerge(Ledger.layer))
+  // Where the links it hands out point (PublicUrl.ts).
+  const publicAddress = Layer.succeed(PublicAddress, { publicUrl: options.publicUrl, requestUrlFromShell: options.requestUrlFromShell })
+  const money = Layer.mergeAll(Orders.layer, Tickets.layer).pipe(
+    Layer.provide(Layer.mergeAll(rails, publicAddress)),
+    Layer.provideMerge(Ledger.layer)
+  )
   // Alerts and automatic top-ups (docs/billing.md), told by the gateway when balances change.
   const alerts = Alerts.layer.pipe(Layer.provide(options.alertMail ?? Layer.empty))
-  const topUps = TopUps.layer.pipe(Layer.provideMerge(alerts), Layer.provide(Layer.mergeAll(rails, money)))
+  // A failed off-session charge mails a link to pay it on-session (billing/PayLinks.ts).
+  const payLinks = PayLinks.layer.pipe(Layer.provide(Layer.mergeAll(rails, publicAddress, options.alertMail ?? Layer.empty)))
+  const topUps = TopUps.layer.pipe(Layer.provideMerge(alerts), Layer.provide(Layer.mergeAll(rails, money, payLinks)))
   const billing = AutoReload.layer.pipe(Layer.provideMerge(BillingWatch.layer), Layer.provideMerge(topUps), Layer.provide(rails))
+  // A processor's own checkout and card pages and its webhook (docs/payments.md); the processor
+  // itself too, for the routes that ask whose pages take the card.
+  const cardPayments = CardEvents.layer.pipe(
+    Layer.provideMerge(Layer.mergeAll(CardCheckouts.layer, Reversals.layer)),
+    Layer.provideMerge(CardSetups.layer),
+    Layer.provideMerge(rails),
+    Layer.provide(Layer.mergeAll(money, billing))
+  )
   const health = options.healthCheck === undefined ? Layer.empty : HealthChecker.layer(config, options.healthCheck)
   const gateway = Gateway.layer(options.gateway).pipe(
     Layer.provideMerge(health),
@@ -299,7 +319,7 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
   })()
   const renewer = options.renewPlans === undefined
     ? Layer.empty
-    : PlanRenewer.layer(options.renewPlans).pipe(Layer.provide(Layer.mergeAll(money, rails, alerts)))
+    : PlanRenewer.layer(options.renewPlans).pipe(Layer.provide(Layer.mergeAll(money, rails, alerts, payLinks)))
   // Agents (docs/agents.md): approvals at the account service, serving nodes from the network.
   const network = options.network ?? NoNetwork
   const agents = Agents.layer({ publicUrl: options.publicUrl }).pipe(
@@ -312,12 +332,11 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     Layer.provideMerge(datasets)
   )
   const jwks = options.serviceKeys === undefined ? Layer.empty : Layer.succeed(PublishedJwks, options.serviceKeys.publicJwks)
-  // Where the links it hands out point (PublicUrl.ts).
-  const publicAddress = Layer.succeed(PublicAddress, { publicUrl: options.publicUrl, requestUrlFromShell: options.requestUrlFromShell })
   // The network is handed on too: the first start asks it for the owner's identity (Bootstrap.ts).
   return Layer.mergeAll(
     ApiKeysLive,
     money,
+    cardPayments,
     billing,
     gateway,
     sweeper,
@@ -357,6 +376,7 @@ export const AppRoutes = Layer.mergeAll(
   ApiRoutes,
   SimulatedRoutes,
   CheckoutRoutes,
+  WebhookRoutes,
   AccountRoutes,
   ApprovalRoutes,
   JwksRoute,
@@ -369,7 +389,7 @@ export const AppRoutes = Layer.mergeAll(
   RecordPageRoute,
   UploadRoute,
   DownloadRoute,
-  fallbackRoute([PlatformApi, SimulatedApi, InferenceApi, IngestRouteTable, FileRouteTable], [OPENAPI_PATH, DOCS_PATH, INFERENCE_OPENAPI_PATH, JWKS_PATH, RECORD_PAGE_PATH]),
+  fallbackRoute([PlatformApi, SimulatedApi, InferenceApi, IngestRouteTable, FileRouteTable, WebhookRouteTable], [OPENAPI_PATH, DOCS_PATH, INFERENCE_OPENAPI_PATH, JWKS_PATH, RECORD_PAGE_PATH]),
   ErrorShapeMiddleware,
   RequestLimitsMiddleware
 )

@@ -15,18 +15,7 @@
 import { Context, Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import * as Errors from "../kernel/Errors.ts"
-import { RequestBaseUrl } from "../kernel/RequestBaseUrl.ts"
-
-/** What the shell says about its addresses (PlatformOptions.publicUrl and requestUrlFromShell). */
-export interface PublicAddressSettings {
-  readonly publicUrl?: string | undefined
-  /** The request's absolute URL is the shell's own, not the client's (a web handler's shell). */
-  readonly requestUrlFromShell?: boolean | undefined
-}
-
-export const PublicAddress = Context.Reference<PublicAddressSettings>("@model-platform/core/http/PublicAddress", {
-  defaultValue: () => ({})
-})
+import { PublicAddress, type PublicAddressSettings, RequestBaseUrl } from "../kernel/RequestBaseUrl.ts"
 
 /** Whether a host name (as in a URL, IPv6 in brackets) is a loopback address. */
 export const isLoopbackHost = (hostname: string): boolean => {

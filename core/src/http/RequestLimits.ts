@@ -22,12 +22,17 @@ import { isUpload } from "./FileRoutes.ts"
 import { errorResponse } from "./ErrorShape.ts"
 import { INGEST_ITEMS_PATH } from "../fieldwork/IngestViews.ts"
 
-/** Bytes a body on `path` may have: /v1 from the catalogue, an ingest take, a dataset upload, else management. */
+/** A card processor's webhooks (http/Webhooks.ts): their events may be larger than a management body. */
+const WEBHOOKS_PREFIX = "/webhooks/"
+
+/** Bytes a body on `path` may have: /v1 from the catalogue, an ingest take, a webhook, a dataset upload, else management. */
 export const bodyLimitFor = (method: string, path: string, inferenceLimit: number): number =>
   Errors.isInferencePath(path)
     ? inferenceLimit
     : path === INGEST_ITEMS_PATH
     ? Limits.MAX_TAKE_BYTES
+    : path.startsWith(WEBHOOKS_PREFIX)
+    ? Limits.MAX_WEBHOOK_BODY_BYTES
     : isUpload(method, path)
     ? Limits.MAX_UPLOAD_BYTES
     : Limits.MAX_MANAGEMENT_BODY_BYTES

@@ -33,6 +33,13 @@ export const exceedsJsonDepth = (value: unknown, max: number = MAX_JSON_DEPTH): 
  */
 export const MAX_MANAGEMENT_BODY_BYTES = 64 * 1024
 
+/**
+ * Bytes of a card processor's webhook (POST /webhooks/{processor}): Stripe's events are a few
+ * KiB, a checkout session with every field well under 64 KiB; 512 KiB leaves room without
+ * letting a caller grow the server.
+ */
+export const MAX_WEBHOOK_BODY_BYTES = 512 * 1024
+
 /** Bytes of one take on POST /ingest/items (the spec's 12 MB audio take). */
 export const MAX_TAKE_BYTES = 12 * 1024 * 1024
 

@@ -22,13 +22,14 @@ export const CreditBalance = Schema.Struct({
 })
 export type CreditBalance = typeof CreditBalance.Type
 
-export const ActivityTypeValues = ["usage", "credit_added", "plan_credit_granted"] as const
+export const ActivityTypeValues = ["usage", "credit_added", "plan_credit_granted", "credit_reversed"] as const
 export const ActivityType = Schema.Literals(ActivityTypeValues)
 export type ActivityType = typeof ActivityType.Type
 
 /**
  * One entry of GET /credits/activity (newest first). `credits` is the signed change to the
- * balance: negative for usage, positive for credits added and plan grants (docs/resources.md).
+ * balance: negative for usage and for credits taken back by a refund or a dispute
+ * (`credit_reversed`), positive for credits added and plan grants (docs/resources.md).
  */
 export const ActivityEntry = Schema.Struct({
   id: Schema.String,

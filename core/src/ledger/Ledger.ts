@@ -180,7 +180,17 @@ export interface CreditInput {
   readonly machine_id: string | null
   /** Micro-credits, positive. */
   readonly amount: bigint
-  readonly type: CreditEntryType
+  readonly type: Exclude<CreditEntryType, "credit_reversed">
+}
+
+/** Credits taken back (a refund or a dispute of the payment that bought them). */
+export interface ReversalInput {
+  /** Unique per account: the processor's refund or dispute. */
+  readonly ref: string
+  /** The scope the credits were bought in: it may go below zero when they were spent. */
+  readonly machine_id: string | null
+  /** Micro-credits taken back, positive (posted negative). */
+  readonly amount: bigint
 }
 
 export type CreditResult =
@@ -230,6 +240,12 @@ export class Ledger extends Context.Service<Ledger, {
   /** Adds credits once per ref (a replay is Duplicate and changes nothing). Amount must be > 0. */
   readonly credit: (accountId: string, input: CreditInput) => Effect.Effect<CreditResult>
   /**
+   * Takes credits back once per ref (a replay is Duplicate and changes nothing): a negative
+   * `credit_reversed` entry in the scope the credits were bought in, which may go below zero —
+   * then nothing more is spent from it until it is positive again. Amount must be > 0.
+   */
+  readonly reverse: (accountId: string, input: ReversalInput) => Effect.Effect<CreditResult>
+  /**
    * Holds `amount` micro-credits for a call on `machineId` (null: no machine, account-wide only)
    * until settled, voided or expired at `expiresAt`. Choose expiresAt beyond the longest a call
    * can take: a settle after expiry finds the reservation expired and charges nothing.
@@ -277,6 +293,23 @@ export class Ledger extends Context.Service<Ledger, {
           machine_id: input.machine_id,
           amount: input.amount,
           type: input.type,
+          ref: input.ref,
+          created_at: yield* Time.now
+        }
+        const result = yield* store.post(entry)
+        return result === "posted" ? { _tag: "Posted", entry } as const : { _tag: "Duplicate" } as const
+      })
+
+      const reverse = Effect.fn("Ledger.reverse")(function*(accountId: string, input: ReversalInput) {
+        if (input.amount <= 0n) {
+          return yield* Effect.die(new RangeError(`Ledger.reverse: amount must be positive, got ${input.amount}`))
+        }
+        const entry: LedgerEntry = {
+          id: yield* generateId("led"),
+          account_id: accountId,
+          machine_id: input.machine_id,
+          amount: -input.amount,
+          type: "credit_reversed",
           ref: input.ref,
           created_at: yield* Time.now
         }
@@ -381,6 +414,7 @@ export class Ledger extends Context.Service<Ledger, {
 
       return Ledger.of({
         credit,
+        reverse,
         reserve,
         settle,
         void: voidReservation,

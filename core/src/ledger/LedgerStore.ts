@@ -13,7 +13,8 @@
  * sum of the pending allocations (the property tests and `Ledger.audit` check both).
  *
  * Entries are immutable and their `ref` is unique per account: posting a ref that exists changes
- * nothing. Credit entries are positive; usage entries are negative and come only from `settle`.
+ * nothing. Credit entries are positive, reversals of credits negative; usage entries are negative
+ * and come only from `settle`.
  *
  * A reservation moves pending -> settled | voided | expired exactly once (a conditional update);
  * every later attempt answers "not_pending" and changes nothing.
@@ -27,7 +28,11 @@
 import { Context, type Effect } from "effect"
 import type { Timestamp } from "../kernel/Time.ts"
 
-export type CreditEntryType = "credit_added" | "plan_credit_granted"
+/**
+ * Entries other than usage: credits added (bought, redeemed) and plan grants, positive; credits
+ * taken back by a refund or a dispute of the payment that bought them (`credit_reversed`), negative.
+ */
+export type CreditEntryType = "credit_added" | "plan_credit_granted" | "credit_reversed"
 export type EntryType = CreditEntryType | "usage"
 
 /** One immutable change to one scope's balance. */
@@ -219,8 +224,9 @@ export interface Settlement {
 
 export class LedgerStore extends Context.Service<LedgerStore, {
   /**
-   * Atomically: inserts a credit entry (positive amount, a credit type) unless its ref exists in
-   * the account, and adds it to its scope's `posted` (creating the scope). "duplicate": an entry
+   * Atomically: inserts a credit entry (positive amount, a credit type; negative for
+   * `credit_reversed`) unless its ref exists in the account, and adds it to its scope's `posted`
+   * (creating the scope; a reversal may take it below zero). "duplicate": an entry
    * with that ref exists (whatever its amount, scope or type), and nothing changed. Concurrent
    * posts of one ref: exactly one is "posted".
    */

@@ -32,7 +32,9 @@ const badMachineId = (machineId: string | null) => machineId !== null && machine
 /** Why `post` must refuse this entry, or undefined. */
 export const creditProblem = (entry: LedgerEntry): string | undefined => {
   if (entry.type === "usage") return "usage entries are written by settle only"
-  if (entry.amount <= 0n) return `a credit must be positive, got ${entry.amount}`
+  if (entry.type === "credit_reversed") {
+    if (entry.amount >= 0n) return `a reversal must be negative, got ${entry.amount}`
+  } else if (entry.amount <= 0n) return `a credit must be positive, got ${entry.amount}`
   if (badMachineId(entry.machine_id)) return "machine ids must be non-empty"
   return undefined
 }

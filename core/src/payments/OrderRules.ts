@@ -11,6 +11,7 @@ import { randomBytes } from "../keys/Keys.ts"
 import { scopeOf } from "../keys/KeyScope.ts"
 import { MICRO_PER_CREDIT, microToCredits } from "../kernel/Money.ts"
 import type { Order, OrderStatus } from "./Orders.ts"
+import type { CheckoutInfo } from "./Orders.ts"
 import {
   type DepositAddress,
   type DepositOutcome,
@@ -284,4 +285,17 @@ export const coveredAt = (deposits: ReadonlyArray<DepositRecord>, amount: bigint
     if (sum >= amount) return x.at
   }
   return undefined
+}
+
+/** What a checkout page shows of an order at `now` (CheckoutPage.ts). */
+export const checkoutInfoOf = (order: OrderRecord, now: number): CheckoutInfo => {
+  const status = statusAt(order, now)
+  return {
+    session_id: order.card_session_id ?? "",
+    order_id: order.id,
+    title: order.title,
+    amount_text: formatUsd(order.amount_cents),
+    status: status === "paid" ? "paid" : status === "pending" ? "open" : "expired",
+    paid_at: order.paid_at
+  }
 }

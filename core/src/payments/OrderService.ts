@@ -30,7 +30,9 @@ import { generateId } from "../keys/Keys.ts"
 import { requireWithin } from "../keys/KeyScope.ts"
 import { Ledger } from "../ledger/Ledger.ts"
 import { microToCredits } from "../kernel/Money.ts"
-import type { CreateOrder, Order, OrderList, PayOrder, Quote } from "./Orders.ts"
+import type { CheckoutInfo, CreateOrder, Order, OrderList, PayOrder, Quote } from "./Orders.ts"
+import { PublicAddress } from "../kernel/RequestBaseUrl.ts"
+import { RequestBaseUrl } from "../kernel/RequestBaseUrl.ts"
 import { makePlans } from "../plans/Plans.ts"
 import { type CardDetails, CardProcessor, type CheckoutRequest } from "./CardProcessor.ts"
 import {
@@ -41,17 +43,17 @@ import {
   OrderStore,
   type TicketRecord
 } from "./OrderStore.ts"
+import { LedgerStore } from "../ledger/LedgerStore.ts"
 import { PlanStore } from "../plans/PlanStore.ts"
 import { machineOfScope } from "../plans/ScopeTargetsFromPlans.ts"
 import { StablecoinRail, type Transfer } from "./StablecoinRail.ts"
 import * as Time from "../kernel/Time.ts"
 import {
   coveredAt,
+  checkoutInfoOf,
   CURRENCY,
   type DepositSummary,
   formatUsd,
-  generateTicketCode,
-  isAutoReloadOrder,
   normalizeTicketCode,
   ORDERS_DEFAULT_LIMIT,
   ORDERS_MAX_LIMIT,
@@ -66,19 +68,9 @@ import {
   toTicket,
   usdToBaseUnits
 } from "./OrderRules.ts"
+import { makeFulfilment } from "./Fulfilment.ts"
 import { makePricing } from "./OrderPricing.ts"
-
-/** What the page shows about a checkout session (Orders.checkout). */
-export interface CheckoutInfo {
-  readonly session_id: string
-  readonly order_id: string
-  readonly title: string
-  /** e.g. "$25.00" */
-  readonly amount_text: string
-  /** open: can be paid; paid: done; expired: the payment window closed unpaid. */
-  readonly status: "open" | "paid" | "expired"
-  readonly paid_at: string | null
-}
+import { netPurchasedCredits } from "./Reversals.ts"
 
 // ---------------------------------------------------------------------------------------------
 // results
@@ -114,11 +106,16 @@ export class Orders extends Context.Service<Orders, {
   readonly list: (caller: Caller, limit?: number | undefined) => Effect.Effect<OrderList, Errors.BadRequest>
   /** GET /orders/{id}, with `ticket` (the gift ticket of a paid gift order, else null). */
   readonly get: (caller: Caller, orderId: string) => Effect.Effect<Order, Errors.NotFound>
-  /** POST /orders/{id}/pay: opens a card checkout (pay_url) or a deposit address (payment.deposit). */
+  /**
+   * POST /orders/{id}/pay: opens a card checkout (pay_url) or a deposit address (payment.deposit).
+   * `keepCard`: a purchase on the billing page keeps the card it is paid with for automatic
+   * top-ups (a processor with its own page: CardCheckouts.ts); plans always keep theirs.
+   */
   readonly pay: (
     caller: Caller,
     orderId: string,
-    body: PayOrder
+    body: PayOrder,
+    options?: { readonly keepCard?: boolean }
   ) => Effect.Effect<Order, Errors.BadRequest | Errors.NotFound | Errors.Conflict | Errors.Forbidden>
   /** What the checkout page of a session shows (404 checkout_not_found). */
   readonly checkout: (sessionId: string) => Effect.Effect<CheckoutInfo, Errors.NotFound>
@@ -139,7 +136,7 @@ export class Orders extends Context.Service<Orders, {
   readonly receipts: (caller: Caller) => Effect.Effect<ReceiptList>
   /** GET /billing/receipts/{id}. */
   readonly receipt: (caller: Caller, receiptId: string) => Effect.Effect<Receipt, Errors.NotFound>
-  /** Credits bought in total by an account (micro-credits), for its usage tier. */
+  /** Credits bought in total by an account (micro-credits), for its usage tier: less what refunds and disputes took back (Reversals.ts). */
   readonly purchasedCredits: (accountId: string) => Effect.Effect<bigint>
   /** The charging gate now (Billing summary's `charging`). */
   readonly charging: Effect.Effect<Charging>
@@ -155,7 +152,7 @@ export class Orders extends Context.Service<Orders, {
   static readonly layer: Layer.Layer<
     Orders,
     never,
-    OrderStore | PlanStore | Ledger | Catalogue | CardProcessor | StablecoinRail
+    OrderStore | PlanStore | Ledger | LedgerStore | Catalogue | CardProcessor | StablecoinRail
   > = Layer.effect(Orders, Effect.suspend(() => makeOrders))
 }
 
@@ -231,12 +228,13 @@ export class Tickets extends Context.Service<Tickets, {
 
 const makeOrders = Effect.gen(function*() {
   const store = yield* OrderStore
-  const ledger = yield* Ledger
+  const ledgerStore = yield* LedgerStore
   const catalogue = yield* Catalogue
   const plans = yield* makePlans
   const machineOf = machineOfScope(yield* PlanStore)
   const processor = yield* CardProcessor
   const rail = yield* StablecoinRail
+  const address = yield* PublicAddress
   const payments = catalogue.config.payments
 
   const nowMillis = Clock.currentTimeMillis
@@ -325,18 +323,28 @@ const makeOrders = Effect.gen(function*() {
       ? Errors.conflict("order_already_paid", `Order ${order.id} is already paid.`)
       : Errors.conflict("order_expired", `Order ${order.id} can no longer be paid (${statusAt(order, now)}); create a new order.`)
 
-  const checkoutRequest = (order: OrderRecord): CheckoutRequest => ({
+  /** A new card plan keeps its card for its renewals (docs/plans.md "Renewals"). */
+  const keepsCard = (order: OrderRecord) => order.details?.kind === "subscription" && order.details.renew_subscription_id === null
+
+  const checkoutRequest = (order: OrderRecord, baseUrl: string, expiresAt: string = order.expires_at, keepCard = false): CheckoutRequest => ({
     order_id: order.id,
     account_id: order.account_id,
     title: order.title,
     amount_cents: order.amount_cents,
-    currency: order.currency
+    currency: order.currency,
+    base_url: baseUrl,
+    save_card: keepCard || keepsCard(order),
+    expires_at: expiresAt
   })
+
+  /** The base of the links a checkout hands out: PUBLIC_URL, else the request's (http/PublicUrl.ts). */
+  const baseUrl = Effect.map(RequestBaseUrl, (fromRequest) =>
+    (address.publicUrl !== undefined && address.publicUrl !== "" ? address.publicUrl : fromRequest ?? "").replace(/\/+$/, ""))
 
   const optionsText = () =>
     (payments.stablecoin?.options ?? []).map((o) => `${o.token} on ${o.chain}`).join(", ")
 
-  const pay = Effect.fn("Orders.pay")(function*(caller: Caller, orderId: string, body: PayOrder) {
+  const pay = Effect.fn("Orders.pay")(function*(caller: Caller, orderId: string, body: PayOrder, options?: { readonly keepCard?: boolean }) {
     const order = yield* own(caller, orderId)
     yield* requireWithin(machineOf, caller, { _tag: "Order", machine_id: order.machine_id })
     const now = yield* nowMillis
@@ -361,10 +369,14 @@ const makeOrders = Effect.gen(function*() {
           `Part of order ${order.id} was already paid by stablecoin deposit; send the rest to ${order.deposit.address}.`
         )
       }
-      const session = order.card_session_id !== null && order.checkout_url !== null
+      const opened = order.card_session_id !== null && order.checkout_url !== null
         ? { session_id: order.card_session_id, checkout_url: order.checkout_url }
-        : yield* processor.createSession(checkoutRequest(order))
-      const updated = yield* store.startPayment(order.id, { method: "card", ...session }, expiresAt, Time.toTimestamp(now))
+        : undefined
+      const session = opened ?? (yield* processor.createSession(checkoutRequest(order, yield* baseUrl, expiresAt, options?.keepCard === true)))
+      // A processor's own page closes with its session (opened with the window it had then):
+      // paying again does not move the window past it.
+      const windowEnd = opened !== undefined && processor.pages === "processor" ? order.expires_at : expiresAt
+      const updated = yield* store.startPayment(order.id, { method: "card", ...session }, windowEnd, Time.toTimestamp(now))
       if (updated === undefined) return yield* explain()
       return toOrder(updated, now)
     }
@@ -408,68 +420,13 @@ const makeOrders = Effect.gen(function*() {
     return toOrder(updated, now)
   })
 
-  // ---- fulfilment: idempotent, so it runs after every completion, first or replayed ----
+  // ---- fulfilment: idempotent, so it runs after every completion, first or replayed (Fulfilment.ts) ----
 
-  const fulfil = Effect.fnUntraced(function*(order: OrderRecord, cardReference: string | null = null) {
-    if (order.status !== "paid" || order.paid_at === null || order.paid_with === null) return
-    if (order.gift) {
-      yield* store.issueTicket({
-        code: yield* generateTicketCode,
-        order_id: order.id,
-        account_id: order.account_id,
-        credits: order.credits,
-        machine_id: order.machine_id,
-        created_at: order.paid_at,
-        redeemed_by: null,
-        redeemed_at: null
-      })
-    } else if (order.credits > 0n) {
-      yield* ledger.credit(order.account_id, {
-        ref: order.id,
-        machine_id: order.machine_id,
-        amount: order.credits,
-        type: "credit_added"
-      })
-    }
-    // A rental or a plan (once per order: docs/plans.md).
-    yield* plans.fulfil(order, cardReference)
-    // Last: a paid order without a receipt is one whose fulfilment was cut short (healPaid).
-    yield* store.insertReceipt({
-      id: yield* generateId("rcpt"),
-      account_id: order.account_id,
-      order_id: order.id,
-      kind: order.type,
-      title: order.title,
-      paid_at: order.paid_at,
-      amount_cents: order.amount_cents,
-      currency: order.currency,
-      credits: order.credits,
-      paid_with: order.paid_with,
-      auto_reload: isAutoReloadOrder(order.id)
-    })
-  })
-
-  /** Reads the order back after a markPaid attempt and fulfils it when it is paid. */
-  const settleOrder = Effect.fnUntraced(function*(orderId: string, cardReference: string | null = null) {
-    const order = yield* store.findOrder(orderId)
-    if (order === undefined) return yield* Effect.die(new Error(`order ${orderId} vanished`))
-    yield* fulfil(order, cardReference)
-    return order
-  })
+  const { fulfil, settleOrder } = yield* makeFulfilment
 
   // ---- card ----
 
-  const checkoutInfo = (order: OrderRecord, now: number): CheckoutInfo => {
-    const status = statusAt(order, now)
-    return {
-      session_id: order.card_session_id ?? "",
-      order_id: order.id,
-      title: order.title,
-      amount_text: formatUsd(order.amount_cents),
-      status: status === "paid" ? "paid" : status === "pending" ? "open" : "expired",
-      paid_at: order.paid_at
-    }
-  }
+  const checkoutInfo = checkoutInfoOf
 
   const bySession = Effect.fnUntraced(function*(sessionId: string) {
     const order = yield* store.findByCardSession(sessionId)
@@ -497,12 +454,12 @@ const makeOrders = Effect.gen(function*() {
     }
     if (!payableAt(order, now)) return expiredResult(order, now)
     // The order is the idempotency key: concurrent submissions of this checkout charge once.
-    const outcome = yield* processor.charge(sessionId, checkoutRequest(order), card, order.id)
+    const outcome = yield* processor.charge(sessionId, checkoutRequest(order, yield* baseUrl), card, order.id)
     if (outcome._tag === "Declined") {
       return { ...outcome, checkout: checkoutInfo(order, now) } satisfies CardPaymentResult
     }
     // A new plan's card is saved for its renewals (docs/plans.md "Renewals"); declined to save: none.
-    const saved = order.details?.kind === "subscription" && order.details.renew_subscription_id === null
+    const saved = keepsCard(order)
       ? yield* processor.saveCard(order.account_id, card)
       : undefined
     const paidAt = yield* nowMillis
@@ -620,7 +577,7 @@ const makeOrders = Effect.gen(function*() {
     deposits,
     receipts: (caller) => Effect.map(store.listReceipts(caller.account.id), (rs) => ({ data: rs.map(toReceipt) })),
     receipt,
-    purchasedCredits: (accountId) => store.purchasedCredits(accountId),
+    purchasedCredits: netPurchasedCredits(store, ledgerStore),
     charging: Effect.map(nowMillis, (now) => chargingGate(payments, now)),
     healPaid,
     recordOffSessionPayment

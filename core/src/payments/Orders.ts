@@ -191,3 +191,15 @@ export type Receipt = typeof Receipt.Type
 
 export const ReceiptList = Schema.Struct({ data: Schema.Array(Receipt) })
 export type ReceiptList = typeof ReceiptList.Type
+
+/** What the page shows about a checkout session (Orders.checkout). */
+export interface CheckoutInfo {
+  readonly session_id: string
+  readonly order_id: string
+  readonly title: string
+  /** e.g. "$25.00" */
+  readonly amount_text: string
+  /** open: can be paid; paid: done; expired: the payment window closed unpaid. */
+  readonly status: "open" | "paid" | "expired"
+  readonly paid_at: string | null
+}

@@ -12,7 +12,10 @@
  *    is declined (`card_declined`): like Stripe's test mode, the test processor refuses real cards.
  *
  * Saved cards (automatic top-ups): a card saves when it passes the checks above, and so does
- * `4000 0000 0000 0341` (`savesOnly`), which then declines every charge, as Stripe's does. The
+ * `4000 0000 0000 0341` (`savesOnly`), which then declines every charge, as Stripe's does.
+ * `4000 0027 6000 3184` is approved on the page (the person is there) but wants authentication
+ * for every off-session charge (`authentication_required`), as Stripe's does; `4000 0025 0000
+ * 3155` wants it only on-session, which a page without 3-D Secure approves. The
  * reference names the test card by its last four digits and its expiry (never the number); an
  * off-session charge decides from them, and answers a repeated idempotency key with its first
  * outcome.
@@ -41,6 +44,8 @@ export const TEST_CARDS: ReadonlyArray<{
   readonly outcome: "approved" | DeclineReason
   /** Saves for off-session use although every charge of it is declined (Stripe's 0341). */
   readonly savesOnly?: boolean
+  /** Off-session charges of it want the person present (Stripe's 3184). */
+  readonly offSession?: "authentication_required"
 }> = [
   { number: "4242424242424242", brand: "Visa", outcome: "approved" },
   { number: "4000056655665556", brand: "Visa (debit)", outcome: "approved" },
@@ -51,7 +56,9 @@ export const TEST_CARDS: ReadonlyArray<{
   { number: "4000000000000069", brand: "Visa", outcome: "expired_card" },
   { number: "4000000000000127", brand: "Visa", outcome: "incorrect_cvc" },
   { number: "4000000000000119", brand: "Visa", outcome: "processing_error" },
-  { number: "4000000000000341", brand: "Visa", outcome: "card_declined", savesOnly: true }
+  { number: "4000000000000341", brand: "Visa", outcome: "card_declined", savesOnly: true },
+  { number: "4000002500003155", brand: "Visa", outcome: "approved" },
+  { number: "4000002760003184", brand: "Visa", outcome: "approved", offSession: "authentication_required" }
 ]
 
 const MESSAGES: Record<DeclineReason, string> = {
@@ -62,7 +69,8 @@ const MESSAGES: Record<DeclineReason, string> = {
   incorrect_cvc: "Your card's security code is incorrect.",
   incorrect_number: "Your card number is incorrect.",
   invalid_expiry: "Your card's expiration date is invalid.",
-  processing_error: "An error occurred while processing your card. Try again."
+  processing_error: "An error occurred while processing your card. Try again.",
+  authentication_required: "Your bank asks you to confirm this payment yourself."
 }
 
 const declined = (reason: DeclineReason, message: string = MESSAGES[reason]): Exclude<CardOutcome, { _tag: "Approved" }> => ({
@@ -117,9 +125,13 @@ export const evaluateTestCard = (
 }
 
 export interface TestCardProcessorOptions {
-  /** The platform's public base URL; checkout pages are `<baseUrl>/checkout/<session_id>`. */
+  /** The platform's base URL when a request names none (CheckoutRequest.base_url); pages are `<base>/checkout/<session_id>`. */
   readonly baseUrl: string
 }
+
+/** The processor's own pages' operations: the test processor's pages are the platform's. */
+const notItsPages = (operation: string) => () =>
+  Effect.die(new Error(`the test card processor takes cards on the platform's pages; ${operation} is for a processor with its own`))
 
 /** The checkout page of a session, under the platform's base URL. */
 export const checkoutUrl = (baseUrl: string, sessionId: string): string =>
@@ -152,6 +164,7 @@ export const chargeSavedTestCard = (
   if (Number(match[3]) * 12 + Number(match[2]) - 1 < now.getUTCFullYear() * 12 + now.getUTCMonth()) {
     return declined("expired_card")
   }
+  if (test.offSession !== undefined) return declined(test.offSession)
   if (test.outcome === "approved") return test.savesOnly === true ? declined("card_declined") : { _tag: "Approved" }
   return declined(test.outcome)
 }
@@ -168,10 +181,11 @@ export const make = (options: TestCardProcessorOptions): CardProcessor["Service"
   }
   return {
     processor: "test",
-    createSession: (_request: CheckoutRequest) =>
+    pages: "platform",
+    createSession: (request: CheckoutRequest) =>
       Effect.map(generateId("cs_test"), (sessionId) => ({
         session_id: sessionId,
-        checkout_url: checkoutUrl(options.baseUrl, sessionId)
+        checkout_url: checkoutUrl(request.base_url === "" ? options.baseUrl : request.base_url, sessionId)
       })),
     charge: (_sessionId: string, _request: CheckoutRequest, card: CardDetails, idempotencyKey: string) =>
       Effect.gen(function*() {
@@ -204,7 +218,10 @@ export const make = (options: TestCardProcessorOptions): CardProcessor["Service"
         if (before !== undefined) return before
         const decided = chargeSavedTestCard(charge.reference, now)
         return remember(charge.idempotency_key, decided._tag === "Declined" ? decided : { _tag: "Approved", charge_id: chargeId })
-      })
+      }),
+    openCardSetup: notItsPages("openCardSetup"),
+    checkoutResult: notItsPages("checkoutResult"),
+    verifyEvent: notItsPages("verifyEvent")
   }
 }
 

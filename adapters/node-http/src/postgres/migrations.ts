@@ -22,6 +22,7 @@ import { planRenewals } from "./migrations/0019_plan_renewals.ts"
 import { documents } from "./migrations/0020_documents.ts"
 import { idempotencyRetention } from "./migrations/0021_idempotency_retention.ts"
 import { depositWatch } from "./migrations/0022_deposit_watch.ts"
+import { ledgerReversals } from "./migrations/0023_ledger_reversals.ts"
 
 const accountsKeysIdempotency = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -623,7 +624,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0019_plan_renewals": planRenewals,
   "0020_documents": documents,
   "0021_idempotency_retention": idempotencyRetention,
-  "0022_deposit_watch": depositWatch
+  "0022_deposit_watch": depositWatch,
+  "0023_ledger_reversals": ledgerReversals
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */

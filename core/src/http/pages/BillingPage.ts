@@ -32,6 +32,11 @@ export interface BillingPageView {
   readonly alerts: ReadonlyArray<Alert>
   readonly receipts: ReadonlyArray<Receipt>
   readonly autoReload: AutoReloadView
+  /**
+   * Where a card is typed: the platform's own form (the test processor) or the card processor's
+   * page (Stripe), which the page's buttons open.
+   */
+  readonly cardPages: "platform" | "processor"
   readonly notice?: string | undefined
   readonly error?: string | undefined
   /** Where the card form's or the settings form's own message goes. */
@@ -204,6 +209,30 @@ ${csrfField(ctx)}
 </form>
 <p class="note">The card details go to the card processor; this service keeps only its reference and description.</p>`
 
+/** The card for top-ups when the processor shows its own page: buttons that open it, and a purchase that keeps its card. */
+const processorCardForms = (ctx: PageContext, view: BillingPageView) =>
+  `<h2>Card for automatic top-ups</h2>
+<p id="saved-card">${view.autoReload.card === null ? "No card saved." : `Saved card: <strong>${escapeHtml(view.autoReload.card)}</strong>`}</p>
+${view.cardError === undefined ? "" : `<p class="error" role="alert" id="card-error">${escapeHtml(view.cardError)}</p>`}
+<form method="post" action="${escapeHtml(ctx.base)}/billing/card" id="card-form">
+${csrfField(ctx)}
+<button type="submit" id="save-card">${view.autoReload.card === null ? "Save a card" : "Replace the card"}</button>
+</form>
+${
+    view.autoReload.card === null ? "" : `<form method="post" action="${escapeHtml(ctx.base)}/billing/card/remove" id="remove-card-form">
+${csrfField(ctx)}
+<button type="submit" id="remove-card" class="secondary">Remove the card</button>
+</form>`
+  }
+<h3>Buy credits and keep the card</h3>
+<form method="post" action="${escapeHtml(ctx.base)}/billing/buy" id="buy-form">
+${csrfField(ctx)}
+<label for="buy-keep-amount">Amount (USD, 5 to 5000)</label>
+<input id="buy-keep-amount" name="amount_usd" type="text" inputmode="numeric" required value="25">
+<button type="submit" id="buy-keep-card">Buy and keep the card</button>
+</form>
+<p class="note">The card is typed on the card processor's page; this service keeps only its reference and description.</p>`
+
 const settingsForm = (ctx: PageContext, view: BillingPageView) => {
   const a = view.autoReload
   const values = view.posted ?? { enabled: a.enabled, threshold: String(a.threshold_credits), amount: a.amount_usd === 0 ? "" : String(a.amount_usd) }
@@ -259,8 +288,22 @@ ${grantsTable(view.grants)}
 ${alertsList(view.alerts)}
 <h2>Receipts</h2>
 ${receiptsList(ctx, view.receipts)}
-${cardForm(ctx, view)}
+${view.cardPages === "processor" ? processorCardForms(ctx, view) : cardForm(ctx, view)}
 ${settingsForm(ctx, view)}`
+  )
+
+/**
+ * The way to the card processor's page where a card is saved: a link, since the account pages'
+ * forms may only post to this site (their CSP's form-action), redirects included.
+ */
+export const cardSetupPage = (ctx: PageContext, email: string, checkoutUrl: string): string =>
+  page(
+    ctx,
+    "Save a card",
+    `<nav class="no-print"><span>${escapeHtml(email)}</span><a href="${escapeHtml(ctx.base)}/billing" id="billing-link">Back to billing</a></nav>
+<h1>Save a card</h1>
+<p>The card is typed on the card processor's page; you come back here once it is saved.</p>
+<p><a href="${escapeHtml(checkoutUrl)}" id="card-setup-link" class="button">Continue to the card page</a></p>`
   )
 
 /** A receipt to print (or save as PDF from the browser's print dialog). */

@@ -13,7 +13,7 @@
  * echoed back. Elements tests look for carry `data-testid`.
  */
 import type { CardDetails, DeclineReason } from "../../payments/CardProcessor.ts"
-import type { CheckoutInfo } from "../../payments/OrderService.ts"
+import type { CheckoutInfo } from "../../payments/Orders.ts"
 
 /** Escapes text for HTML element content and double- or single-quoted attribute values. */
 export const escapeHtml = (text: string): string =>
@@ -115,6 +115,26 @@ export const expiredPage = (info: CheckoutInfo): string =>
     `${header(info)}
 <p class="error" role="alert" data-testid="expired">This checkout has expired and can no longer be paid.
 Create a new order to try again.</p>`
+  )
+
+/**
+ * A person back from a processor's own checkout page (Stripe) for an order that is not paid (yet):
+ * `open` — they left without paying, and may go back to the processor's page; `processing` — the
+ * payment is on its way (a delayed method) and the order is paid when it arrives; `failed` — it
+ * did not go through.
+ */
+export const returnPage = (info: CheckoutInfo, state: "open" | "processing" | "failed", payUrl: string | null): string =>
+  layout(
+    `Not paid yet: ${info.title}`,
+    `${header(info)}
+${
+      state === "processing"
+        ? `<p class="note" role="status" data-testid="processing">Your payment is being processed. Order ${escapeHtml(info.order_id)} is paid as soon as it arrives; you can close this page.</p>`
+        : state === "failed"
+        ? `<p class="error" role="alert" data-testid="failed">The payment did not go through; nothing was charged. Create a new order to try again.</p>`
+        : `<p class="error" role="alert" data-testid="not-paid">Order ${escapeHtml(info.order_id)} is not paid yet.</p>`
+    }
+${state === "open" && payUrl !== null ? `<p><a href="${escapeHtml(payUrl)}" data-testid="pay-again">Go back to the payment page</a></p>` : ""}`
   )
 
 /** No such checkout session. */

@@ -1,0 +1,70 @@
+/**
+ * Fulfilment of a paid order (docs/payments.md "Fulfilment, receipts, purchased credits"), for
+ * every path that pays one (Orders: the platform's checkout, deposits, off-session payments;
+ * CardCheckouts: a processor's checkout, by its return page or its webhook): the gift ticket or the
+ * credits (ledger ref = the order id), the plan or rental, then the receipt, each idempotent, so
+ * it runs after every completion, first or replayed, and a replay finishes a fulfilment a crash
+ * cut short.
+ */
+import { Effect } from "effect"
+import { generateId } from "../keys/Keys.ts"
+import { makePlans } from "../plans/Plans.ts"
+import { type OrderRecord, OrderStore } from "./OrderStore.ts"
+import { Ledger } from "../ledger/Ledger.ts"
+import { generateTicketCode, isAutoReloadOrder } from "./OrderRules.ts"
+
+export const makeFulfilment = Effect.gen(function*() {
+  const store = yield* OrderStore
+  const ledger = yield* Ledger
+  const plans = yield* makePlans
+
+  /** Fulfils a paid order (nothing for another); `cardReference`: the card saved at its checkout, for a plan. */
+  const fulfil = Effect.fnUntraced(function*(order: OrderRecord, cardReference: string | null = null) {
+    if (order.status !== "paid" || order.paid_at === null || order.paid_with === null) return
+    if (order.gift) {
+      yield* store.issueTicket({
+        code: yield* generateTicketCode,
+        order_id: order.id,
+        account_id: order.account_id,
+        credits: order.credits,
+        machine_id: order.machine_id,
+        created_at: order.paid_at,
+        redeemed_by: null,
+        redeemed_at: null
+      })
+    } else if (order.credits > 0n) {
+      yield* ledger.credit(order.account_id, {
+        ref: order.id,
+        machine_id: order.machine_id,
+        amount: order.credits,
+        type: "credit_added"
+      })
+    }
+    // A rental or a plan (once per order: docs/plans.md).
+    yield* plans.fulfil(order, cardReference)
+    // Last: a paid order without a receipt is one whose fulfilment was cut short (healPaid).
+    yield* store.insertReceipt({
+      id: yield* generateId("rcpt"),
+      account_id: order.account_id,
+      order_id: order.id,
+      kind: order.type,
+      title: order.title,
+      paid_at: order.paid_at,
+      amount_cents: order.amount_cents,
+      currency: order.currency,
+      credits: order.credits,
+      paid_with: order.paid_with,
+      auto_reload: isAutoReloadOrder(order.id)
+    })
+  })
+
+  /** Reads the order back after a markPaid attempt and fulfils it when it is paid. */
+  const settleOrder = Effect.fnUntraced(function*(orderId: string, cardReference: string | null = null) {
+    const order = yield* store.findOrder(orderId)
+    if (order === undefined) return yield* Effect.die(new Error(`order ${orderId} vanished`))
+    yield* fulfil(order, cardReference)
+    return order
+  })
+
+  return { fulfil, settleOrder } as const
+})
