@@ -19,6 +19,7 @@ import type { CardDetails } from "@model-platform/core/payments"
 import { type ReferenceMachine, startReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fixtureCatalogue } from "./Fixtures.ts"
+import { eventually } from "./Eventually.ts"
 import type { ShellUnderTest } from "./HttpSuite.ts"
 import { type Client, clientOf, payWithApprovedCard } from "./IsolationWorld.ts"
 import { type Mailbox, recipients, startSmtp } from "./LocalSmtp.ts"
@@ -61,19 +62,6 @@ export const alertsCatalogue = (machineUrl: string): CatalogueConfig => ({
 
 const expiry = new Date().getUTCFullYear() + 5
 const card = (number: string): CardDetails => ({ number, exp_month: 12, exp_year: expiry, cvc: "123" })
-
-/** Polls `check` until it passes (metering and its follow-up may run after the answer). */
-const eventually = async <A>(check: () => Promise<A>, timeoutMs = 15_000): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    try {
-      return await check()
-    } catch (error) {
-      if (Date.now() > deadline) throw error
-      await new Promise((r) => setTimeout(r, 100))
-    }
-  }
-}
 
 export const billingAlertsSuite = (shell: string, start: (setup: AlertsSetup) => Promise<AlertsShell>) =>
   describe(`alerts and automatic top-ups on ${shell}`, () => {

@@ -10,6 +10,7 @@
  * it with the passkey, makes the agent a key and calls a model with it.
  * Screenshots go to the caller's `artifacts` directory.
  */
+import { eventually } from "./Eventually.ts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { approveOnPage, chat } from "./AgentSteps.ts"
 import { type BrowserWorld, type FlowOptions, haveChromium, startBrowserWorld } from "./BrowserWorld.ts"
@@ -83,8 +84,11 @@ export const ownerBrowserFlow = (options: FlowOptions) => {
       const answer = await chat(world!, made.body.secret)
       expect(answer.status, JSON.stringify(answer.body)).toBe(200)
       expect(answer.body.choices[0].message.content).toEqual(expect.any(String))
-      const usage = await fetch(`${world!.url}/billing/usage.csv`, { headers: { authorization: `Bearer ${owner}` } }).then((r) => r.text())
-      expect(usage).toContain(id)
+      // The call is metered after its answer: its usage record names the agent.
+      await eventually(async () => {
+        const usage = await fetch(`${world!.url}/billing/usage.csv`, { headers: { authorization: `Bearer ${owner}` } }).then((r) => r.text())
+        expect(usage).toContain(id)
+      })
     })
   })
 }

@@ -15,6 +15,7 @@
  *
  * The shell is started with `plansCatalogue` and the given clock, and must make new accounts.
  */
+import { eventually } from "./Eventually.ts"
 import type { CatalogueConfig } from "@model-platform/core/catalogue"
 import type { Clock } from "effect"
 import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
@@ -143,18 +144,6 @@ export const plansLifecycleSuite = (
       return rows.slice(1)
         .map((r) => [Number(r[header.indexOf("from_allowance")]), Number(r[header.indexOf("credits")])])
         .sort((a, b) => b[0]! - a[0]!)
-    }
-    /** Polls until `check` holds (the renewal job runs every 100 ms), at most 15 s. */
-    const eventually = async (check: () => Promise<void>) => {
-      const until = Date.now() + 15_000
-      for (;;) {
-        try {
-          return await check()
-        } catch (error) {
-          if (Date.now() > until) throw error
-          await new Promise((r) => setTimeout(r, 100))
-        }
-      }
     }
     const codeOf = (answer: { json: any }) => answer.json?.error?.code
 

@@ -14,6 +14,7 @@
  * - refunds and disputes take the credits back through the ledger, once each: spent credits leave
  *   the balance negative and priced calls answer 402 until credits are bought again.
  */
+import { eventually } from "./Eventually.ts"
 import type { SetupResult } from "@model-platform/core/billing"
 import type { CatalogueConfig } from "@model-platform/core/catalogue"
 import type { CardProcessor, CheckoutSession } from "@model-platform/core/payments"
@@ -62,18 +63,6 @@ export const stripeCardsCatalogue = (machineUrl: string): CatalogueConfig => {
     ...base,
     payments: { ...base.payments, card: { processor: "stripe" } },
     machines: base.machines.map((m) => ({ ...m, subscribe: { currency: "USD", period_days: 30, plans: [PLAN] } }))
-  }
-}
-
-const eventually = async <A>(check: () => Promise<A>, timeoutMs = 20_000): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    try {
-      return await check()
-    } catch (error) {
-      if (Date.now() > deadline) throw error
-      await new Promise((r) => setTimeout(r, 100))
-    }
   }
 }
 
