@@ -25,6 +25,7 @@ import { PlanStore } from "./ports/PlanStore.ts"
 import { AgentStore } from "./ports/AgentStore.ts"
 import { requireWithin, scopeOf } from "./KeyScope.ts"
 import { type KeyRefused, standingOf } from "./KeyStanding.ts"
+import { noteAccount } from "./observability/Requests.ts"
 import * as Time from "./Time.ts"
 
 /** Who is calling: the key that authenticated the request and its account. */
@@ -152,8 +153,12 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         const hash = yield* secretHash(secret)
         const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
         const known = identified.get(hash)
-        if (known !== undefined && now - known.at < IDENTIFY_CACHE_MS) return known.caller
+        if (known !== undefined && now - known.at < IDENTIFY_CACHE_MS) {
+          yield* noteAccount(known.caller.account.id)
+          return known.caller
+        }
         const caller = yield* lookup(hash)
+        yield* noteAccount(caller.account.id)
         identified.delete(hash)
         if (identified.size >= IDENTIFY_CACHE_SIZE) identified.delete(identified.keys().next().value!)
         identified.set(hash, { caller, at: now })
@@ -162,6 +167,8 @@ export class ApiKeys extends Context.Service<ApiKeys, {
 
       const authenticate = Effect.fn("ApiKeys.authenticate")(function*(secret: string) {
         const { key, account } = yield* lookup(yield* secretHash(secret))
+        // The request's access line names the account (observability/Requests.ts), never the key.
+        yield* noteAccount(account.id)
         const millis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
         yield* standingOf(key, millis).pipe(
           Effect.provideService(AgentStore, agents),

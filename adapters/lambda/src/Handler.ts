@@ -14,7 +14,8 @@ import type { SigningKeys, TrustedService } from "@model-platform/core/agents/Se
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context as LambdaContext } from "aws-lambda"
 import { FirstStart, type Owner } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
-import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/api/Http"
+import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, observeRequests, type PlatformStores, SERVE_OPTIONS } from "@model-platform/core/api/Http"
+import { MetricsRegistry } from "@model-platform/core/observability/Metrics"
 import { errorBody } from "@model-platform/core/api/ErrorShape"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
@@ -54,6 +55,11 @@ export type HandlerOptions = {
    * freeze the process mid-request and API Gateway answer with its own error. Default 1000 ms.
    */
   readonly deadlineMarginMillis?: number
+  /**
+   * The loggers and level (core observability/Logging.ts: lambda.ts reads LOG_FORMAT, json by
+   * default, and LOG_LEVEL). Unset: Effect's default logger.
+   */
+  readonly logging?: Layer.Layer<never> | undefined
   /**
    * The account service (Accounts.ts): served under /accounts with this. Without it (a test of the
    * API alone, or no SMTP_URL in lambda.ts) every /accounts page answers 503.
@@ -149,7 +155,12 @@ const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unk
     : FirstStart.layerWithSecret(ownerEmail, ownerSecret)
   const accounts = accountsOptions === undefined ? Layer.empty : accountsLayer(accountsOptions, options.publicUrl, accountServiceView(client), trusted)
   const runtime = ManagedRuntime.make(
-    Layer.mergeAll(firstStart, accounts).pipe(Layer.provideMerge(services), Layer.provideMerge(clockLayer(platform)))
+    Layer.mergeAll(firstStart, accounts).pipe(
+      Layer.provideMerge(services),
+      Layer.provideMerge(clockLayer(platform)),
+      Layer.provideMerge(MetricsRegistry),
+      Layer.provideMerge(options.logging ?? Layer.empty)
+    )
   )
   try {
     const owner = await runtime.runPromise(Effect.flatMap(FirstStart, Effect.succeed))
@@ -157,7 +168,7 @@ const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unk
     const web = HttpRouter.toWebHandler(
       // provideMerge: every request runs in the platform's context, its Clock included (PlatformOptions.clock).
       AppRoutes.pipe(Layer.provideMerge(Layer.succeedContext(context)), Layer.provide(HttpServer.layerServices)),
-      { disableLogger: true, routerConfig: ROUTER_CONFIG }
+      { ...SERVE_OPTIONS, middleware: (app) => observeRequests(app) }
     )
     return {
       owner,

@@ -33,6 +33,7 @@ import { SmtpEmailSender } from "@model-platform/node-http/SmtpEmailSender"
 import { errorBody } from "@model-platform/core/api/ErrorShape"
 import type { Owner } from "@model-platform/core/Bootstrap"
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda"
+import { loggingLayer, loggingSettings } from "@model-platform/core/observability/Logging"
 import { ConfigProvider, Effect, Option, Redacted } from "effect"
 import type { AccountsOptions } from "./Accounts.ts"
 import { BlobStoreS3 } from "./S3BlobStore.ts"
@@ -90,8 +91,13 @@ const startPlatform = Effect.gen(function*() {
   if (Option.isNone(config.bucketName)) {
     yield* Effect.logWarning(`${ENV.bucket} is not set: dataset files and fieldwork takes are kept in this container's memory and lost`)
   }
+  // JSON log lines by default: CloudWatch Logs Insights reads their fields (docs/operations.md "Logs").
+  const logging = loggingLayer(yield* loggingSettings("json").pipe(
+    Effect.mapError((error) => new LambdaConfigError({ message: error.message }))
+  ))
   return makeHandler({
     catalogue,
+    logging,
     accounts,
     ownerEmail: config.ownerEmail,
     publicUrl: Option.getOrUndefined(config.publicUrl),

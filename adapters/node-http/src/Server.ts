@@ -6,7 +6,9 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { FirstStart } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 import { errorBody } from "@model-platform/core/api/ErrorShape"
-import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/api/Http"
+import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, observeRequests, type PlatformStores, SERVE_OPTIONS } from "@model-platform/core/api/Http"
+import { MetricsRegistry } from "@model-platform/core/observability/Metrics"
+import { REQUEST_ID_HEADER, requestIdOf } from "@model-platform/core/observability/Requests"
 import { MAX_HEADER_BYTES } from "@model-platform/core/Limits"
 import { AccountPagesSettings } from "@model-platform/core/api/AccountRequests"
 import type { EmailSender } from "@model-platform/core/ports/EmailSender"
@@ -110,7 +112,7 @@ const serverLayerWith = <E, R>(options: ServerOptions, keys: SigningKeys, stores
     alertMail: options.platform?.alertMail ?? options.accounts?.emailSender
   }).pipe(Layer.provideMerge(stores))
   const pages = Layer.sync(AccountPagesSettings, () => ({ webauthnBundle: readWebAuthnBundle(), platformUrl: options.publicUrl }))
-  const http = HttpRouter.serve(AppRoutes, { disableListenLog: true, disableLogger: true, routerConfig: ROUTER_CONFIG }).pipe(
+  const http = HttpRouter.serve(AppRoutes, { ...SERVE_OPTIONS, disableListenLog: true, middleware: (app) => observeRequests(app) }).pipe(
     Layer.provide(pages),
     Layer.provideMerge(nodeServer)
   )
@@ -124,7 +126,9 @@ const serverLayerWith = <E, R>(options: ServerOptions, keys: SigningKeys, stores
   return Layer.mergeAll(http, FirstStart.layer(options.ownerEmail)).pipe(
     Layer.provideMerge(accounts),
     Layer.provideMerge(services),
-    Layer.provideMerge(clockLayer(options.platform))
+    Layer.provideMerge(clockLayer(options.platform)),
+    // The platform's own metrics (GET /metrics), apart from any other platform in the process.
+    Layer.provideMerge(MetricsRegistry)
   )
 }
 
@@ -147,8 +151,11 @@ const answerClientError = (error: Error & { readonly code?: string; readonly raw
   // The path picks the surface's shape (/v1: inference); the request line is what arrived first.
   const target = /^[A-Z]+ (\S+)/.exec(error.rawPacket?.toString("latin1") ?? "")?.[1] ?? "/"
   const body = JSON.stringify(errorBody(target.split("?")[0] ?? "/", status, message))
+  // Every answer has a request id (observability/Requests.ts); this request never reached the platform.
+  const requestId = Effect.runSync(requestIdOf(undefined))
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\n` +
+      `${REQUEST_ID_HEADER}: ${requestId}\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
   )
 }

@@ -14,6 +14,7 @@ import { issueClaimLink } from "@model-platform/core/accounts/Owner"
 import { DEFAULT_PLATFORM_CLIENT_ID, PlatformClientConfig } from "@model-platform/core/agents/PlatformClient"
 import { configuredSigningKeys, ServiceAssertionConfig, trustedPlatform } from "@model-platform/core/agents/ServiceAssertions"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
+import { type LogFormat, loggingLayer, type LoggingSettings, loggingSettings } from "@model-platform/core/observability/Logging"
 import { AccountsServerConfig } from "./Accounts.ts"
 import { loadCatalogue } from "./CatalogueFile.ts"
 import { ServerConfig, startProblem } from "./Config.ts"
@@ -24,19 +25,23 @@ import { PgPlatformStores } from "./postgres/PgPlatformStores.ts"
 import { BlobStoreDisk } from "./DiskBlobStore.ts"
 import { serverLayer } from "./Server.ts"
 
-const announce = (host: string, mail: string) => Effect.gen(function*() {
+/** Writes announcements as they are (a terminal), or as JSON log lines where logs are JSON. */
+const say = (format: LogFormat) => (text: string) => format === "json" ? Effect.logInfo(text) : Console.log(text)
+
+const announce = (host: string, mail: string, format: LogFormat) => Effect.gen(function*() {
+  const print = say(format)
   const server = yield* HttpServer.HttpServer
   const owner = yield* FirstStart
   const accounts = yield* AccountsConfig
   const address = server.address._tag === "UnixPathAddress"
     ? server.address.path
     : `http://${host.includes(":") ? `[${host}]` : host}:${server.address.port}`
-  yield* Console.log(`Model Platform listening on ${address} (docs at ${address}/docs)`)
-  yield* Console.log(`Account service at ${accounts.accountsUrl} (sign up at ${accounts.accountsUrl}/sign-up); ${mail}`)
+  yield* print(`Model Platform listening on ${address} (docs at ${address}/docs)`)
+  yield* print(`Account service at ${accounts.accountsUrl} (sign up at ${accounts.accountsUrl}/sign-up); ${mail}`)
   if (owner !== undefined) {
     // Beside the key: where the owner attaches a passkey (to approve agents; docs/accounts.md "The owner").
     const claim = yield* Effect.orDie(issueClaimLink(owner.account.id, accounts.accountsUrl))
-    yield* Console.log(
+    yield* print(
       [
         "",
         `First start: created the owner account ${owner.account.email}.`,
@@ -59,7 +64,7 @@ const announce = (host: string, mail: string) => Effect.gen(function*() {
 /** The server cannot start as configured (Config.ts startProblem). */
 class StartRefused extends Data.TaggedError("StartRefused")<{ readonly message: string }> {}
 
-const main = Effect.gen(function*() {
+const main = (logging: LoggingSettings) => Effect.gen(function*() {
   const config = yield* ServerConfig
   const problem = startProblem(config.host, Option.getOrUndefined(config.publicUrl))
   if (problem !== undefined) return yield* Effect.fail(new StartRefused({ message: problem }))
@@ -114,7 +119,10 @@ const main = Effect.gen(function*() {
     },
     PgPlatformStores.pipe(Layer.provide(database))
   )
-  return yield* Layer.launch(Layer.effectDiscard(announce(config.host, mail)).pipe(Layer.provideMerge(server)))
+  return yield* Layer.launch(Layer.effectDiscard(announce(config.host, mail, logging.format)).pipe(Layer.provideMerge(server)))
 })
 
-NodeRuntime.runMain(main)
+// LOG_FORMAT (pretty unless json) and LOG_LEVEL, for everything the server writes (docs/operations.md "Logs").
+NodeRuntime.runMain(
+  Effect.flatMap(loggingSettings("pretty"), (logging) => main(logging).pipe(Effect.provide(loggingLayer(logging))))
+)

@@ -57,6 +57,8 @@ import { PublicAddress, RequestBaseUrl } from "./PublicUrl.ts"
 import { RequestLimitsMiddleware } from "./RequestLimits.ts"
 import { Authentication } from "./Security.ts"
 import { SimulatedApi, SimulatedHandlers } from "./Simulated.ts"
+import { HealthRoutes, Lifecycle, LIVE_PATH, READY_PATH } from "../observability/Health.ts"
+import { observeRequests, RouteNoter } from "../observability/Requests.ts"
 
 export const OPENAPI_PATH = "/openapi.json"
 export const DOCS_PATH = "/docs"
@@ -66,6 +68,16 @@ export const DOCS_PATH = "/docs"
  * as long as the longest id (Limits.ts), where the router's default would stop at 100 characters.
  */
 export const ROUTER_CONFIG = { maxParamLength: MAX_ID_LENGTH }
+
+/**
+ * How every shell serves AppRoutes (`HttpRouter.serve` / `toWebHandler`): the router's settings,
+ * without Effect's request logger; each shell adds `middleware: (app) => observeRequests(app)`
+ * (observability/Requests.ts: request id, access line, HTTP metric), written at the call so that
+ * the app's requirements are inferred there.
+ */
+export const SERVE_OPTIONS = { disableLogger: true, routerConfig: ROUTER_CONFIG } as const
+
+export { observeRequests }
 
 /** Every store the platform needs (ports/PlatformStores.ts); each shell provides them all. */
 export type { PlatformStores } from "../ports/PlatformStores.ts"
@@ -294,6 +306,8 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     fieldwork,
     jwks,
     publicAddress,
+    // Whether the platform is draining (readiness, observability/Health.ts).
+    Lifecycle.layer,
     HealPaidOrders.pipe(Layer.provide(money))
   ).pipe(
     Layer.provideMerge(Catalogue.layer(config))
@@ -330,12 +344,23 @@ export const AppRoutes = Layer.mergeAll(
   PlansPageRoutes,
   HttpApiScalar.layer(PlatformApi, { path: DOCS_PATH }),
   RootRoute,
+  HealthRoutes,
   InferenceRoutes,
   IngestRoutes,
   RecordPageRoute,
   UploadRoute,
   DownloadRoute,
-  fallbackRoute([PlatformApi, SimulatedApi, InferenceApi, IngestRouteTable, FileRouteTable], [OPENAPI_PATH, DOCS_PATH, INFERENCE_OPENAPI_PATH, JWKS_PATH, RECORD_PAGE_PATH]),
+  fallbackRoute([PlatformApi, SimulatedApi, InferenceApi, IngestRouteTable, FileRouteTable], [
+    OPENAPI_PATH,
+    DOCS_PATH,
+    INFERENCE_OPENAPI_PATH,
+    JWKS_PATH,
+    RECORD_PAGE_PATH,
+    LIVE_PATH,
+    READY_PATH
+  ]),
   ErrorShapeMiddleware,
-  RequestLimitsMiddleware
+  RequestLimitsMiddleware,
+  // Last: the innermost middleware, which sees the route that answered (observability/Requests.ts).
+  RouteNoter
 )
