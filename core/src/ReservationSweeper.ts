@@ -5,7 +5,8 @@
  * sweep the same ledger at once). The first sweep runs at once, so a restart frees what the
  * previous process left pending. On Lambda the loop runs while a container is thawed.
  */
-import { Duration, Effect, Layer, Schedule } from "effect"
+import { Duration, Effect, Layer, Metric, Schedule } from "effect"
+import { reservationsExpired } from "./observability/Metrics.ts"
 import { Ledger } from "./money/Ledger.ts"
 
 export interface ReservationSweeperOptions {
@@ -17,6 +18,7 @@ export const defaultReservationSweeperOptions: ReservationSweeperOptions = { int
 /** One sweep: expires what is due and logs how many; a store failure is logged, never fatal. */
 export const sweepOnce = Effect.gen(function*() {
   const expired = yield* (yield* Ledger).expireDue
+  yield* Metric.update(reservationsExpired, expired.length)
   if (expired.length > 0) yield* Effect.logInfo(`expired ${expired.length} reservation(s) whose call never completed`)
   return expired.length
 }).pipe(

@@ -39,7 +39,9 @@ export const ENV = {
   /** The platform's client secret at the agent approvals API: the same in every function (agents/PlatformClient.ts). */
   platformClientSecret: "PLATFORM_CLIENT_SECRET",
   /** The platform's service assertion key, a P-256 private JWK: the same in every function (agents/ServiceAssertions.ts). */
-  platformSigningKey: "PLATFORM_SIGNING_KEY"
+  platformSigningKey: "PLATFORM_SIGNING_KEY",
+  /** Optional: the bearer token that may read GET /metrics (docs/operations.md "Metrics"). */
+  metricsToken: "METRICS_TOKEN"
 } as const
 
 export const DEFAULT_CATALOGUE_PARAMETER = "/model-platform/catalogue"
@@ -56,6 +58,7 @@ export const LambdaConfig = Config.all({
   accountsUrl: Config.String(ENV.accountsUrl).pipe(Config.option),
   smtpUrl: Config.Redacted(ENV.smtpUrl).pipe(Config.option),
   smtpFrom: Config.String(ENV.smtpFrom).pipe(Config.option),
+  metricsToken: Config.Redacted(ENV.metricsToken).pipe(Config.option),
   /** ACCOUNTS_RECOVERY_DELAY_HOURS, the rule both shells read (core/src/accounts/AccountsConfig.ts). */
   recoveryDelayMs: RecoveryDelayConfig
 })

@@ -15,7 +15,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { FirstStart, type Owner } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, observeRequests, type PlatformStores, SERVE_OPTIONS } from "@model-platform/core/api/Http"
-import { MetricsRegistry } from "@model-platform/core/observability/Metrics"
+import { PlatformMetrics } from "@model-platform/core/observability/Activity"
 import { errorBody } from "@model-platform/core/api/ErrorShape"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
@@ -158,7 +158,7 @@ const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unk
     Layer.mergeAll(firstStart, accounts).pipe(
       Layer.provideMerge(services),
       Layer.provideMerge(clockLayer(platform)),
-      Layer.provideMerge(MetricsRegistry),
+      Layer.provideMerge(PlatformMetrics),
       Layer.provideMerge(options.logging ?? Layer.empty)
     )
   )

@@ -104,6 +104,7 @@ const startPlatform = Effect.gen(function*() {
     ownerSecret,
     // The renewal job runs while a container is thawed, as the sweeper does (plans/Renewals.ts).
     platform: {
+      metricsToken: Option.getOrUndefined(Option.filter(config.metricsToken, (token) => Redacted.value(token) !== "")),
       healthCheck: {},
       sweepReservations: {},
       renewPlans: {},

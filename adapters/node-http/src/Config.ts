@@ -27,6 +27,11 @@ export const ServerConfig = Config.all({
    * processes may share it. Default DATA_DIR/blobs.
    */
   blobDir: Config.String("BLOB_DIR").pipe(Config.option),
+  /**
+   * Who may read GET /metrics besides clients on this machine: `Authorization: Bearer <token>`
+   * (docs/operations.md "Metrics"). A secret: never logged.
+   */
+  metricsToken: Config.Redacted("METRICS_TOKEN").pipe(Config.option),
   /** Email of the owner account created at first start. */
   ownerEmail: Config.String("OWNER_EMAIL").pipe(Config.withDefault("owner@localhost"))
 })

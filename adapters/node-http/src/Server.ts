@@ -7,7 +7,7 @@ import { FirstStart } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 import { errorBody } from "@model-platform/core/api/ErrorShape"
 import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, observeRequests, type PlatformStores, SERVE_OPTIONS } from "@model-platform/core/api/Http"
-import { MetricsRegistry } from "@model-platform/core/observability/Metrics"
+import { PlatformMetrics } from "@model-platform/core/observability/Activity"
 import { REQUEST_ID_HEADER, requestIdOf } from "@model-platform/core/observability/Requests"
 import { MAX_HEADER_BYTES } from "@model-platform/core/Limits"
 import { AccountPagesSettings } from "@model-platform/core/api/AccountRequests"
@@ -128,7 +128,7 @@ const serverLayerWith = <E, R>(options: ServerOptions, keys: SigningKeys, stores
     Layer.provideMerge(services),
     Layer.provideMerge(clockLayer(options.platform)),
     // The platform's own metrics (GET /metrics), apart from any other platform in the process.
-    Layer.provideMerge(MetricsRegistry)
+    Layer.provideMerge(PlatformMetrics)
   )
 }
 

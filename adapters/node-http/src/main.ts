@@ -5,7 +5,7 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { FirstStart } from "@model-platform/core/Bootstrap"
-import { Console, Data, Effect, Layer, Option } from "effect"
+import { Console, Data, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import * as Path from "node:path"
 import { AccountsConfig } from "@model-platform/core/accounts/AccountService"
@@ -91,6 +91,8 @@ const main = (logging: LoggingSettings) => Effect.gen(function*() {
       ownerEmail: config.ownerEmail,
       publicUrl: Option.getOrUndefined(config.publicUrl),
       platform: {
+        // GET /metrics for clients elsewhere with this token (an empty one is none).
+        metricsToken: Option.getOrUndefined(Option.filter(config.metricsToken, (token) => Redacted.value(token) !== "")),
         healthCheck: {},
         sweepReservations: {},
         // Card plans renewed at their period's end (plans/Renewals.ts).

@@ -6,7 +6,7 @@
 import { FirstStart } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, observeRequests, type PlatformStores, SERVE_OPTIONS } from "@model-platform/core/api/Http"
-import { MetricsRegistry } from "@model-platform/core/observability/Metrics"
+import { PlatformMetrics } from "@model-platform/core/observability/Activity"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createAccount, createAccountWithIdentity } from "./Accounts.ts"
@@ -38,7 +38,7 @@ export const startInProcess = async <S extends PlatformStores, E>(
   const runtime = ManagedRuntime.make(
     Layer.mergeAll(services, FirstStart.layer("owner@test.local").pipe(Layer.provide(services))).pipe(
       Layer.provideMerge(clockLayer(options)),
-      Layer.provideMerge(MetricsRegistry)
+      Layer.provideMerge(PlatformMetrics)
     )
   )
   const owner = await runtime.runPromise(Effect.flatMap(FirstStart, Effect.succeed))

@@ -9,7 +9,7 @@ import { ApprovalRoutes } from "./ApprovalRoutes.ts"
 import { JWKS_PATH, JwksRoute } from "./JwksRoute.ts"
 import { PublishedJwks, type SigningKeys } from "../agents/ServiceAssertions.ts"
 import { PlanRenewer, type PlanRenewerOptions } from "../plans/Renewals.ts"
-import { Clock, Effect, Layer, Schema } from "effect"
+import { Clock, Effect, Layer, type Redacted, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { Agents } from "../agents/Agents.ts"
@@ -59,6 +59,9 @@ import { Authentication } from "./Security.ts"
 import { SimulatedApi, SimulatedHandlers } from "./Simulated.ts"
 import { HealthRoutes, Lifecycle, LIVE_PATH, READY_PATH } from "../observability/Health.ts"
 import { observeRequests, RouteNoter } from "../observability/Requests.ts"
+import { observeGateway } from "../observability/Calls.ts"
+import { observeGatewayStore, observeJournal } from "../observability/Metering.ts"
+import { METRICS_PATH, MetricsAccess, MetricsRoute } from "../observability/MetricsRoute.ts"
 
 export const OPENAPI_PATH = "/openapi.json"
 export const DOCS_PATH = "/docs"
@@ -154,6 +157,11 @@ export interface PlatformOptions {
   readonly blobs?: Layer.Layer<BlobStore> | undefined
   /** The largest fieldwork take the shell can receive, when less than 12 MiB (Lambda's request limit). */
   readonly maxTakeBytes?: number | undefined
+  /**
+   * METRICS_TOKEN: a client sending `Authorization: Bearer <token>` may read GET /metrics from
+   * anywhere (observability/MetricsRoute.ts). None: loopback clients only.
+   */
+  readonly metricsToken?: Redacted.Redacted<string> | undefined
   /**
    * The card processor, when not the one the catalogue names (`payments.card.processor`): tests
    * watch the charges a processor makes.
@@ -267,10 +275,11 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
   const topUps = TopUps.layer.pipe(Layer.provideMerge(alerts), Layer.provide(Layer.mergeAll(rails, money)))
   const billing = AutoReload.layer.pipe(Layer.provideMerge(BillingWatch.layer), Layer.provideMerge(topUps), Layer.provide(rails))
   const health = options.healthCheck === undefined ? Layer.empty : HealthChecker.layer(config, options.healthCheck)
-  const gateway = Gateway.layer(options.gateway).pipe(
+  // The gateway, its calls and its metering observed (observability/Calls.ts, Metering.ts).
+  const gateway = observeGateway(Gateway.layer(options.gateway).pipe(Layer.provide(observeGatewayStore))).pipe(
     Layer.provideMerge(health),
     Layer.provideMerge(options.machineClient ?? MachineHttpLayer),
-    Layer.provide(options.meteringJournal ?? Layer.empty),
+    Layer.provide(options.meteringJournal === undefined ? Layer.empty : observeJournal(options.meteringJournal)),
     Layer.provide(Layer.mergeAll(ApiKeys.layer, money, billing))
   )
   const sweeper = options.sweepReservations === undefined
@@ -306,8 +315,9 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     fieldwork,
     jwks,
     publicAddress,
-    // Whether the platform is draining (readiness, observability/Health.ts).
+    // Whether the platform is draining (readiness, observability/Health.ts), who reads /metrics.
     Lifecycle.layer,
+    MetricsAccess.layer(options.metricsToken),
     HealPaidOrders.pipe(Layer.provide(money))
   ).pipe(
     Layer.provideMerge(Catalogue.layer(config))
@@ -345,6 +355,7 @@ export const AppRoutes = Layer.mergeAll(
   HttpApiScalar.layer(PlatformApi, { path: DOCS_PATH }),
   RootRoute,
   HealthRoutes,
+  MetricsRoute,
   InferenceRoutes,
   IngestRoutes,
   RecordPageRoute,
@@ -357,7 +368,8 @@ export const AppRoutes = Layer.mergeAll(
     JWKS_PATH,
     RECORD_PAGE_PATH,
     LIVE_PATH,
-    READY_PATH
+    READY_PATH,
+    METRICS_PATH
   ]),
   ErrorShapeMiddleware,
   RequestLimitsMiddleware,

@@ -40,6 +40,7 @@ import { Catalogue } from "../Catalogue.ts"
 import type { MachineConfig } from "../CatalogueConfig.ts"
 import { chargingGate } from "../Charging.ts"
 import { type InferenceError, inferenceError } from "../Errors.ts"
+import { noteCall } from "../observability/CallFacts.ts"
 import { standingOf } from "../KeyStanding.ts"
 import { Ledger } from "../money/Ledger.ts"
 import { AgentStore } from "../ports/AgentStore.ts"
@@ -275,6 +276,7 @@ const make = (config: GatewayConfig) =>
           return yield* inferenceError(400, "invalid_json", "The request body is not valid JSON.")
         }
         const vc = yield* validateCall(endpoint, raw, cfg)
+        yield* noteCall({ model: vc.model.id })
         const { allowance, machines: candidates } = yield* dispatch.candidatesFor(vc, caller, standing, now)
         const agent = standing.agent
         const price = prices.get(vc.model.id)!
@@ -338,6 +340,7 @@ const make = (config: GatewayConfig) =>
 
         const run = Effect.gen(function*() {
           const { machine, response } = yield* attempts
+          yield* noteCall({ machine: machine.id })
           if (response.status >= 400) {
             // The client's own error (400, 413, ...): passed on, not charged.
             const bytes = yield* readAll(response.body).pipe(Effect.orElseSucceed(() => new Uint8Array()))

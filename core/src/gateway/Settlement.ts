@@ -37,6 +37,7 @@ import { Ledger, settlementOf } from "../money/Ledger.ts"
 import { GatewayStore, type Metered, type MeteredResult } from "../ports/GatewayStore.ts"
 import type { Allocation, GrantHold } from "../ports/LedgerStore.ts"
 import { MeteringJournal } from "../ports/MeteringJournal.ts"
+import { CurrentActivity, pendingSettlement } from "../observability/Activity.ts"
 import { isStoreUnavailableCause, StoreUnavailable } from "../ports/StoreUnavailable.ts"
 import type { UsageRecord } from "../ports/UsageStore.ts"
 import * as Time from "../Time.ts"
@@ -108,6 +109,8 @@ export const makeSettlement = (config: SettlementConfig) =>
     const store = yield* GatewayStore
     const ledger = yield* Ledger
     const journal = Option.getOrUndefined(yield* Effect.serviceOption(MeteringJournal))
+    // What this process holds, for the gauges of GET /metrics (observability/Activity.ts).
+    const activity = yield* CurrentActivity
 
     const background = yield* FiberSet.make<void, never>()
     yield* Effect.addFinalizer(() => FiberSet.awaitEmpty(background).pipe(Effect.timeoutOption(10_000), Effect.asVoid))
@@ -154,7 +157,10 @@ export const makeSettlement = (config: SettlementConfig) =>
         }
       })
 
-    const closed = (ref: string) => journal === undefined ? Effect.void : journal.closed(ref)
+    const closed = (ref: string) => {
+      activity.reservationClosed(ref)
+      return journal === undefined ? Effect.void : journal.closed(ref)
+    }
 
     /** Before a reservation is asked for: journaled, so that a restart releases it if the call never completes. */
     const opened = (ref: string) => journal === undefined ? Effect.void : journal.opened(ref)
@@ -235,6 +241,7 @@ export const makeSettlement = (config: SettlementConfig) =>
       Effect.acquireRelease(
         Effect.map(admit, (first): Hold => {
           let held = first
+          if (first !== undefined) activity.reservationHeld(first)
           return {
             current: () => held,
             take: () => {
@@ -244,6 +251,7 @@ export const makeSettlement = (config: SettlementConfig) =>
             },
             put: (next) => {
               held = next
+              activity.reservationHeld(next)
             }
           }
         }),
@@ -274,9 +282,9 @@ export const makeSettlement = (config: SettlementConfig) =>
         if (!config.settleInline) {
           // Durable before the answer is handed over: a process killed from here on is replayed.
           if (journal !== undefined) yield* journal.completed(metered)
-          return yield* forkAfter(Effect.interruptible(Effect.asVoid(commit(metered, deadline))))
+          return yield* forkAfter(Effect.interruptible(Effect.asVoid(pendingSettlement(commit(metered, deadline)))))
         }
-        if (yield* commit(metered, Math.min(deadline, now + config.inlineRetryMs))) return
+        if (yield* pendingSettlement(commit(metered, Math.min(deadline, now + config.inlineRetryMs)))) return
         // Not written: the answer is not handed over, so the call is not charged.
         yield* release(c.held)
         return yield* Effect.die(new StoreUnavailable("GatewayStore.commit", "metering could not be written"))

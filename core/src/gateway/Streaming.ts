@@ -26,7 +26,8 @@
  *   not meter ends with a `store_unavailable` error event instead. finishBeforeEnd (Lambda): every
  *   stream ends after `finish`.
  */
-import { Clock, Deferred, Effect, Exit, Fiber, Semaphore, Stream } from "effect"
+import { Clock, Deferred, Effect, Exit, Fiber, Metric, Semaphore, Stream } from "effect"
+import { streamsDrained } from "../observability/Metrics.ts"
 import type { MachineFailure } from "../ports/MachineClient.ts"
 import { makeClientBuffer } from "./ClientBuffer.ts"
 import { completionChars, estimatedUsage, type Quantities, reportedUsage } from "./Metering.ts"
@@ -238,6 +239,7 @@ export const startStream = (input: PumpInput): Effect.Effect<PumpedStream> =>
       const slot = yield* Semaphore.takeIfAvailable(input.drains, 1)
       if (!slot) return { _tag: "Cut", reason: `${left} and no drain slot was free` } as const
       holdsSlot = true
+      yield* Metric.update(streamsDrained, 1)
       yield* Effect.sleep(settings.drainTimeoutMs)
       return { _tag: "Cut", reason: `${left} and the drain took over ${settings.drainTimeoutMs} ms` } as const
     })

@@ -13,7 +13,8 @@
  * platform a registry of its own: `MetricsRegistry`), read by GET /metrics (MetricsRoute.ts) and,
  * on Lambda, written as CloudWatch embedded metric format lines.
  */
-import { Effect, Layer, Metric } from "effect"
+import { Cause, Effect, Layer, Metric } from "effect"
+import { isStoreUnavailable } from "../ports/StoreUnavailable.ts"
 
 // ---- Buckets: OpenTelemetry's advice for each instrument -------------------------------------
 
@@ -129,3 +130,12 @@ export const recordHttpRequest = (labels: HttpRequestLabels, seconds: number): E
     }),
     seconds
   )
+
+/** Counts an outage of the store met while answering, by the store operation that met it ("KeyStore.findByHash"). */
+export const countStoreUnavailable = (cause: Cause.Cause<unknown>): Effect.Effect<void> => {
+  for (const reason of cause.reasons) {
+    const found = Cause.isDieReason(reason) ? reason.defect : Cause.isFailReason(reason) ? reason.error : undefined
+    if (isStoreUnavailable(found)) return Metric.update(Metric.withAttributes(storeUnavailable, { store: found.store }), 1)
+  }
+  return Effect.void
+}
