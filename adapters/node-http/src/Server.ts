@@ -19,7 +19,7 @@ import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork
 import { ApprovalsHttpClient } from "@model-platform/core/agents/ApprovalsHttpClient"
 import { accountServiceView, type PlatformClient, randomPlatformClient } from "@model-platform/core/agents/PlatformClient"
 import { type SigningKeys, generateSigningKeys, type TrustedService } from "@model-platform/core/agents/ServiceAssertions"
-import { Effect, Layer, Redacted } from "effect"
+import { Duration, Effect, Layer, Redacted } from "effect"
 import { HttpRouter } from "effect/http"
 import { createServer, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
@@ -33,6 +33,11 @@ export interface ServerOptions {
   readonly port: number
   readonly host: string
   readonly ownerEmail: string
+  /**
+   * At shutdown, how long the requests in flight (streams among them) have to finish once the
+   * server stopped listening (SHUTDOWN_TIMEOUT_S, Shutdown.ts). Default: 20 s.
+   */
+  readonly shutdownTimeoutMs?: number | undefined
   /** PUBLIC_URL: the base of the addresses handed out (pay_url); unset, each request's own address. */
   readonly publicUrl?: string | undefined
   /** Background work and gateway settings (main.ts turns health checks and the sweeper on). */
@@ -82,7 +87,11 @@ export const serverLayer = <E, R>(options: ServerOptions, stores: Layer.Layer<St
 
 const serverLayerWith = <E, R>(options: ServerOptions, keys: SigningKeys, stores: Layer.Layer<Stores, E, R>) => {
   // One server, shared by the routes and by the account service's default address (its port).
-  const nodeServer = NodeHttpServer.layer(makeNodeServer, { port: options.port, host: options.host })
+  const nodeServer = NodeHttpServer.layer(makeNodeServer, {
+    port: options.port,
+    host: options.host,
+    ...(options.shutdownTimeoutMs === undefined ? {} : { gracefulShutdownTimeout: Duration.millis(options.shutdownTimeoutMs) })
+  })
   const client = options.platformClient ?? randomPlatformClient()
   // The platform's name in its assertions is its client id at the account service.
   const signer = { iss: client.id, keys }

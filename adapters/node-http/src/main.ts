@@ -23,6 +23,7 @@ import { FileMeteringJournal } from "./FileMeteringJournal.ts"
 import { Database } from "./postgres/Database.ts"
 import { PgPlatformStores } from "./postgres/PgPlatformStores.ts"
 import { BlobStoreDisk } from "./DiskBlobStore.ts"
+import { drainOnShutdown, shutdownSettings, teardown } from "./Shutdown.ts"
 import { serverLayer } from "./Server.ts"
 
 /** Writes announcements as they are (a terminal), or as JSON log lines where logs are JSON. */
@@ -68,6 +69,7 @@ const main = (logging: LoggingSettings) => Effect.gen(function*() {
   const config = yield* ServerConfig
   const problem = startProblem(config.host, Option.getOrUndefined(config.publicUrl))
   if (problem !== undefined) return yield* Effect.fail(new StartRefused({ message: problem }))
+  const shutdown = yield* shutdownSettings
   const catalogue = yield* loadCatalogue(config.catalogueFile)
   const database = Database.layer({ databaseUrl: Option.getOrUndefined(config.databaseUrl), dataDir: config.dataDir })
   const email = yield* EmailConfig
@@ -88,6 +90,7 @@ const main = (logging: LoggingSettings) => Effect.gen(function*() {
       catalogue,
       port: config.port,
       host: config.host,
+      shutdownTimeoutMs: shutdown.timeoutMs,
       ownerEmail: config.ownerEmail,
       publicUrl: Option.getOrUndefined(config.publicUrl),
       platform: {
@@ -121,10 +124,15 @@ const main = (logging: LoggingSettings) => Effect.gen(function*() {
     },
     PgPlatformStores.pipe(Layer.provide(database))
   )
-  return yield* Layer.launch(Layer.effectDiscard(announce(config.host, mail, logging.format)).pipe(Layer.provideMerge(server)))
+  // Above the server, so that at a stop signal they are released first: readiness turns 503 and
+  // new connections are taken a little longer, then the server drains (Shutdown.ts).
+  const running = Layer.mergeAll(Layer.effectDiscard(announce(config.host, mail, logging.format)), drainOnShutdown(shutdown))
+  return yield* Layer.launch(running.pipe(Layer.provideMerge(server)))
 })
 
 // LOG_FORMAT (pretty unless json) and LOG_LEVEL, for everything the server writes (docs/operations.md "Logs").
+// A stop signal drains the server and exits 0 (Shutdown.ts).
 NodeRuntime.runMain(
-  Effect.flatMap(loggingSettings("pretty"), (logging) => main(logging).pipe(Effect.provide(loggingLayer(logging))))
+  Effect.flatMap(loggingSettings("pretty"), (logging) => main(logging).pipe(Effect.provide(loggingLayer(logging)))),
+  { teardown }
 )
