@@ -41,7 +41,9 @@ export const ENV = {
   /** The platform's service assertion key, a P-256 private JWK: the same in every function (agents/ServiceAssertions.ts). */
   platformSigningKey: "PLATFORM_SIGNING_KEY",
   /** Optional: the bearer token that may read GET /metrics (docs/operations.md "Metrics"). */
-  metricsToken: "METRICS_TOKEN"
+  metricsToken: "METRICS_TOKEN",
+  /** The CloudWatch namespace of the EMF metric lines (docs/operations.md "Metrics"); default ModelPlatform. */
+  metricsNamespace: "METRICS_NAMESPACE"
 } as const
 
 export const DEFAULT_CATALOGUE_PARAMETER = "/model-platform/catalogue"
@@ -59,6 +61,7 @@ export const LambdaConfig = Config.all({
   smtpUrl: Config.Redacted(ENV.smtpUrl).pipe(Config.option),
   smtpFrom: Config.String(ENV.smtpFrom).pipe(Config.option),
   metricsToken: Config.Redacted(ENV.metricsToken).pipe(Config.option),
+  metricsNamespace: Config.String(ENV.metricsNamespace).pipe(Config.withDefault("ModelPlatform")),
   /** ACCOUNTS_RECOVERY_DELAY_HOURS, the rule both shells read (core/src/accounts/AccountsConfig.ts). */
   recoveryDelayMs: RecoveryDelayConfig
 })

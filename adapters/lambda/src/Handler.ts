@@ -16,8 +16,9 @@ import { FirstStart, type Owner } from "@model-platform/core/Bootstrap"
 import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, observeRequests, type PlatformStores, SERVE_OPTIONS } from "@model-platform/core/api/Http"
 import { PlatformMetrics } from "@model-platform/core/observability/Activity"
+import { EmfWriter } from "@model-platform/core/observability/Emf"
 import { errorBody } from "@model-platform/core/api/ErrorShape"
-import { Effect, Layer, ManagedRuntime } from "effect"
+import { Effect, Layer, ManagedRuntime, Metric } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { type AccountsOptions, accountsLayer, agentApprovalsOf } from "./Accounts.ts"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
@@ -60,6 +61,11 @@ export type HandlerOptions = {
    * default, and LOG_LEVEL). Unset: Effect's default logger.
    */
   readonly logging?: Layer.Layer<never> | undefined
+  /**
+   * Write the platform's metrics as CloudWatch embedded metric format lines after each invocation
+   * (core observability/Emf.ts), in this namespace. Unset: none (GET /metrics still answers).
+   */
+  readonly emfNamespace?: string | undefined
   /**
    * The account service (Accounts.ts): served under /accounts with this. Without it (a test of the
    * API alone, or no SMTP_URL in lambda.ts) every /accounts page answers 503.
@@ -107,6 +113,12 @@ export interface LambdaHandler {
    * build created them, undefined when an owner already existed. Rejects when the build failed.
    */
   readonly firstStart: () => Promise<Owner | undefined>
+  /**
+   * Writes what the metrics recorded since the last time as EMF lines on standard output, when
+   * `emfNamespace` is set; the buffered handler does it after each invocation, a streaming one
+   * once its response is written.
+   */
+  readonly flushMetrics: () => Promise<void>
   /** Releases the application's layers (tests; on Lambda the container is simply frozen). */
   readonly dispose: () => Promise<void>
 }
@@ -114,6 +126,8 @@ export interface LambdaHandler {
 interface App {
   readonly owner: Owner | undefined
   readonly fetch: (request: Request) => Promise<Response>
+  /** The platform's metrics now (its registry's snapshot). */
+  readonly metrics: () => ReadonlyArray<Metric.Metric.Snapshot>
   readonly dispose: () => Promise<void>
 }
 
@@ -173,6 +187,7 @@ const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unk
     return {
       owner,
       fetch: (request) => web.handler(request),
+      metrics: () => Metric.snapshotUnsafe(context),
       dispose: async () => {
         await web.dispose()
         await runtime.dispose()
@@ -233,13 +248,27 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
     return response
   }
 
+  const emf = options.emfNamespace === undefined ? undefined : new EmfWriter(options.emfNamespace)
+  const flushMetrics = async () => {
+    if (emf === undefined || building === undefined) return
+    const built = await building.catch(() => undefined)
+    if (built === undefined) return
+    // oxlint-disable-next-line no-console
+    for (const line of emf.lines(built.metrics(), Date.now())) console.log(line)
+  }
+
   const handler = async (
     event: APIGatewayProxyEventV2,
     context?: InvocationContext
-  ): Promise<APIGatewayProxyStructuredResultV2> => payloadV2.toResult(await respond(event, context))
+  ): Promise<APIGatewayProxyStructuredResultV2> => {
+    const result = await payloadV2.toResult(await respond(event, context))
+    await flushMetrics()
+    return result
+  }
 
   return Object.assign(handler, {
     respond,
+    flushMetrics,
     firstStart: () => app().then((built) => built.owner),
     dispose: async () => {
       const current = building

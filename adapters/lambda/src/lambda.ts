@@ -42,7 +42,7 @@ import { ENV, INIT_MARKS, type LambdaConfig, LambdaConfigError, loadCatalogue, r
 import { makeDocumentClient } from "./DynamoTable.ts"
 import { payloadV2 } from "./Events.ts"
 import { type InvocationContext, type LambdaHandler, makeHandler } from "./Handler.ts"
-import { makeStreamHandler, streamifyResponse } from "./Streaming.ts"
+import { makeStreamHandler, type ResponseStream, streamifyResponse } from "./Streaming.ts"
 
 /** How long the init phase waits for the platform (Lambda allows 10 s for the whole init). */
 const INIT_WAIT_MILLIS = 8_000
@@ -98,6 +98,8 @@ const startPlatform = Effect.gen(function*() {
   return makeHandler({
     catalogue,
     logging,
+    // The metrics as CloudWatch embedded metric format lines after each invocation.
+    emfNamespace: config.metricsNamespace,
     accounts,
     ownerEmail: config.ownerEmail,
     publicUrl: Option.getOrUndefined(config.publicUrl),
@@ -155,14 +157,26 @@ const respond = async (event: APIGatewayProxyEventV2, context?: InvocationContex
   return current.respond(event, context)
 }
 
+/** The invocation's metrics as EMF lines, once its answer is written (Handler.ts flushMetrics). */
+const flushMetrics = () => (platform ?? Promise.reject(new Error("not started"))).then((current) => current.flushMetrics(), () => undefined)
+
 /** API Gateway HTTP API (payload format 2.0): the answer is buffered. */
 export const handler = async (
   event: APIGatewayProxyEventV2,
   context?: InvocationContext
-): Promise<APIGatewayProxyStructuredResultV2> => payloadV2.toResult(await respond(event, context))
+): Promise<APIGatewayProxyStructuredResultV2> => {
+  const result = await payloadV2.toResult(await respond(event, context))
+  await flushMetrics()
+  return result
+}
+
+const streaming = makeStreamHandler(respond)
 
 /** Function URL with invoke mode RESPONSE_STREAM: the answer is streamed as it is produced. */
-export const streamHandler = streamifyResponse(makeStreamHandler(respond))
+export const streamHandler = streamifyResponse(async (event: APIGatewayProxyEventV2, stream: ResponseStream, context?: InvocationContext) => {
+  await streaming(event, stream, context)
+  await flushMetrics()
+})
 
 // ---- init phase ----------------------------------------------------------------------------
 performance.mark(INIT_MARKS.evaluated)

@@ -15,6 +15,7 @@ import { DEFAULT_PLATFORM_CLIENT_ID, PlatformClientConfig } from "@model-platfor
 import { configuredSigningKeys, ServiceAssertionConfig, trustedPlatform } from "@model-platform/core/agents/ServiceAssertions"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
 import { type LogFormat, loggingLayer, type LoggingSettings, loggingSettings } from "@model-platform/core/observability/Logging"
+import { tracingFromConfig } from "@model-platform/core/observability/Tracing"
 import { AccountsServerConfig } from "./Accounts.ts"
 import { loadCatalogue } from "./CatalogueFile.ts"
 import { ServerConfig, startProblem } from "./Config.ts"
@@ -132,7 +133,9 @@ const main = (logging: LoggingSettings) => Effect.gen(function*() {
 
 // LOG_FORMAT (pretty unless json) and LOG_LEVEL, for everything the server writes (docs/operations.md "Logs").
 // A stop signal drains the server and exits 0 (Shutdown.ts).
+// OTEL_EXPORTER_OTLP_ENDPOINT: traces exported over OTLP (docs/operations.md "Traces"), flushed at exit.
 NodeRuntime.runMain(
-  Effect.flatMap(loggingSettings("pretty"), (logging) => main(logging).pipe(Effect.provide(loggingLayer(logging)))),
+  Effect.flatMap(loggingSettings("pretty"), (logging) =>
+    main(logging).pipe(Effect.provide(Layer.merge(loggingLayer(logging), tracingFromConfig)))),
   { teardown }
 )

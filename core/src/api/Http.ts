@@ -61,6 +61,7 @@ import { HealthRoutes, Lifecycle, LIVE_PATH, READY_PATH } from "../observability
 import { observeRequests, RouteNoter } from "../observability/Requests.ts"
 import { observeGateway } from "../observability/Calls.ts"
 import { observeGatewayStore, observeJournal } from "../observability/Metering.ts"
+import { observeMachineClient } from "../observability/Tracing.ts"
 import { METRICS_PATH, MetricsAccess, MetricsRoute } from "../observability/MetricsRoute.ts"
 
 export const OPENAPI_PATH = "/openapi.json"
@@ -278,7 +279,8 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
   // The gateway, its calls and its metering observed (observability/Calls.ts, Metering.ts).
   const gateway = observeGateway(Gateway.layer(options.gateway).pipe(Layer.provide(observeGatewayStore))).pipe(
     Layer.provideMerge(health),
-    Layer.provideMerge(options.machineClient ?? MachineHttpLayer),
+    // Each attempt at a machine a client span, its traceparent sent on (observability/Tracing.ts).
+    Layer.provideMerge(observeMachineClient(options.machineClient ?? MachineHttpLayer)),
     Layer.provide(options.meteringJournal === undefined ? Layer.empty : observeJournal(options.meteringJournal)),
     Layer.provide(Layer.mergeAll(ApiKeys.layer, money, billing))
   )

@@ -14,6 +14,7 @@
 import { Cause, Clock, Effect, Exit, Layer, Metric, Option, Stream } from "effect"
 import { Gateway, type GatewayResponse } from "../gateway/Gateway.ts"
 import { type CallFacts, CurrentCall, OPERATIONS } from "./CallFacts.ts"
+import { tracing } from "./Tracing.ts"
 import { callsInFlight, genAiRequestDuration, genAiTimeToFirstToken } from "./Metrics.ts"
 
 const decoder = new TextDecoder()
@@ -42,10 +43,10 @@ const observe = (gateway: Gateway["Service"]): Gateway["Service"] => ({
       const facts: CallFacts = { model: undefined, machine: undefined }
       const clock = yield* Clock.Clock
       const started = clock.currentTimeNanosUnsafe()
-      const span = yield* Effect.makeSpan(operation, {
-        kind: "internal",
-        attributes: { "gen_ai.operation.name": operation }
-      })
+      // Spans only where they are exported (Tracing.ts): the gateway's hot path pays nothing else.
+      const span = (yield* tracing)
+        ? yield* Effect.makeSpan(operation, { kind: "internal", attributes: { "gen_ai.operation.name": operation } })
+        : undefined
       const inFlight = Metric.withAttributes(callsInFlight, { "gen_ai.operation.name": operation })
       yield* Metric.modify(inFlight, 1)
 
@@ -59,10 +60,12 @@ const observe = (gateway: Gateway["Service"]): Gateway["Service"] => ({
       const finish = (errorType: string | undefined, exit: Exit.Exit<unknown, unknown>) =>
         Effect.suspend(() => {
           const now = clock.currentTimeNanosUnsafe()
-          if (facts.model !== undefined) span.attribute("gen_ai.request.model", facts.model)
-          if (facts.machine !== undefined) span.attribute("model_platform.machine", facts.machine)
-          if (errorType !== undefined) span.attribute("error.type", errorType)
-          span.end(now, exit)
+          if (span !== undefined) {
+            if (facts.model !== undefined) span.attribute("gen_ai.request.model", facts.model)
+            if (facts.machine !== undefined) span.attribute("model_platform.machine", facts.machine)
+            if (errorType !== undefined) span.attribute("error.type", errorType)
+            span.end(now, exit)
+          }
           return Effect.andThen(
             Metric.modify(inFlight, -1),
             Metric.update(Metric.withAttributes(genAiRequestDuration, labels(errorType)), seconds(started, now))
@@ -72,11 +75,8 @@ const observe = (gateway: Gateway["Service"]): Gateway["Service"] => ({
         Metric.update(Metric.withAttributes(genAiTimeToFirstToken, labels(undefined)), seconds(started, clock.currentTimeNanosUnsafe()))
       )
 
-      const result = yield* gateway.call(endpoint, authorization, body).pipe(
-        Effect.provideService(CurrentCall, facts),
-        Effect.withParentSpan(span),
-        Effect.exit
-      )
+      const call = Effect.provideService(gateway.call(endpoint, authorization, body), CurrentCall, facts)
+      const result = yield* Effect.exit(span === undefined ? call : Effect.withParentSpan(call, span))
       if (Exit.isFailure(result)) {
         const error = Cause.findErrorOption(result.cause)
         const code = Option.isSome(error) ? error.value.error.code : Cause.hasInterruptsOnly(result.cause) ? "client_closed" : "internal_error"
