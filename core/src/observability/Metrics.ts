@@ -96,12 +96,30 @@ export const streamsDrained = Metric.counter("model_platform_streams_drained_tot
   incremental: true
 })
 
-/** The name of every metric above, as GET /metrics shows it (deploy/observability queries only these). */
-export const METRIC_NAMES: ReadonlyArray<string> = [
-  genAiRequestDuration, genAiTimeToFirstToken, genAiTokenUsage, httpRequestDuration, creditsCharged, callsInFlight,
-  settlementsPending, reservationsHeld, creditsHeld, reservationsExpired, machineUp, machineCoolingDown, journalBacklog,
-  storeUnavailable, streamsDrained
-].map((metric) => metric.id)
+const OPERATION = "gen_ai_operation_name"
+const MODEL = "gen_ai_request_model"
+
+/**
+ * Every metric above by its name as GET /metrics shows it, with the labels it may carry (in
+ * Prometheus form): deploy/observability queries only these (a test holds it to that).
+ */
+export const METRIC_LABELS: Readonly<Record<string, ReadonlyArray<string>>> = {
+  [genAiRequestDuration.id]: [OPERATION, MODEL, "machine", "error_type"],
+  [genAiTimeToFirstToken.id]: [OPERATION, MODEL, "machine"],
+  [genAiTokenUsage.id]: [OPERATION, MODEL, "gen_ai_token_type"],
+  [httpRequestDuration.id]: ["http_request_method", "http_route", "http_response_status_code"],
+  [creditsCharged.id]: [OPERATION, MODEL],
+  [callsInFlight.id]: [OPERATION],
+  [settlementsPending.id]: [],
+  [reservationsHeld.id]: [],
+  [creditsHeld.id]: [],
+  [reservationsExpired.id]: [],
+  [machineUp.id]: ["machine"],
+  [machineCoolingDown.id]: ["machine"],
+  [journalBacklog.id]: [],
+  [storeUnavailable.id]: ["store"],
+  [streamsDrained.id]: []
+}
 
 /**
  * A metric registry for one platform: each shell provides it under everything it builds, so two

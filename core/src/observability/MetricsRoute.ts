@@ -65,6 +65,8 @@ const refreshGauges = Effect.gen(function*() {
   yield* Metric.modify(M.reservationsExpired, 0)
   yield* Metric.modify(M.streamsDrained, 0)
   yield* Metric.modify(M.settlementsPending, 0)
+  yield* Metric.modify(M.storeUnavailable, 0)
+  yield* Metric.modify(M.creditsCharged, 0n)
 })
 
 const scrape = Effect.gen(function*() {
