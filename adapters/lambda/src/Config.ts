@@ -43,7 +43,9 @@ export const ENV = {
   /** Optional: the bearer token that may read GET /metrics (docs/operations.md "Metrics"). */
   metricsToken: "METRICS_TOKEN",
   /** The CloudWatch namespace of the EMF metric lines (docs/operations.md "Metrics"); default ModelPlatform. */
-  metricsNamespace: "METRICS_NAMESPACE"
+  metricsNamespace: "METRICS_NAMESPACE",
+  /** Optional: the operators' keys, `name:sha256-hex` entries (docs/operations.md "The operator console"). */
+  operatorKeys: "OPERATOR_KEYS"
 } as const
 
 export const DEFAULT_CATALOGUE_PARAMETER = "/model-platform/catalogue"
@@ -62,6 +64,7 @@ export const LambdaConfig = Config.all({
   smtpFrom: Config.String(ENV.smtpFrom).pipe(Config.option),
   metricsToken: Config.Redacted(ENV.metricsToken).pipe(Config.option),
   metricsNamespace: Config.String(ENV.metricsNamespace).pipe(Config.withDefault("ModelPlatform")),
+  operatorKeys: Config.String(ENV.operatorKeys).pipe(Config.withDefault("")),
   /** ACCOUNTS_RECOVERY_DELAY_HOURS, the rule both shells read (core/src/accounts/AccountsConfig.ts). */
   recoveryDelayMs: RecoveryDelayConfig
 })

@@ -34,6 +34,7 @@ import { errorBody } from "@model-platform/core/api/ErrorShape"
 import type { Owner } from "@model-platform/core/Bootstrap"
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda"
 import { loggingLayer, loggingSettings } from "@model-platform/core/observability/Logging"
+import { parseOperatorKeys } from "@model-platform/core/operator/OperatorKeys"
 import { ConfigProvider, Effect, Option, Redacted } from "effect"
 import type { AccountsOptions } from "./Accounts.ts"
 import { BlobStoreS3 } from "./S3BlobStore.ts"
@@ -107,6 +108,9 @@ const startPlatform = Effect.gen(function*() {
     // The renewal job runs while a container is thawed, as the sweeper does (plans/Renewals.ts).
     platform: {
       metricsToken: Option.getOrUndefined(Option.filter(config.metricsToken, (token) => Redacted.value(token) !== "")),
+      operatorKeys: yield* parseOperatorKeys(config.operatorKeys).pipe(
+        Effect.mapError((error) => new LambdaConfigError({ message: error.message }))
+      ),
       healthCheck: {},
       sweepReservations: {},
       renewPlans: {},

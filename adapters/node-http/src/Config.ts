@@ -32,6 +32,11 @@ export const ServerConfig = Config.all({
    * (docs/operations.md "Metrics"). A secret: never logged.
    */
   metricsToken: Config.Redacted("METRICS_TOKEN").pipe(Config.option),
+  /**
+   * The operators' keys: `name:sha256-hex` entries, as `./platform admin new-key <name>` prints them
+   * (docs/operations.md "The operator console"). Unset: the operator API is off.
+   */
+  operatorKeys: Config.String("OPERATOR_KEYS").pipe(Config.withDefault("")),
   /** Email of the owner account created at first start. */
   ownerEmail: Config.String("OWNER_EMAIL").pipe(Config.withDefault("owner@localhost"))
 })

@@ -8,6 +8,7 @@ import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
 import { errorBody } from "@model-platform/core/api/ErrorShape"
 import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, observeRequests, type PlatformStores, SERVE_OPTIONS } from "@model-platform/core/api/Http"
 import { PlatformMetrics } from "@model-platform/core/observability/Activity"
+import type { CatalogueReloader } from "@model-platform/core/operator/OperatorRoutes"
 import { REQUEST_ID_HEADER, requestIdOf } from "@model-platform/core/observability/Requests"
 import { MAX_HEADER_BYTES } from "@model-platform/core/Limits"
 import { AccountPagesSettings } from "@model-platform/core/api/AccountRequests"
@@ -21,7 +22,7 @@ import { accountServiceView, type PlatformClient, randomPlatformClient } from "@
 import { type SigningKeys, generateSigningKeys, type TrustedService } from "@model-platform/core/agents/ServiceAssertions"
 import { Duration, Effect, Layer, Redacted } from "effect"
 import { HttpRouter } from "effect/http"
-import { createServer, STATUS_CODES } from "node:http"
+import { createServer, type Server, type ServerResponse, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
 import { accountsConfigLayer, readWebAuthnBundle } from "./Accounts.ts"
 import { MachineNodeHttpLayer } from "./MachineNodeHttp.ts"
@@ -38,6 +39,18 @@ export interface ServerOptions {
    * server stopped listening (SHUTDOWN_TIMEOUT_S, Shutdown.ts). Default: 20 s.
    */
   readonly shutdownTimeoutMs?: number | undefined
+  /**
+   * Listen with SO_REUSEPORT, so that a second server of this process can take the port over while
+   * this one drains (a catalogue reload, main.ts). Linux only.
+   */
+  readonly reusePort?: boolean | undefined
+  /**
+   * The process's metric registry and gateway activity (observability/Activity.ts PlatformMetrics),
+   * when it outlives this server (the servers a reload makes share it). Default: a fresh one.
+   */
+  readonly processState?: Layer.Layer<never> | undefined
+  /** How the operator API reloads the catalogue (main.ts). None: 501 there. */
+  readonly catalogueReloader?: Layer.Layer<CatalogueReloader> | undefined
   /** PUBLIC_URL: the base of the addresses handed out (pay_url); unset, each request's own address. */
   readonly publicUrl?: string | undefined
   /** Background work and gateway settings (main.ts turns health checks and the sweeper on). */
@@ -90,6 +103,7 @@ const serverLayerWith = <E, R>(options: ServerOptions, keys: SigningKeys, stores
   const nodeServer = NodeHttpServer.layer(makeNodeServer, {
     port: options.port,
     host: options.host,
+    ...(options.reusePort === true ? { reusePort: true } : {}),
     ...(options.shutdownTimeoutMs === undefined ? {} : { gracefulShutdownTimeout: Duration.millis(options.shutdownTimeoutMs) })
   })
   const client = options.platformClient ?? randomPlatformClient()
@@ -135,9 +149,10 @@ const serverLayerWith = <E, R>(options: ServerOptions, keys: SigningKeys, stores
   return Layer.mergeAll(http, FirstStart.layer(options.ownerEmail)).pipe(
     Layer.provideMerge(accounts),
     Layer.provideMerge(services),
+    Layer.provideMerge(options.catalogueReloader ?? Layer.empty),
     Layer.provideMerge(clockLayer(options.platform)),
     // The platform's own metrics (GET /metrics), apart from any other platform in the process.
-    Layer.provideMerge(PlatformMetrics)
+    Layer.provideMerge(options.processState ?? PlatformMetrics)
   )
 }
 
@@ -146,8 +161,31 @@ const serverLayerWith = <E, R>(options: ServerOptions, keys: SigningKeys, stores
  * before the platform sees the request, so those refusals, and a request that is not HTTP at all,
  * are answered here in the platform's JSON error shape instead of Node's empty ones.
  */
-const makeNodeServer = () =>
-  createServer({ maxHeaderSize: MAX_HEADER_BYTES }).on("clientError", answerClientError)
+const makeNodeServer = () => closingPromptly(createServer({ maxHeaderSize: MAX_HEADER_BYTES }).on("clientError", answerClientError))
+
+/**
+ * Node's `close` stops listening and waits for the open connections, but a keep-alive connection
+ * that becomes idle later stays open and takes the next request. While this server closes (a
+ * shutdown, or a reload handing over to a new server, Reload.ts), an answer not yet begun tells its
+ * client to close the connection, and idle connections are closed as they become idle: a client
+ * then connects again, to the server in use.
+ */
+const closingPromptly = (server: Server): Server => {
+  const answering = new Set<ServerResponse>()
+  server.prependListener("request", (_request, response: ServerResponse) => {
+    if (!server.listening) response.shouldKeepAlive = false
+    answering.add(response)
+    response.once("close", () => answering.delete(response))
+  })
+  const close = server.close.bind(server)
+  server.close = (callback?: (error?: Error) => void) => {
+    for (const response of answering) if (!response.headersSent) response.shouldKeepAlive = false
+    const idle = setInterval(() => server.closeIdleConnections(), 50)
+    server.once("close", () => clearInterval(idle))
+    return close(callback)
+  }
+  return server
+}
 
 const answerClientError = (error: Error & { readonly code?: string; readonly rawPacket?: Buffer }, socket: Duplex) => {
   // As Node's own handler: nothing to answer on a connection the client already closed.

@@ -10,8 +10,8 @@
  *     (settlements written, journal closed), the database pools close;
  *  5. the process exits 0. A second signal meanwhile exits at once (1).
  */
-import { Lifecycle } from "@model-platform/core/observability/Health"
-import { Cause, Config, Data, Effect, Exit, Layer, Runtime } from "effect"
+import type { Lifecycle } from "@model-platform/core/observability/Health"
+import { Cause, Config, Data, Effect, Exit, Runtime } from "effect"
 
 export const ShutdownConfig = Config.all({
   /** Seconds new connections are still taken once draining began. */
@@ -23,7 +23,7 @@ export const ShutdownConfig = Config.all({
 export class ShutdownConfigError extends Data.TaggedError("ShutdownConfigError")<{ readonly message: string }> {}
 
 /** The shutdown's settings, in milliseconds; a negative or non-finite value is refused. */
-export const shutdownSettings = Effect.gen(function*() {
+export const shutdownSettings: Effect.Effect<ShutdownSettings, ShutdownConfigError | Config.ConfigError> = Effect.gen(function*() {
   const { graceSeconds, timeoutSeconds } = yield* ShutdownConfig
   for (const [name, value] of [["SHUTDOWN_GRACE_S", graceSeconds], ["SHUTDOWN_TIMEOUT_S", timeoutSeconds]] as const) {
     if (!Number.isFinite(value) || value < 0) {
@@ -44,30 +44,34 @@ const remember = (signal: string) => () => {
   received = signal
 }
 
+export interface ShutdownSettings {
+  readonly graceMs: number
+  readonly timeoutMs: number
+}
+
+/** Names the stop signals (for the readiness message and the log) and makes a second one exit at once. */
+export const listenForStopSignals = Effect.sync(() => {
+  // Before runMain's own listeners (which interrupt the main fiber).
+  process.prependListener("SIGTERM", remember("SIGTERM"))
+  process.prependListener("SIGINT", remember("SIGINT"))
+})
+
 /**
- * Built above the HTTP server (so released before it): once the process is asked to stop, turns
- * readiness to 503 and keeps taking connections for `graceMs`.
+ * Steps 1 and 2 of the module's comment, before the server is closed (closing it is the rest):
+ * readiness turns 503 and new connections are taken for the grace.
  */
-export const drainOnShutdown = (settings: { readonly graceMs: number; readonly timeoutMs: number }) =>
-  Layer.effectDiscard(Effect.gen(function*() {
-    const lifecycle = yield* Lifecycle
-    // Before runMain's own listeners (which interrupt the main fiber): the name, and a second signal.
-    process.prependListener("SIGTERM", remember("SIGTERM"))
-    process.prependListener("SIGINT", remember("SIGINT"))
-    yield* Effect.addFinalizer(() =>
-      Effect.gen(function*() {
-        const why = received ?? "stopping"
-        const graceMs = why === "SIGINT" ? 0 : settings.graceMs
-        yield* lifecycle.drain(why)
-        yield* Effect.logInfo(
-          `${why}: draining. Readiness answers 503; new connections are taken for ${graceMs / 1000} s more, ` +
-            `then requests in flight have up to ${settings.timeoutMs / 1000} s to finish`
-        )
-        yield* Effect.sleep(graceMs)
-        yield* Effect.logInfo("draining: no new connections; waiting for the requests in flight")
-      })
+export const drain = (lifecycle: Effect.Effect<Lifecycle["Service"]>, settings: ShutdownSettings) =>
+  Effect.gen(function*() {
+    const why = received ?? "stopping"
+    const graceMs = why === "SIGINT" ? 0 : settings.graceMs
+    yield* (yield* lifecycle).drain(why)
+    yield* Effect.logInfo(
+      `${why}: draining. Readiness answers 503; new connections are taken for ${graceMs / 1000} s more, ` +
+        `then requests in flight have up to ${settings.timeoutMs / 1000} s to finish`
     )
-  }))
+    yield* Effect.sleep(graceMs)
+    yield* Effect.logInfo("draining: no new connections; waiting for the requests in flight")
+  })
 
 /**
  * runMain's teardown: a stop signal (the main fiber interrupted) after a clean drain is success,

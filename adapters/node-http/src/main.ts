@@ -16,6 +16,7 @@ import { configuredSigningKeys, ServiceAssertionConfig, trustedPlatform } from "
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
 import { type LogFormat, loggingLayer, type LoggingSettings, loggingSettings } from "@model-platform/core/observability/Logging"
 import { tracingFromConfig } from "@model-platform/core/observability/Tracing"
+import { parseOperatorKeys } from "@model-platform/core/operator/OperatorKeys"
 import { AccountsServerConfig } from "./Accounts.ts"
 import { loadCatalogue } from "./CatalogueFile.ts"
 import { ServerConfig, startProblem } from "./Config.ts"
@@ -24,7 +25,11 @@ import { FileMeteringJournal } from "./FileMeteringJournal.ts"
 import { Database } from "./postgres/Database.ts"
 import { PgPlatformStores } from "./postgres/PgPlatformStores.ts"
 import { BlobStoreDisk } from "./DiskBlobStore.ts"
-import { drainOnShutdown, shutdownSettings, teardown } from "./Shutdown.ts"
+import { listenForStopSignals, shutdownSettings, teardown } from "./Shutdown.ts"
+import { serveReloadable } from "./Reload.ts"
+import type { CatalogueConfig } from "@model-platform/core/CatalogueConfig"
+import { PlatformMetrics } from "@model-platform/core/observability/Activity"
+import type { CatalogueReloader } from "@model-platform/core/operator/OperatorRoutes"
 import { serverLayer } from "./Server.ts"
 
 /** Writes announcements as they are (a terminal), or as JSON log lines where logs are JSON. */
@@ -71,6 +76,7 @@ const main = (logging: LoggingSettings) => Effect.gen(function*() {
   const problem = startProblem(config.host, Option.getOrUndefined(config.publicUrl))
   if (problem !== undefined) return yield* Effect.fail(new StartRefused({ message: problem }))
   const shutdown = yield* shutdownSettings
+  const operatorKeys = yield* parseOperatorKeys(config.operatorKeys)
   const catalogue = yield* loadCatalogue(config.catalogueFile)
   const database = Database.layer({ databaseUrl: Option.getOrUndefined(config.databaseUrl), dataDir: config.dataDir })
   const email = yield* EmailConfig
@@ -86,50 +92,69 @@ const main = (logging: LoggingSettings) => Effect.gen(function*() {
   const trustedServices = Option.isSome(assertions.jwks)
     ? yield* trustedPlatform(platformClient?.id ?? DEFAULT_PLATFORM_CLIENT_ID, serviceKeys, assertions.jwks)
     : undefined
-  const server = serverLayer(
-    {
-      catalogue,
-      port: config.port,
-      host: config.host,
-      shutdownTimeoutMs: shutdown.timeoutMs,
-      ownerEmail: config.ownerEmail,
-      publicUrl: Option.getOrUndefined(config.publicUrl),
-      platform: {
-        // GET /metrics for clients elsewhere with this token (an empty one is none).
-        metricsToken: Option.getOrUndefined(Option.filter(config.metricsToken, (token) => Redacted.value(token) !== "")),
-        healthCheck: {},
-        sweepReservations: {},
-        // Card plans renewed at their period's end (plans/Renewals.ts).
-        renewPlans: {},
-        // An in-memory database (tests) keeps its blobs in memory too unless a directory is named.
-        blobs: Option.isNone(config.blobDir) && config.dataDir === Database.MEMORY
-          ? undefined
-          : BlobStoreDisk(Option.getOrElse(config.blobDir, () => Path.join(config.dataDir, "blobs"))),
-        // An in-memory database (tests) keeps no journal unless one is named.
-        meteringJournal: Option.isNone(config.meteringJournalDir) && config.dataDir === Database.MEMORY
-          ? undefined
-          : FileMeteringJournal.layer({
-            directory: Option.getOrElse(config.meteringJournalDir, () => Path.join(config.dataDir, "metering"))
-          })
+  const recoveryDelayMs = yield* RecoveryDelayConfig
+
+  // What outlives a catalogue reload (Reload.ts), built once: the database, the metering journal,
+  // the network, the metrics.
+  const stores = yield* Layer.build(PgPlatformStores.pipe(Layer.provide(database)))
+  // An in-memory database (tests) keeps no journal unless one is named.
+  const journal = Option.isNone(config.meteringJournalDir) && config.dataDir === Database.MEMORY
+    ? undefined
+    : yield* Layer.build(FileMeteringJournal.layer({
+      directory: Option.getOrElse(config.meteringJournalDir, () => Path.join(config.dataDir, "metering"))
+    }))
+  const network = yield* Layer.build(SimulatedNetwork.fromConfig)
+  const processState = yield* Layer.build(PlatformMetrics)
+  yield* listenForStopSignals
+
+  const server = (catalogue: CatalogueConfig, port: number, catalogueReloader: Layer.Layer<CatalogueReloader>) =>
+    serverLayer(
+      {
+        catalogue,
+        port,
+        host: config.host,
+        shutdownTimeoutMs: shutdown.timeoutMs,
+        reusePort: true,
+        processState: Layer.succeedContext(processState),
+        catalogueReloader,
+        ownerEmail: config.ownerEmail,
+        publicUrl: Option.getOrUndefined(config.publicUrl),
+        platform: {
+          // GET /metrics for clients elsewhere with this token (an empty one is none).
+          metricsToken: Option.getOrUndefined(Option.filter(config.metricsToken, (token) => Redacted.value(token) !== "")),
+          operatorKeys,
+          healthCheck: {},
+          sweepReservations: {},
+          // Card plans renewed at their period's end (plans/Renewals.ts).
+          renewPlans: {},
+          // An in-memory database (tests) keeps its blobs in memory too unless a directory is named.
+          blobs: Option.isNone(config.blobDir) && config.dataDir === Database.MEMORY
+            ? undefined
+            : BlobStoreDisk(Option.getOrElse(config.blobDir, () => Path.join(config.dataDir, "blobs"))),
+          meteringJournal: journal === undefined ? undefined : Layer.succeedContext(journal)
+        },
+        accounts: {
+          accountsUrl: Option.getOrUndefined(accountsUrl),
+          recoveryDelayMs,
+          emailSender: emailSenderLayer(email),
+          network: Layer.succeedContext(network)
+        },
+        // The agent approvals API's client: configured, or a random secret for this process.
+        platformClient,
+        serviceKeys,
+        trustedServices
       },
-      accounts: {
-        accountsUrl: Option.getOrUndefined(accountsUrl),
-        recoveryDelayMs: yield* RecoveryDelayConfig,
-        emailSender: emailSenderLayer(email),
-        network: SimulatedNetwork.fromConfig
-      },
-      // The agent approvals API's client: configured, or a random secret for this process.
-      platformClient,
-      serviceKeys,
-      trustedServices
-    },
-    PgPlatformStores.pipe(Layer.provide(database))
-  )
-  // Above the server, so that at a stop signal they are released first: readiness turns 503 and
-  // new connections are taken a little longer, then the server drains (Shutdown.ts).
-  const running = Layer.mergeAll(Layer.effectDiscard(announce(config.host, mail, logging.format)), drainOnShutdown(shutdown))
-  return yield* Layer.launch(running.pipe(Layer.provideMerge(server)))
-})
+      Layer.succeedContext(stores)
+    )
+  return yield* serveReloadable({
+    initial: catalogue,
+    // PORT, at the first start; a reload takes over the port in use.
+    server: (next, port, reloader) => server(next, port === 0 ? config.port : port, reloader),
+    load: loadCatalogue(config.catalogueFile),
+    started: announce(config.host, mail, logging.format),
+    shutdown
+  })
+}).pipe(Effect.scoped)
 
 // LOG_FORMAT (pretty unless json) and LOG_LEVEL, for everything the server writes (docs/operations.md "Logs").
 // A stop signal drains the server and exits 0 (Shutdown.ts).

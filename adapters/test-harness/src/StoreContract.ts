@@ -74,6 +74,15 @@ const accountTests = (it: Vitest.MethodsNonLive<AccountStore>) =>
         assert.deepStrictEqual(yield* store.get(account.id), account)
       }))
 
+    it.effect("findByEmail answers the account with that email, undefined for an unknown email", () =>
+      Effect.gen(function*() {
+        const store = yield* AccountStore
+        const account = yield* makeAccount({ created_at: at(2) })
+        yield* store.insert(account)
+        assert.deepStrictEqual(yield* store.findByEmail(account.email), account)
+        assert.isUndefined(yield* store.findByEmail(`other-${account.email}`))
+      }))
+
     it.effect("get of an unknown id is undefined", () =>
       Effect.gen(function*() {
         const store = yield* AccountStore
@@ -154,6 +163,19 @@ const keyTests = (it: Vitest.MethodsNonLive<KeyStore>) =>
           assert.deepStrictEqual(yield* store.get(accountId, key.id), key)
           assert.deepStrictEqual(yield* store.findByHash(key.secret_hash), key)
         }
+      }))
+
+    it.effect("findByPrefix answers every key with that prefix (revoked ones too, of any account), oldest first", () =>
+      Effect.gen(function*() {
+        const store = yield* KeyStore
+        const prefix = `mpk_${(yield* randomHex).slice(0, 8)}`
+        const older = yield* makeKey(yield* generateId("acct"), { prefix, created_at: at(1) })
+        const newer = yield* makeKey(yield* generateId("acct"), { prefix, created_at: at(2) })
+        const other = yield* makeKey(older.account_id, { prefix: `${prefix.slice(0, -1)}z`, created_at: at(3) })
+        for (const key of [newer, other, older]) yield* store.insert(key)
+        const revoked = yield* store.revoke(newer.account_id, newer.id, at(4))
+        assert.deepStrictEqual(yield* store.findByPrefix(prefix), [older, revoked!])
+        assert.deepStrictEqual(yield* store.findByPrefix(`${prefix.slice(0, -1)}y`), [])
       }))
 
     it.effect("unknown hash, unknown id and another account's key are undefined", () =>

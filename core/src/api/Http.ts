@@ -62,6 +62,10 @@ import { observeRequests, RouteNoter } from "../observability/Requests.ts"
 import { observeGateway } from "../observability/Calls.ts"
 import { observeGatewayStore, observeJournal } from "../observability/Metering.ts"
 import { observeMachineClient } from "../observability/Tracing.ts"
+import { Operator } from "../operator/Operator.ts"
+import { type OperatorKey, OperatorKeys } from "../operator/OperatorKeys.ts"
+import { OPERATOR_PAGE_PATH, OperatorPageRoute } from "../operator/OperatorPage.ts"
+import { OperatorApiRoutes } from "../operator/OperatorRoutes.ts"
 import { METRICS_PATH, MetricsAccess, MetricsRoute } from "../observability/MetricsRoute.ts"
 
 export const OPENAPI_PATH = "/openapi.json"
@@ -163,6 +167,11 @@ export interface PlatformOptions {
    * anywhere (observability/MetricsRoute.ts). None: loopback clients only.
    */
   readonly metricsToken?: Redacted.Redacted<string> | undefined
+  /**
+   * OPERATOR_KEYS: the operators' keys (names and hashes) the operator API and page answer
+   * (operator/OperatorKeys.ts). None: the operator API answers 403 operator_api_off.
+   */
+  readonly operatorKeys?: ReadonlyArray<OperatorKey> | undefined
   /**
    * The card processor, when not the one the catalogue names (`payments.card.processor`): tests
    * watch the charges a processor makes.
@@ -320,6 +329,9 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     // Whether the platform is draining (readiness, observability/Health.ts), who reads /metrics.
     Lifecycle.layer,
     MetricsAccess.layer(options.metricsToken),
+    // The operator console (operator/): its keys, and its use-cases over the platform's.
+    OperatorKeys.layer(options.operatorKeys ?? []),
+    Operator.layer.pipe(Layer.provide(Layer.mergeAll(ApiKeys.layer, money, gateway))),
     HealPaidOrders.pipe(Layer.provide(money))
   ).pipe(
     Layer.provideMerge(Catalogue.layer(config))
@@ -358,6 +370,8 @@ export const AppRoutes = Layer.mergeAll(
   RootRoute,
   HealthRoutes,
   MetricsRoute,
+  OperatorApiRoutes,
+  OperatorPageRoute,
   InferenceRoutes,
   IngestRoutes,
   RecordPageRoute,
@@ -371,7 +385,8 @@ export const AppRoutes = Layer.mergeAll(
     RECORD_PAGE_PATH,
     LIVE_PATH,
     READY_PATH,
-    METRICS_PATH
+    METRICS_PATH,
+    OPERATOR_PAGE_PATH
   ]),
   ErrorShapeMiddleware,
   RequestLimitsMiddleware,

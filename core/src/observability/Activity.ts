@@ -23,6 +23,23 @@ export interface HeldReservation {
 export class GatewayActivity {
   private readonly held = new Map<string, { readonly amount: bigint; readonly expiresAt: number }>()
   private readonly journalOpen = new Set<string>()
+  private readonly machineCalls = new Map<string, number>()
+
+  /** A call is being answered by this machine (until `machineCallEnded`). */
+  machineCallStarted(machine: string): void {
+    this.machineCalls.set(machine, (this.machineCalls.get(machine) ?? 0) + 1)
+  }
+
+  machineCallEnded(machine: string): void {
+    const n = (this.machineCalls.get(machine) ?? 1) - 1
+    if (n <= 0) this.machineCalls.delete(machine)
+    else this.machineCalls.set(machine, n)
+  }
+
+  /** Calls in flight on this machine, in this process. */
+  callsOn(machine: string): number {
+    return this.machineCalls.get(machine) ?? 0
+  }
 
   /** A call now holds this reservation (admitted, or made again for another machine). */
   reservationHeld(reservation: HeldReservation): void {
@@ -58,7 +75,8 @@ export class GatewayActivity {
       opened: (ref) => Effect.tap(journal.opened(ref), () => Effect.sync(() => this.journalOpen.add(ref))),
       completed: (metered) => Effect.tap(journal.completed(metered), () => Effect.sync(() => this.journalOpen.add(metered.record.ref))),
       closed: (ref) => Effect.tap(journal.closed(ref), () => Effect.sync(() => this.journalOpen.delete(ref))),
-      orphans: journal.orphans
+      orphans: journal.orphans,
+      ...(journal.entriesOf === undefined ? {} : { entriesOf: journal.entriesOf })
     }
   }
 }

@@ -18,6 +18,8 @@ export const OPERATIONS: Readonly<Record<Endpoint, string>> = {
 export interface CallFacts {
   model: string | undefined
   machine: string | undefined
+  /** Told once the machine that answers is known (per-machine calls in flight, Activity.ts). */
+  readonly onMachine?: ((machine: string) => void) | undefined
 }
 
 /** The call being answered, set by Calls.ts around the gateway's `call`. */
@@ -31,7 +33,10 @@ export const noteCall = (facts: { readonly model?: string; readonly machine?: st
     const call = fiber.getRef(CurrentCall)
     if (call !== undefined) {
       if (facts.model !== undefined) call.model = facts.model
-      if (facts.machine !== undefined) call.machine = facts.machine
+      if (facts.machine !== undefined && call.machine === undefined) {
+        call.machine = facts.machine
+        call.onMachine?.(facts.machine)
+      }
     }
     return Effect.void
   })

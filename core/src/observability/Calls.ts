@@ -14,6 +14,7 @@
 import { Cause, Clock, Effect, Exit, Layer, Metric, Option, Stream } from "effect"
 import { Gateway, type GatewayResponse } from "../gateway/Gateway.ts"
 import { type CallFacts, CurrentCall, OPERATIONS } from "./CallFacts.ts"
+import { CurrentActivity } from "./Activity.ts"
 import { tracing } from "./Tracing.ts"
 import { callsInFlight, genAiRequestDuration, genAiTimeToFirstToken } from "./Metrics.ts"
 
@@ -40,7 +41,8 @@ const observe = (gateway: Gateway["Service"]): Gateway["Service"] => ({
   call: (endpoint, authorization, body) =>
     Effect.gen(function*() {
       const operation = OPERATIONS[endpoint]
-      const facts: CallFacts = { model: undefined, machine: undefined }
+      const activity = yield* CurrentActivity
+      const facts: CallFacts = { model: undefined, machine: undefined, onMachine: (machine) => activity.machineCallStarted(machine) }
       const clock = yield* Clock.Clock
       const started = clock.currentTimeNanosUnsafe()
       // Spans only where they are exported (Tracing.ts): the gateway's hot path pays nothing else.
@@ -60,6 +62,7 @@ const observe = (gateway: Gateway["Service"]): Gateway["Service"] => ({
       const finish = (errorType: string | undefined, exit: Exit.Exit<unknown, unknown>) =>
         Effect.suspend(() => {
           const now = clock.currentTimeNanosUnsafe()
+          if (facts.machine !== undefined) activity.machineCallEnded(facts.machine)
           if (span !== undefined) {
             if (facts.model !== undefined) span.attribute("gen_ai.request.model", facts.model)
             if (facts.machine !== undefined) span.attribute("model_platform.machine", facts.machine)
