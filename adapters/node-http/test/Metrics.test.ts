@@ -147,6 +147,36 @@ describe.each([
     expect(after.value("model_platform_credits_held")).toBe(0)
   }, 60_000)
 
+  it("a client leaving a stream: the stream is drained (counted), the call billed all the same, its duration marked client_closed", async () => {
+    const { accountKey, me } = await fundedAccount()
+    const before = (await scrape()).value("model_platform_streams_drained_total") ?? 0
+    machine.faults.set({ token_delay_ms: 40 })
+    try {
+      const controller = new AbortController()
+      const response = await platform.fetch("/v1/chat/completions", {
+        method: "POST",
+        headers: { authorization: `Bearer ${accountKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "ref-chat", stream: true, messages: [{ role: "user", content: "Count to 30." }] }),
+        signal: controller.signal
+      })
+      expect(response.status).toBe(200)
+      await response.body!.getReader().read()
+      controller.abort()
+      let record: UsageRecord | undefined
+      for (let i = 0; i < 100 && record === undefined; i++) {
+        record = (await platform.seed!(usageOf(me.id) as never) as ReadonlyArray<UsageRecord>)[0]
+        if (record === undefined) await new Promise((r) => setTimeout(r, 50))
+      }
+      expect(record!.credits).toBeGreaterThan(0n)
+    } finally {
+      machine.faults.reset()
+    }
+    const after = await scrape()
+    expect(after.value("model_platform_streams_drained_total")).toBe(before + 1)
+    expect(after.find("gen_ai_server_request_duration_seconds_count", { error_type: "client_closed", gen_ai_request_model: "ref-chat" })
+      .reduce((n, s) => n + s.value, 0)).toBeGreaterThanOrEqual(1)
+  }, 60_000)
+
   it("a failed call is counted with its error code as error_type", async () => {
     const response = await platform.fetch("/v1/chat/completions", {
       method: "POST",
