@@ -15,9 +15,10 @@ const SRC = resolve(import.meta.dirname, "..", "src")
 /** What each area may import besides itself, lowest first. http is above every area; none imports it. */
 const AREAS: Record<string, ReadonlyArray<string>> = {
   kernel: [],
+  observability: ["kernel"],
   catalogue: ["kernel"],
-  keys: ["kernel", "catalogue"],
-  ledger: ["kernel", "keys"],
+  keys: ["kernel", "catalogue", "observability"],
+  ledger: ["kernel", "keys", "observability"],
   plans: ["kernel", "catalogue", "keys"],
   payments: ["kernel", "catalogue", "keys", "ledger", "plans"],
   billing: ["kernel", "catalogue", "keys", "ledger", "plans", "payments"],
@@ -25,8 +26,24 @@ const AREAS: Record<string, ReadonlyArray<string>> = {
   accounts: ["kernel", "keys", "agents"],
   datasets: ["kernel", "keys"],
   fieldwork: ["kernel", "keys", "datasets"],
-  gateway: ["kernel", "catalogue", "keys", "ledger", "plans", "payments", "billing", "agents"],
-  http: ["kernel", "catalogue", "keys", "ledger", "plans", "payments", "billing", "agents", "accounts", "datasets", "fieldwork", "gateway"]
+  gateway: ["kernel", "observability", "catalogue", "keys", "ledger", "plans", "payments", "billing", "agents"],
+  operator: ["kernel", "catalogue", "keys", "ledger", "plans", "payments", "billing", "gateway"],
+  http: [
+    "kernel",
+    "observability",
+    "catalogue",
+    "keys",
+    "ledger",
+    "plans",
+    "payments",
+    "billing",
+    "agents",
+    "accounts",
+    "datasets",
+    "fieldwork",
+    "gateway",
+    "operator"
+  ]
 }
 
 // Relative specifiers of static imports and re-exports, also across lines and type-only.

@@ -2,7 +2,8 @@
 import { describe, expect, it } from "vitest"
 import { Effect } from "effect"
 import fc from "fast-check"
-import { base64url, generateId, generateSecret, looksLikeSecret } from "../src/keys/Keys.ts"
+import { generateSecret, looksLikeSecret } from "../src/keys/Keys.ts"
+import { base64url, generateId } from "../src/kernel/Ids.ts"
 
 describe("Keys", () => {
   it("base64url encodes any bytes as RFC 4648 §5 without padding (as Node's Buffer does)", () => {

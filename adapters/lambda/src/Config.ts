@@ -47,7 +47,13 @@ export const ENV = {
   /** The name of the SSM SecureString parameter holding Stripe's secret key (sk_…), read when the catalogue names Stripe. */
   stripeSecretKeyParameter: "STRIPE_SECRET_KEY_PARAMETER",
   /** The name of the SSM SecureString parameter holding the Stripe webhook endpoint's signing secret (whsec_…). */
-  stripeWebhookSecretParameter: "STRIPE_WEBHOOK_SECRET_PARAMETER"
+  stripeWebhookSecretParameter: "STRIPE_WEBHOOK_SECRET_PARAMETER",
+  /** Optional: the bearer token that may read GET /metrics (docs/operations.md "Metrics"). */
+  metricsToken: "METRICS_TOKEN",
+  /** The CloudWatch namespace of the EMF metric lines (docs/operations.md "Metrics"); default ModelPlatform. */
+  metricsNamespace: "METRICS_NAMESPACE",
+  /** Optional: the operators' keys, `name:sha256-hex` entries (docs/operations.md "The operator console"). */
+  operatorKeys: "OPERATOR_KEYS"
 } as const
 
 export const DEFAULT_CATALOGUE_PARAMETER = "/model-platform/catalogue"
@@ -70,6 +76,9 @@ export const LambdaConfig = Config.all({
   accountsUrl: Config.String(ENV.accountsUrl).pipe(Config.option),
   smtpUrl: Config.Redacted(ENV.smtpUrl).pipe(Config.option),
   smtpFrom: Config.String(ENV.smtpFrom).pipe(Config.option),
+  metricsToken: Config.Redacted(ENV.metricsToken).pipe(Config.option),
+  metricsNamespace: Config.String(ENV.metricsNamespace).pipe(Config.withDefault("ModelPlatform")),
+  operatorKeys: Config.String(ENV.operatorKeys).pipe(Config.withDefault("")),
   /** ACCOUNTS_RECOVERY_DELAY_HOURS, the rule both shells read (core/src/accounts/AccountsConfig.ts). */
   recoveryDelayMs: RecoveryDelayConfig
 })

@@ -14,6 +14,7 @@ import {
   GetCommand,
   PutCommand,
   QueryCommand,
+  ScanCommand,
   TransactWriteCommand,
   type TransactWriteCommandInput,
   UpdateCommand
@@ -99,6 +100,7 @@ const withoutNulls = (record: Record<string, unknown>): Record<string, unknown> 
 
 const AccountItem = Schema.Struct({ id: Schema.String, email: Schema.String, created_at: Timestamp })
 const AccountPointer = Schema.Struct({ account_id: Schema.String, created_at: Timestamp })
+const EmailPointer = Schema.Struct({ account_id: Schema.String })
 
 export const AccountStoreDynamo: Layer.Layer<AccountStore, never, DynamoConfig> = Layer.effect(
   AccountStore,
@@ -106,6 +108,7 @@ export const AccountStoreDynamo: Layer.Layer<AccountStore, never, DynamoConfig> 
     const { client, tableName } = yield* DynamoConfig
     const decodeAccount = decode(AccountItem)
     const decodePointer = decode(AccountPointer)
+    const decodeEmailPointer = decode(EmailPointer)
 
     // The account, its email, and (when it is the earliest so far) the FIRST pointer, all or
     // nothing. The pointer is read first so that the usual insert (not the first) is one
@@ -157,7 +160,14 @@ export const AccountStoreDynamo: Layer.Layer<AccountStore, never, DynamoConfig> 
       Effect.withSpan("AccountStore.first")
     )
 
-    return AccountStore.of({ insert, get: (id) => get(id).pipe(Effect.withSpan("AccountStore.get")), first })
+    // The email's item names the account (it keeps emails unique).
+    const findByEmail = Effect.fn("AccountStore.findByEmail")(function*(email: string) {
+      const pointer = yield* Effect.orDie(getItem(client, tableName, ItemKeys.accountEmail(email)))
+      if (pointer === undefined) return undefined
+      return yield* get((yield* decodeEmailPointer(pointer)).account_id)
+    })
+
+    return AccountStore.of({ insert, get: (id) => get(id).pipe(Effect.withSpan("AccountStore.get")), findByEmail, first })
   })
 )
 
@@ -318,7 +328,31 @@ export const KeyStoreDynamo: Layer.Layer<KeyStore, never, DynamoConfig> = Layer.
         Effect.withSpan("KeyStore.touch")
       )
 
-    return KeyStore.of({ insert, findByHash, get, list, revoke, touch })
+    // No index by prefix: a scan of the key items (an operator's lookup, never a request's).
+    const findByPrefix = Effect.fn("KeyStore.findByPrefix")(function*(prefix: string) {
+      const found: Array<KeyRecord> = []
+      let startKey: Record<string, unknown> | undefined
+      do {
+        const exclusiveStartKey = startKey
+        const page = yield* Effect.orDie(call((signal) =>
+          client.send(
+            new ScanCommand({
+              TableName: tableName,
+              FilterExpression: "sk = :sk AND prefix = :prefix",
+              ExpressionAttributeValues: { ":sk": ItemKeys.key("").sk, ":prefix": prefix },
+              ConsistentRead: true,
+              ...(exclusiveStartKey === undefined ? {} : { ExclusiveStartKey: exclusiveStartKey })
+            }),
+            { abortSignal: signal }
+          )
+        ))
+        for (const item of page.Items ?? []) found.push(yield* decodeKey(item))
+        startKey = page.LastEvaluatedKey
+      } while (startKey !== undefined)
+      return found.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id))
+    })
+
+    return KeyStore.of({ insert, findByHash, findByPrefix, get, list, revoke, touch })
   })
 )
 

@@ -8,7 +8,8 @@
  * - request: method from requestContext.http, the raw path and raw query string as the client sent
  *   them (repeated parameters and percent-encodings intact), headers (API Gateway has already
  *   joined repeated headers with commas), the `cookies` array back into one Cookie header, and
- *   the body decoded from base64 when `isBase64Encoded`;
+ *   the body decoded from base64 when `isBase64Encoded`; without a well-formed X-Request-Id of
+ *   the client's, API Gateway's requestContext.requestId becomes the request's id;
  * - result: status, headers, every Set-Cookie in `cookies` (payload 2.0 has no multi-value
  *   headers), the body as text when it is textual UTF-8 and as base64 otherwise.
  *
@@ -17,6 +18,7 @@
  */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda"
 import { Predicate } from "effect"
+import { isWellFormedRequestId, REQUEST_ID_HEADER } from "@model-platform/core/observability"
 
 /** One event format: its events into web Requests, web Responses into its results. */
 export interface EventProcessor<Event, Result> {
@@ -104,6 +106,10 @@ const payloadV2Request = (event: PayloadV2Event, init: { readonly signal?: Abort
   // Payload 2.0 moves the Cookie header into `cookies`, one entry per cookie.
   if (event.cookies !== undefined && event.cookies.length > 0) {
     headers.set("cookie", sanitizeHeaderValue(event.cookies.join("; ")))
+  }
+  // Without a request id of the client's, API Gateway's own: the one in its access logs.
+  if (!isWellFormedRequestId(headers.get(REQUEST_ID_HEADER) ?? undefined) && event.requestContext.requestId) {
+    headers.set(REQUEST_ID_HEADER, event.requestContext.requestId)
   }
   // The domain AWS answered on; never the Host header, which the client writes (PublicUrl.ts
   // builds links on this URL). An event without it is not API Gateway's: localhost.

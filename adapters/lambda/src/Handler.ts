@@ -18,13 +18,18 @@ import {
   AppRoutes,
   clockLayer,
   errorBody,
+  observeRequests,
   type PlatformOptions,
   PlatformServices,
   type PlatformStores,
-  ROUTER_CONFIG
+  ROUTER_CONFIG,
+  SERVE_OPTIONS
 } from "@model-platform/core/http"
 import { DepositWatcher, type WatchReport } from "@model-platform/core/payments"
 import { Effect, Layer, ManagedRuntime } from "effect"
+import { EmfWriter } from "@model-platform/core/observability"
+import { PlatformMetrics } from "@model-platform/core/gateway"
+import { Metric } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { type AccountsOptions, accountsLayer, agentApprovalsOf } from "./Accounts.ts"
 import { DynamoConfig, type DynamoSettings } from "./DynamoTable.ts"
@@ -61,6 +66,16 @@ export type HandlerOptions = {
    * freeze the process mid-request and API Gateway answer with its own error. Default 1000 ms.
    */
   readonly deadlineMarginMillis?: number
+  /**
+   * The loggers and level (core observability/Logging.ts: lambda.ts reads LOG_FORMAT, json by
+   * default, and LOG_LEVEL). Unset: Effect's default logger.
+   */
+  readonly logging?: Layer.Layer<never> | undefined
+  /**
+   * Write the platform's metrics as CloudWatch embedded metric format lines after each invocation
+   * (core observability/Emf.ts), in this namespace. Unset: none (GET /metrics still answers).
+   */
+  readonly emfNamespace?: string | undefined
   /**
    * The account service (Accounts.ts): served under /accounts with this. Without it (a test of the
    * API alone, or no SMTP_URL in lambda.ts) every /accounts page answers 503.
@@ -113,6 +128,12 @@ export interface LambdaHandler {
    * WatchFunction runs. [] when the platform has no watcher (another rail).
    */
   readonly watchDeposits: () => Promise<ReadonlyArray<WatchReport>>
+  /**
+   * Writes what the metrics recorded since the last time as EMF lines on standard output, when
+   * `emfNamespace` is set; the buffered handler does it after each invocation, a streaming one
+   * once its response is written.
+   */
+  readonly flushMetrics: () => Promise<void>
   /** Releases the application's layers (tests; on Lambda the container is simply frozen). */
   readonly dispose: () => Promise<void>
 }
@@ -121,6 +142,8 @@ interface App {
   readonly owner: Owner | undefined
   readonly fetch: (request: Request) => Promise<Response>
   readonly watchDeposits: () => Promise<ReadonlyArray<WatchReport>>
+  /** The platform's metrics now (its registry's snapshot). */
+  readonly metrics: () => ReadonlyArray<Metric.Metric.Snapshot>
   readonly dispose: () => Promise<void>
 }
 
@@ -162,7 +185,12 @@ const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unk
     : FirstStart.layerWithSecret(ownerEmail, ownerSecret)
   const accounts = accountsOptions === undefined ? Layer.empty : accountsLayer(accountsOptions, options.publicUrl, accountServiceView(client), trusted)
   const runtime = ManagedRuntime.make(
-    Layer.mergeAll(firstStart, accounts).pipe(Layer.provideMerge(services), Layer.provideMerge(clockLayer(platform)))
+    Layer.mergeAll(firstStart, accounts).pipe(
+      Layer.provideMerge(services),
+      Layer.provideMerge(clockLayer(platform)),
+      Layer.provideMerge(PlatformMetrics),
+      Layer.provideMerge(options.logging ?? Layer.empty)
+    )
   )
   try {
     const owner = await runtime.runPromise(Effect.flatMap(FirstStart, Effect.succeed))
@@ -170,7 +198,7 @@ const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unk
     const web = HttpRouter.toWebHandler(
       // provideMerge: every request runs in the platform's context, its Clock included (PlatformOptions.clock).
       AppRoutes.pipe(Layer.provideMerge(Layer.succeedContext(context)), Layer.provide(HttpServer.layerServices)),
-      { disableLogger: true, routerConfig: ROUTER_CONFIG }
+      { ...SERVE_OPTIONS, middleware: (app) => observeRequests(app) }
     )
     return {
       owner,
@@ -178,6 +206,7 @@ const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unk
       watchDeposits: () =>
         runtime.runPromise(Effect.flatMap(Effect.serviceOption(DepositWatcher), (watcher) =>
           watcher._tag === "Some" ? watcher.value.pass : Effect.succeed([]))),
+      metrics: () => Metric.snapshotUnsafe(context),
       dispose: async () => {
         await web.dispose()
         await runtime.dispose()
@@ -238,13 +267,27 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
     return response
   }
 
+  const emf = options.emfNamespace === undefined ? undefined : new EmfWriter(options.emfNamespace)
+  const flushMetrics = async () => {
+    if (emf === undefined || building === undefined) return
+    const built = await building.catch(() => undefined)
+    if (built === undefined) return
+    // oxlint-disable-next-line no-console
+    for (const line of emf.lines(built.metrics(), Date.now())) console.log(line)
+  }
+
   const handler = async (
     event: APIGatewayProxyEventV2,
     context?: InvocationContext
-  ): Promise<APIGatewayProxyStructuredResultV2> => payloadV2.toResult(await respond(event, context))
+  ): Promise<APIGatewayProxyStructuredResultV2> => {
+    const result = await payloadV2.toResult(await respond(event, context))
+    await flushMetrics()
+    return result
+  }
 
   return Object.assign(handler, {
     respond,
+    flushMetrics,
     firstStart: () => app().then((built) => built.owner),
     watchDeposits: () => app().then((built) => built.watchDeposits()),
     dispose: async () => {

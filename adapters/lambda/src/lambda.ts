@@ -40,6 +40,8 @@ import { SmtpEmailSender } from "@model-platform/node-http/SmtpEmailSender"
 import { errorBody } from "@model-platform/core/http"
 import type { Owner } from "@model-platform/core/accounts"
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda"
+import { loggingLayer, loggingSettings } from "@model-platform/core/observability"
+import { parseOperatorKeys } from "@model-platform/core/operator"
 import { ConfigProvider, Effect, Option, Redacted } from "effect"
 import type { AccountsOptions } from "./Accounts.ts"
 import { BlobStoreS3 } from "./S3BlobStore.ts"
@@ -51,7 +53,7 @@ import { readStripeSecrets } from "./Config.ts"
 import { makeDocumentClient } from "./DynamoTable.ts"
 import { payloadV2 } from "./Events.ts"
 import { type InvocationContext, type LambdaHandler, makeHandler } from "./Handler.ts"
-import { makeStreamHandler, streamifyResponse } from "./Streaming.ts"
+import { makeStreamHandler, type ResponseStream, streamifyResponse } from "./Streaming.ts"
 
 /** How long the init phase waits for the platform (Lambda allows 10 s for the whole init). */
 const INIT_WAIT_MILLIS = 8_000
@@ -111,14 +113,25 @@ const startPlatform = Effect.gen(function*() {
   if (Option.isNone(config.bucketName)) {
     yield* Effect.logWarning(`${ENV.bucket} is not set: dataset files and fieldwork takes are kept in this container's memory and lost`)
   }
+  // JSON log lines by default: CloudWatch Logs Insights reads their fields (docs/operations.md "Logs").
+  const logging = loggingLayer(yield* loggingSettings("json").pipe(
+    Effect.mapError((error) => new LambdaConfigError({ message: error.message }))
+  ))
   return makeHandler({
     catalogue,
+    logging,
+    // The metrics as CloudWatch embedded metric format lines after each invocation.
+    emfNamespace: config.metricsNamespace,
     accounts,
     ownerEmail: config.ownerEmail,
     publicUrl: Option.getOrUndefined(config.publicUrl),
     ownerSecret,
     // The renewal job runs while a container is thawed, as the sweeper does (billing/Renewals.ts).
     platform: {
+      metricsToken: Option.getOrUndefined(Option.filter(config.metricsToken, (token) => Redacted.value(token) !== "")),
+      operatorKeys: yield* parseOperatorKeys(config.operatorKeys).pipe(
+        Effect.mapError((error) => new LambdaConfigError({ message: error.message }))
+      ),
       healthCheck: {},
       sweepReservations: {},
       renewPlans: {},
@@ -172,14 +185,26 @@ const respond = async (event: APIGatewayProxyEventV2, context?: InvocationContex
   return current.respond(event, context)
 }
 
+/** The invocation's metrics as EMF lines, once its answer is written (Handler.ts flushMetrics). */
+const flushMetrics = () => (platform ?? Promise.reject(new Error("not started"))).then((current) => current.flushMetrics(), () => undefined)
+
 /** API Gateway HTTP API (payload format 2.0): the answer is buffered. */
 export const handler = async (
   event: APIGatewayProxyEventV2,
   context?: InvocationContext
-): Promise<APIGatewayProxyStructuredResultV2> => payloadV2.toResult(await respond(event, context))
+): Promise<APIGatewayProxyStructuredResultV2> => {
+  const result = await payloadV2.toResult(await respond(event, context))
+  await flushMetrics()
+  return result
+}
+
+const streaming = makeStreamHandler(respond)
 
 /** Function URL with invoke mode RESPONSE_STREAM: the answer is streamed as it is produced. */
-export const streamHandler = streamifyResponse(makeStreamHandler(respond))
+export const streamHandler = streamifyResponse(async (event: APIGatewayProxyEventV2, stream: ResponseStream, context?: InvocationContext) => {
+  await streaming(event, stream, context)
+  await flushMetrics()
+})
 
 /**
  * EventBridge's schedule (WatchFunction): one pass of the deposit watcher, its reports logged. A

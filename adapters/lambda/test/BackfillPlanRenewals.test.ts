@@ -15,9 +15,8 @@ import {
   UpdateItemCommand
 } from "@aws-sdk/client-dynamodb"
 import { assert, describe, it } from "@effect/vitest"
-import { generateId } from "@model-platform/core/keys"
+import { generateId, toTimestamp } from "@model-platform/core/kernel"
 import { PlanStore, type SubscriptionRecord } from "@model-platform/core/plans"
-import { toTimestamp } from "@model-platform/core/kernel"
 import { Effect, Layer } from "effect"
 import { execFile } from "node:child_process"
 import * as Path from "node:path"

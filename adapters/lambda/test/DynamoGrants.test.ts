@@ -16,8 +16,7 @@ import {
   type NewReservation,
   usageEntries
 } from "@model-platform/core/ledger"
-import { generateId } from "@model-platform/core/keys"
-import { toTimestamp } from "@model-platform/core/kernel"
+import { generateId, toTimestamp } from "@model-platform/core/kernel"
 import { Cause, Effect, Exit, Layer } from "effect"
 import { GRANT_PREFIX } from "../src/DynamoGrants.ts"
 import { LedgerStoreDynamo } from "../src/DynamoLedgerStore.ts"

@@ -12,8 +12,7 @@ import {
 } from "@aws-sdk/client-dynamodb"
 import { assert, describe, layer } from "@effect/vitest"
 import { Ledger, LedgerStore, usageEntryRef } from "@model-platform/core/ledger"
-import { generateId } from "@model-platform/core/keys"
-import { toTimestamp } from "@model-platform/core/kernel"
+import { generateId, toTimestamp } from "@model-platform/core/kernel"
 import { ledgerStoreContract } from "@model-platform/test-harness/LedgerContract"
 import { Effect, Layer } from "effect"
 import {

@@ -7,9 +7,8 @@
  */
 import { GetItemCommand, QueryCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb"
 import { assert, describe, layer } from "@effect/vitest"
-import { generateId } from "@model-platform/core/keys"
+import { generateId, toTimestamp } from "@model-platform/core/kernel"
 import { type OrderRecord, OrderStore } from "@model-platform/core/payments"
-import { toTimestamp } from "@model-platform/core/kernel"
 import { orderStoreContract } from "@model-platform/test-harness/OrderContract"
 import { Effect, Layer } from "effect"
 import { OrderKeys, OrderStoreDynamo, UNFULFILLED_PK } from "../src/DynamoOrderStore.ts"

@@ -6,9 +6,8 @@
  */
 import { GetItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb"
 import { assert, layer } from "@effect/vitest"
-import { generateId } from "@model-platform/core/keys"
+import { generateId, toTimestamp } from "@model-platform/core/kernel"
 import { PlanStore, type RentalRecord, type SubscriptionRecord } from "@model-platform/core/plans"
-import { toTimestamp } from "@model-platform/core/kernel"
 import { planStoreContract } from "@model-platform/test-harness/PlanContract"
 import { Effect, Layer } from "effect"
 import { PLAN_ACCOUNT_PREFIX, PlanKeys, PlanStoreDynamo } from "../src/DynamoPlanStore.ts"

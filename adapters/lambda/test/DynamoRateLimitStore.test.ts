@@ -4,8 +4,7 @@
  */
 import { DescribeTimeToLiveCommand, GetItemCommand } from "@aws-sdk/client-dynamodb"
 import { assert, layer } from "@effect/vitest"
-import { generateId } from "@model-platform/core/keys"
-import { RateLimitStore, windowStartOf } from "@model-platform/core/kernel"
+import { generateId, RateLimitStore, windowStartOf } from "@model-platform/core/kernel"
 import { rateLimitStoreContract } from "@model-platform/test-harness/RateLimitContract"
 import { Effect, Layer } from "effect"
 import { expiresAt, RateLimitKeys, RateLimitStoreDynamo, RETAIN_MS } from "../src/DynamoRateLimitStore.ts"

@@ -5,9 +5,8 @@
  */
 import { GetItemCommand, TransactionCanceledException, TransactWriteItemsCommand } from "@aws-sdk/client-dynamodb"
 import { assert, layer } from "@effect/vitest"
-import { generateId } from "@model-platform/core/keys"
+import { generateId, toTimestamp } from "@model-platform/core/kernel"
 import { type UsageRecord, UsageStore } from "@model-platform/core/billing"
-import { toTimestamp } from "@model-platform/core/kernel"
 import { usageStoreContract } from "@model-platform/test-harness/UsageContract"
 import { Effect, Layer } from "effect"
 import { DynamoConfig } from "../src/DynamoTable.ts"

@@ -27,6 +27,16 @@ export const ServerConfig = Config.all({
    * processes may share it. Default DATA_DIR/blobs.
    */
   blobDir: Config.String("BLOB_DIR").pipe(Config.option),
+  /**
+   * Who may read GET /metrics besides clients on this machine: `Authorization: Bearer <token>`
+   * (docs/operations.md "Metrics"). A secret: never logged.
+   */
+  metricsToken: Config.Redacted("METRICS_TOKEN").pipe(Config.option),
+  /**
+   * The operators' keys: `name:sha256-hex` entries, as `./platform admin new-key <name>` prints them
+   * (docs/operations.md "The operator console"). Unset: the operator API is off.
+   */
+  operatorKeys: Config.String("OPERATOR_KEYS").pipe(Config.withDefault("")),
   /** Email of the owner account created at first start. */
   ownerEmail: Config.String("OWNER_EMAIL").pipe(Config.withDefault("owner@localhost"))
 })

@@ -128,7 +128,16 @@ export const layer = (options: FileJournalOptions): Layer.Layer<MeteringJournal>
         opened: (ref) => append({ _tag: "opened", ref }),
         completed: (metered) => append({ _tag: "completed", metered }),
         closed: (ref) => append({ _tag: "closed", ref }),
-        orphans: Scope.provide(scope)(takeOver(directory)).pipe(Effect.orDie)
+        orphans: Scope.provide(scope)(takeOver(directory)).pipe(Effect.orDie),
+        // Every process's journal in the directory: a line names its call's ref.
+        entriesOf: (ref) =>
+          Effect.sync(() =>
+            Fs.readdirSync(directory).flatMap((name) =>
+              readEntries(Path.join(directory, name, JOURNAL))
+                .filter((entry) => refOf(entry) === ref)
+                .map((entry) => ({ journal: name, entry }))
+            )
+          )
       })
     })
   ).pipe(Layer.orDie)

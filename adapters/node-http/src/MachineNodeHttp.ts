@@ -121,13 +121,14 @@ export const makeMachineNodeHttp = (options: MachineNodeHttpOptions = {}): Machi
     path: string,
     method: "GET" | "POST",
     payload: Buffer | undefined,
-    timeoutMs: number
+    timeoutMs: number,
+    extra?: Readonly<Record<string, string>>
   ): Effect.Effect<Http.IncomingMessage, MachineFailure> =>
     Effect.callback<Http.IncomingMessage, MachineFailure>((resume) => {
       const target = targetOf(machine, path)
       const headers: Http.OutgoingHttpHeaders = payload === undefined
-        ? { accept: ACCEPT }
-        : { "content-type": "application/json", "content-length": payload.length, accept: ACCEPT }
+        ? { ...extra, accept: ACCEPT }
+        : { ...extra, "content-type": "application/json", "content-length": payload.length, accept: ACCEPT }
       let done = false
       const finish = (effect: Effect.Effect<Http.IncomingMessage, MachineFailure>) => {
         if (done) return
@@ -176,7 +177,7 @@ export const makeMachineNodeHttp = (options: MachineNodeHttpOptions = {}): Machi
       const text = encodeBody(machine, body)
       if (Result.isFailure(text)) return Effect.fail(text.failure)
       return Effect.map(
-        send(machine, path, "POST", Buffer.from(text.success), options.firstByteTimeoutMs),
+        send(machine, path, "POST", Buffer.from(text.success), options.firstByteTimeoutMs, options.headers),
         (res): MachineResponse => ({ status: res.statusCode ?? 0, headers: headersOf(res.headers), body: bodyOf(machine, res) })
       )
     })

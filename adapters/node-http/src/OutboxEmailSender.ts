@@ -16,11 +16,11 @@ import {
   type EmailMessage,
   EmailSender,
   EmailUnavailable,
+  randomBytes,
   type SentEmail,
   Time,
   toHex
 } from "@model-platform/core/kernel"
-import { randomBytes } from "@model-platform/core/keys"
 import { Effect, Layer } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"

@@ -10,16 +10,19 @@ import {
   AppRoutes,
   clockLayer,
   errorBody,
+  observeRequests,
   type PlatformOptions,
   PlatformServices,
   type PlatformStores,
-  ROUTER_CONFIG
+  ROUTER_CONFIG,
+  SERVE_OPTIONS
 } from "@model-platform/core/http"
 import { MAX_HEADER_BYTES } from "@model-platform/core/kernel"
 import type { EmailSender } from "@model-platform/core/kernel"
 import type { Network } from "@model-platform/core/agents"
 import {
   accountServiceView,
+  ApprovalsHttpClient,
   generateSigningKeys,
   type PlatformClient,
   randomPlatformClient,
@@ -28,8 +31,12 @@ import {
   type TrustedService
 } from "@model-platform/core/agents"
 import { Effect, Layer, Redacted } from "effect"
+import { REQUEST_ID_HEADER, requestIdOf } from "@model-platform/core/observability"
+import { PlatformMetrics } from "@model-platform/core/gateway"
+import type { CatalogueReloader } from "@model-platform/core/http"
+import { Duration } from "effect"
 import { HttpRouter } from "effect/http"
-import { createServer, STATUS_CODES } from "node:http"
+import { createServer, type Server, type ServerResponse, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
 import { accountsConfigLayer, readWebAuthnBundle } from "./Accounts.ts"
 import { MachineNodeHttpLayer } from "./MachineNodeHttp.ts"
@@ -41,6 +48,23 @@ export interface ServerOptions {
   readonly port: number
   readonly host: string
   readonly ownerEmail: string
+  /**
+   * At shutdown, how long the requests in flight (streams among them) have to finish once the
+   * server stopped listening (SHUTDOWN_TIMEOUT_S, Shutdown.ts). Default: 20 s.
+   */
+  readonly shutdownTimeoutMs?: number | undefined
+  /**
+   * Listen with SO_REUSEPORT, so that a second server of this process can take the port over while
+   * this one drains (a catalogue reload, main.ts). Linux only.
+   */
+  readonly reusePort?: boolean | undefined
+  /**
+   * The process's metric registry and gateway activity (gateway/Activity.ts PlatformMetrics),
+   * when it outlives this server (the servers a reload makes share it). Default: a fresh one.
+   */
+  readonly processState?: Layer.Layer<never> | undefined
+  /** How the operator API reloads the catalogue (main.ts). None: 501 there. */
+  readonly catalogueReloader?: Layer.Layer<CatalogueReloader> | undefined
   /** PUBLIC_URL: the base of the addresses handed out (pay_url); unset, each request's own address. */
   readonly publicUrl?: string | undefined
   /** Background work and gateway settings (main.ts turns health checks and the sweeper on). */
@@ -90,7 +114,12 @@ export const serverLayer = <E, R>(options: ServerOptions, stores: Layer.Layer<St
 
 const serverLayerWith = <E, R>(options: ServerOptions, keys: SigningKeys, stores: Layer.Layer<Stores, E, R>) => {
   // One server, shared by the routes and by the account service's default address (its port).
-  const nodeServer = NodeHttpServer.layer(makeNodeServer, { port: options.port, host: options.host })
+  const nodeServer = NodeHttpServer.layer(makeNodeServer, {
+    port: options.port,
+    host: options.host,
+    ...(options.reusePort === true ? { reusePort: true } : {}),
+    ...(options.shutdownTimeoutMs === undefined ? {} : { gracefulShutdownTimeout: Duration.millis(options.shutdownTimeoutMs) })
+  })
   const client = options.platformClient ?? randomPlatformClient()
   // The platform's name in its assertions is its client id at the account service.
   const signer = { iss: client.id, keys }
@@ -120,7 +149,7 @@ const serverLayerWith = <E, R>(options: ServerOptions, keys: SigningKeys, stores
     alertMail: options.platform?.alertMail ?? options.accounts?.emailSender
   }).pipe(Layer.provideMerge(stores))
   const pages = Layer.sync(AccountPagesSettings, () => ({ webauthnBundle: readWebAuthnBundle(), platformUrl: options.publicUrl }))
-  const http = HttpRouter.serve(AppRoutes, { disableListenLog: true, disableLogger: true, routerConfig: ROUTER_CONFIG }).pipe(
+  const http = HttpRouter.serve(AppRoutes, { ...SERVE_OPTIONS, disableListenLog: true, middleware: (app) => observeRequests(app) }).pipe(
     Layer.provide(pages),
     Layer.provideMerge(nodeServer)
   )
@@ -134,7 +163,10 @@ const serverLayerWith = <E, R>(options: ServerOptions, keys: SigningKeys, stores
   return Layer.mergeAll(http, FirstStart.layer(options.ownerEmail)).pipe(
     Layer.provideMerge(accounts),
     Layer.provideMerge(services),
-    Layer.provideMerge(clockLayer(options.platform))
+    Layer.provideMerge(options.catalogueReloader ?? Layer.empty),
+    Layer.provideMerge(clockLayer(options.platform)),
+    // The platform's own metrics (GET /metrics), apart from any other platform in the process.
+    Layer.provideMerge(options.processState ?? PlatformMetrics)
   )
 }
 
@@ -143,8 +175,31 @@ const serverLayerWith = <E, R>(options: ServerOptions, keys: SigningKeys, stores
  * before the platform sees the request, so those refusals, and a request that is not HTTP at all,
  * are answered here in the platform's JSON error shape instead of Node's empty ones.
  */
-const makeNodeServer = () =>
-  createServer({ maxHeaderSize: MAX_HEADER_BYTES }).on("clientError", answerClientError)
+const makeNodeServer = () => closingPromptly(createServer({ maxHeaderSize: MAX_HEADER_BYTES }).on("clientError", answerClientError))
+
+/**
+ * Node's `close` stops listening and waits for the open connections, but a keep-alive connection
+ * that becomes idle later stays open and takes the next request. While this server closes (a
+ * shutdown, or a reload handing over to a new server, Reload.ts), an answer not yet begun tells its
+ * client to close the connection, and idle connections are closed as they become idle: a client
+ * then connects again, to the server in use.
+ */
+const closingPromptly = (server: Server): Server => {
+  const answering = new Set<ServerResponse>()
+  server.prependListener("request", (_request, response: ServerResponse) => {
+    if (!server.listening) response.shouldKeepAlive = false
+    answering.add(response)
+    response.once("close", () => answering.delete(response))
+  })
+  const close = server.close.bind(server)
+  server.close = (callback?: (error?: Error) => void) => {
+    for (const response of answering) if (!response.headersSent) response.shouldKeepAlive = false
+    const idle = setInterval(() => server.closeIdleConnections(), 50)
+    server.once("close", () => clearInterval(idle))
+    return close(callback)
+  }
+  return server
+}
 
 const answerClientError = (error: Error & { readonly code?: string; readonly rawPacket?: Buffer }, socket: Duplex) => {
   // As Node's own handler: nothing to answer on a connection the client already closed.
@@ -157,8 +212,11 @@ const answerClientError = (error: Error & { readonly code?: string; readonly raw
   // The path picks the surface's shape (/v1: inference); the request line is what arrived first.
   const target = /^[A-Z]+ (\S+)/.exec(error.rawPacket?.toString("latin1") ?? "")?.[1] ?? "/"
   const body = JSON.stringify(errorBody(target.split("?")[0] ?? "/", status, message))
+  // Every answer has a request id (observability/Requests.ts); this request never reached the platform.
+  const requestId = Effect.runSync(requestIdOf(undefined))
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\n` +
+      `${REQUEST_ID_HEADER}: ${requestId}\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
   )
 }

@@ -5,7 +5,7 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { AccountsConfig, FirstStart, issueClaimLink, RecoveryDelayConfig } from "@model-platform/core/accounts"
-import { Console, Data, Effect, Layer, Option } from "effect"
+import { Console, Data, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import * as Path from "node:path"
 import {
@@ -16,9 +16,13 @@ import {
   SimulatedNetwork,
   trustedPlatform
 } from "@model-platform/core/agents"
+import { type LogFormat, loggingLayer, type LoggingSettings, loggingSettings } from "@model-platform/core/observability"
+import { tracingFromConfig } from "@model-platform/core/http"
+import { PlatformMetrics } from "@model-platform/core/gateway"
+import { parseOperatorKeys } from "@model-platform/core/operator"
 import { evmOptionsFor } from "@model-platform/evm/EvmEnvironment"
-import { AccountsServerConfig } from "./Accounts.ts"
 import { shellCardProcessor, stripeSecretsFromEnv } from "@model-platform/stripe/StripeConfig"
+import { AccountsServerConfig } from "./Accounts.ts"
 import { loadCatalogue } from "./CatalogueFile.ts"
 import { ServerConfig, startProblem } from "./Config.ts"
 import { EmailConfig, emailSenderLayer, outboxDirectory } from "./Email.ts"
@@ -26,21 +30,29 @@ import { FileMeteringJournal } from "./FileMeteringJournal.ts"
 import { Database } from "./postgres/Database.ts"
 import { PgPlatformStores } from "./postgres/PgPlatformStores.ts"
 import { BlobStoreDisk } from "./DiskBlobStore.ts"
+import { listenForStopSignals, shutdownSettings, teardown } from "./Shutdown.ts"
+import { serveReloadable } from "./Reload.ts"
+import type { CatalogueConfig } from "@model-platform/core/catalogue"
+import type { CatalogueReloader } from "@model-platform/core/http"
 import { serverLayer } from "./Server.ts"
 
-const announce = (host: string, mail: string) => Effect.gen(function*() {
+/** Writes announcements as they are (a terminal), or as JSON log lines where logs are JSON. */
+const say = (format: LogFormat) => (text: string) => format === "json" ? Effect.logInfo(text) : Console.log(text)
+
+const announce = (host: string, mail: string, format: LogFormat) => Effect.gen(function*() {
+  const print = say(format)
   const server = yield* HttpServer.HttpServer
   const owner = yield* FirstStart
   const accounts = yield* AccountsConfig
   const address = server.address._tag === "UnixPathAddress"
     ? server.address.path
     : `http://${host.includes(":") ? `[${host}]` : host}:${server.address.port}`
-  yield* Console.log(`Model Platform listening on ${address} (docs at ${address}/docs)`)
-  yield* Console.log(`Account service at ${accounts.accountsUrl} (sign up at ${accounts.accountsUrl}/sign-up); ${mail}`)
+  yield* print(`Model Platform listening on ${address} (docs at ${address}/docs)`)
+  yield* print(`Account service at ${accounts.accountsUrl} (sign up at ${accounts.accountsUrl}/sign-up); ${mail}`)
   if (owner !== undefined) {
     // Beside the key: where the owner attaches a passkey (to approve agents; docs/accounts.md "The owner").
     const claim = yield* Effect.orDie(issueClaimLink(owner.account.id, accounts.accountsUrl))
-    yield* Console.log(
+    yield* print(
       [
         "",
         `First start: created the owner account ${owner.account.email}.`,
@@ -63,11 +75,15 @@ const announce = (host: string, mail: string) => Effect.gen(function*() {
 /** The server cannot start as configured (Config.ts startProblem). */
 class StartRefused extends Data.TaggedError("StartRefused")<{ readonly message: string }> {}
 
-const main = Effect.gen(function*() {
+const main = (logging: LoggingSettings) => Effect.gen(function*() {
   const config = yield* ServerConfig
   const problem = startProblem(config.host, Option.getOrUndefined(config.publicUrl))
   if (problem !== undefined) return yield* Effect.fail(new StartRefused({ message: problem }))
+  const shutdown = yield* shutdownSettings
+  const operatorKeys = yield* parseOperatorKeys(config.operatorKeys)
   const catalogue = yield* loadCatalogue(config.catalogueFile)
+  // The payment rails' secrets and chains are read at start, for the catalogue the server starts
+  // with: a reload that changes `payments` needs a restart (docs/operations.md "Reloading the catalogue").
   // The "evm" stablecoin rail: its chains' RPC URLs and xpubs from the variables the catalogue names.
   const evm = evmOptionsFor(catalogue.payments, process.env)
   if ("problems" in evm) {
@@ -89,47 +105,79 @@ const main = Effect.gen(function*() {
   const trustedServices = Option.isSome(assertions.jwks)
     ? yield* trustedPlatform(platformClient?.id ?? DEFAULT_PLATFORM_CLIENT_ID, serviceKeys, assertions.jwks)
     : undefined
-  const server = serverLayer(
-    {
-      catalogue,
-      port: config.port,
-      host: config.host,
-      ownerEmail: config.ownerEmail,
-      publicUrl: Option.getOrUndefined(config.publicUrl),
-      platform: {
-        healthCheck: {},
-        sweepReservations: {},
-        // Card plans renewed at their period's end (billing/Renewals.ts).
-        renewPlans: {},
-        // Stablecoin deposits on EVM chains, watched every 15 s (payments/DepositWatcher.ts).
-        evm: evm.evm,
-        watchDeposits: {},
-        cardProcessor,
-        // An in-memory database (tests) keeps its blobs in memory too unless a directory is named.
-        blobs: Option.isNone(config.blobDir) && config.dataDir === Database.MEMORY
-          ? undefined
-          : BlobStoreDisk(Option.getOrElse(config.blobDir, () => Path.join(config.dataDir, "blobs"))),
-        // An in-memory database (tests) keeps no journal unless one is named.
-        meteringJournal: Option.isNone(config.meteringJournalDir) && config.dataDir === Database.MEMORY
-          ? undefined
-          : FileMeteringJournal.layer({
-            directory: Option.getOrElse(config.meteringJournalDir, () => Path.join(config.dataDir, "metering"))
-          })
-      },
-      accounts: {
-        accountsUrl: Option.getOrUndefined(accountsUrl),
-        recoveryDelayMs: yield* RecoveryDelayConfig,
-        emailSender: emailSenderLayer(email),
-        network: SimulatedNetwork.fromConfig
-      },
-      // The agent approvals API's client: configured, or a random secret for this process.
-      platformClient,
-      serviceKeys,
-      trustedServices
-    },
-    PgPlatformStores.pipe(Layer.provide(database))
-  )
-  return yield* Layer.launch(Layer.effectDiscard(announce(config.host, mail)).pipe(Layer.provideMerge(server)))
-})
+  const recoveryDelayMs = yield* RecoveryDelayConfig
 
-NodeRuntime.runMain(main)
+  // What outlives a catalogue reload (Reload.ts), built once: the database, the metering journal,
+  // the network, the metrics.
+  const stores = yield* Layer.build(PgPlatformStores.pipe(Layer.provide(database)))
+  // An in-memory database (tests) keeps no journal unless one is named.
+  const journal = Option.isNone(config.meteringJournalDir) && config.dataDir === Database.MEMORY
+    ? undefined
+    : yield* Layer.build(FileMeteringJournal.layer({
+      directory: Option.getOrElse(config.meteringJournalDir, () => Path.join(config.dataDir, "metering"))
+    }))
+  const network = yield* Layer.build(SimulatedNetwork.fromConfig)
+  const processState = yield* Layer.build(PlatformMetrics)
+  yield* listenForStopSignals
+
+  const server = (catalogue: CatalogueConfig, port: number, catalogueReloader: Layer.Layer<CatalogueReloader>) =>
+    serverLayer(
+      {
+        catalogue,
+        port,
+        host: config.host,
+        shutdownTimeoutMs: shutdown.timeoutMs,
+        reusePort: true,
+        processState: Layer.succeedContext(processState),
+        catalogueReloader,
+        ownerEmail: config.ownerEmail,
+        publicUrl: Option.getOrUndefined(config.publicUrl),
+        platform: {
+          // GET /metrics for clients elsewhere with this token (an empty one is none).
+          metricsToken: Option.getOrUndefined(Option.filter(config.metricsToken, (token) => Redacted.value(token) !== "")),
+          operatorKeys,
+          healthCheck: {},
+          sweepReservations: {},
+          // Card plans renewed at their period's end (billing/Renewals.ts).
+          renewPlans: {},
+          // Stablecoin deposits on EVM chains, watched every 15 s (payments/DepositWatcher.ts).
+          evm: evm.evm,
+          watchDeposits: {},
+          cardProcessor,
+          // An in-memory database (tests) keeps its blobs in memory too unless a directory is named.
+          blobs: Option.isNone(config.blobDir) && config.dataDir === Database.MEMORY
+            ? undefined
+            : BlobStoreDisk(Option.getOrElse(config.blobDir, () => Path.join(config.dataDir, "blobs"))),
+          meteringJournal: journal === undefined ? undefined : Layer.succeedContext(journal)
+        },
+        accounts: {
+          accountsUrl: Option.getOrUndefined(accountsUrl),
+          recoveryDelayMs,
+          emailSender: emailSenderLayer(email),
+          network: Layer.succeedContext(network)
+        },
+        // The agent approvals API's client: configured, or a random secret for this process.
+        platformClient,
+        serviceKeys,
+        trustedServices
+      },
+      Layer.succeedContext(stores)
+    )
+  return yield* serveReloadable({
+    initial: catalogue,
+    // PORT, at the first start; a reload takes over the port in use.
+    server: (next, port, reloader) => server(next, port === 0 ? config.port : port, reloader),
+    load: loadCatalogue(config.catalogueFile),
+    started: announce(config.host, mail, logging.format),
+    shutdown
+  })
+}).pipe(Effect.scoped)
+
+// LOG_FORMAT (pretty unless json) and LOG_LEVEL, for everything the server writes (docs/operations.md "Logs").
+// A stop signal drains the server and exits 0 (Shutdown.ts).
+// OTEL_EXPORTER_OTLP_ENDPOINT: traces exported over OTLP (docs/operations.md "Traces"), flushed at exit.
+NodeRuntime.runMain(
+  Effect.flatMap(loggingSettings("pretty"), (logging) =>
+    main(logging).pipe(Effect.provide(Layer.merge(loggingLayer(logging), tracingFromConfig)))),
+  { teardown }
+)

@@ -9,8 +9,7 @@
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { AgentDocuments, AgentStore, encodeAgent } from "@model-platform/core/agents"
-import { generateId } from "@model-platform/core/keys"
-import { DocumentStores } from "@model-platform/core/kernel"
+import { DocumentStores, generateId } from "@model-platform/core/kernel"
 import { AgentDocumentsContract, makeAgent } from "@model-platform/test-harness/AgentContract"
 import { ApprovalDocumentsContract } from "@model-platform/test-harness/ApprovalContract"
 import { assertDies } from "@model-platform/test-harness/ContractSupport"

@@ -14,7 +14,8 @@ import { Cause, Effect, Exit, Layer, Redacted } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
 import type { AccountRecord } from "@model-platform/core/keys"
 import { grantParts, UsageStore } from "@model-platform/core/billing"
-import { AccountStore, generateId, type KeyRecord, KeyStore } from "@model-platform/core/keys"
+import { AccountStore, type KeyRecord, KeyStore } from "@model-platform/core/keys"
+import { generateId, type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
 import {
   type BudgetClaim,
   type GrantClaim,
@@ -25,7 +26,6 @@ import {
   settlementOf
 } from "@model-platform/core/ledger"
 import { type Admission, GatewayStore, type Metered } from "@model-platform/core/gateway"
-import { type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
 import * as Database from "../src/postgres/Database.ts"
 import { migrate, migrations } from "../src/postgres/migrations.ts"
 import { LedgerStorePg } from "../src/postgres/PgLedgerStore.ts"

@@ -12,9 +12,8 @@
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { generateId } from "@model-platform/core/keys"
+import { generateId, toTimestamp } from "@model-platform/core/kernel"
 import { Ledger, LedgerStore } from "@model-platform/core/ledger"
-import { toTimestamp } from "@model-platform/core/kernel"
 import { LedgerStoreMemory } from "@model-platform/test-harness/MemoryLedgerStore"
 import * as Database from "../src/postgres/Database.ts"
 import { LedgerStorePg } from "../src/postgres/PgLedgerStore.ts"

@@ -8,7 +8,7 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { generateId } from "@model-platform/core/keys"
+import { generateId } from "@model-platform/core/kernel"
 import { type OrderRecord, OrderStore } from "@model-platform/core/payments"
 import { type OrderDetails } from "@model-platform/core/plans"
 import { assertDies } from "@model-platform/test-harness/ContractSupport"

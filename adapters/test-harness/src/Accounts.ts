@@ -4,8 +4,8 @@
  * with its stores, as a sign-up would: an account and a key holding every permission.
  */
 import { normaliseEmail, PeopleStore } from "@model-platform/core/accounts"
-import { AccountStore, ApiKeys, generateId, PermissionValues } from "@model-platform/core/keys"
-import { Time } from "@model-platform/core/kernel"
+import { AccountStore, ApiKeys, PermissionValues } from "@model-platform/core/keys"
+import { generateId, Time } from "@model-platform/core/kernel"
 import { Effect } from "effect"
 
 /** Creates an account and returns the secret of its key (every permission). */

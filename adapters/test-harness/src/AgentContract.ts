@@ -6,7 +6,7 @@
  */
 import type { AgentRecord } from "@model-platform/core/agents"
 import { AgentDocuments, AgentStore } from "@model-platform/core/agents"
-import { generateId } from "@model-platform/core/keys"
+import { generateId } from "@model-platform/core/kernel"
 import { Effect, type Layer } from "effect"
 import { contractTime as at, type DocumentContractKind, documentStoreContract } from "./DocumentContract.ts"
 

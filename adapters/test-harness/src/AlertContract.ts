@@ -6,7 +6,7 @@
  * an empty store.
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
-import { generateId } from "@model-platform/core/keys"
+import { generateId } from "@model-platform/core/kernel"
 import { type AlertKind, type AlertRecord, AlertStore, type TopUpState } from "@model-platform/core/billing"
 import { Effect, type Layer } from "effect"
 import fc from "fast-check"

@@ -3,7 +3,7 @@
  * every field set, and `ApprovalDocumentsContract`, the kind as the contract exercises it.
  */
 import { ApprovalDocuments, type ApprovalRecord, ApprovalStore } from "@model-platform/core/accounts"
-import { generateId } from "@model-platform/core/keys"
+import { generateId } from "@model-platform/core/kernel"
 import { Effect } from "effect"
 import { contractTime as at, type DocumentContractKind } from "./DocumentContract.ts"
 

@@ -14,7 +14,7 @@ import {
   DEFAULT_BILLING_SETTINGS,
   type SavedCard
 } from "@model-platform/core/billing"
-import { generateId } from "@model-platform/core/keys"
+import { generateId } from "@model-platform/core/kernel"
 import { Effect, type Layer } from "effect"
 import fc from "fast-check"
 import { assertDies } from "./ContractSupport.ts"

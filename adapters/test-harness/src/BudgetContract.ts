@@ -20,8 +20,7 @@ import {
   reserveOrdered,
   usageEntries
 } from "@model-platform/core/ledger"
-import { generateId } from "@model-platform/core/keys"
-import { type Timestamp, toTimestamp } from "@model-platform/core/kernel"
+import { generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { assertDies, fundedAccount as fundedAt } from "./ContractSupport.ts"
 
 const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)

@@ -12,9 +12,8 @@
  * answer the same for a repeated idempotency key, and one charge for a key however many calls
  * race with it.
  */
-import { generateId } from "@model-platform/core/keys"
+import { generateId, Time } from "@model-platform/core/kernel"
 import type { CardOutcome, CardProcessor, SaveCardOutcome } from "@model-platform/core/payments"
-import { Time } from "@model-platform/core/kernel"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 

@@ -4,7 +4,7 @@
  */
 import { assert } from "@effect/vitest"
 import { Cause, Effect, Exit } from "effect"
-import { generateId } from "@model-platform/core/keys"
+import { generateId } from "@model-platform/core/kernel"
 import { LedgerStore } from "@model-platform/core/ledger"
 import type { Timestamp } from "@model-platform/core/kernel"
 

@@ -7,7 +7,7 @@
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
 import { type CreditEntryType, creditTotalsOf, type LedgerEntry, LedgerStore, usageEntries } from "@model-platform/core/ledger"
-import { generateId } from "@model-platform/core/keys"
+import { generateId } from "@model-platform/core/kernel"
 import type { Timestamp } from "@model-platform/core/kernel"
 
 const NEVER = "2100-01-01T00:00:00.000Z" as Timestamp

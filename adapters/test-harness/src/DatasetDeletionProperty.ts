@@ -9,8 +9,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Caller } from "@model-platform/core/keys"
 import { BlobStore, Datasets, DeletionDocuments, DELETIONS_OWNER, type ItemRecord } from "@model-platform/core/datasets"
-import { DocumentStores, now } from "@model-platform/core/kernel"
-import { generateId } from "@model-platform/core/keys"
+import { DocumentStores, generateId, now } from "@model-platform/core/kernel"
 import { Effect, Exit, Layer } from "effect"
 
 class Crash extends Error {}

@@ -9,9 +9,8 @@
  * shared by its tests, so every test works on fresh random ids.
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
-import { generateId } from "@model-platform/core/keys"
+import { DocumentStores, generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import type { DocumentKind, DocumentStore, VersionedRecord } from "@model-platform/core/kernel"
-import { DocumentStores, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { Context, Effect, Layer, Schema } from "effect"
 import { assertDies } from "./ContractSupport.ts"
 

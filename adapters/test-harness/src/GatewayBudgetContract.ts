@@ -11,7 +11,8 @@ import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
 import type { AccountRecord } from "@model-platform/core/keys"
 import type { PlatformStores } from "@model-platform/core/http"
-import { AccountStore, generateId, type KeyRecord, KeyStore } from "@model-platform/core/keys"
+import { AccountStore, type KeyRecord, KeyStore } from "@model-platform/core/keys"
+import { generateId, type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
 import {
   auditAccount,
   type BudgetClaim,
@@ -22,7 +23,6 @@ import {
   spendingOrder
 } from "@model-platform/core/ledger"
 import { type Admission, GatewayStore, type Metered } from "@model-platform/core/gateway"
-import { type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
 import type { UsageRecord } from "@model-platform/core/billing"
 
 const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)

@@ -14,7 +14,8 @@ import { Effect } from "effect"
 import type { AccountRecord } from "@model-platform/core/keys"
 import type { PlatformStores } from "@model-platform/core/http"
 import { grantParts, type UsageRecord, UsageStore } from "@model-platform/core/billing"
-import { AccountStore, generateId, type KeyRecord, KeyStore } from "@model-platform/core/keys"
+import { AccountStore, type KeyRecord, KeyStore } from "@model-platform/core/keys"
+import { generateId, type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
 import {
   type GrantClaim,
   LedgerStore,
@@ -23,7 +24,6 @@ import {
   spendingOrder
 } from "@model-platform/core/ledger"
 import { type Admission, GatewayStore, type Metered } from "@model-platform/core/gateway"
-import { type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
 
 const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
 const NEVER = toTimestamp(Date.UTC(2100, 0, 1))

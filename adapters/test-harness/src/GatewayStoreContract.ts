@@ -24,7 +24,8 @@ import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
 import type { AccountRecord } from "@model-platform/core/keys"
 import type { PlatformStores } from "@model-platform/core/http"
-import { AccountStore, generateId, type KeyRecord, KeyStore } from "@model-platform/core/keys"
+import { AccountStore, type KeyRecord, KeyStore } from "@model-platform/core/keys"
+import { generateId, RateLimitStore, type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
 import {
   allocate,
   type Allocation,
@@ -47,7 +48,6 @@ import {
   type Metered,
   type MeteredResult
 } from "@model-platform/core/gateway"
-import { RateLimitStore, type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
 import { reportOf, type UsageDays, type UsageRecord, UsageStore } from "@model-platform/core/billing"
 import { gatewayBudgetTests } from "./GatewayBudgetContract.ts"
 import { gatewayGrantTests } from "./GatewayGrantContract.ts"

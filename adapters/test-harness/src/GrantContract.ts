@@ -12,7 +12,7 @@
  */
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
-import { generateId } from "@model-platform/core/keys"
+import { generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import {
   type BudgetClaim,
   type GrantClaim,
@@ -24,7 +24,6 @@ import {
   reserveOrdered,
   settlementOf
 } from "@model-platform/core/ledger"
-import { type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { assertDies, fundedAccount as fundedAt } from "./ContractSupport.ts"
 
 const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)

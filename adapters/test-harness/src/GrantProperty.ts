@@ -34,8 +34,7 @@ import {
   settlementOf,
   takeGrants
 } from "@model-platform/core/ledger"
-import { generateId } from "@model-platform/core/keys"
-import { type Timestamp, toTimestamp } from "@model-platform/core/kernel"
+import { generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { type RunOnStore, schedulerGate, schedulerProperty } from "./SchedulerGate.ts"
 
 const y1985 = (ms: number): Timestamp => toTimestamp(Date.UTC(1985, 0, 1) + ms)

@@ -5,7 +5,17 @@
  */
 import { FirstStart } from "@model-platform/core/accounts"
 import type { CatalogueConfig } from "@model-platform/core/catalogue"
-import { AppRoutes, clockLayer, type PlatformOptions, PlatformServices, type PlatformStores, ROUTER_CONFIG } from "@model-platform/core/http"
+import {
+  AppRoutes,
+  clockLayer,
+  observeRequests,
+  type PlatformOptions,
+  PlatformServices,
+  type PlatformStores,
+  ROUTER_CONFIG,
+  SERVE_OPTIONS
+} from "@model-platform/core/http"
+import { PlatformMetrics } from "@model-platform/core/gateway"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createAccount, createAccountWithIdentity } from "./Accounts.ts"
@@ -35,14 +45,17 @@ export const startInProcess = async <S extends PlatformStores, E>(
   // The harness builds each request's URL itself (http://platform.test), as a web handler's shell does.
   const services = PlatformServices(catalogue, { requestUrlFromShell: true, ...options }).pipe(Layer.provideMerge(all))
   const runtime = ManagedRuntime.make(
-    Layer.mergeAll(services, FirstStart.layer("owner@test.local").pipe(Layer.provide(services))).pipe(Layer.provideMerge(clockLayer(options)))
+    Layer.mergeAll(services, FirstStart.layer("owner@test.local").pipe(Layer.provide(services))).pipe(
+      Layer.provideMerge(clockLayer(options)),
+      Layer.provideMerge(PlatformMetrics)
+    )
   )
   const owner = await runtime.runPromise(Effect.flatMap(FirstStart, Effect.succeed))
   const context = await runtime.context()
   const { handler, dispose } = HttpRouter.toWebHandler(
     // provideMerge: every request runs in the platform's context, its Clock included (PlatformOptions.clock).
       AppRoutes.pipe(Layer.provideMerge(Layer.succeedContext(context)), Layer.provide(HttpServer.layerServices)),
-    { disableLogger: true, routerConfig: ROUTER_CONFIG }
+    { ...SERVE_OPTIONS, middleware: (app) => observeRequests(app) }
   )
   return {
     ownerSecret: owner?.key.secret ?? "",

@@ -5,11 +5,11 @@
  * endpoints (KeyScope.ts): a plan on another machine. Written on the shell's own stores (`seed`),
  * in the owner's account, with the fixture catalogue's machines (Fixtures.ts).
  */
-import { ApiKeys, generateId, type Permission, PermissionValues } from "@model-platform/core/keys"
+import { ApiKeys, type Permission, PermissionValues } from "@model-platform/core/keys"
+import { generateId, Time } from "@model-platform/core/kernel"
 import type { AgentRecord } from "@model-platform/core/agents"
 import { AgentStore } from "@model-platform/core/agents"
 import { PlanStore } from "@model-platform/core/plans"
-import { Time } from "@model-platform/core/kernel"
 import { Effect } from "effect"
 import { makeAgent } from "./AgentContract.ts"
 

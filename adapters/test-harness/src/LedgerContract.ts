@@ -23,8 +23,7 @@ import {
   spendingSources,
   usageEntries
 } from "@model-platform/core/ledger"
-import { generateId } from "@model-platform/core/keys"
-import { type Timestamp, toTimestamp } from "@model-platform/core/kernel"
+import { generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { budgetTests } from "./BudgetContract.ts"
 import { creditTotalsTests } from "./CreditTotalsContract.ts"
 import { budgetProperty } from "./BudgetProperty.ts"

@@ -74,7 +74,10 @@ export const AccountStoreMemory: Layer.Layer<AccountStore> = Layer.effect(
       return earliest?.record
     })
 
-    return AccountStore.of({ insert, get, first })
+    const findByEmail = (email: string) =>
+      Effect.map(Ref.get(state), (s) => [...s.byId.values()].find((stored) => stored.record.email === email)?.record)
+
+    return AccountStore.of({ insert, get, findByEmail, first })
   })
 )
 
@@ -150,7 +153,11 @@ export const KeyStoreMemory: Layer.Layer<KeyStore> = Layer.effect(
         return replace(s, stored, { ...stored.record, last_used_at: at })
       })
 
-    return KeyStore.of({ insert, findByHash, get, list, revoke, touch })
+    const findByPrefix = (prefix: string) =>
+      Effect.map(Ref.get(state), (s) =>
+        [...s.byId.values()].filter((stored) => stored.record.prefix === prefix).sort(byCreation).map((stored) => copyKey(stored.record)))
+
+    return KeyStore.of({ insert, findByHash, findByPrefix, get, list, revoke, touch })
   })
 )
 

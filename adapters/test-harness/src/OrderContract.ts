@@ -8,7 +8,7 @@
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, Exit, type Layer } from "effect"
-import { generateId } from "@model-platform/core/keys"
+import { generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import {
   type DepositAddress,
   type DepositRecord,
@@ -17,7 +17,6 @@ import {
   type ReceiptRecord,
   type TicketRecord
 } from "@model-platform/core/payments"
-import { type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */

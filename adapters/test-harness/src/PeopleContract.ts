@@ -18,8 +18,7 @@ import {
   type SessionRecord,
   type TokenPurpose
 } from "@model-platform/core/accounts"
-import { generateId } from "@model-platform/core/keys"
-import { type Timestamp, toTimestamp } from "@model-platform/core/kernel"
+import { generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { Effect, type Layer } from "effect"
 import fc from "fast-check"
 import { assertDies } from "./ContractSupport.ts"

@@ -7,9 +7,8 @@
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
-import { generateId } from "@model-platform/core/keys"
+import { generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { type PlanRenewal, PlanStore, type RentalRecord, type SubscriptionRecord } from "@model-platform/core/plans"
-import { type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { assertDies } from "./ContractSupport.ts"
 
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const

@@ -8,8 +8,7 @@
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
 import fc from "fast-check"
-import { generateId } from "@model-platform/core/keys"
-import { RateLimitStore, windowStartOf } from "@model-platform/core/kernel"
+import { generateId, RateLimitStore, windowStartOf } from "@model-platform/core/kernel"
 import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */

@@ -9,9 +9,8 @@
  */
 import { Context, Effect, Layer, Ref } from "effect"
 import type { BadRequest } from "@model-platform/core/kernel"
-import { randomBytes } from "@model-platform/core/keys"
+import { randomBytes, Time } from "@model-platform/core/kernel"
 import { type DepositResult, Orders, StablecoinRail, type Transfer } from "@model-platform/core/payments"
-import { Time } from "@model-platform/core/kernel"
 
 export interface SendInput {
   readonly chain: string

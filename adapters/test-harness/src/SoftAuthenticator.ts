@@ -8,7 +8,7 @@
  * `create` and `get` take the options the service handed out and the origin the "page" runs on;
  * tests pass another origin, an old challenge or a lowered counter to check the refusals.
  */
-import { base64url } from "@model-platform/core/keys"
+import { base64url } from "@model-platform/core/kernel"
 import { Effect, Ref } from "effect"
 
 export interface SoftCredential {

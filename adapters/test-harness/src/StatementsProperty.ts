@@ -10,7 +10,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { statementsOver, UsageStore } from "@model-platform/core/billing"
-import { generateId } from "@model-platform/core/keys"
+import { generateId } from "@model-platform/core/kernel"
 import { type CreditEntryType, LedgerStore, usageEntries } from "@model-platform/core/ledger"
 import type { Timestamp } from "@model-platform/core/kernel"
 import { Effect, type Layer } from "effect"

@@ -10,9 +10,9 @@
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, Exit, type Layer } from "effect"
 import type { AccountRecord } from "@model-platform/core/keys"
-import { AccountStore, generateId, type KeyRecord, KeyStore } from "@model-platform/core/keys"
+import { AccountStore, type KeyRecord, KeyStore } from "@model-platform/core/keys"
+import { generateId, toTimestamp } from "@model-platform/core/kernel"
 import { IdempotencyStore, RETENTION_MS } from "@model-platform/core/http"
-import { toTimestamp } from "@model-platform/core/kernel"
 import { assertDies } from "./ContractSupport.ts"
 
 type Stores = AccountStore | KeyStore | IdempotencyStore
@@ -70,6 +70,15 @@ const accountTests = (it: Vitest.MethodsNonLive<AccountStore>) =>
         const account = yield* makeAccount({ created_at: at(1) })
         yield* store.insert(account)
         assert.deepStrictEqual(yield* store.get(account.id), account)
+      }))
+
+    it.effect("findByEmail answers the account with that email, undefined for an unknown email", () =>
+      Effect.gen(function*() {
+        const store = yield* AccountStore
+        const account = yield* makeAccount({ created_at: at(2) })
+        yield* store.insert(account)
+        assert.deepStrictEqual(yield* store.findByEmail(account.email), account)
+        assert.isUndefined(yield* store.findByEmail(`other-${account.email}`))
       }))
 
     it.effect("get of an unknown id is undefined", () =>
@@ -152,6 +161,19 @@ const keyTests = (it: Vitest.MethodsNonLive<KeyStore>) =>
           assert.deepStrictEqual(yield* store.get(accountId, key.id), key)
           assert.deepStrictEqual(yield* store.findByHash(key.secret_hash), key)
         }
+      }))
+
+    it.effect("findByPrefix answers every key with that prefix (revoked ones too, of any account), oldest first", () =>
+      Effect.gen(function*() {
+        const store = yield* KeyStore
+        const prefix = `mpk_${(yield* randomHex).slice(0, 8)}`
+        const older = yield* makeKey(yield* generateId("acct"), { prefix, created_at: at(1) })
+        const newer = yield* makeKey(yield* generateId("acct"), { prefix, created_at: at(2) })
+        const other = yield* makeKey(older.account_id, { prefix: `${prefix.slice(0, -1)}z`, created_at: at(3) })
+        for (const key of [newer, other, older]) yield* store.insert(key)
+        const revoked = yield* store.revoke(newer.account_id, newer.id, at(4))
+        assert.deepStrictEqual(yield* store.findByPrefix(prefix), [older, revoked!])
+        assert.deepStrictEqual(yield* store.findByPrefix(`${prefix.slice(0, -1)}y`), [])
       }))
 
     it.effect("unknown hash, unknown id and another account's key are undefined", () =>

@@ -18,9 +18,8 @@ import {
   TopUps
 } from "@model-platform/core/billing"
 import { Catalogue } from "@model-platform/core/catalogue"
-import { generateId } from "@model-platform/core/keys"
+import { generateId, MICRO_PER_CREDIT, Time } from "@model-platform/core/kernel"
 import { Ledger, LedgerStore } from "@model-platform/core/ledger"
-import { MICRO_PER_CREDIT, Time } from "@model-platform/core/kernel"
 import type { AccountStore } from "@model-platform/core/keys"
 import { CardProcessor, OrderStore, TestCardProcessor } from "@model-platform/core/payments"
 import { Clock, Context, Effect, Layer } from "effect"

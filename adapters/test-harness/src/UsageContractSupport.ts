@@ -4,9 +4,8 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect, Stream } from "effect"
-import { generateId } from "@model-platform/core/keys"
+import { dayOf, generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { lineOf, reportOf, type UsageDays, type UsageDimension, type UsageQuery, type UsageRecord, UsageStore } from "@model-platform/core/billing"
-import { dayOf, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */

@@ -6,7 +6,7 @@
  * nothing is mailed and the alert says nothing of a link.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { PublicAddress } from "@model-platform/core/kernel"
+import { generateId, MICRO_PER_CREDIT, PublicAddress, Time } from "@model-platform/core/kernel"
 import {
   Alerts,
   AlertStore,
@@ -16,9 +16,8 @@ import {
   TopUps
 } from "@model-platform/core/billing"
 import { Catalogue } from "@model-platform/core/catalogue"
-import { AccountStore, generateId } from "@model-platform/core/keys"
+import { AccountStore } from "@model-platform/core/keys"
 import { Ledger, LedgerStore } from "@model-platform/core/ledger"
-import { MICRO_PER_CREDIT, Time } from "@model-platform/core/kernel"
 import { CardProcessor, Orders, StablecoinRail, TestCardProcessor } from "@model-platform/core/payments"
 import { Effect, Layer } from "effect"
 import { fixtureCatalogue } from "../src/Fixtures.ts"

@@ -24,10 +24,10 @@ import {
   SimulatedNetwork,
   verify
 } from "@model-platform/core/agents"
-import { ApiKeys, base64url, PermissionValues } from "@model-platform/core/keys"
+import { ApiKeys, PermissionValues } from "@model-platform/core/keys"
+import { base64url, RateLimitStore, sha256Hex } from "@model-platform/core/kernel"
 import { AppRoutes, clockLayer, PlatformServices, ROUTER_CONFIG } from "@model-platform/core/http"
 import { MachineClient } from "@model-platform/core/gateway"
-import { RateLimitStore, sha256Hex } from "@model-platform/core/kernel"
 import { Effect, Exit, Layer, ManagedRuntime, Redacted } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { generateKeyPairSync } from "node:crypto"

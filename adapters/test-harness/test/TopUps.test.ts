@@ -14,9 +14,8 @@ import {
   TopUps
 } from "@model-platform/core/billing"
 import { Catalogue } from "@model-platform/core/catalogue"
-import { generateId } from "@model-platform/core/keys"
+import { generateId, MICRO_PER_CREDIT, Time } from "@model-platform/core/kernel"
 import { Ledger, LedgerStore } from "@model-platform/core/ledger"
-import { MICRO_PER_CREDIT, Time } from "@model-platform/core/kernel"
 import {
   AUTO_RELOAD_ORDER_KIND,
   CardProcessor,

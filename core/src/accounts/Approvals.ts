@@ -24,7 +24,7 @@ import {
   type CreateApprovalWire,
   type CreatedApprovalWire
 } from "../agents/ApprovalWire.ts"
-import { generateId } from "../keys/Keys.ts"
+import { generateId } from "../kernel/Ids.ts"
 import { creditsToMicro, microToCredits } from "../kernel/Money.ts"
 import { ApprovalStore } from "./ApprovalStore.ts"
 import { agentDid, Network, type NetworkUnavailable } from "../agents/Network.ts"

@@ -10,7 +10,7 @@
  */
 import { Clock, Effect, Schema } from "effect"
 import { addressProblem } from "../kernel/EmailSender.ts"
-import { generateId } from "../keys/Keys.ts"
+import { generateId } from "../kernel/Ids.ts"
 import * as Time from "../kernel/Time.ts"
 import { type AccountError, accountError } from "./AccountErrors.ts"
 import { ACCOUNT_LIMITS, countHit } from "./AccountLimits.ts"

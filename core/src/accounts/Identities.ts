@@ -12,7 +12,7 @@
  */
 import { Effect } from "effect"
 import type { Identity } from "./Identity.ts"
-import { generateId } from "../keys/Keys.ts"
+import { generateId } from "../kernel/Ids.ts"
 import * as Time from "../kernel/Time.ts"
 import type { Network } from "../agents/Network.ts"
 import type { PeopleStore } from "./PeopleStore.ts"

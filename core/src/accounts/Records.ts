@@ -12,7 +12,7 @@ import { Schema } from "effect"
 import { sha256Hex } from "../kernel/Sha256.ts"
 import { Timestamp } from "../kernel/Time.ts"
 
-/** A person's id, their `sub` at the account service: `per_` and 128 random bits (Keys.generateId). */
+/** A person's id, their `sub` at the account service: `per_` and 128 random bits (kernel/Ids.ts generateId). */
 export const PERSON_ID_KIND = "per"
 
 /** An email as stored and looked up: trimmed, lower-case (the whole address, local part included). */

@@ -14,7 +14,7 @@ import {
   verifyRegistrationResponse
 } from "@simplewebauthn/server"
 import { Clock, Effect, Schema } from "effect"
-import { base64url, randomBytes } from "../keys/Keys.ts"
+import { base64url, randomBytes } from "../kernel/Ids.ts"
 import type { PeopleStore } from "./PeopleStore.ts"
 import * as Time from "../kernel/Time.ts"
 import { type AccountError, accountError } from "./AccountErrors.ts"

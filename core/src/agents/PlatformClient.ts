@@ -6,7 +6,7 @@
  * shell serving both in one process, without a configured secret, makes a random one at start.
  */
 import { Config, Option, Redacted } from "effect"
-import { base64url } from "../keys/Keys.ts"
+import { base64url } from "../kernel/Ids.ts"
 import { sha256Hex } from "../kernel/Sha256.ts"
 
 export interface PlatformClient {

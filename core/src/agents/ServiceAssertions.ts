@@ -12,7 +12,7 @@
  */
 import { Config, Context, Effect, Option, Redacted, Schema } from "effect"
 import * as Jose from "jose"
-import { base64url } from "../keys/Keys.ts"
+import { base64url } from "../kernel/Ids.ts"
 import { RateLimitStore, windowStartOf } from "../kernel/RateLimitStore.ts"
 
 export const ASSERTION_ALG = "ES256"

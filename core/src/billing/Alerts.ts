@@ -12,7 +12,7 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import * as Errors from "../kernel/Errors.ts"
-import { generateId } from "../keys/Keys.ts"
+import { generateId } from "../kernel/Ids.ts"
 import { microToCredits } from "../kernel/Money.ts"
 import { centsToUsd } from "../payments/OrderRules.ts"
 import { AccountStore } from "../keys/AccountStore.ts"

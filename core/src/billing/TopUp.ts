@@ -24,7 +24,7 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { Catalogue } from "../catalogue/Catalogue.ts"
-import { generateId } from "../keys/Keys.ts"
+import { generateId } from "../kernel/Ids.ts"
 import { Ledger } from "../ledger/Ledger.ts"
 import { MICRO_PER_CREDIT } from "../kernel/Money.ts"
 import { AUTO_RELOAD_ORDER_KIND, CURRENCY, PAYMENT_WINDOW_MS } from "../payments/OrderRules.ts"

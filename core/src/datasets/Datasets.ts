@@ -9,7 +9,7 @@
 import { Context, Duration, Effect, Layer, Schedule } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import * as Errors from "../kernel/Errors.ts"
-import { generateId } from "../keys/Keys.ts"
+import { generateId } from "../kernel/Ids.ts"
 import { BlobStore } from "./BlobStore.ts"
 import { DocumentStores } from "../kernel/DocumentStores.ts"
 import { updateDocument } from "../kernel/Documents.ts"

@@ -13,7 +13,7 @@
 import { Effect } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import * as Errors from "../kernel/Errors.ts"
-import { base64url, generateId, randomBytes } from "../keys/Keys.ts"
+import { base64url, generateId, randomBytes } from "../kernel/Ids.ts"
 import type { BlobStore } from "./BlobStore.ts"
 import type { DocumentStore } from "../kernel/Documents.ts"
 import { now } from "../kernel/Time.ts"

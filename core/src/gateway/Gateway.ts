@@ -44,6 +44,10 @@ import { makeStandingCheck } from "./KeyStanding.ts"
 import { Ledger } from "../ledger/Ledger.ts"
 import { MachineClient, type MachineFailure, type MachineResponse } from "./MachineClient.ts"
 import * as Time from "../kernel/Time.ts"
+import { noteCall } from "./CallFacts.ts"
+import { standingOf } from "./KeyStanding.ts"
+import { AgentStore } from "../agents/AgentStore.ts"
+import { PlanStore } from "../plans/PlanStore.ts"
 import { boundOf, completionChars, costOf, estimatedUsage, isFree, type Prices, pricesOf, reportedUsage } from "./Metering.ts"
 import { shapeAnswer } from "./Answers.ts"
 import { machinePath, makeDispatch } from "./Dispatch.ts"
@@ -272,6 +276,7 @@ const make = (config: GatewayConfig) =>
           return yield* inferenceError(400, "invalid_json", "The request body is not valid JSON.")
         }
         const vc = yield* validateCall(endpoint, raw, cfg)
+        yield* noteCall({ model: vc.model.id })
         const { allowance, machines: candidates } = yield* dispatch.candidatesFor(vc, caller, standing, now)
         const agent = standing.agent
         const price = prices.get(vc.model.id)!
@@ -335,6 +340,7 @@ const make = (config: GatewayConfig) =>
 
         const run = Effect.gen(function*() {
           const { machine, response } = yield* attempts
+          yield* noteCall({ machine: machine.id })
           if (response.status >= 400) {
             // The client's own error (400, 413, ...): passed on, not charged.
             const bytes = yield* readAll(response.body).pipe(Effect.orElseSucceed(() => new Uint8Array()))

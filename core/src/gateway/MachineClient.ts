@@ -35,6 +35,8 @@ export interface MachineResponse {
 export interface PostOptions {
   /** Time allowed until the response head arrives. */
   readonly firstByteTimeoutMs: number
+  /** Headers sent besides the client's own (`traceparent`: http/observe/Tracing.ts). */
+  readonly headers?: Readonly<Record<string, string>> | undefined
 }
 
 export class MachineClient extends Context.Service<MachineClient, {

@@ -98,7 +98,12 @@ export const makeMachineHttp = (fetchImpl: typeof fetch = globalThis.fetch): Mac
     post: (machine, path, body, options) =>
       Effect.flatMap(Effect.fromResult(encodeBody(machine, body)), (text) =>
         Effect.map(
-          request(machine, path, { method: "POST", headers: JSON_HEADERS, body: text }, options.firstByteTimeoutMs),
+          request(
+            machine,
+            path,
+            { method: "POST", headers: options.headers === undefined ? JSON_HEADERS : { ...options.headers, ...JSON_HEADERS }, body: text },
+            options.firstByteTimeoutMs
+          ),
           (response): MachineResponse => ({
             status: response.status,
             headers: headersOf(response.headers),

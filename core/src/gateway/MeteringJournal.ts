@@ -45,6 +45,12 @@ export interface MeteringJournalShape {
    * periodically); one being replayed is not answered again until released.
    */
   readonly orphans: Effect.Effect<ReadonlyArray<Orphan>>
+  /**
+   * Optional: the entries about one call that the journals (this process's and those of others
+   * in the same place) still hold, for an operator looking the call up. A closed call's entries
+   * may be gone already: a journal drops what is closed when it compacts.
+   */
+  readonly entriesOf?: (ref: string) => Effect.Effect<ReadonlyArray<{ readonly journal: string; readonly entry: JournalEntry }>>
 }
 
 export class MeteringJournal extends Context.Service<MeteringJournal, MeteringJournalShape>()(

@@ -32,7 +32,7 @@ import type { Caller } from "../keys/Caller.ts"
 import { makeBatcher } from "../kernel/Batcher.ts"
 import { grantParts } from "../billing/Allowances.ts"
 import { BillingWatch } from "../billing/Watch.ts"
-import { generateId } from "../keys/Keys.ts"
+import { generateId } from "../kernel/Ids.ts"
 import { Ledger, settlementOf } from "../ledger/Ledger.ts"
 import { GatewayStore, type Metered, type MeteredResult } from "./GatewayStore.ts"
 import type { Allocation, GrantHold } from "../ledger/LedgerStore.ts"
@@ -40,6 +40,7 @@ import { MeteringJournal } from "./MeteringJournal.ts"
 import { isStoreUnavailableCause, StoreUnavailable } from "../kernel/StoreUnavailable.ts"
 import type { UsageRecord } from "../billing/UsageStore.ts"
 import * as Time from "../kernel/Time.ts"
+import { CurrentActivity, pendingSettlement } from "./Activity.ts"
 import { costOf, type Prices, type Quantities, unitOf } from "./Metering.ts"
 import type { ValidCall } from "./Validation.ts"
 
@@ -108,6 +109,8 @@ export const makeSettlement = (config: SettlementConfig) =>
     const store = yield* GatewayStore
     const ledger = yield* Ledger
     const journal = Option.getOrUndefined(yield* Effect.serviceOption(MeteringJournal))
+    // What this process holds, for the gauges of GET /metrics (gateway/Activity.ts).
+    const activity = yield* CurrentActivity
 
     const background = yield* FiberSet.make<void, never>()
     yield* Effect.addFinalizer(() => FiberSet.awaitEmpty(background).pipe(Effect.timeoutOption(10_000), Effect.asVoid))
@@ -154,7 +157,10 @@ export const makeSettlement = (config: SettlementConfig) =>
         }
       })
 
-    const closed = (ref: string) => journal === undefined ? Effect.void : journal.closed(ref)
+    const closed = (ref: string) => {
+      activity.reservationClosed(ref)
+      return journal === undefined ? Effect.void : journal.closed(ref)
+    }
 
     /** Before a reservation is asked for: journaled, so that a restart releases it if the call never completes. */
     const opened = (ref: string) => journal === undefined ? Effect.void : journal.opened(ref)
@@ -235,6 +241,7 @@ export const makeSettlement = (config: SettlementConfig) =>
       Effect.acquireRelease(
         Effect.map(admit, (first): Hold => {
           let held = first
+          if (first !== undefined) activity.reservationHeld(first)
           return {
             current: () => held,
             take: () => {
@@ -244,6 +251,7 @@ export const makeSettlement = (config: SettlementConfig) =>
             },
             put: (next) => {
               held = next
+              activity.reservationHeld(next)
             }
           }
         }),
@@ -274,9 +282,9 @@ export const makeSettlement = (config: SettlementConfig) =>
         if (!config.settleInline) {
           // Durable before the answer is handed over: a process killed from here on is replayed.
           if (journal !== undefined) yield* journal.completed(metered)
-          return yield* forkAfter(Effect.interruptible(Effect.asVoid(commit(metered, deadline))))
+          return yield* forkAfter(Effect.interruptible(Effect.asVoid(pendingSettlement(commit(metered, deadline)))))
         }
-        if (yield* commit(metered, Math.min(deadline, now + config.inlineRetryMs))) return
+        if (yield* pendingSettlement(commit(metered, Math.min(deadline, now + config.inlineRetryMs)))) return
         // Not written: the answer is not handed over, so the call is not charged.
         yield* release(c.held)
         return yield* Effect.die(new StoreUnavailable("GatewayStore.commit", "metering could not be written"))

@@ -28,6 +28,8 @@
  */
 import { Clock, Deferred, Effect, Exit, Fiber, Semaphore, Stream } from "effect"
 import type { MachineFailure } from "./MachineClient.ts"
+import { Metric } from "effect"
+import { streamsDrained } from "../observability/Metrics.ts"
 import { makeClientBuffer } from "./ClientBuffer.ts"
 import { completionChars, estimatedUsage, type Quantities, reportedUsage } from "./Metering.ts"
 import type { ValidCall } from "./Validation.ts"
@@ -238,6 +240,7 @@ export const startStream = (input: PumpInput): Effect.Effect<PumpedStream> =>
       const slot = yield* Semaphore.takeIfAvailable(input.drains, 1)
       if (!slot) return { _tag: "Cut", reason: `${left} and no drain slot was free` } as const
       holdsSlot = true
+      yield* Metric.update(streamsDrained, 1)
       yield* Effect.sleep(settings.drainTimeoutMs)
       return { _tag: "Cut", reason: `${left} and the drain took over ${settings.drainTimeoutMs} ms` } as const
     })

@@ -16,7 +16,7 @@ import { Cause, Context, Effect, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse, UrlParams } from "effect/http"
 import { AccountsConfig } from "../accounts/AccountService.ts"
 import { type RelyingParty } from "../accounts/AccountTypes.ts"
-import * as Keys from "../keys/Keys.ts"
+import { base64url, randomBytes } from "../kernel/Ids.ts"
 import { sha256Hex } from "../kernel/Sha256.ts"
 import { isStoreUnavailableCause, STORE_RETRY_AFTER_SECONDS } from "../kernel/StoreUnavailable.ts"
 import { errorResponse } from "./ErrorShape.ts"
@@ -119,7 +119,7 @@ export const jsonBody = Effect.gen(function*() {
 export const csrfHeader = Effect.map(HttpServerRequest.HttpServerRequest, (request) => request.headers[CSRF_HEADER] ?? "")
 
 /** A new anonymous CSRF token (for the double-submit cookie). */
-export const newCsrfToken = Effect.map(Keys.randomBytes(32), Keys.base64url)
+export const newCsrfToken = Effect.map(randomBytes(32), base64url)
 
 /** Compares two tokens by their hashes, so the comparison's time says nothing about the token. */
 export const sameToken = (a: string | undefined, b: string | undefined): boolean =>

@@ -13,6 +13,7 @@ import type { HttpApiError } from "effect/http-api"
 import { HttpApiMiddleware } from "effect/http-api"
 import * as Errors from "../kernel/Errors.ts"
 import { isStoreUnavailableCause, STORE_RETRY_AFTER_SECONDS } from "../kernel/StoreUnavailable.ts"
+import { countStoreUnavailable } from "../observability/Metrics.ts"
 
 /** The JSON error body of a status on the surface of `path`. */
 export const errorBody = (path: string, status: number, message: string, code?: string) =>
@@ -85,7 +86,7 @@ export const ErrorShapeMiddleware = HttpRouter.middleware((httpEffect) =>
           : isStoreUnavailableCause(cause)
           // An outage of the store, not a bug: say so, and when to retry (docs/gateway.md).
           ? Effect.as(
-            Effect.logWarning(`request answered 503: ${String(Cause.squash(cause))}`),
+            Effect.andThen(countStoreUnavailable(cause), Effect.logWarning(`request answered 503: ${String(Cause.squash(cause))}`)),
             storeUnavailableResponse(path)
           )
           : Effect.as(

@@ -12,6 +12,7 @@ import { JWKS_PATH, JwksRoute } from "./JwksRoute.ts"
 import { PublishedJwks, type SigningKeys } from "../agents/ServiceAssertions.ts"
 import { PlanRenewer, type PlanRenewerOptions } from "../billing/Renewals.ts"
 import { Clock, Effect, Layer, Schema } from "effect"
+import { type Redacted } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { Agents } from "../agents/Agents.ts"
@@ -70,6 +71,16 @@ import { RequestLimitsMiddleware } from "./RequestLimits.ts"
 import { Authentication } from "./Security.ts"
 import { SimulatedApi, SimulatedHandlers } from "./Simulated.ts"
 import { WebhookRoutes, WebhookRouteTable } from "./Webhooks.ts"
+import { HealthRoutes, Lifecycle, LIVE_PATH, READY_PATH } from "./observe/Health.ts"
+import { observeRequests, RouteNoter } from "../observability/Requests.ts"
+import { observeGateway } from "./observe/Calls.ts"
+import { observeGatewayStore, observeJournal } from "./observe/Metering.ts"
+import { observeMachineClient } from "./observe/Tracing.ts"
+import { Operator } from "../operator/Operator.ts"
+import { type OperatorKey, OperatorKeys } from "../operator/OperatorKeys.ts"
+import { OPERATOR_PAGE_PATH, OperatorPageRoute } from "./pages/OperatorPage.ts"
+import { OperatorApiRoutes } from "./OperatorRoutes.ts"
+import { METRICS_PATH, MetricsAccess, MetricsRoute } from "./observe/MetricsRoute.ts"
 
 export const OPENAPI_PATH = "/openapi.json"
 export const DOCS_PATH = "/docs"
@@ -79,6 +90,16 @@ export const DOCS_PATH = "/docs"
  * as long as the longest id (Limits.ts), where the router's default would stop at 100 characters.
  */
 export const ROUTER_CONFIG = { maxParamLength: MAX_ID_LENGTH }
+
+/**
+ * How every shell serves AppRoutes (`HttpRouter.serve` / `toWebHandler`): the router's settings,
+ * without Effect's request logger; each shell adds `middleware: (app) => observeRequests(app)`
+ * (observability/Requests.ts: request id, access line, HTTP metric), written at the call so that
+ * the app's requirements are inferred there.
+ */
+export const SERVE_OPTIONS = { disableLogger: true, routerConfig: ROUTER_CONFIG } as const
+
+export { observeRequests }
 
 /** Every store the platform needs (http/PlatformStores.ts); each shell provides them all. */
 export type { PlatformStores } from "./PlatformStores.ts"
@@ -155,6 +176,16 @@ export interface PlatformOptions {
   readonly blobs?: Layer.Layer<BlobStore> | undefined
   /** The largest fieldwork take the shell can receive, when less than 12 MiB (Lambda's request limit). */
   readonly maxTakeBytes?: number | undefined
+  /**
+   * METRICS_TOKEN: a client sending `Authorization: Bearer <token>` may read GET /metrics from
+   * anywhere (http/observe/MetricsRoute.ts). None: loopback clients only.
+   */
+  readonly metricsToken?: Redacted.Redacted<string> | undefined
+  /**
+   * OPERATOR_KEYS: the operators' keys (names and hashes) the operator API and page answer
+   * (operator/OperatorKeys.ts). None: the operator API answers 403 operator_api_off.
+   */
+  readonly operatorKeys?: ReadonlyArray<OperatorKey> | undefined
   /**
    * The card processor, when core does not make it: the shell's Stripe when the catalogue names
    * "stripe" (adapters/stripe; it keeps each account's customer in the document store), or a test's
@@ -302,10 +333,12 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     Layer.provide(Layer.mergeAll(money, billing))
   )
   const health = options.healthCheck === undefined ? Layer.empty : HealthChecker.layer(config, options.healthCheck)
-  const gateway = Gateway.layer(options.gateway).pipe(
+  // The gateway, its calls and its metering observed (http/observe/Calls.ts, Metering.ts).
+  const gateway = observeGateway(Gateway.layer(options.gateway).pipe(Layer.provide(observeGatewayStore))).pipe(
     Layer.provideMerge(health),
-    Layer.provideMerge(options.machineClient ?? MachineHttpLayer),
-    Layer.provide(options.meteringJournal ?? Layer.empty),
+    // Each attempt at a machine a client span, its traceparent sent on (http/observe/Tracing.ts).
+    Layer.provideMerge(observeMachineClient(options.machineClient ?? MachineHttpLayer)),
+    Layer.provide(options.meteringJournal === undefined ? Layer.empty : observeJournal(options.meteringJournal)),
     Layer.provide(Layer.mergeAll(ApiKeysLive, money, billing))
   )
   const sweeper = options.sweepReservations === undefined
@@ -347,6 +380,12 @@ export const PlatformServices = (config: CatalogueConfig, options: PlatformOptio
     jwks,
     publicAddress,
     watching,
+    // Whether the platform is draining (readiness, http/observe/Health.ts), who reads /metrics.
+    Lifecycle.layer,
+    MetricsAccess.layer(options.metricsToken),
+    // The operator console (operator/): its keys, and its use-cases over the platform's.
+    OperatorKeys.layer(options.operatorKeys ?? []),
+    Operator.layer.pipe(Layer.provide(Layer.mergeAll(ApiKeysLive, money, gateway))),
     HealPaidOrders.pipe(Layer.provide(money))
   ).pipe(
     Layer.provideMerge(Catalogue.layer(config))
@@ -384,12 +423,28 @@ export const AppRoutes = Layer.mergeAll(
   PlansPageRoutes,
   HttpApiScalar.layer(PlatformApi, { path: DOCS_PATH }),
   RootRoute,
+  HealthRoutes,
+  MetricsRoute,
+  OperatorApiRoutes,
+  OperatorPageRoute,
   InferenceRoutes,
   IngestRoutes,
   RecordPageRoute,
   UploadRoute,
   DownloadRoute,
-  fallbackRoute([PlatformApi, SimulatedApi, InferenceApi, IngestRouteTable, FileRouteTable, WebhookRouteTable], [OPENAPI_PATH, DOCS_PATH, INFERENCE_OPENAPI_PATH, JWKS_PATH, RECORD_PAGE_PATH]),
+  fallbackRoute([PlatformApi, SimulatedApi, InferenceApi, IngestRouteTable, FileRouteTable, WebhookRouteTable], [
+    OPENAPI_PATH,
+    DOCS_PATH,
+    INFERENCE_OPENAPI_PATH,
+    JWKS_PATH,
+    RECORD_PAGE_PATH,
+    LIVE_PATH,
+    READY_PATH,
+    METRICS_PATH,
+    OPERATOR_PAGE_PATH
+  ]),
   ErrorShapeMiddleware,
-  RequestLimitsMiddleware
+  RequestLimitsMiddleware,
+  // Last: the innermost middleware, which sees the route that answered (observability/Requests.ts).
+  RouteNoter
 )

@@ -13,6 +13,7 @@ export * from "./Sha256.ts"
 export * from "./StoreUnavailable.ts"
 export * from "./Text.ts"
 export * from "./Time.ts"
+export * from "./Ids.ts"
 // Namespaces for modules read as a whole (Time.now, Errors.notFound).
 export * as Errors from "./Errors.ts"
 export * as Time from "./Time.ts"

@@ -6,24 +6,15 @@ import { Context, Effect, Layer, Schema } from "effect"
 import type { Caller } from "./Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import * as Errors from "../kernel/Errors.ts"
-import {
-  type CreatedKey,
-  generateId,
-  generateSecret,
-  hashSecret,
-  type Key,
-  type KeyRecord,
-  looksLikeSecret,
-  SECRET_PREFIX,
-  toKey,
-  VISIBLE_PREFIX_LENGTH
-} from "./Keys.ts"
+import { type CreatedKey, generateSecret, hashSecret, type Key, type KeyRecord, looksLikeSecret, SECRET_PREFIX, toKey, VISIBLE_PREFIX_LENGTH } from "./Keys.ts"
+import { generateId } from "../kernel/Ids.ts"
 import { DEFAULT_PERMISSIONS, normalize, type Permission, ungrantable } from "./Permissions.ts"
 import { AccountStore } from "./AccountStore.ts"
 import { KeyStore } from "./KeyStore.ts"
 import { ScopeTargets } from "./ScopeTargets.ts"
 import { requireWithin, scopeOf } from "./KeyScope.ts"
 import * as Time from "../kernel/Time.ts"
+import { noteAccount } from "../observability/Requests.ts"
 
 export interface CreateKeyInput {
   readonly name: string
@@ -139,8 +130,12 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         const hash = yield* secretHash(secret)
         const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
         const known = identified.get(hash)
-        if (known !== undefined && now - known.at < IDENTIFY_CACHE_MS) return known.caller
+        if (known !== undefined && now - known.at < IDENTIFY_CACHE_MS) {
+          yield* noteAccount(known.caller.account.id)
+          return known.caller
+        }
         const caller = yield* lookup(hash)
+        yield* noteAccount(caller.account.id)
         identified.delete(hash)
         if (identified.size >= IDENTIFY_CACHE_SIZE) identified.delete(identified.keys().next().value!)
         identified.set(hash, { caller, at: now })
@@ -149,6 +144,8 @@ export class ApiKeys extends Context.Service<ApiKeys, {
 
       const authenticate = Effect.fn("ApiKeys.authenticate")(function*(secret: string) {
         const { key, account } = yield* lookup(yield* secretHash(secret))
+        // The request's access line names the account (observability/Requests.ts), never the key.
+        yield* noteAccount(account.id)
         const millis = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
         const last = key.last_used_at === null ? 0 : Date.parse(key.last_used_at)
         const now = Time.toTimestamp(millis)

@@ -18,6 +18,11 @@ export class KeyStore extends Context.Service<KeyStore, {
     secretHash: string
   ) => Effect.Effect<{ readonly key: KeyRecord; readonly account: AccountRecord | undefined } | undefined>
   readonly get: (accountId: string, keyId: string) => Effect.Effect<KeyRecord | undefined>
+  /**
+   * The keys whose visible prefix is this one (`prefix`, Keys.ts; revoked ones included), for an
+   * operator finding whose a leaked key is. Not on any request's path: a store may scan.
+   */
+  readonly findByPrefix: (prefix: string) => Effect.Effect<ReadonlyArray<KeyRecord>>
   /** The account's keys, oldest first, revoked ones included. */
   readonly list: (accountId: string) => Effect.Effect<ReadonlyArray<KeyRecord>>
   /**

@@ -34,7 +34,7 @@
 import { Context, Effect, Layer } from "effect"
 import type { ActivityList, CreditBalance } from "./Credits.ts"
 import * as Errors from "../kernel/Errors.ts"
-import { generateId } from "../keys/Keys.ts"
+import { generateId } from "../kernel/Ids.ts"
 import {
   type Allocation,
   type BudgetClaim,

@@ -6,7 +6,7 @@
  */
 import { Effect } from "effect"
 import type { ActivityEntry, CreditBalance } from "./Credits.ts"
-import { generateId } from "../keys/Keys.ts"
+import { generateId } from "../kernel/Ids.ts"
 import { microToCredits } from "../kernel/Money.ts"
 import {
   type Allocation,

@@ -7,6 +7,8 @@
  */
 import { Duration, Effect, Layer, Schedule } from "effect"
 import { Ledger } from "./Ledger.ts"
+import { Metric } from "effect"
+import { reservationsExpired } from "../observability/Metrics.ts"
 
 export interface ReservationSweeperOptions {
   readonly intervalMs: number
@@ -17,6 +19,7 @@ export const defaultReservationSweeperOptions: ReservationSweeperOptions = { int
 /** One sweep: expires what is due and logs how many; a store failure is logged, never fatal. */
 export const sweepOnce = Effect.gen(function*() {
   const expired = yield* (yield* Ledger).expireDue
+  yield* Metric.update(reservationsExpired, expired.length)
   if (expired.length > 0) yield* Effect.logInfo(`expired ${expired.length} reservation(s) whose call never completed`)
   return expired.length
 }).pipe(

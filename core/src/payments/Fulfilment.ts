@@ -7,7 +7,7 @@
  * cut short.
  */
 import { Effect } from "effect"
-import { generateId } from "../keys/Keys.ts"
+import { generateId } from "../kernel/Ids.ts"
 import { makePlans } from "../plans/Plans.ts"
 import { type OrderRecord, OrderStore } from "./OrderStore.ts"
 import { Ledger } from "../ledger/Ledger.ts"

@@ -17,7 +17,7 @@
  * from an xpub); its transfers come from payments/DepositWatcher.ts, each with `tx` "<hash>:<log index>".
  */
 import { Context, Effect, Layer } from "effect"
-import { randomBytes } from "../keys/Keys.ts"
+import { randomBytes } from "../kernel/Ids.ts"
 import type { Timestamp } from "../kernel/Time.ts"
 
 export interface DepositInstructions {

@@ -26,7 +26,7 @@
  * tool that moves no money): Stripe keeps them for every process.
  */
 import { Clock, Effect, Layer } from "effect"
-import { generateId } from "../keys/Keys.ts"
+import { generateId } from "../kernel/Ids.ts"
 import {
   type CardDetails,
   type CardOutcome,

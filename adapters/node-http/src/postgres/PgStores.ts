@@ -58,7 +58,13 @@ export const AccountStorePg: Layer.Layer<AccountStore, never, SqlClient.SqlClien
       Effect.orDie
     )
 
-    return AccountStore.of({ insert, get, first })
+    const findByEmail = (email: string) =>
+      sql<AccountRow>`SELECT id, email, created_at FROM accounts WHERE email = ${email}`.pipe(
+        Effect.map((rows) => rows[0] === undefined ? undefined : toAccount(rows[0])),
+        Effect.orDie
+      )
+
+    return AccountStore.of({ insert, get, findByEmail, first })
   })
 )
 
@@ -182,7 +188,13 @@ export const KeyStorePg: Layer.Layer<KeyStore, never, SqlClient.SqlClient> = Lay
         Effect.orDie
       )
 
-    return KeyStore.of({ insert, findByHash, findCaller, get, list, revoke, touch })
+    const findByPrefix = (prefix: string) =>
+      sql<KeyRow>`SELECT ${columns} FROM api_keys WHERE prefix = ${prefix} ORDER BY created_at, seq`.pipe(
+        Effect.map((rows) => rows.map(toKey)),
+        Effect.orDie
+      )
+
+    return KeyStore.of({ insert, findByHash, findByPrefix, findCaller, get, list, revoke, touch })
   })
 )
 

@@ -10,7 +10,7 @@
  */
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { Effect } from "effect"
-import { base64url } from "../../keys/Keys.ts"
+import { base64url } from "../../kernel/Ids.ts"
 import { sha256 } from "../../kernel/Sha256.ts"
 import { AUDIO_SCRIPT } from "./RecordPageAudio.ts"
 import { FLOW_SCRIPT } from "./RecordPageScript.ts"
