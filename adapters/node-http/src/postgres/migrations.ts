@@ -21,6 +21,7 @@ import { plans } from "./migrations/0018_plans.ts"
 import { planRenewals } from "./migrations/0019_plan_renewals.ts"
 import { documents } from "./migrations/0020_documents.ts"
 import { idempotencyRetention } from "./migrations/0021_idempotency_retention.ts"
+import { ledgerBatches } from "./migrations/0022_ledger_batches.ts"
 
 const accountsKeysIdempotency = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -621,7 +622,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0018_plans": plans,
   "0019_plan_renewals": planRenewals,
   "0020_documents": documents,
-  "0021_idempotency_retention": idempotencyRetention
+  "0021_idempotency_retention": idempotencyRetention,
+  "0022_ledger_batches": ledgerBatches
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */
