@@ -27,16 +27,12 @@ import { DEFAULT_PLATFORM_CLIENT_ID, PlatformClientConfig } from "@model-platfor
 import { configuredSigningKeys, ServiceAssertionConfig, trustedPlatform } from "@model-platform/core/agents/ServiceAssertions"
 import { SSMClient } from "@aws-sdk/client-ssm"
 import { SimulatedNetwork } from "@model-platform/core/accounts/SimulatedNetwork"
-// The Node shell's SMTP sender is runtime neutral (nodemailer only): imported by its module, it
-// brings nodemailer into the bundle and nothing else of that shell.
-import { SmtpEmailSender } from "@model-platform/node-http/SmtpEmailSender"
 import { errorBody } from "@model-platform/core/api/ErrorShape"
 import type { Owner } from "@model-platform/core/Bootstrap"
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda"
-import { ConfigProvider, Effect, Option, Redacted } from "effect"
+import { ConfigProvider, Effect, Layer, Option, Redacted } from "effect"
 import type { AccountsOptions } from "./Accounts.ts"
-import { BlobStoreS3 } from "./S3BlobStore.ts"
-import { S3Client } from "@aws-sdk/client-s3"
+import { BlobStoreS3Lazy } from "./LazyBlobStoreS3.ts"
 import { ENV, INIT_MARKS, type LambdaConfig, LambdaConfigError, loadCatalogue, readLambdaConfig, readOwnerSecret } from "./Config.ts"
 import { makeDocumentClient } from "./DynamoTable.ts"
 import { payloadV2 } from "./Events.ts"
@@ -60,7 +56,11 @@ const accountsOptions = (config: LambdaConfig): Effect.Effect<AccountsOptions | 
   return Effect.succeed({
     accountsUrl: Option.getOrUndefined(config.accountsUrl),
     recoveryDelayMs: config.recoveryDelayMs,
-    emailSender: SmtpEmailSender({ url, from }),
+    // The Node shell's SMTP sender is runtime neutral (nodemailer only): imported by its module,
+    // it brings nodemailer and nothing else of that shell, in a chunk read only when SMTP_URL is set.
+    emailSender: Layer.unwrap(Effect.promise(() =>
+      import("@model-platform/node-http/SmtpEmailSender").then((smtp) => smtp.SmtpEmailSender({ url, from }))
+    )),
     network: SimulatedNetwork.fromConfig
   })
 }
@@ -102,7 +102,7 @@ const startPlatform = Effect.gen(function*() {
       sweepReservations: {},
       renewPlans: {},
       // Dataset files and fieldwork takes in the stack's bucket (docs/datasets.md).
-      blobs: Option.isSome(config.bucketName) ? BlobStoreS3({ client: new S3Client({}), bucket: config.bucketName.value }) : undefined
+      blobs: Option.isSome(config.bucketName) ? BlobStoreS3Lazy(config.bucketName.value) : undefined
     },
     // The same in every function (PLATFORM_CLIENT_SECRET): the API function asks the accounts function.
     platformClient,

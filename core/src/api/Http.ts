@@ -11,7 +11,7 @@ import { PublishedJwks, type SigningKeys } from "../agents/ServiceAssertions.ts"
 import { PlanRenewer, type PlanRenewerOptions } from "../plans/Renewals.ts"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
-import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { HttpApiBuilder } from "effect/http-api"
 import { Agents } from "../agents/Agents.ts"
 import { Datasets } from "../datasets/Datasets.ts"
 import { DownloadRoute, FileRouteTable, UploadRoute } from "../datasets/FileRoutes.ts"
@@ -48,6 +48,7 @@ import { AccountRoutes } from "./AccountRoutes.ts"
 import { BillingPageRoutes } from "./BillingPageRoutes.ts"
 import { PlansPageRoutes } from "./PlansPageRoutes.ts"
 import { CheckoutRoutes } from "./Checkout.ts"
+import { docsPageRoute } from "./DocsPage.ts"
 import { ErrorShapeMiddleware, fallbackRoute, SchemaErrors } from "./ErrorShape.ts"
 import { INFERENCE_OPENAPI_PATH, InferenceApi } from "./InferenceApi.ts"
 import { InferenceRoutes } from "./InferenceRoutes.ts"
@@ -328,7 +329,7 @@ export const AppRoutes = Layer.mergeAll(
   JwksRoute,
   BillingPageRoutes,
   PlansPageRoutes,
-  HttpApiScalar.layer(PlatformApi, { path: DOCS_PATH }),
+  docsPageRoute(PlatformApi, DOCS_PATH),
   RootRoute,
   InferenceRoutes,
   IngestRoutes,
