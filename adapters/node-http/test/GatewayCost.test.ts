@@ -3,7 +3,8 @@
  * per metered call, COUNTED, never timed — round trips, statements the server runs (inside the
  * functions and triggers too, with pg_stat_statements) and rows written — for a bare account and
  * for one with every budget configured, at c=1 (the whole engine, Gateway.call) and in a batch of
- * 16 (the store steps the engine sends for 16 such calls, one admission and one commit). Each
+ * 16 (the store steps the engine sends for 16 such calls, one admission and one commit), beside
+ * other accounts' rows, so that rows read by sequential scans show a plan that reads whole tables. Each
  * count must stay at or under the figure recorded below: a change that adds work per call says so
  * by raising the figure, in the same commit.
  *
@@ -32,6 +33,7 @@ import { PlanStore } from "@model-platform/core/ports/PlanStore"
 import { toTimestamp } from "@model-platform/core/Time"
 import { makeAgent } from "@model-platform/test-harness/AgentContract"
 import { Clock, Effect, Layer, ManagedRuntime, Stream } from "effect"
+import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
 import { gatewayCatalogue } from "./gatewaySupport.ts"
@@ -44,14 +46,38 @@ import { describeWork, dropDatabase, meteredDatabase, type Work } from "./storeW
  */
 const RECORDED = {
   bare: {
-    c1: { roundTrips: 2, statements: 28, rowsTotal: 14 },
-    batch16: { roundTrips: 0.125, statements: 1.75, rowsTotal: 4.625 }
+    c1: { roundTrips: 2, statements: 28, rowsTotal: 14, scannedTotal: 0 },
+    batch16: { roundTrips: 0.125, statements: 1.75, rowsTotal: 4.625, scannedTotal: 0 }
   },
   budgeted: {
-    c1: { roundTrips: 6, statements: 32, rowsTotal: 18 },
-    batch16: { roundTrips: 0.125, statements: 1.75, rowsTotal: 4.875 }
+    c1: { roundTrips: 6, statements: 32, rowsTotal: 18, scannedTotal: 0 },
+    batch16: { roundTrips: 0.125, statements: 1.75, rowsTotal: 4.875, scannedTotal: 0 }
   }
 } as const
+
+/**
+ * Other accounts' rows, so that a statement reading a whole table instead of looking rows up by
+ * key shows as thousands of rows read per call (the work of a plan that grows with the table).
+ */
+const PADDING = [
+  `INSERT INTO ledger_reservations (ref, account_id, machine_id, scopes, amounts, status, created_at, expires_at, finished_at, charged, excess)
+   SELECT 'pad_' || g, 'acct_pad_' || (g % 1000), NULL, '{""}', '{100}', 'settled', now(), now(), now(), 100, 0
+   FROM generate_series(1, 20000) AS g`,
+  `INSERT INTO ledger_budget_months (account_id, month, budget, spent, held)
+   SELECT 'acct_pad_' || g, '2026-11', b, 0, 0 FROM generate_series(1, 1000) AS g, unnest(ARRAY['account', 'key:pad']) AS b`,
+  `INSERT INTO ledger_balances (account_id, scope, posted, held) SELECT 'acct_pad_' || g, '', 1000000, 0 FROM generate_series(1, 1000) AS g`,
+  `INSERT INTO ledger_budget_limits (account_id, budget, monthly_limit) SELECT 'acct_pad_' || g, 'account', 1000000 FROM generate_series(1, 1000) AS g`,
+  `INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, permissions, created_at)
+   SELECT 'key_pad_' || g, 'acct_pad_' || g, 'pad', 'mpk_pad', 'hash_pad_' || g, '{inference}', now() FROM generate_series(1, 1000) AS g`,
+  `INSERT INTO billing_settings (account_id, settings, updated_at) SELECT 'acct_pad_' || g, '{}', now() FROM generate_series(1, 1000) AS g`,
+  `INSERT INTO documents (kind, id, owner_id, created_at, version, record)
+   SELECT kind, kind || '_pad_' || g, 'acct_pad_' || g, now(), 0, '{}' FROM generate_series(1, 1000) AS g, unnest(ARRAY['agent', 'approval']) AS kind`,
+  `INSERT INTO subscriptions (id, account_id, order_id, machine_id, plan_id, paid_with, auto_renews, cancel_at_period_end,
+                              current_period_start, current_period_end, created_at)
+   SELECT 'sub_pad_' || g, 'acct_pad_' || g, 'ord_pad_' || g, 'm', 'builder', 'card', false, false, now(), now() + interval '1 day', now()
+   FROM generate_series(1, 1000) AS g`,
+  "ANALYZE"
+]
 
 const NOW = Date.UTC(2026, 10, 15, 12, 0, 0)
 const MACHINE = "m"
@@ -182,6 +208,8 @@ describe.skipIf(databaseUrl === undefined)("the gateway's store work per metered
       yield* ledgerStore.setBudgetLimit(budgeted, `key:${key.id}`, 800n * 10n ** 6n)
       yield* (yield* BillingSettingsStore).update(budgeted, { alert_points: [50, 80, 100] })
       secrets.set("budgeted", { accountId: budgeted, secret: key.secret })
+      const sql = yield* SqlClient.SqlClient
+      for (const statement of PADDING) yield* sql.unsafe(statement)
     }))
   })
   afterAll(async () => {
@@ -222,10 +250,15 @@ describe.skipIf(databaseUrl === undefined)("the gateway's store work per metered
       expect(results.every((r) => r.settlement === "settled" && r.record === "Recorded")).toBe(true)
     })
 
-  const check = (what: string, work: Work, recorded: { readonly roundTrips: number; readonly statements: number; readonly rowsTotal: number }) => {
+  const check = (
+    what: string,
+    work: Work,
+    recorded: { readonly roundTrips: number; readonly statements: number; readonly rowsTotal: number; readonly scannedTotal: number }
+  ) => {
     expect(work.roundTrips, `${what}: round trips`).toBeLessThanOrEqual(recorded.roundTrips)
     if (work.statements !== undefined) expect(work.statements, `${what}: statements`).toBeLessThanOrEqual(recorded.statements)
     expect(work.rowsTotal, `${what}: rows written`).toBeLessThanOrEqual(recorded.rowsTotal)
+    expect(work.scannedTotal, `${what}: rows read by sequential scans`).toBeLessThanOrEqual(recorded.scannedTotal)
   }
 
   for (const scenario of ["bare", "budgeted"] as const) {

@@ -4,8 +4,8 @@
  * - statements: what the server runs, those inside functions and triggers too (pg_stat_statements
  *   with `track = all`, when the server preloads it: scripts/ci-postgres.sh does; undefined when
  *   it does not);
- * - rows written: inserted, updated and deleted, by table (pg_stat_user_tables, after asking the
- *   one connection to flush its counts).
+ * - rows written: inserted, updated and deleted, by table, and rows read by sequential scans
+ *   (pg_stat_user_tables, after asking the one connection to flush its counts).
  * For one database reached through ONE connection, so that every count is the platform's and the
  * flush covers all of it: `meteredDatabase` gives the client layer, `measure` the counts of an
  * effect. Deterministic for deterministic work; the gateway's cost guard (GatewayCost.test.ts)
@@ -23,6 +23,12 @@ export interface Work {
   /** Rows inserted, updated or deleted, by table (tables with none left out). */
   readonly rows: Readonly<Record<string, number>>
   readonly rowsTotal: number
+  /**
+   * Rows read by sequential scans, by table: work that grows with the table, not with the call
+   * (an index lookup reads none).
+   */
+  readonly scanned: Readonly<Record<string, number>>
+  readonly scannedTotal: number
 }
 
 /** Counts the SQL statements sent by everything under it. */
@@ -62,16 +68,25 @@ export const meteredDatabase = async (url: string) => {
   const layer = Layer.effectDiscard(Effect.orDie(migrate)).pipe(Layer.provideMerge(client))
   const counter = countingTracer()
 
-  type Snapshot = { readonly sent: number; readonly statements: number | undefined; readonly rows: Map<string, number> }
+  type Snapshot = {
+    readonly sent: number
+    readonly statements: number | undefined
+    readonly rows: Map<string, number>
+    readonly scanned: Map<string, number>
+  }
   const stats = Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     yield* sql`SELECT pg_stat_force_next_flush()`
-    const rows = yield* sql<{ readonly relname: string; readonly written: bigint | number }>`
-      SELECT relname, n_tup_ins + n_tup_upd + n_tup_del AS written FROM pg_stat_user_tables`
+    const rows = yield* sql<{ readonly relname: string; readonly written: bigint | number; readonly scanned: bigint | number }>`
+      SELECT relname, n_tup_ins + n_tup_upd + n_tup_del AS written, seq_tup_read AS scanned FROM pg_stat_user_tables`
     const statements = !tracked ? undefined : Number((yield* sql<{ readonly n: bigint | number }>`
       SELECT coalesce(sum(calls), 0) AS n FROM pg_stat_statements
       WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '%pg_stat%'`)[0]!.n)
-    return { statements, rows: new Map(rows.map((r) => [r.relname, Number(r.written)])) }
+    return {
+      statements,
+      rows: new Map(rows.map((r) => [r.relname, Number(r.written)])),
+      scanned: new Map(rows.map((r) => [r.relname, Number(r.scanned)]))
+    }
   })
 
   /** The work `effect` made the database do, divided by `per` (the calls it made). */
@@ -82,18 +97,25 @@ export const meteredDatabase = async (url: string) => {
       const value = yield* effect
       const sent = counter.sent()
       const s1 = yield* stats
-      const rows: Record<string, number> = {}
-      let rowsTotal = 0
-      for (const [table, n] of s1.rows) {
-        const d = n - (before.rows.get(table) ?? 0)
-        if (d !== 0) rows[table] = d / per
-        rowsTotal += d
+      const perTable = (after: Map<string, number>, earlier: Map<string, number>) => {
+        const byTable: Record<string, number> = {}
+        let total = 0
+        for (const [table, n] of after) {
+          const d = n - (earlier.get(table) ?? 0)
+          if (d !== 0) byTable[table] = d / per
+          total += d
+        }
+        return { byTable, total: total / per }
       }
+      const written = perTable(s1.rows, before.rows)
+      const scanned = perTable(s1.scanned, before.scanned)
       const work: Work = {
         roundTrips: (sent - before.sent) / per,
         statements: s1.statements === undefined || before.statements === undefined ? undefined : (s1.statements - before.statements) / per,
-        rows,
-        rowsTotal: rowsTotal / per
+        rows: written.byTable,
+        rowsTotal: written.total,
+        scanned: scanned.byTable,
+        scannedTotal: scanned.total
       }
       return { value, work }
     })
@@ -104,7 +126,10 @@ export const meteredDatabase = async (url: string) => {
 /** One line of a Work, for logs and the bench. */
 export const describeWork = (work: Work): string =>
   `${work.roundTrips} round trips, ${work.statements === undefined ? "? (no pg_stat_statements)" : work.statements} statements, ` +
-  `${work.rowsTotal} rows written (${Object.entries(work.rows).sort(([a], [b]) => (a < b ? -1 : 1)).map(([t, n]) => `${t} ${n}`).join(", ")})`
+  `${work.rowsTotal} rows written (${byTable(work.rows)}), ${work.scannedTotal} rows read by sequential scans (${byTable(work.scanned)})`
+
+const byTable = (counts: Readonly<Record<string, number>>) =>
+  Object.entries(counts).sort(([a], [b]) => (a < b ? -1 : 1)).map(([t, n]) => `${t} ${n}`).join(", ")
 
 /** Drops the database at `url` (made by freshDatabaseUrl) through the server at `serverUrl`. */
 export const dropDatabase = (serverUrl: string, url: string | undefined) =>
