@@ -100,6 +100,11 @@ synchronous_commit = off
 full_page_writes = off
 max_connections = 200
 EOF
+  # pg_stat_statements when the server has it: the gateway's cost guard counts the statements the
+  # server runs (adapters/node-http/test/GatewayCost.test.ts); without it that count is skipped.
+  if [ -f "$(dirname "$bin")/lib/pg_stat_statements.so" ]; then
+    printf "shared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.max = 10000\n" >>"$dir/data/postgresql.conf"
+  fi
   if ! as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null; then
     cat "$dir/server.log" >&2 || true
     stop

@@ -1,6 +1,7 @@
 /**
- * Bundles the Lambda handlers with esbuild into one ESM file, `<outDir>/index.mjs` (plus its
- * source map), which the CDK stack deploys with `Code.fromAsset(outDir)`. Bundling here rather
+ * Bundles the Lambda handlers with esbuild into an ESM file, `<outDir>/index.mjs` (plus its
+ * source map), and the chunks it imports lazily (`<outDir>/chunks/`), which the CDK stack deploys
+ * with `Code.fromAsset(outDir)`. Bundling here rather
  * than in NodejsFunction keeps synthesis offline and Docker-free, and lets tests synthesise the
  * stack without bundling at all.
  *
@@ -37,9 +38,40 @@ export interface BundleResult {
   readonly outFile: string
   /** Size of index.mjs. */
   readonly bytes: number
+  /** What a start reads: index.mjs and the chunks it imports statically. */
+  readonly startBytes: number
+  /** The chunks imported only when first used (import()). */
+  readonly lazyBytes: number
+  /** The source files a start reads (compiled into index.mjs and its static chunks). */
+  readonly startInputs: ReadonlyArray<string>
   /** The names index.mjs exports. */
   readonly exports: ReadonlyArray<string>
   readonly millis: number
+}
+
+/** What a start reads (`outFile` and the chunks it imports statically), and the bytes of every other chunk. */
+const startAndLazyBytes = (metafile: esbuild.Metafile, outFile: string) => {
+  const outputs = new Map(Object.entries(metafile.outputs).map(([file, output]) => [Path.resolve(file), output]))
+  const start = new Set<string>()
+  const visit = (file: string) => {
+    if (start.has(file) || !outputs.has(file)) return
+    start.add(file)
+    for (const imported of outputs.get(file)!.imports) if (imported.kind === "import-statement") visit(Path.resolve(imported.path))
+  }
+  visit(outFile)
+  let startBytes = 0
+  let lazyBytes = 0
+  const startInputs = new Set<string>()
+  for (const [file, output] of outputs) {
+    if (!file.endsWith(".mjs")) continue
+    if (start.has(file)) {
+      startBytes += output.bytes
+      for (const input of Object.keys(output.inputs)) startInputs.add(input)
+    } else {
+      lazyBytes += output.bytes
+    }
+  }
+  return { startBytes, lazyBytes, startInputs: [...startInputs] }
 }
 
 /** Builds the bundle into `outDir`, replacing what was there. */
@@ -52,8 +84,13 @@ export const bundle = async (options: BundleOptions = {}): Promise<BundleResult>
   Fs.mkdirSync(outDir, { recursive: true })
   const outFile = Path.join(outDir, "index.mjs")
   const result = await esbuild.build({
-    entryPoints: [entry],
-    outfile: outFile,
+    entryPoints: { index: entry },
+    outdir: outDir,
+    outExtension: { ".js": ".mjs" },
+    // What the code imports with import() goes in chunks of its own, read only when first used
+    // (the /docs page's Scalar script, passkeys, SMTP, S3): a cold start compiles index.mjs alone.
+    splitting: true,
+    chunkNames: "chunks/[name]-[hash]",
     bundle: true,
     platform: "node",
     target: "node22",
@@ -74,6 +111,7 @@ export const bundle = async (options: BundleOptions = {}): Promise<BundleResult>
     outDir,
     outFile,
     bytes: Fs.statSync(outFile).size,
+    ...startAndLazyBytes(result.metafile, outFile),
     exports: output?.exports ?? [],
     millis: Date.now() - started
   }

@@ -34,18 +34,14 @@ import {
   trustedPlatform
 } from "@model-platform/core/agents"
 import { SSMClient } from "@aws-sdk/client-ssm"
-// The Node shell's SMTP sender is runtime neutral (nodemailer only): imported by its module, it
-// brings nodemailer into the bundle and nothing else of that shell.
-import { SmtpEmailSender } from "@model-platform/node-http/SmtpEmailSender"
 import { errorBody } from "@model-platform/core/http"
 import type { Owner } from "@model-platform/core/accounts"
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda"
 import { loggingLayer, loggingSettings } from "@model-platform/core/observability"
 import { parseOperatorKeys } from "@model-platform/core/operator"
-import { ConfigProvider, Effect, Option, Redacted } from "effect"
+import { ConfigProvider, Effect, Layer, Option, Redacted } from "effect"
 import type { AccountsOptions } from "./Accounts.ts"
-import { BlobStoreS3 } from "./S3BlobStore.ts"
-import { S3Client } from "@aws-sdk/client-s3"
+import { BlobStoreS3Lazy } from "./LazyBlobStoreS3.ts"
 import { ENV, INIT_MARKS, type LambdaConfig, LambdaConfigError, loadCatalogue, readLambdaConfig, readOwnerSecret } from "./Config.ts"
 import { evmOptionsFor } from "@model-platform/evm/EvmEnvironment"
 import { shellCardProcessor } from "@model-platform/stripe/StripeConfig"
@@ -72,7 +68,11 @@ const accountsOptions = (config: LambdaConfig): Effect.Effect<AccountsOptions | 
   return Effect.succeed({
     accountsUrl: Option.getOrUndefined(config.accountsUrl),
     recoveryDelayMs: config.recoveryDelayMs,
-    emailSender: SmtpEmailSender({ url, from }),
+    // The Node shell's SMTP sender is runtime neutral (nodemailer only): imported by its module,
+    // it brings nodemailer and nothing else of that shell, in a chunk read only when SMTP_URL is set.
+    emailSender: Layer.unwrap(Effect.promise(() =>
+      import("@model-platform/node-http/SmtpEmailSender").then((smtp) => smtp.SmtpEmailSender({ url, from }))
+    )),
     network: SimulatedNetwork.fromConfig
   })
 }
@@ -139,7 +139,7 @@ const startPlatform = Effect.gen(function*() {
       evm: evm.evm,
       cardProcessor,
       // Dataset files and fieldwork takes in the stack's bucket (docs/datasets.md).
-      blobs: Option.isSome(config.bucketName) ? BlobStoreS3({ client: new S3Client({}), bucket: config.bucketName.value }) : undefined
+      blobs: Option.isSome(config.bucketName) ? BlobStoreS3Lazy(config.bucketName.value) : undefined
     },
     // The same in every function (PLATFORM_CLIENT_SECRET): the API function asks the accounts function.
     platformClient,

@@ -409,5 +409,12 @@ describe("bundle.ts", () => {
     assert.sameMembers([...result.exports], [...named])
     // The account pages' WebAuthn bundle beside index.mjs, where src/Accounts.ts reads it.
     assert.strictEqual(Fs.readFileSync(Path.join(result.outDir, WEBAUTHN_BUNDLE_FILE), "utf8"), readWebAuthnBundle())
+    // A cold start compiles what it reads (docs/lambda.md "Cold start"): the /docs page's script,
+    // passkeys, SMTP and S3 are in chunks read when first used, not at start.
+    console.log(`read at start: ${(result.startBytes / 1024).toFixed(0)} KB; when first used: ${(result.lazyBytes / 1024).toFixed(0)} KB`)
+    for (const lazy of ["httpApiScalar", "@simplewebauthn/server", "nodemailer", "@aws-sdk/client-s3", "src/S3BlobStore.ts"]) {
+      assert.isFalse(result.startInputs.some((input) => input.includes(lazy)), `${lazy} is read at start`)
+    }
+    assert.isBelow(result.startBytes, 2_000_000, "what a start reads")
   }, 60_000)
 })

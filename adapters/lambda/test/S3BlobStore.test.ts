@@ -12,6 +12,7 @@ import { Effect, Layer, Stream } from "effect"
 import * as Net from "node:net"
 import { BlobStore, BlobTooLarge } from "@model-platform/core/datasets"
 import { BodyBroke, blobStoreContract, chunked, interruptAfter, patternBytes } from "@model-platform/test-harness/BlobContract"
+import { BlobStoreS3Lazy } from "../src/LazyBlobStoreS3.ts"
 import { BlobStoreS3, makeBlobStoreS3, PART_BYTES } from "../src/S3BlobStore.ts"
 import { type S3Local, s3LocalBucket } from "./s3Local.ts"
 
@@ -25,6 +26,16 @@ blobStoreContract(
     started.push(local.s3)
     yield* Effect.logInfo(`s3rver listening on ${local.s3.endpoint} after ${local.s3.startMillis} ms`)
     return BlobStoreS3({ client: local.client, bucket: local.bucket })
+  }))
+)
+
+// As lambda.ts serves it: the store's module and the SDK imported at the first operation.
+blobStoreContract(
+  "BlobStoreS3Lazy on s3rver",
+  Layer.unwrap(Effect.gen(function*() {
+    const local = yield* s3LocalBucket()
+    started.push(local.s3)
+    return BlobStoreS3Lazy(local.bucket, () => local.client)
   }))
 )
 

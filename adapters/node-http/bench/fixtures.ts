@@ -1,8 +1,9 @@
 /**
  * What the benchmarks share: the mock machine's answers (a chat completion with usage, and the
  * same reply as six stream events), and the catalogue: one machine (`mock`) at `baseUrl` serving one priced chat model,
- * charging open (a card rail is configured, no start date), and one tier whose rpm no run
- * reaches, so every call is counted and none refused.
+ * charging open (a card rail is configured, no start date), one tier whose rpm no run
+ * reaches, so every call is counted and none refused, and a `builder` plan on the machine whose
+ * allowance (200 micro-credits, two calls) the budgeted scenario's key spends first.
  */
 import { parseCatalogue } from "@model-platform/core/catalogue"
 import { Effect } from "effect"
@@ -57,7 +58,12 @@ export const benchCatalogue = (baseUrl: string) =>
       hardware: { gpus: [], cpu_cores: 2, memory_gb: 4, storage_gb: 10 },
       serverless_models: [BENCH_MODEL],
       rent: null,
-      subscribe: null,
+      // The budgeted scenario's key is scoped to this plan (its allowance is spent in the warm-up).
+      subscribe: {
+        currency: "USD",
+        period_days: 30,
+        plans: [{ id: "builder", name: "Builder", usd_per_period: 20, models: [BENCH_MODEL], payment_methods: ["card"] }]
+      },
       network: { status: "registered", reachability: "public" },
       score: 1,
       initial_health: "online"
@@ -87,7 +93,7 @@ export const benchCatalogue = (baseUrl: string) =>
         unit: "mtok",
         unit_label: "million tokens",
         credits_per_unit: 1,
-        allowances: { free: 0, builder: 0, scale: 0, trial: 0 }
+        allowances: { free: 0, builder: 0.0002, scale: 0, trial: 0 }
       }]
     },
     tiers: [{ tier: 0, name: "Bench", purchased_credits: 0, rpm: 1_000_000_000, monthly_limit_credits: 1_000_000 }]

@@ -1,14 +1,16 @@
 /**
- * The server as a user starts it (`./platform start` runs main.ts): the first start prints the owner
- * key once, with a one-time link that gives the owner account a passkey, the key works, the owner's
- * identity is ready, and everything survives a restart on the same data directory.
+ * The server as a user starts it (`./platform start` bundles main.ts, scripts/bundle.ts, and runs
+ * the bundle): the first start prints the owner key once, with a one-time link that gives the owner
+ * account a passkey, the key works, the owner's identity is ready, and everything survives a
+ * restart on the same data directory, from the sources (main.ts) as well.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import { request as httpRequest } from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { bundleServer } from "../scripts/bundle.ts"
 
 const MAIN = path.join(import.meta.dirname, "..", "src", "main.ts")
 
@@ -18,10 +20,10 @@ interface Started {
   readonly output: () => string
 }
 
-const start = (dataDir: string, extraEnv: Record<string, string> = {}): Promise<Started> =>
+const start = (dataDir: string, extraEnv: Record<string, string> = {}, entry = MAIN): Promise<Started> =>
   new Promise((resolve, reject) => {
     const { DATABASE_URL: _ignored, ...env } = process.env
-    const child = spawn(process.execPath, [MAIN], {
+    const child = spawn(process.execPath, [entry], {
       env: { ...env, PORT: "0", DATA_DIR: dataDir, ...extraEnv },
       stdio: ["ignore", "pipe", "pipe"]
     })
@@ -70,10 +72,14 @@ const stop = (started: Started) =>
 
 describe("./platform start (main.ts)", () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "platform-main-"))
+  let bundle: string
+  beforeAll(async () => {
+    bundle = (await bundleServer()).file
+  }, 60_000)
   afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }))
 
   it("prints the owner key once, and data survives a restart", async () => {
-    const first = await start(dataDir)
+    const first = await start(dataDir, {}, bundle)
     const secret = /^\s+(mpk_[A-Za-z0-9_-]{43})$/m.exec(first.output())?.[1]
     const auth = { authorization: `Bearer ${secret}` }
     let survivor: { id: string; secret: string }

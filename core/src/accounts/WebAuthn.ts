@@ -5,14 +5,7 @@
  * and what the ceremony needs back; its token is handed to the route, its hash kept, and it is
  * consumed by the finish whatever the outcome, so an answer can never be replayed.
  */
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  type RegistrationResponseJSON,
-  type AuthenticationResponseJSON,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse
-} from "@simplewebauthn/server"
+import type { AuthenticationResponseJSON, RegistrationResponseJSON } from "@simplewebauthn/server"
 import { Clock, Effect, Schema } from "effect"
 import { base64url, randomBytes } from "../kernel/Ids.ts"
 import type { PeopleStore } from "./PeopleStore.ts"
@@ -41,6 +34,14 @@ const FlowJson = Schema.fromJsonString(FlowData)
 export const newToken: Effect.Effect<string> = Effect.map(randomBytes(32), base64url)
 
 const toOptions = (options: object) => options as unknown as BegunCeremony["options"]
+
+/**
+ * @simplewebauthn/server and what it brings (X.509, ASN.1: about 300 KB), imported at the first
+ * ceremony rather than at start: only the account service uses it, and a Lambda cold start
+ * compiles whatever is imported up front (docs/lambda.md "Cold start").
+ */
+let simpleWebAuthn: Promise<typeof import("@simplewebauthn/server")> | undefined
+const webAuthn = () => (simpleWebAuthn ??= import("@simplewebauthn/server"))
 
 /** Issues a flow for `data` and answers it with the browser's options. */
 export const beginFlow = Effect.fnUntraced(function*(
@@ -89,8 +90,8 @@ export const registrationOptions = (input: {
   readonly exclude: ReadonlyArray<PasskeyRecord>
 }) =>
   Effect.tryPromise({
-    try: () =>
-      generateRegistrationOptions({
+    try: async () =>
+      (await webAuthn()).generateRegistrationOptions({
         rpName: RP_NAME,
         rpID: input.rpId,
         userName: input.userName,
@@ -106,15 +107,15 @@ export const registrationOptions = (input: {
 /** Options to sign in with any passkey of this rpID (no allowCredentials: discoverable). */
 export const authenticationOptions = (rpId: string) =>
   Effect.tryPromise({
-    try: () => generateAuthenticationOptions({ rpID: rpId, timeout: FLOW_TTL_MS, userVerification: "preferred" }),
+    try: async () => (await webAuthn()).generateAuthenticationOptions({ rpID: rpId, timeout: FLOW_TTL_MS, userVerification: "preferred" }),
     catch: (cause) => cause
   }).pipe(Effect.orDie)
 
 /** Options to approve with one of `passkeys` (a person's own), the person verified (PIN, biometrics). */
 export const approvalOptions = (rpId: string, passkeys: ReadonlyArray<PasskeyRecord>) =>
   Effect.tryPromise({
-    try: () =>
-      generateAuthenticationOptions({
+    try: async () =>
+      (await webAuthn()).generateAuthenticationOptions({
         rpID: rpId,
         timeout: FLOW_TTL_MS,
         userVerification: "required",
@@ -142,8 +143,8 @@ export const verifyRegistration = (
   Effect.gen(function*() {
     if (!isObject(response) || !isObject(response["response"])) return yield* failed("The passkey answer is malformed.")
     const verified = yield* Effect.tryPromise({
-      try: () =>
-        verifyRegistrationResponse({
+      try: async () =>
+        (await webAuthn()).verifyRegistrationResponse({
           response: response as unknown as RegistrationResponseJSON,
           expectedChallenge: challenge,
           expectedOrigin: rp.origin,
@@ -184,8 +185,8 @@ export const verifyAuthentication = (
   Effect.gen(function*() {
     if (!isObject(response) || !isObject(response["response"])) return yield* failed("The passkey answer is malformed.")
     const verified = yield* Effect.tryPromise({
-      try: () =>
-        verifyAuthenticationResponse({
+      try: async () =>
+        (await webAuthn()).verifyAuthenticationResponse({
           response: response as unknown as AuthenticationResponseJSON,
           expectedChallenge: challenge,
           expectedOrigin: rp.origin,

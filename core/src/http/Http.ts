@@ -14,7 +14,7 @@ import { PlanRenewer, type PlanRenewerOptions } from "../billing/Renewals.ts"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { type Redacted } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
-import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { HttpApiBuilder } from "effect/http-api"
 import { Agents } from "../agents/Agents.ts"
 import { Datasets } from "../datasets/Datasets.ts"
 import { DownloadRoute, FileRouteTable, UploadRoute } from "./FileRoutes.ts"
@@ -60,6 +60,7 @@ import { AccountRoutes } from "./AccountRoutes.ts"
 import { BillingPageRoutes } from "./BillingPageRoutes.ts"
 import { PlansPageRoutes } from "./PlansPageRoutes.ts"
 import { CheckoutRoutes } from "./Checkout.ts"
+import { docsPageRoute } from "./DocsPage.ts"
 import { ErrorShapeMiddleware, fallbackRoute, SchemaErrors } from "./ErrorShape.ts"
 import { INFERENCE_OPENAPI_PATH, InferenceApi } from "./InferenceApi.ts"
 import { InferenceRoutes } from "./InferenceRoutes.ts"
@@ -421,7 +422,7 @@ export const AppRoutes = Layer.mergeAll(
   JwksRoute,
   BillingPageRoutes,
   PlansPageRoutes,
-  HttpApiScalar.layer(PlatformApi, { path: DOCS_PATH }),
+  docsPageRoute(PlatformApi, DOCS_PATH),
   RootRoute,
   HealthRoutes,
   MetricsRoute,

@@ -16,7 +16,9 @@ import { PGlite } from "@electric-sql/pglite"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { Data, Effect, Layer, Redacted } from "effect"
 import type { SqlClient } from "effect/sql"
+import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
+import { createRequire } from "node:module"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { type DataDirLocked, type DataDirLockError, lock } from "./DataDirLock.ts"
@@ -47,6 +49,20 @@ export const PGDATA = "pgdata"
 /** PGlite answers as the superuser `postgres` on the database `postgres`. */
 const EMBEDDED_USER = { username: "postgres", database: "postgres" } as const
 
+/**
+ * The embedded server's memory: PostgreSQL's defaults (shared_buffers 128 MB) are sized for a
+ * dedicated server, and in PGlite they live in the Node process (WebAssembly memory): with these,
+ * `./platform start` idles at about half the RSS (docs/performance.md "Memory"). One process, one
+ * connection: the data a local platform holds fits in them.
+ */
+const EMBEDDED_SETTINGS = [
+  "shared_buffers = 16MB",
+  "wal_buffers = 1MB",
+  "temp_buffers = 2MB",
+  "work_mem = 2MB",
+  "maintenance_work_mem = 16MB"
+]
+
 /** A private directory for the socket: short (unix socket paths are limited to ~100 bytes). */
 const socketDirectory = Effect.acquireRelease(
   Effect.try({
@@ -56,14 +72,46 @@ const socketDirectory = Effect.acquireRelease(
   (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
 )
 
+/** Run in a child process: creates the cluster in PGLITE_DIR with PGlite (CommonJS build), then exits. */
+const INITDB_SCRIPT = `
+const { PGlite } = require(process.env.PGLITE_MAIN)
+PGlite.create(process.env.PGLITE_DIR, { postgresqlconf: JSON.parse(process.env.PGLITE_CONF) })
+  .then((db) => db.close())
+  .then(() => process.exit(0), (error) => { console.error(error); process.exit(1) })`
+
+/**
+ * Creates a new embedded cluster (initdb) in a child process: initdb's WebAssembly instance peaks
+ * at about 650 MB, which this process would keep resident for its whole life after the first start
+ * (docs/performance.md "Memory"); in a child it goes when the child ends.
+ */
+const initdbApart = (pgdata: string) =>
+  Effect.tryPromise({
+    try: () =>
+      new Promise<void>((resolve, reject) => {
+        const child = spawn(process.execPath, ["-e", INITDB_SCRIPT], {
+          env: {
+            ...process.env,
+            PGLITE_MAIN: createRequire(import.meta.url).resolve("@electric-sql/pglite"),
+            PGLITE_DIR: pgdata,
+            PGLITE_CONF: JSON.stringify(EMBEDDED_SETTINGS)
+          },
+          stdio: ["ignore", "inherit", "inherit"]
+        })
+        child.once("error", reject)
+        child.once("exit", (code, signal) => (code === 0 ? resolve() : reject(new Error(`initdb ended with ${signal ?? code}`))))
+      }),
+    catch: (cause) => new DatabaseError({ message: `Could not create the embedded database in ${pgdata}`, cause })
+  })
+
 const embedded = (dataDir: string): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, OpenError> =>
   PgClient.layerFrom(Effect.gen(function*() {
     const inMemory = dataDir === MEMORY
     if (!inMemory) yield* lock(dataDir)
+    if (!inMemory && !Fs.existsSync(Path.join(dataDir, PGDATA, "PG_VERSION"))) yield* initdbApart(Path.join(dataDir, PGDATA))
     const where = inMemory ? "memory" : dataDir
     const db = yield* Effect.acquireRelease(
       Effect.tryPromise({
-        try: () => PGlite.create(inMemory ? MEMORY : Path.join(dataDir, PGDATA)),
+        try: () => PGlite.create(inMemory ? MEMORY : Path.join(dataDir, PGDATA), { postgresqlconf: EMBEDDED_SETTINGS }),
         catch: (cause) => new DatabaseError({ message: `Could not open the embedded database (${where})`, cause })
       }),
       (db) => Effect.promise(() => db.close())

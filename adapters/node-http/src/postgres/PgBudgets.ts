@@ -2,8 +2,9 @@
  * The budget part of the ledger store on Postgres (docs/billing.md "Monthly limits"): how claims
  * travel to the functions of migration 0012_ledger_budgets (three parallel arrays: budget, month,
  * default limit or NULL), how a reservation row's claims come back, and the two budget
- * operations of the port. Checking and holding happen inside ledger_reserve,
- * ledger_reserve_in_order and gateway_admit (see that migration for the lock order).
+ * operations of the port. Checking and holding happen inside ledger_reserve and
+ * ledger_reserve_batch (migration 0024; ledger_reserve_in_order and gateway_admit_batch call it;
+ * see 0012 for the lock order).
  *
  * Grants (docs/billing.md "Allowances and the trial", migration 0017_ledger_grants) are kept in
  * the same month rows (budget = the grant, month = its period) and travel the same way (parallel

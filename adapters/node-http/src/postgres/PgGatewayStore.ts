@@ -1,8 +1,8 @@
 /**
- * The gateway store port on Postgres: a batch of admissions is one call of `gateway_admit_batch`
- * (which locks the batch's budget and grant month rows, then calls `gateway_admit` once per
- * admission), a batch of metered calls one call of `gateway_commit` (migrations 0007, 0012 and
- * 0017, ./migrations.ts). The inputs are checked here as the individual stores check them (a
+ * The gateway store port on Postgres: a batch of admissions is one call of `gateway_admit_batch`,
+ * a batch of metered calls one call of `gateway_commit` (migrations 0007, 0012, 0017 and 0024,
+ * ./migrations.ts: each row a batch needs is locked once, in the one lock order, and each table
+ * written once). The inputs are checked here as the individual stores check them (a
  * broken one is a defect), so what the functions raise is only what needs the rows (an entry of
  * another account or machine, a grant charge beyond the reservation's hold).
  */
@@ -127,9 +127,8 @@ export const GatewayStorePg: Layer.Layer<GatewayStore, never, SqlClient.SqlClien
           (r === undefined ? undefined : orderedReservationProblem(r))
         if (problem !== undefined) return Effect.die(new Error(`GatewayStore.admit: ${problem}`))
       }
-      // One lock order for every batch (key rows, rpm rows, balance rows): by account, then key;
-      // a key's own admissions keep the order given. (Budget and grant month rows are locked
-      // before all of them, by gateway_admit_batch.)
+      // By account, then key; a key's own admissions keep the order given (the function admits
+      // them in the array's order and takes each table's locks in its own sorted order).
       const order = admissions.map((_, i) => i).sort((i, j) => {
         const a = admissions[i]!, b = admissions[j]!
         return a.account_id < b.account_id ? -1 : a.account_id > b.account_id ? 1
@@ -148,19 +147,23 @@ export const GatewayStorePg: Layer.Layer<GatewayStore, never, SqlClient.SqlClien
           window_start: a.rate.window_start,
           window_end: a.rate.window_start + a.rate.window_ms,
           // The counter is an int4: a larger limit is never reached anyway.
-          limit: Math.min(a.rate.limit, MAX_INT4),
-          ref: r?.ref ?? null,
-          machine_id: r?.machine_id ?? null,
-          order: r === undefined ? [] : r.scopes.map(scopeKey),
-          amount: r?.amount ?? null,
-          created_at: r?.created_at ?? null,
-          expires_at: r?.expires_at ?? null,
-          budgets: claims.budgets,
-          budget_months: claims.months,
-          budget_defaults: claims.defaults,
-          grants: grants.grants,
-          grant_periods: grants.periods,
-          grant_sizes: grants.sizes
+          rpm_limit: Math.min(a.rate.limit, MAX_INT4),
+          // A ledger_reserve_request (migration 0024), or null: none.
+          reservation: r === undefined ? null : {
+            ref: r.ref,
+            account_id: r.account_id,
+            machine_id: r.machine_id,
+            scope_order: r.scopes.map(scopeKey),
+            amount: r.amount,
+            created_at: r.created_at,
+            expires_at: r.expires_at,
+            budgets: claims.budgets,
+            budget_months: claims.months,
+            budget_defaults: claims.defaults,
+            grants: grants.grants,
+            grant_periods: grants.periods,
+            grant_sizes: grants.sizes
+          }
         }
       }))
       // One statement: the function admits the elements in the array's order.

@@ -27,6 +27,8 @@
  *   locked with them in one ordered call; reserve checks and holds the grant amounts given,
  *   reserveInOrder takes from the grants first (core's takeGrants) and the budgets count only what
  *   the scopes take; ledger_finish releases the holds (settle: spends the settlement's grant charges).
+ * - Since migration 0024, reserveInOrder and settle / void / expire are batches of one of
+ *   `ledger_reserve_batch` and `ledger_finish_batch`, the functions the gateway's batches use.
  * Deadlocks are avoided by one lock order: at most one reservation row first, then budget and
  * grant month rows, then balance rows in scope order (collation "C"). `expire` finishes each due
  * reservation in its own call.

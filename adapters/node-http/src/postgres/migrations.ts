@@ -23,6 +23,7 @@ import { documents } from "./migrations/0020_documents.ts"
 import { idempotencyRetention } from "./migrations/0021_idempotency_retention.ts"
 import { depositWatch } from "./migrations/0022_deposit_watch.ts"
 import { ledgerReversals } from "./migrations/0023_ledger_reversals.ts"
+import { ledgerBatches } from "./migrations/0024_ledger_batches.ts"
 
 const accountsKeysIdempotency = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -625,7 +626,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0020_documents": documents,
   "0021_idempotency_retention": idempotencyRetention,
   "0022_deposit_watch": depositWatch,
-  "0023_ledger_reversals": ledgerReversals
+  "0023_ledger_reversals": ledgerReversals,
+  "0024_ledger_batches": ledgerBatches
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */
