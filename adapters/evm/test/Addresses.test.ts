@@ -9,7 +9,7 @@ import { Effect, Layer } from "effect"
 import { pbkdf2Sync, randomBytes } from "node:crypto"
 import { HDKey, hdKeyToAccount, mnemonicToAccount } from "viem/accounts"
 import { DepositWatchStore, StablecoinRail } from "@model-platform/core/payments"
-import { DepositWatchStoreMemory } from "@model-platform/test-harness/MemoryDepositWatchStore"
+import { DepositWatchStoreMemory } from "@model-platform/memory-stores/MemoryDepositWatchStore"
 import { type DepositKey, parseDepositKey } from "../src/Addresses.ts"
 import * as EvmRail from "../src/EvmRail.ts"
 

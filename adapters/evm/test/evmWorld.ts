@@ -14,7 +14,7 @@ import { Ledger } from "@model-platform/core/ledger"
 import type { PlatformStores } from "@model-platform/core/http"
 import { toTimestamp } from "@model-platform/core/kernel"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
-import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
+import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 import { evmLayers } from "../src/EvmEnvironment.ts"
 import { type LocalChainFixture, XPUB_ENV } from "../src/LocalChainFixture.ts"
 

@@ -14,7 +14,7 @@ import { AgentDocuments, AgentStore, encodeAgent } from "@model-platform/core/ag
 import { DocumentStores, generateId } from "@model-platform/core/kernel"
 import { AgentDocumentsContract, makeAgent } from "@model-platform/test-harness/AgentContract"
 import { ApprovalDocumentsContract, makeApproval } from "@model-platform/test-harness/ApprovalContract"
-import { assertDies } from "@model-platform/test-harness/ContractSupport"
+import { assertDies } from "@model-platform/contract-kit/ContractSupport"
 import { documentStoresContract } from "@model-platform/test-harness/DocumentContract"
 import { Effect, Layer } from "effect"
 import { AgentStoreDynamo, ApprovalStoreDynamo, DocumentKeys, DocumentStoresDynamo } from "../src/DynamoDocuments.ts"

@@ -13,7 +13,7 @@ import {
 import { assert, describe, layer } from "@effect/vitest"
 import { Ledger, LedgerStore, usageEntryRef } from "@model-platform/core/ledger"
 import { generateId, toTimestamp } from "@model-platform/core/kernel"
-import { ledgerStoreContract } from "@model-platform/test-harness/LedgerContract"
+import { ledgerStoreContract } from "@model-platform/contract-kit/LedgerContract"
 import { Effect, Layer } from "effect"
 import {
   EXPIRY_SHARDS,

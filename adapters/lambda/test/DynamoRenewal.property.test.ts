@@ -1,5 +1,5 @@
 /** Concurrent renewal jobs charge a due card plan at most once on the DynamoDB stores (RenewalProperty.ts), on DynamoDB Local. */
-import { AccountStoreMemory } from "@model-platform/test-harness/MemoryStores"
+import { AccountStoreMemory } from "@model-platform/memory-stores/MemoryStores"
 import { renewalProperty } from "@model-platform/test-harness/RenewalProperty"
 import { Layer } from "effect"
 import { AlertStoreDynamo } from "../src/DynamoAlertStore.ts"

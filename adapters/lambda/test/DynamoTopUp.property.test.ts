@@ -1,5 +1,5 @@
 /** Automatic top-ups charge exactly once per crossing on the DynamoDB stores (TopUpProperty.ts), on DynamoDB Local. */
-import { AccountStoreMemory } from "@model-platform/test-harness/MemoryStores"
+import { AccountStoreMemory } from "@model-platform/memory-stores/MemoryStores"
 import { topUpProperty } from "@model-platform/test-harness/TopUpProperty"
 import { Layer } from "effect"
 import { AlertStoreDynamo } from "../src/DynamoAlertStore.ts"

@@ -3,7 +3,7 @@
  * client, so it answers only the bearer of METRICS_TOKEN (403 otherwise).
  */
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
-import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
+import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 import { parseExposition } from "@model-platform/test-harness/Prometheus"
 import { Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"

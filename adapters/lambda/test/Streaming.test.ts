@@ -6,7 +6,7 @@
  * item's bytes go out chunk by chunk as the blob store reads them (issue 22, finding 7).
  */
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
-import { MemoryPlatformStores as MemoryStores } from "@model-platform/test-harness/MemoryPlatformStores"
+import { MemoryPlatformStores as MemoryStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 import { Cause, Effect, Layer, Stream } from "effect"
 import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"

@@ -7,7 +7,7 @@
  */
 import { parseCatalogue } from "@model-platform/core/catalogue"
 import { MemoryOutbox } from "@model-platform/test-harness/MemoryOutbox"
-import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
+import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 import { Effect, ManagedRuntime } from "effect"
 import { HttpServer } from "effect/http"
 import { readFileSync } from "node:fs"

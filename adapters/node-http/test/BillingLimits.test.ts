@@ -7,7 +7,7 @@
  */
 import { billingAllowancesSuite } from "@model-platform/test-harness/BillingAllowancesSuite"
 import { billingLimitsSuite } from "@model-platform/test-harness/BillingLimitsSuite"
-import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
+import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 import { Layer } from "effect"
 import { describe } from "vitest"
 import { Database } from "../src/postgres/Database.ts"

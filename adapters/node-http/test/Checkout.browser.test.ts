@@ -11,7 +11,7 @@
  * Skipped (with a message) when no Chromium is installed at CHROMIUM_PATH or /usr/bin/chromium.
  */
 import { parseCatalogue } from "@model-platform/core/catalogue"
-import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
+import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 import { Effect } from "effect"
 import { existsSync, readFileSync } from "node:fs"
 import { resolve } from "node:path"

@@ -5,7 +5,7 @@
  * from disk as the client reads, so what it holds stays far below the file's size. And a download
  * stopped after its first bytes leaves no file open.
  */
-import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
+import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { canCollect, liveBytes } from "@model-platform/test-harness/LiveMemory"
 import { patternBytes } from "@model-platform/test-harness/BlobFixtures"

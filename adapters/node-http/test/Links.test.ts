@@ -4,7 +4,7 @@
  * requests written as a client may write them: any Host header, an absolute URL in the request line.
  */
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
-import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
+import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 import { nodeRawSender } from "@model-platform/test-harness/BoundarySuite"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startNodeServer } from "./support.ts"

@@ -7,7 +7,7 @@
  */
 import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
 import type { UsageRecord } from "@model-platform/core/billing"
-import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
+import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 import { type Exposition, parseExposition } from "@model-platform/test-harness/Prometheus"
 import { Layer, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"

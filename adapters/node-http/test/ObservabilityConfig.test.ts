@@ -7,7 +7,7 @@
  */
 import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
 import { METRIC_LABELS } from "@model-platform/core/observability"
-import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
+import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 import { type Exposition, parseExposition } from "@model-platform/test-harness/Prometheus"
 import * as fs from "node:fs"
 import * as path from "node:path"

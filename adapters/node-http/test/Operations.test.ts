@@ -3,7 +3,7 @@
  * store the Node shell has.
  */
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
-import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
+import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 import { operationsSuite } from "@model-platform/test-harness/OperationsSuite"
 import { operatorSuite } from "@model-platform/test-harness/OperatorSuite"
 import { Layer } from "effect"

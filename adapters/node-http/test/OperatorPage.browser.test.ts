@@ -6,7 +6,7 @@
  */
 import { CHROMIUM, haveChromium } from "@model-platform/test-harness/BrowserWorld"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
-import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
+import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 import { OPERATOR } from "@model-platform/test-harness/OperatorSuite"
 import { mkdirSync } from "node:fs"
 import { join, resolve } from "node:path"

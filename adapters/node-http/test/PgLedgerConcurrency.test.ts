@@ -14,7 +14,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { generateId, toTimestamp } from "@model-platform/core/kernel"
 import { Ledger, LedgerStore } from "@model-platform/core/ledger"
-import { LedgerStoreMemory } from "@model-platform/test-harness/MemoryLedgerStore"
+import { LedgerStoreMemory } from "@model-platform/memory-stores/MemoryLedgerStore"
 import * as Database from "../src/postgres/Database.ts"
 import { LedgerStorePg } from "../src/postgres/PgLedgerStore.ts"
 

@@ -5,7 +5,7 @@
  */
 import { describe, it } from "@effect/vitest"
 import { Layer } from "effect"
-import { ledgerStoreContract } from "@model-platform/test-harness/LedgerContract"
+import { ledgerStoreContract } from "@model-platform/contract-kit/LedgerContract"
 import * as Database from "../src/postgres/Database.ts"
 import { LedgerStorePg } from "../src/postgres/PgLedgerStore.ts"
 

@@ -4,7 +4,7 @@
  * processes' store operations race across a pool of connections), in a database of its own.
  */
 import { describe, it } from "@effect/vitest"
-import { AccountStoreMemory } from "@model-platform/test-harness/MemoryStores"
+import { AccountStoreMemory } from "@model-platform/memory-stores/MemoryStores"
 import { topUpProperty } from "@model-platform/test-harness/TopUpProperty"
 import { Effect, Layer } from "effect"
 import * as Database from "../src/postgres/Database.ts"

@@ -3,7 +3,7 @@
  * PORT=<n> sends a simulated deposit without naming the URL (issue 10, finding 9).
  */
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
-import { MemoryPlatformStores } from "@model-platform/test-harness/MemoryPlatformStores"
+import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 import { execFile } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"

@@ -7,7 +7,7 @@
 import type { SaveCardOutcome } from "@model-platform/core/payments"
 import { cardProcessorContract } from "@model-platform/test-harness/CardProcessorContract"
 import { startFakeStripe } from "@model-platform/test-harness/FakeStripe"
-import { DocumentStoresMemory } from "@model-platform/test-harness/MemoryDocuments"
+import { DocumentStoresMemory } from "@model-platform/memory-stores/MemoryDocuments"
 import { Effect, Layer, Redacted } from "effect"
 import { expect } from "vitest"
 import { StripeCardProcessor } from "../src/StripeCardProcessor.ts"

@@ -16,7 +16,7 @@ import { encodeWav, Ingest, Projects } from "@model-platform/core/fieldwork"
 import { DocumentStores, generateId, sha256, toHex } from "@model-platform/core/kernel"
 import fc from "fast-check"
 import { Effect, Exit, Layer } from "effect"
-import { RateLimitStoreMemory } from "./MemoryRateLimitStore.ts"
+import { RateLimitStoreMemory } from "@model-platform/memory-stores/MemoryRateLimitStore"
 
 const ORIGIN = "https://study.example"
 const WAV = encodeWav(Array.from({ length: 800 }, (_, i) => Math.sin(i / 4) / 2), 16000)

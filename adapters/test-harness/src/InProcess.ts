@@ -22,7 +22,7 @@ import { createAccount, createAccountWithIdentity } from "./Accounts.ts"
 import type { BlobLister, DocumentReader, ShellUnderTest } from "./HttpSuite.ts"
 import { Datasets } from "@model-platform/core/datasets"
 import { DocumentStores } from "@model-platform/core/kernel"
-import { MemoryPlatformStores } from "./MemoryPlatformStores.ts"
+import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 
 export interface InProcessExtras {
   /**

@@ -17,7 +17,7 @@ import { DocumentStores, generateId, sha256, toHex } from "@model-platform/core/
 import fc from "fast-check"
 import { Effect, Layer } from "effect"
 import { gated } from "./FieldworkProperty.ts"
-import { RateLimitStoreMemory } from "./MemoryRateLimitStore.ts"
+import { RateLimitStoreMemory } from "@model-platform/memory-stores/MemoryRateLimitStore"
 
 const ORIGIN = "https://study.example"
 const WAV = encodeWav(Array.from({ length: 800 }, (_, i) => Math.sin(i / 4) / 2), 16000)

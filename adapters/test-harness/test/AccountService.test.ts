@@ -20,7 +20,7 @@ import { Effect, Exit, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
 import { MemoryOutbox } from "../src/MemoryOutbox.ts"
-import { MemoryPlatformStores } from "../src/MemoryPlatformStores.ts"
+import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 import { makeSoftAuthenticator, type SoftAuthenticator } from "../src/SoftAuthenticator.ts"
 
 const ORIGIN = "http://localhost:8788"

@@ -10,10 +10,10 @@ import { Alerts, BillingSettingsStore, lowBalanceAlert, orgSpendAlert } from "@m
 import { AccountStore } from "@model-platform/core/keys"
 import { generateId } from "@model-platform/core/kernel"
 import { Effect, Exit, Layer } from "effect"
-import { AlertStoreMemory } from "../src/MemoryAlertStore.ts"
-import { BillingSettingsStoreMemory } from "../src/MemoryBillingSettingsStore.ts"
+import { AlertStoreMemory } from "@model-platform/memory-stores/MemoryAlertStore"
+import { BillingSettingsStoreMemory } from "@model-platform/memory-stores/MemoryBillingSettingsStore"
 import { MemoryOutbox } from "../src/MemoryOutbox.ts"
-import { MemoryStores } from "../src/MemoryStores.ts"
+import { MemoryStores } from "@model-platform/memory-stores/MemoryStores"
 
 const stores = Layer.mergeAll(AlertStoreMemory, BillingSettingsStoreMemory, MemoryStores, MemoryOutbox.layer)
 /** A process: its own Alerts over the shared stores and mail. */

@@ -15,9 +15,9 @@ import { Ledger } from "@model-platform/core/ledger"
 import { type CardDetails, CardProcessor, Orders, TestCardProcessor } from "@model-platform/core/payments"
 import { toTimestamp } from "@model-platform/core/kernel"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
-import { LedgerStoreMemory } from "../src/MemoryLedgerStore.ts"
-import { OrderStoreMemory } from "../src/MemoryOrderStore.ts"
-import { PlanStoreMemory } from "../src/MemoryPlanStore.ts"
+import { LedgerStoreMemory } from "@model-platform/memory-stores/MemoryLedgerStore"
+import { OrderStoreMemory } from "@model-platform/memory-stores/MemoryOrderStore"
+import { PlanStoreMemory } from "@model-platform/memory-stores/MemoryPlanStore"
 import { SimulatedChain } from "../src/SimulatedChain.ts"
 
 const T0 = Date.UTC(2026, 0, 15, 12, 0, 0, 0)

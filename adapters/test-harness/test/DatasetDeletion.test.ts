@@ -2,6 +2,6 @@
 import { BlobStoreMemory } from "@model-platform/core/datasets"
 import { Layer } from "effect"
 import { datasetDeletionProperty } from "../src/DatasetDeletionProperty.ts"
-import { DocumentStoresMemory } from "../src/MemoryDocuments.ts"
+import { DocumentStoresMemory } from "@model-platform/memory-stores/MemoryDocuments"
 
 datasetDeletionProperty("memory", Layer.mergeAll(DocumentStoresMemory, BlobStoreMemory))

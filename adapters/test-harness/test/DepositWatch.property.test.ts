@@ -1,10 +1,10 @@
 /** Racing deposit watchers over reorgs pay once, on the memory stores (DepositWatchProperty.ts). */
 import { Layer } from "effect"
 import { depositWatchProperty } from "../src/DepositWatchProperty.ts"
-import { LedgerStoreMemory } from "../src/MemoryLedgerStore.ts"
-import { DepositWatchStoreMemory } from "../src/MemoryDepositWatchStore.ts"
-import { OrderStoreMemory } from "../src/MemoryOrderStore.ts"
-import { PlanStoreMemory } from "../src/MemoryPlanStore.ts"
+import { LedgerStoreMemory } from "@model-platform/memory-stores/MemoryLedgerStore"
+import { DepositWatchStoreMemory } from "@model-platform/memory-stores/MemoryDepositWatchStore"
+import { OrderStoreMemory } from "@model-platform/memory-stores/MemoryOrderStore"
+import { PlanStoreMemory } from "@model-platform/memory-stores/MemoryPlanStore"
 
 depositWatchProperty(
   "the deposit watcher on the memory stores",

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
 import type { ShellUnderTest } from "../src/HttpSuite.ts"
 import { startInProcess } from "../src/InProcess.ts"
-import { AccountStoreMemory, IdempotencyStoreMemory, KeyStoreMemory } from "../src/MemoryStores.ts"
+import { AccountStoreMemory, IdempotencyStoreMemory, KeyStoreMemory } from "@model-platform/memory-stores/MemoryStores"
 
 const SECRET_DETAIL = "connection to db-internal-7.corp refused"
 

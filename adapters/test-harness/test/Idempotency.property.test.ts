@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
 import type { ShellUnderTest } from "../src/HttpSuite.ts"
 import { startInProcess } from "../src/InProcess.ts"
-import { MemoryStores } from "../src/MemoryStores.ts"
+import { MemoryStores } from "@model-platform/memory-stores/MemoryStores"
 
 describe("idempotency replay (property)", () => {
   let platform: ShellUnderTest

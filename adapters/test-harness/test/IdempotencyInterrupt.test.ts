@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
 import type { ShellUnderTest } from "../src/HttpSuite.ts"
 import { startInProcess } from "../src/InProcess.ts"
-import { AccountStoreMemory, IdempotencyStoreMemory, KeyStoreMemory } from "../src/MemoryStores.ts"
+import { AccountStoreMemory, IdempotencyStoreMemory, KeyStoreMemory } from "@model-platform/memory-stores/MemoryStores"
 
 /** Memory stores whose key inserts take 300 ms, so a request can be cut off mid-write. */
 const SlowKeyInserts = Layer.mergeAll(

@@ -4,7 +4,7 @@ import { Effect, Ref } from "effect"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
 import { idempotencyRecordsSuite } from "../src/IdempotencyRecordsSuite.ts"
 import { startInProcess } from "../src/InProcess.ts"
-import { idempotencyStoreMemoryOn } from "../src/MemoryStores.ts"
+import { idempotencyStoreMemoryOn } from "@model-platform/memory-stores/MemoryStores"
 
 idempotencyRecordsSuite("in-process, memory stores", async ({ clock }) => {
   const records = Ref.makeUnsafe<ReadonlyMap<string, IdempotencyRecord>>(new Map())

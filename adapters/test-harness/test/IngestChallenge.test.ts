@@ -9,8 +9,8 @@ import { BlobStoreMemory, Datasets } from "@model-platform/core/datasets"
 import { CHALLENGE_TTL_MS, CHALLENGES_PER_MINUTE, Ingest, Projects, solve } from "@model-platform/core/fieldwork"
 import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
-import { DocumentStoresMemory } from "../src/MemoryDocuments.ts"
-import { RateLimitStoreMemory } from "../src/MemoryRateLimitStore.ts"
+import { DocumentStoresMemory } from "@model-platform/memory-stores/MemoryDocuments"
+import { RateLimitStoreMemory } from "@model-platform/memory-stores/MemoryRateLimitStore"
 
 const services = Layer.mergeAll(Projects.layer, Ingest.layer()).pipe(
   Layer.provideMerge(Datasets.layer),

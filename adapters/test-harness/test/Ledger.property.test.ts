@@ -45,7 +45,7 @@ import {
   scopeArb,
   TICK_MS
 } from "../src/Arbitraries.ts"
-import { LedgerStoreMemory } from "../src/MemoryLedgerStore.ts"
+import { LedgerStoreMemory } from "@model-platform/memory-stores/MemoryLedgerStore"
 
 const ACCOUNT = "acct_property"
 const OTHER_ACCOUNT = "acct_bystander"

@@ -1,5 +1,5 @@
 /** The deposit watch store contract on the in-memory store. */
 import { depositWatchStoreContract } from "../src/DepositWatchContract.ts"
-import { DepositWatchStoreMemory } from "../src/MemoryDepositWatchStore.ts"
+import { DepositWatchStoreMemory } from "@model-platform/memory-stores/MemoryDepositWatchStore"
 
 depositWatchStoreContract("DepositWatchStoreMemory", DepositWatchStoreMemory)

@@ -3,8 +3,8 @@ import { Layer } from "effect"
 import { AgentDocumentsContract } from "../src/AgentContract.ts"
 import { ApprovalDocumentsContract } from "../src/ApprovalContract.ts"
 import { documentStoresContract } from "../src/DocumentContract.ts"
-import { AgentStoreMemory } from "../src/MemoryAgentStore.ts"
-import { ApprovalStoreMemory, DocumentStoresMemory } from "../src/MemoryDocuments.ts"
+import { AgentStoreMemory } from "@model-platform/memory-stores/MemoryAgentStore"
+import { ApprovalStoreMemory, DocumentStoresMemory } from "@model-platform/memory-stores/MemoryDocuments"
 
 documentStoresContract(
   "AgentStoreMemory + ApprovalStoreMemory + DocumentStoresMemory",

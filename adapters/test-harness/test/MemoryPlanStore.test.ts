@@ -1,4 +1,4 @@
-import { PlanStoreMemory } from "../src/MemoryPlanStore.ts"
+import { PlanStoreMemory } from "@model-platform/memory-stores/MemoryPlanStore"
 import { planStoreContract } from "../src/PlanContract.ts"
 
 planStoreContract("PlanStoreMemory", PlanStoreMemory)

@@ -10,7 +10,7 @@ import {
   IdempotencyStoreMemory,
   KeyStoreMemory,
   MemoryStores
-} from "../src/MemoryStores.ts"
+} from "@model-platform/memory-stores/MemoryStores"
 import {
   accountStoreContract,
   allStoreContracts,

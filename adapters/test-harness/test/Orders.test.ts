@@ -43,9 +43,9 @@ import { Ledger, LedgerStore, RedeemResponse, Ticket, TicketList } from "@model-
 import { creditsToMicro, Errors, MICRO_PER_CREDIT, toTimestamp } from "@model-platform/core/kernel"
 import type { CardDetails, Transfer } from "@model-platform/core/payments"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
-import { LedgerStoreMemory } from "../src/MemoryLedgerStore.ts"
-import { OrderStoreMemory } from "../src/MemoryOrderStore.ts"
-import { PlanStoreMemory } from "../src/MemoryPlanStore.ts"
+import { LedgerStoreMemory } from "@model-platform/memory-stores/MemoryLedgerStore"
+import { OrderStoreMemory } from "@model-platform/memory-stores/MemoryOrderStore"
+import { PlanStoreMemory } from "@model-platform/memory-stores/MemoryPlanStore"
 import { PlanStore } from "@model-platform/core/plans"
 import { SimulatedChain, sendAndRecord } from "../src/SimulatedChain.ts"
 

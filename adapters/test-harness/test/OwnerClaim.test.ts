@@ -28,7 +28,7 @@ import { TestClock } from "effect/testing"
 import { createAccountWithIdentity } from "../src/Accounts.ts"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
 import { MemoryOutbox } from "../src/MemoryOutbox.ts"
-import { MemoryPlatformStores } from "../src/MemoryPlatformStores.ts"
+import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 import { makeSoftAuthenticator, type SoftAuthenticator } from "../src/SoftAuthenticator.ts"
 
 const ORIGIN = "http://localhost:8788"

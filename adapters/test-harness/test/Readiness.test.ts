@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
 import type { ShellUnderTest } from "../src/HttpSuite.ts"
 import { startInProcess } from "../src/InProcess.ts"
-import { MemoryPlatformStores } from "../src/MemoryPlatformStores.ts"
+import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 
 /** What the account store does now. */
 const store = { mode: "up" as "up" | "down" | "hung" }

@@ -1,11 +1,11 @@
 /** Concurrent renewal jobs charge a due card plan at most once (RenewalProperty.ts), on the memory stores. */
 import { Layer } from "effect"
-import { AlertStoreMemory } from "../src/MemoryAlertStore.ts"
-import { BillingSettingsStoreMemory } from "../src/MemoryBillingSettingsStore.ts"
-import { LedgerStoreMemory } from "../src/MemoryLedgerStore.ts"
-import { OrderStoreMemory } from "../src/MemoryOrderStore.ts"
-import { PlanStoreMemory } from "../src/MemoryPlanStore.ts"
-import { AccountStoreMemory } from "../src/MemoryStores.ts"
+import { AlertStoreMemory } from "@model-platform/memory-stores/MemoryAlertStore"
+import { BillingSettingsStoreMemory } from "@model-platform/memory-stores/MemoryBillingSettingsStore"
+import { LedgerStoreMemory } from "@model-platform/memory-stores/MemoryLedgerStore"
+import { OrderStoreMemory } from "@model-platform/memory-stores/MemoryOrderStore"
+import { PlanStoreMemory } from "@model-platform/memory-stores/MemoryPlanStore"
+import { AccountStoreMemory } from "@model-platform/memory-stores/MemoryStores"
 import { renewalProperty } from "../src/RenewalProperty.ts"
 
 renewalProperty(

@@ -8,7 +8,7 @@ import { Ledger, ReservationSweeper } from "@model-platform/core/ledger"
 import { Time } from "@model-platform/core/kernel"
 import { Clock, Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
-import { LedgerStoreMemory } from "../src/MemoryLedgerStore.ts"
+import { LedgerStoreMemory } from "@model-platform/memory-stores/MemoryLedgerStore"
 
 const LedgerMemory = Ledger.layer.pipe(Layer.provide(LedgerStoreMemory))
 const credits = (n: number) => BigInt(n) * 1_000_000n

@@ -19,8 +19,8 @@ import { isStoreUnavailableCause, StoreUnavailable } from "@model-platform/core/
 import { UsageStore } from "@model-platform/core/billing"
 import { type Context, Deferred, Effect, Exit, Layer, ManagedRuntime, Stream } from "effect"
 import { describe, expect, it } from "vitest"
-import { makeMemoryJournal, type MemoryJournal, openOf } from "../src/MemoryMeteringJournal.ts"
-import { MemoryPlatformStores } from "../src/MemoryPlatformStores.ts"
+import { makeMemoryJournal, type MemoryJournal, openOf } from "@model-platform/memory-stores/MemoryMeteringJournal"
+import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 
 const encoder = new TextEncoder()
 const bytes = (text: string) => Stream.make(encoder.encode(text))

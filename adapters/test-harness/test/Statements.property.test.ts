@@ -1,7 +1,7 @@
 /** Statements close month over month on the memory stores (StatementsProperty.ts). */
 import { Layer } from "effect"
-import { LedgerStoreMemory } from "../src/MemoryLedgerStore.ts"
-import { UsageStoreMemory } from "../src/MemoryUsageStore.ts"
+import { LedgerStoreMemory } from "@model-platform/memory-stores/MemoryLedgerStore"
+import { UsageStoreMemory } from "@model-platform/memory-stores/MemoryUsageStore"
 import { statementsProperty } from "../src/StatementsProperty.ts"
 
 statementsProperty("statements on memory stores", Layer.mergeAll(LedgerStoreMemory, UsageStoreMemory), 100)

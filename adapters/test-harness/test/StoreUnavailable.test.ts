@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
 import type { ShellUnderTest } from "../src/HttpSuite.ts"
 import { startInProcess } from "../src/InProcess.ts"
-import { MemoryPlatformStores } from "../src/MemoryPlatformStores.ts"
+import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 
 const down = (store: string) => Effect.die(new StoreUnavailable(store, new Error("connect ECONNREFUSED 10.0.0.7:5432")))
 

@@ -1,10 +1,10 @@
 /** Automatic top-ups charge exactly once per crossing, on the memory stores (TopUpProperty.ts). */
 import { Layer } from "effect"
-import { MemoryStores } from "../src/MemoryStores.ts"
-import { AlertStoreMemory } from "../src/MemoryAlertStore.ts"
-import { BillingSettingsStoreMemory } from "../src/MemoryBillingSettingsStore.ts"
-import { LedgerStoreMemory } from "../src/MemoryLedgerStore.ts"
-import { OrderStoreMemory } from "../src/MemoryOrderStore.ts"
+import { MemoryStores } from "@model-platform/memory-stores/MemoryStores"
+import { AlertStoreMemory } from "@model-platform/memory-stores/MemoryAlertStore"
+import { BillingSettingsStoreMemory } from "@model-platform/memory-stores/MemoryBillingSettingsStore"
+import { LedgerStoreMemory } from "@model-platform/memory-stores/MemoryLedgerStore"
+import { OrderStoreMemory } from "@model-platform/memory-stores/MemoryOrderStore"
 import { topUpProperty } from "../src/TopUpProperty.ts"
 
 topUpProperty(

@@ -27,12 +27,12 @@ import {
 } from "@model-platform/core/payments"
 import { Clock, Effect, Layer } from "effect"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
-import { AlertStoreMemory } from "../src/MemoryAlertStore.ts"
-import { BillingSettingsStoreMemory } from "../src/MemoryBillingSettingsStore.ts"
-import { LedgerStoreMemory } from "../src/MemoryLedgerStore.ts"
-import { OrderStoreMemory } from "../src/MemoryOrderStore.ts"
-import { PlanStoreMemory } from "../src/MemoryPlanStore.ts"
-import { MemoryStores } from "../src/MemoryStores.ts"
+import { AlertStoreMemory } from "@model-platform/memory-stores/MemoryAlertStore"
+import { BillingSettingsStoreMemory } from "@model-platform/memory-stores/MemoryBillingSettingsStore"
+import { LedgerStoreMemory } from "@model-platform/memory-stores/MemoryLedgerStore"
+import { OrderStoreMemory } from "@model-platform/memory-stores/MemoryOrderStore"
+import { PlanStoreMemory } from "@model-platform/memory-stores/MemoryPlanStore"
+import { MemoryStores } from "@model-platform/memory-stores/MemoryStores"
 
 const THRESHOLD = 1_000n * MICRO_PER_CREDIT
 const processor = TestCardProcessor.make({ baseUrl: "" })

@@ -20,7 +20,7 @@ import {
 import type { Endpoint } from "@model-platform/core/gateway"
 import { Ledger } from "@model-platform/core/ledger"
 import { Effect, Layer, ManagedRuntime, Stream } from "effect"
-import { MemoryPlatformStores } from "../src/MemoryPlatformStores.ts"
+import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 
 export const POISONS = ["reset", "timeout", "500", "502", "503", "429", "404", "broken-body", "not-json", "drop-stream", "nulls"] as const
 export type Poison = (typeof POISONS)[number]
