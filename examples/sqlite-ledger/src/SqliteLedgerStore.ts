@@ -9,6 +9,10 @@
  * constraint) throws inside the transaction: it is rolled back and the effect dies, which is what
  * the port asks (store failures are defects).
  *
+ * Unavailability: a write waits up to `busyTimeoutMs` for another connection's write lock; past
+ * that SQLite answers SQLITE_BUSY, which `markUnavailable` turns into core's `StoreUnavailable`
+ * (the platform answers 503 and retries metering later) rather than a bug.
+ *
  * Amounts are SQLite INTEGERs (64-bit) read back as bigint; a reservation's allocations, budgets
  * and grant holds are JSON with their amounts as decimal strings.
  */
@@ -38,7 +42,7 @@ import {
   type Settlement,
   settlementProblem
 } from "@model-platform/core/ledger"
-import type { Timestamp } from "@model-platform/core/kernel"
+import { markUnavailable, type Timestamp } from "@model-platform/core/kernel"
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS ledger_entries (
@@ -144,8 +148,19 @@ const reservationOf = (row: Row): Reservation => {
   }
 }
 
+/** SQLITE_BUSY and SQLITE_LOCKED (node:sqlite's `errcode`, the primary code in the low byte). */
+const isBusy = (defect: unknown): boolean => {
+  const code = (defect as { errcode?: unknown } | null)?.errcode
+  return typeof code === "number" && ((code & 0xff) === 5 || (code & 0xff) === 6)
+}
+
+export interface SqliteLedgerOptions {
+  /** How long a write waits for another connection's lock before the store is unavailable. */
+  readonly busyTimeoutMs?: number
+}
+
 /** A store on the SQLite database at `path` (":memory:" for one that lives as long as the layer). */
-export const sqliteLedgerStore = (path: string): Layer.Layer<LedgerStore> =>
+export const sqliteLedgerStore = (path: string, options: SqliteLedgerOptions = {}): Layer.Layer<LedgerStore> =>
   Layer.effect(
     LedgerStore,
     Effect.gen(function*() {
@@ -153,7 +168,7 @@ export const sqliteLedgerStore = (path: string): Layer.Layer<LedgerStore> =>
         Effect.sync(() => new DatabaseSync(path)),
         (db) => Effect.sync(() => db.close())
       )
-      db.exec("PRAGMA busy_timeout = 5000")
+      db.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
       if (path !== ":memory:") db.exec("PRAGMA journal_mode = WAL")
       db.exec(SCHEMA)
 
@@ -181,7 +196,7 @@ export const sqliteLedgerStore = (path: string): Layer.Layer<LedgerStore> =>
             db.exec("COMMIT")
             return result
           } catch (error) {
-            db.exec("ROLLBACK")
+            if (db.isTransaction) db.exec("ROLLBACK")
             throw error
           }
         }).pipe(Effect.withSpan(`LedgerStore.${name}`))
@@ -268,7 +283,7 @@ export const sqliteLedgerStore = (path: string): Layer.Layer<LedgerStore> =>
         )
       }
 
-      return LedgerStore.of({
+      return LedgerStore.of(markUnavailable("LedgerStore", {
         post: (entry) =>
           atomically("post", () => {
             refuse("post", creditProblem(entry))
@@ -434,6 +449,6 @@ export const sqliteLedgerStore = (path: string): Layer.Layer<LedgerStore> =>
                 a.grant < b.grant ? -1 : a.grant > b.grant ? 1 : a.period < b.period ? -1 : a.period > b.period ? 1 : 0
               )
           )
-      })
+      }, isBusy))
     })
   )
