@@ -40,6 +40,7 @@ import { createServer, type Server, type ServerResponse, STATUS_CODES } from "no
 import type { Duplex } from "node:stream"
 import { accountsConfigLayer, readWebAuthnBundle } from "./Accounts.ts"
 import { MachineNodeHttpLayer } from "./MachineNodeHttp.ts"
+import { V1Gate, V1Listener } from "./V1Listener.ts"
 
 export type Stores = PlatformStores
 
@@ -113,8 +114,9 @@ export const serverLayer = <E, R>(options: ServerOptions, stores: Layer.Layer<St
   ))
 
 const serverLayerWith = <E, R>(options: ServerOptions, keys: SigningKeys, stores: Layer.Layer<Stores, E, R>) => {
-  // One server, shared by the routes and by the account service's default address (its port).
-  const nodeServer = NodeHttpServer.layer(makeNodeServer, {
+  // One server, shared by the routes, the /v1 listener and the account service's default address (its port).
+  const gate = new V1Gate()
+  const nodeServer = NodeHttpServer.layer(makeNodeServer(gate), {
     port: options.port,
     host: options.host,
     ...(options.reusePort === true ? { reusePort: true } : {}),
@@ -149,8 +151,11 @@ const serverLayerWith = <E, R>(options: ServerOptions, keys: SigningKeys, stores
     alertMail: options.platform?.alertMail ?? options.accounts?.emailSender
   }).pipe(Layer.provideMerge(stores))
   const pages = Layer.sync(AccountPagesSettings, () => ({ webauthnBundle: readWebAuthnBundle(), platformUrl: options.publicUrl }))
+  // The inference calls go to a plain listener (V1Listener.ts); it is released after the router's
+  // server, so that calls in flight at a shutdown have the server's shutdown timeout too.
   const http = HttpRouter.serve(AppRoutes, { ...SERVE_OPTIONS, disableListenLog: true, middleware: (app) => observeRequests(app) }).pipe(
     Layer.provide(pages),
+    Layer.provideMerge(V1Listener.layer(gate)),
     Layer.provideMerge(nodeServer)
   )
   // Without its options (a test of the API alone) the account service is not served: 503 pages.
@@ -175,7 +180,8 @@ const serverLayerWith = <E, R>(options: ServerOptions, keys: SigningKeys, stores
  * before the platform sees the request, so those refusals, and a request that is not HTTP at all,
  * are answered here in the platform's JSON error shape instead of Node's empty ones.
  */
-const makeNodeServer = () => closingPromptly(createServer({ maxHeaderSize: MAX_HEADER_BYTES }).on("clientError", answerClientError))
+const makeNodeServer = (gate: V1Gate) => () =>
+  closingPromptly(gate.install(createServer({ maxHeaderSize: MAX_HEADER_BYTES }).on("clientError", answerClientError)))
 
 /**
  * Node's `close` stops listening and waits for the open connections, but a keep-alive connection
@@ -186,11 +192,17 @@ const makeNodeServer = () => closingPromptly(createServer({ maxHeaderSize: MAX_H
  */
 const closingPromptly = (server: Server): Server => {
   const answering = new Set<ServerResponse>()
-  server.prependListener("request", (_request, response: ServerResponse) => {
-    if (!server.listening) response.shouldKeepAlive = false
-    answering.add(response)
-    response.once("close", () => answering.delete(response))
-  })
+  // Every request, the /v1 listener's too (it takes its requests before the "request" listeners).
+  const emit = server.emit.bind(server) as (event: string, ...args: Array<unknown>) => boolean
+  server.emit = ((event: string, ...args: Array<unknown>) => {
+    if (event === "request" || event === "checkContinue") {
+      const response = args[1] as ServerResponse
+      if (!server.listening) response.shouldKeepAlive = false
+      answering.add(response)
+      response.once("close", () => answering.delete(response))
+    }
+    return emit(event, ...args)
+  }) as Server["emit"]
   const close = server.close.bind(server)
   server.close = (callback?: (error?: Error) => void) => {
     for (const response of answering) if (!response.headersSent) response.shouldKeepAlive = false

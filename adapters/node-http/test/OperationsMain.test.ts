@@ -73,6 +73,27 @@ describe("main.ts with LOG_FORMAT=json", () => {
     expect(text).not.toContain("key_doesnotexist")
   })
 
+  it("an inference call (answered by the plain /v1 listener) has its request id, access line and HTTP metric", async () => {
+    const auth = { authorization: `Bearer ${secret}` }
+    const account = ((await (await fetch(`${server.url}/me`, { headers: auth })).json()) as { id: string }).id
+    const call = await fetch(`${server.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json", "x-request-id": "ops-v1-1" },
+      body: JSON.stringify({ model: "no-such-model", messages: [{ role: "user", content: "hi" }] })
+    })
+    expect(call.headers.get("x-request-id")).toBe("ops-v1-1")
+    const body = (await call.json()) as { error: { type: string; code: string } }
+    expect(call.status).toBeGreaterThanOrEqual(400)
+    expect(body.error).toMatchObject({ type: expect.any(String), code: expect.any(String) })
+    const lines = await accessLine("ops-v1-1")
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatchObject({ method: "POST", route: "/v1/chat/completions", status: call.status, account_id: account })
+    const metrics = await (await fetch(`${server.url}/metrics`)).text()
+    expect(metrics).toMatch(
+      new RegExp(`http_server_request_duration_seconds_count\\{[^}]*http_route="/v1/chat/completions"[^}]*http_response_status_code="${call.status}"`)
+    )
+  })
+
   it("every line it wrote is a JSON object (its announcements too); probes write no access line at info", async () => {
     const probe = await fetch(`${server.url}/health/live`)
     const probeId = probe.headers.get("x-request-id")!

@@ -18,6 +18,7 @@ import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createServer } from "node:http"
 import { MachineNodeHttpLayer } from "../src/MachineNodeHttp.ts"
+import { V1Gate, V1Listener } from "../src/V1Listener.ts"
 
 /** The machine clients the gateway tests run over: the Node shell's (node:http) and fetch (Lambda's). */
 export const MACHINE_CLIENTS: ReadonlyArray<{ readonly name: string; readonly layer: Layer.Layer<MachineClient> }> = [
@@ -99,10 +100,15 @@ export const startGatewayServer = async (
     Layer.provideMerge(Catalogue.layer(catalogue)),
     Layer.provideMerge(stores)
   )
+  // As the Node shell serves them (Server.ts): the calls by the plain /v1 listener, the rest by the router.
+  const gate = new V1Gate()
   const http = HttpRouter.serve(Layer.mergeAll(InferenceRoutes, ErrorShapeMiddleware), {
     disableListenLog: true,
     disableLogger: true
-  }).pipe(Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })))
+  }).pipe(
+    Layer.provideMerge(V1Listener.layer(gate)),
+    Layer.provideMerge(NodeHttpServer.layer(() => gate.install(createServer()), { port: 0, host: "127.0.0.1" }))
+  )
   const runtime = ManagedRuntime.make(http.pipe(Layer.provideMerge(services)))
   const server = await runtime.runPromise(HttpServer.HttpServer)
   if (server.address._tag === "UnixPathAddress") throw new Error("expected a TCP address")

@@ -74,27 +74,30 @@ export const storeUnavailableResponse = (path: string) =>
     String(STORE_RETRY_AFTER_SECONDS)
   )
 
+/**
+ * The answer to a request on `path` that failed with `cause`: 503 when the store cannot be
+ * reached, else a logged 500 that keeps internals out; an interruption stays one.
+ */
+export const answerFailure = (path: string) => <E>(cause: Cause.Cause<E>): Effect.Effect<HttpServerResponse.HttpServerResponse, E> =>
+  Cause.hasInterruptsOnly(cause)
+    ? Effect.failCause(cause)
+    : isStoreUnavailableCause(cause)
+    // An outage of the store, not a bug: say so, and when to retry (docs/gateway.md).
+    ? Effect.as(
+      Effect.andThen(countStoreUnavailable(cause), Effect.logWarning(`request answered 503: ${String(Cause.squash(cause))}`)),
+      storeUnavailableResponse(path)
+    )
+    : Effect.as(
+      Effect.logError("request failed", cause),
+      errorResponse(path, 500, "The platform failed to answer this request; it has been logged.")
+    )
+
 /** Global router middleware: no error leaves without a JSON body in its surface's shape. */
 export const ErrorShapeMiddleware = HttpRouter.middleware((httpEffect) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const path = new URL(request.url, "http://x").pathname
-    const response = yield* httpEffect.pipe(
-      Effect.catchCause((cause) =>
-        Cause.hasInterruptsOnly(cause)
-          ? Effect.failCause(cause)
-          : isStoreUnavailableCause(cause)
-          // An outage of the store, not a bug: say so, and when to retry (docs/gateway.md).
-          ? Effect.as(
-            Effect.andThen(countStoreUnavailable(cause), Effect.logWarning(`request answered 503: ${String(Cause.squash(cause))}`)),
-            storeUnavailableResponse(path)
-          )
-          : Effect.as(
-            Effect.logError("request failed", cause),
-            errorResponse(path, 500, "The platform failed to answer this request; it has been logged.")
-          )
-      )
-    )
+    const response = yield* httpEffect.pipe(Effect.catchCause(answerFailure(path)))
     // HTML pages for a person (the hosted checkout, http/Checkout.ts) keep their own error pages.
     if (response.status < 400 || isJson(response) || isHtml(response)) return response
     const message = response.status === 415

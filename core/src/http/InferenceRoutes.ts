@@ -11,6 +11,7 @@ import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/h
 import { Gateway, type GatewayError, type GatewayResponse, RateLimited } from "../gateway/Gateway.ts"
 import type { Endpoint } from "../gateway/Validation.ts"
 import { InferenceCatalogueRoutes } from "./InferenceApi.ts"
+import { answerFailure } from "./ErrorShape.ts"
 
 const SSE_HEADERS = {
   "cache-control": "no-cache",
@@ -31,13 +32,35 @@ const errorResponse = (error: GatewayError): HttpServerResponse.HttpServerRespon
     })
     : HttpServerResponse.jsonUnsafe({ error: error.error }, { status: error.status })
 
+/**
+ * The answer to one call, failures in the inference error shape (ErrorShape.ts answerFailure for
+ * what is not the gateway's own error). Served by the routes below, and by the Node shell's plain
+ * listener for /v1 (adapters/node-http V1Listener.ts) with the same answers.
+ */
+export const answerCall = (
+  gateway: Gateway["Service"],
+  endpoint: Endpoint,
+  authorization: string | undefined,
+  body: string
+): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
+  gateway.call(endpoint, authorization, body).pipe(
+    Effect.match({ onFailure: errorResponse, onSuccess: toResponse }),
+    Effect.catchCause(answerFailure(endpoint))
+  )
+
+/** The paths of the call routes below (POST), and the endpoint each calls. */
+export const CALL_ROUTES: ReadonlyMap<string, Endpoint> = new Map<string, Endpoint>([
+  ["/v1/chat/completions", "/v1/chat/completions"],
+  ["/v1/embeddings", "/v1/embeddings"],
+  ["/v1/forecasts", "/v1/forecasts"],
+  ["/forecasts", "/v1/forecasts"],
+  ["/v1/images/generations", "/v1/images/generations"]
+])
+
 const handler = (gateway: Gateway["Service"], endpoint: Endpoint) => (request: HttpServerRequest.HttpServerRequest) =>
   Effect.flatMap(
     Effect.orElseSucceed(request.text, () => ""),
-    (text) =>
-      gateway.call(endpoint, request.headers["authorization"], text).pipe(
-        Effect.match({ onFailure: errorResponse, onSuccess: toResponse })
-      )
+    (text) => answerCall(gateway, endpoint, request.headers["authorization"], text)
   )
 
 /** The call routes; needs Gateway. */

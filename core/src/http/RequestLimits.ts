@@ -90,7 +90,11 @@ export const resolveDotSegments = (url: string): string | undefined => {
 }
 
 /** Bytes of the request line and headers, counted as HTTP/1.1 sends them. */
-const headBytes = (request: HttpServerRequest.HttpServerRequest): number => {
+export const headBytes = (request: {
+  readonly method: string
+  readonly url: string
+  readonly headers: Readonly<Record<string, string>>
+}): number => {
   let bytes = request.method.length + request.url.length + 12
   for (const [name, value] of Object.entries(request.headers)) bytes += name.length + value.length + 4
   return bytes

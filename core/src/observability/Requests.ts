@@ -85,6 +85,48 @@ export const RouteNoter = HttpRouter.middleware((httpEffect) =>
       return Effect.void
     })), { global: true })
 
+/** A request has been answered with `status`: its HTTP metric and its access line (see the module's comment). */
+const recordAnswer = (facts: RequestFacts, method: string, started: bigint, status: number): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const route = facts.route ?? "unmatched"
+    const seconds = Number((yield* Clock.currentTimeNanos) - started) / 1e9
+    yield* recordHttpRequest({ method, route, status }, seconds)
+    const line = Effect.logWithLevel(QUIET_ROUTES.has(route) ? "Debug" : yield* AccessLogLevel)("request")
+    yield* Effect.annotateLogs(line, {
+      request_id: facts.id,
+      method,
+      route,
+      status,
+      duration_ms: Math.round(seconds * 1e6) / 1e3,
+      ...(facts.accountId === undefined ? {} : { account_id: facts.accountId })
+    })
+  })
+
+/**
+ * For a shell that answers some routes outside the router (the Node shell's /v1 calls,
+ * adapters/node-http V1Listener.ts): the same observation as `observeRequests`. `answer` gets the
+ * request id (to send as REQUEST_ID_HEADER), sends the answer, and returns its status once the
+ * last byte was written; an interrupted answer is 499.
+ */
+export const observeAnswer = <E, R>(
+  method: string,
+  incomingId: string | undefined,
+  route: string,
+  answer: (requestId: string) => Effect.Effect<number, E, R>
+): Effect.Effect<void, E, R> =>
+  Effect.gen(function*() {
+    const started = yield* Clock.currentTimeNanos
+    const facts: RequestFacts = { id: yield* requestIdOf(incomingId), accountId: undefined, route }
+    const exit = yield* answer(facts.id).pipe(
+      Effect.provideService(CurrentRequest, facts),
+      Effect.annotateLogs("request_id", facts.id),
+      Effect.exit
+    )
+    // Only an interruption (the client went away) fails here: `answer` sends every other failure.
+    yield* recordAnswer(facts, method, started, Exit.isSuccess(exit) ? exit.value : 499)
+    if (Exit.isFailure(exit)) return yield* exit
+  })
+
 /**
  * The middleware: see the module's comment. Its requirements are the app's: the request it reads
  * is there for every request a server runs.
@@ -104,18 +146,6 @@ export const observeRequests = <E, R>(
       Effect.annotateLogs("request_id", facts.id),
       Effect.exit
     )
-    const route = facts.route ?? "unmatched"
-    const status = yield* statusOf(exit)
-    const seconds = Number((yield* Clock.currentTimeNanos) - started) / 1e9
-    yield* recordHttpRequest({ method: request.method, route, status }, seconds)
-    const line = Effect.logWithLevel(QUIET_ROUTES.has(route) ? "Debug" : yield* AccessLogLevel)("request")
-    yield* Effect.annotateLogs(line, {
-      request_id: facts.id,
-      method: request.method,
-      route,
-      status,
-      duration_ms: Math.round(seconds * 1e6) / 1e3,
-      ...(facts.accountId === undefined ? {} : { account_id: facts.accountId })
-    })
+    yield* recordAnswer(facts, request.method, started, yield* statusOf(exit))
     return yield* exit
   }) as Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
