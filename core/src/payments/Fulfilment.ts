@@ -6,17 +6,36 @@
  * it runs after every completion, first or replayed, and a replay finishes a fulfilment a crash
  * cut short.
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { generateId } from "../kernel/Ids.ts"
 import { makePlans } from "../plans/Plans.ts"
 import { type OrderRecord, OrderStore } from "./OrderStore.ts"
 import { Ledger } from "../ledger/Ledger.ts"
+import { CardProcessor } from "./CardProcessor.ts"
 import { generateTicketCode, isAutoReloadOrder } from "./OrderRules.ts"
 
 export const makeFulfilment = Effect.gen(function*() {
   const store = yield* OrderStore
   const ledger = yield* Ledger
   const plans = yield* makePlans
+  const processor = Option.getOrUndefined(yield* Effect.serviceOption(CardProcessor))
+
+  /**
+   * The card a new plan paid on the processor's page renews with, when the caller has not got it:
+   * the processor saved it with the payment, so it is asked. This is the return page finding the
+   * order paid by a webhook still settling it, or a fulfilment healed after a crash. Whichever
+   * path makes the plan first makes it for good (PlanStore.insertSubscription), so none may make
+   * it without its card.
+   */
+  const cardOf = Effect.fnUntraced(function*(order: OrderRecord, cardReference: string | null) {
+    const details = order.details
+    const newCardPlan = details?.kind === "subscription" && details.renew_subscription_id === null && order.paid_with === "card"
+    if (cardReference !== null || !newCardPlan || processor?.pages !== "processor" || order.card_session_id === null) {
+      return cardReference
+    }
+    const result = yield* processor.checkoutResult(order.card_session_id)
+    return result._tag === "Paid" && result.order_id === order.id ? result.saved_card?.reference ?? null : null
+  })
 
   /** Fulfils a paid order (nothing for another); `cardReference`: the card saved at its checkout, for a plan. */
   const fulfil = Effect.fnUntraced(function*(order: OrderRecord, cardReference: string | null = null) {
@@ -41,7 +60,7 @@ export const makeFulfilment = Effect.gen(function*() {
       })
     }
     // A rental or a plan (once per order: docs/plans.md).
-    yield* plans.fulfil(order, cardReference)
+    yield* plans.fulfil(order, yield* cardOf(order, cardReference))
     // Last: a paid order without a receipt is one whose fulfilment was cut short (healPaid).
     yield* store.insertReceipt({
       id: yield* generateId("rcpt"),
