@@ -5,7 +5,7 @@
  * `cardOf`). Its renewal is then charged to the card, as it is when the webhook makes it.
  */
 import { OrderStore } from "@model-platform/core/payments"
-import { OrderStoreMemory } from "@model-platform/test-harness/MemoryOrderStore"
+import { OrderStoreMemory } from "@model-platform/memory-stores/MemoryOrderStore"
 import { movableClock } from "@model-platform/test-harness/MovableClock"
 import { startInProcess } from "@model-platform/test-harness/InProcess"
 import { startStripeWorld, type StripeProcessorFor, type StripeWorld } from "@model-platform/test-harness/StripeCheckoutSuite"
