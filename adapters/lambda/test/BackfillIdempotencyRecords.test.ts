@@ -49,7 +49,10 @@ const onFreshTable = <A, E>(effect: Effect.Effect<A, E, IdempotencyStore | Dynam
   Effect.provide(effect, IdempotencyStoreDynamo.pipe(Layer.provideMerge(FreshTable)))
 
 const SECRET = "mpk_3q2-pSecretOfTheReleaseBeforeSealingXXXXXXXXXX"
-const at = (ms: number) => toTimestamp(Date.UTC(2026, 0, 15) + ms)
+// An hour ago (whole seconds): the records' TTLs lie ahead, so DynamoDB Local's expiry, which
+// deletes items whose TTL has passed at a moment of its own, cannot take one during a test.
+const BASE = Math.floor(Date.now() / 1000) * 1000 - 3_600_000
+const at = (ms: number) => toTimestamp(BASE + ms)
 
 /** The table as the release before sealing left it, and one record the live store wrote. */
 const oldData = Effect.gen(function*() {
