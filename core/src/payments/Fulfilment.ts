@@ -1,10 +1,10 @@
 /**
  * Fulfilment of a paid order (docs/payments.md "Fulfilment, receipts, purchased credits"), for
- * every path that pays one (Orders: the platform's checkout, deposits, off-session payments;
- * CardCheckouts: a processor's checkout, by its return page or its webhook): the gift ticket or the
- * credits (ledger ref = the order id), the plan or rental, then the receipt, each idempotent, so
- * it runs after every completion, first or replayed, and a replay finishes a fulfilment a crash
- * cut short.
+ * every path that pays one (Orders: the platform's checkout, deposits; OffSessionCharges: automatic
+ * top-ups and plan renewals; CardCheckouts: a processor's checkout, by its return page or its
+ * webhook): the gift ticket or the credits (ledger ref = the order id), the plan or rental, then
+ * the receipt, each idempotent, so it runs after every completion, first or replayed, and a replay
+ * finishes a fulfilment a crash cut short.
  */
 import { Effect, Option } from "effect"
 import { generateId } from "../kernel/Ids.ts"
