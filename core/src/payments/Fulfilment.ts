@@ -12,7 +12,7 @@ import { makePlans } from "../plans/Plans.ts"
 import { type OrderRecord, OrderStore } from "./OrderStore.ts"
 import { Ledger } from "../ledger/Ledger.ts"
 import { CardProcessor } from "./CardProcessor.ts"
-import { generateTicketCode, isAutoReloadOrder } from "./OrderRules.ts"
+import { countsTowardTier, generateTicketCode, isAutoReloadOrder } from "./OrderRules.ts"
 
 export const makeFulfilment = Effect.gen(function*() {
   const store = yield* OrderStore
@@ -73,7 +73,8 @@ export const makeFulfilment = Effect.gen(function*() {
       currency: order.currency,
       credits: order.credits,
       paid_with: order.paid_with,
-      auto_reload: isAutoReloadOrder(order.id)
+      auto_reload: isAutoReloadOrder(order.id),
+      counts_toward_tier: countsTowardTier(order.type)
     })
   })
 
