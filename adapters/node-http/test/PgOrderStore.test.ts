@@ -29,7 +29,7 @@ describe.skipIf(databaseUrl === undefined)("OrderStorePg on PostgreSQL (TEST_DAT
   if (databaseUrl !== undefined) orderStoreContract("contract", store({ databaseUrl, dataDir: "unused" }))
   else it.skip("set TEST_DATABASE_URL=postgres://... to run the contract on a PostgreSQL server", () => {})
 
-  it.live("receipts written before migration 0025 count toward the tier after it as they did before (credits and packages)", () =>
+  it.live("receipts written before migration 0025, or by the previous release after it, count toward the tier as before (credits and packages)", () =>
     Effect.gen(function*() {
       const url = yield* Effect.promise(() => freshDatabaseUrl(databaseUrl!))
       yield* Effect.gen(function*() {
@@ -42,12 +42,14 @@ describe.skipIf(databaseUrl === undefined)("OrderStorePg on PostgreSQL (TEST_DAT
         yield* receipt("rcpt_package", "package", 7_000_001n)
         yield* receipt("rcpt_plan", "subscription", 100_000_000n)
         yield* migrate
+        // A server of the previous release, still running, writes a receipt as it always did.
+        yield* receipt("rcpt_during_deploy", "credits", 3n)
         yield* Effect.gen(function*() {
           const orders = yield* OrderStore
-          assert.strictEqual(yield* orders.purchasedCredits("acct_old"), 12_000_001n)
+          assert.strictEqual(yield* orders.purchasedCredits("acct_old"), 12_000_004n)
           assert.deepStrictEqual(
-            (yield* orders.listReceipts("acct_old")).map((r) => [r.kind, r.counts_toward_tier]).sort(),
-            [["credits", true], ["package", true], ["subscription", false]]
+            (yield* orders.listReceipts("acct_old")).map((r) => [r.id, r.counts_toward_tier]).sort(),
+            [["rcpt_credits", true], ["rcpt_during_deploy", true], ["rcpt_package", true], ["rcpt_plan", false]]
           )
         }).pipe(Effect.provide(OrderStorePg.pipe(Layer.provide(Layer.succeed(SqlClient.SqlClient, sql)))))
       }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url) })), Effect.scoped)
