@@ -3,11 +3,11 @@
  * period has ended while it renews (`PlanStore.dueRenewals`), charges the card saved at its
  * checkout off-session for one more period, by the one off-session path
  * (payments/OffSessionCharges.ts): a paid order (kind subscription, with a receipt) whose
- * fulfilment moves the plan to its next period. A declined
- * charge, a plan no longer offered, or a renewal not charged within RENEWAL_GRACE_MS ends the
- * plan: auto_renews off, the reason kept (renewal_error), a `plan_renewal_failed` alert. A declined
- * charge (its bank wanting the person, authentication_required, included) also mails the person a
- * link to pay that renewal's order themselves (PayLinks.ts), which renews the plan for its period.
+ * fulfilment moves the plan to its next period. A declined charge, a plan no longer offered, or a
+ * renewal not charged within RENEWAL_GRACE_MS ends the plan: auto_renews off, the reason kept
+ * (renewal_error), a `plan_renewal_failed` alert. A declined charge (its bank wanting the person,
+ * authentication_required, included) also mails the person a link to pay that renewal's order
+ * themselves (PayLinks.ts), which renews the plan for its period.
  *
  * Once, with any number of processes running the job at once: the renewal's order id is made from
  * the plan and the period it follows (`renewalOrderId`), and is the charge's idempotency key, so
