@@ -23,6 +23,7 @@
  */
 import { type AttributeValue, type TransactWriteItem, UpdateItemCommand } from "@aws-sdk/client-dynamodb"
 import {
+  countsTowardTier,
   type DepositRecord,
   type OrderRecord,
   OrderStatusValues,
@@ -110,7 +111,7 @@ export const OrderKeys = {
     pk: accountPk(accountId),
     sk: `${ORDER_ACCOUNT_PREFIX.receipt}${paidAt}#${stamp}#${receiptId}`
   }),
-  /** The account's purchased credits: the running sum of its credits and package receipts. */
+  /** The account's purchased credits: the running sum of its receipts that count toward the tier. */
   purchased: (accountId: string): ItemKey => ({ pk: accountPk(accountId), sk: "PURCHASED" }),
   /** A transfer, unique per (chain, tx). */
   deposit: (chain: string, tx: string): ItemKey => ({ pk: `DEPOSIT#${tx}`, sk: `DEPOSIT#${chain}` }),
@@ -343,10 +344,16 @@ const ReceiptItem = Schema.Struct({
   currency: StringAttr,
   credits: BigIntAttr,
   paid_with: literalAttr(PaymentMethodValues),
-  auto_reload: BoolAttr
+  auto_reload: BoolAttr,
+  // Absent on receipts written before the flag (docs/lambda-orders.md).
+  counts_toward_tier: Schema.optionalKey(BoolAttr)
 })
 
-const toReceipt = (item: typeof ReceiptItem.Type): ReceiptRecord => ({ ...item })
+/** A receipt written before counts_toward_tier existed reads by the rule it was counted by (its kind). */
+const toReceipt = ({ counts_toward_tier, ...item }: typeof ReceiptItem.Type): ReceiptRecord => ({
+  ...item,
+  counts_toward_tier: counts_toward_tier ?? countsTowardTier(item.kind)
+})
 
 const receiptAttributes = (receipt: ReceiptRecord): Item => ({
   id: str(receipt.id),
@@ -359,7 +366,8 @@ const receiptAttributes = (receipt: ReceiptRecord): Item => ({
   currency: str(receipt.currency),
   credits: num(receipt.credits),
   paid_with: str(receipt.paid_with),
-  auto_reload: bool(receipt.auto_reload)
+  auto_reload: bool(receipt.auto_reload),
+  counts_toward_tier: bool(receipt.counts_toward_tier)
 })
 
 const DepositItem = Schema.Struct({
@@ -715,13 +723,12 @@ export const OrderStoreDynamo: Layer.Layer<OrderStore, never, DynamoConfig> = La
     // The order's receipt item (0), the receipt (1), its copy in the account's list (2), then the
     // order's unfulfilled listing: deleted when the order read has one, else a check that it still
     // has none (3: failing means it was paid meanwhile, and everything is read again), and the
-    // purchased credits sum (credits and package receipts).
+    // purchased credits sum (receipts that count toward the tier).
     const insertReceipt = Effect.fn("OrderStore.insertReceipt")(function*(receipt: ReceiptRecord) {
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         const order = yield* readOrder(receipt.order_id)
         const listedSk = order?.unfulfilledSk
         const stamp = yield* writeStamp
-        const counts = receipt.kind === "credits" || receipt.kind === "package"
         const attributes = receiptAttributes(receipt)
         const result = yield* transact("insertReceipt", [
           createItem(OrderKeys.receiptOrder(receipt.order_id), { receipt_id: str(receipt.id) }),
@@ -737,7 +744,7 @@ export const OrderStoreDynamo: Layer.Layer<OrderStore, never, DynamoConfig> = La
               }
             }
             : deleteItem({ pk: UNFULFILLED_PK, sk: listedSk }),
-          ...(counts
+          ...(receipt.counts_toward_tier
             ? [{
               Update: {
                 TableName: tableName,

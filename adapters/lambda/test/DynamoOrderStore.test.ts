@@ -1,8 +1,8 @@
 /**
  * The order store on DynamoDB Local: the shared contract suite (`orderStoreContract`, with its
  * concurrency tests) on a fresh table, then what only this store has: its index items (the
- * unfulfilled listing goes with the receipt, also when the receipt came first) and amounts beyond
- * 2^53 kept exact. One DynamoDB Local serves the file; it is stopped after it (no Java process
+ * unfulfilled listing goes with the receipt, also when the receipt came first), amounts beyond
+ * 2^53 kept exact, and a receipt item written before `counts_toward_tier` read by its kind. One DynamoDB Local serves the file; it is stopped after it (no Java process
  * outlives the file).
  */
 import { GetItemCommand, QueryCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb"
@@ -93,7 +93,8 @@ layer(StoreAndTable, { excludeTestServices: true, timeout: "60 seconds" })("Orde
             currency: order.currency,
             credits: order.credits,
             paid_with: "card",
-            auto_reload: false
+            auto_reload: false,
+            counts_toward_tier: true
           }),
           "inserted"
         )
@@ -117,7 +118,8 @@ layer(StoreAndTable, { excludeTestServices: true, timeout: "60 seconds" })("Orde
           currency: order.currency,
           credits: order.credits,
           paid_with: "card",
-          auto_reload: false
+          auto_reload: false,
+          counts_toward_tier: true
         })
         assert.isTrue(yield* store.markPaid(order.id, "card", at(10)))
         assert.isFalse(yield* store.markPaid(order.id, "card", at(11)))
@@ -199,6 +201,53 @@ layer(StoreAndTable, { excludeTestServices: true, timeout: "60 seconds" })("Orde
       )
       assert.deepStrictEqual(yield* store.findOrder(order.id), { ...order, details: null })
       assert.deepStrictEqual((yield* store.listOrders(order.account_id, 10)).map((o) => o.details), [null])
+    }))
+
+  it.effect("a receipt item without counts_toward_tier (written before it) reads by its kind, as it was counted", () =>
+    Effect.gen(function*() {
+      const store = yield* OrderStore
+      const { client, tableName } = yield* DynamoConfig
+      const accountId = yield* generateId("acct")
+      const receipt = Effect.fnUntraced(function*(kind: "credits" | "subscription", counts: boolean) {
+        return {
+          id: yield* generateId("rcpt"), account_id: accountId, order_id: yield* generateId("ord"), kind, title: kind,
+          paid_at: at(10), amount_cents: 100n, currency: "USD", credits: 1_000n, paid_with: "card" as const,
+          auto_reload: false, counts_toward_tier: counts
+        }
+      })
+      // Flags against their kinds, so what reads back after the attribute is gone is the kind's rule.
+      const credits = yield* receipt("credits", false)
+      const plan = yield* receipt("subscription", true)
+      for (const r of [credits, plan]) yield* store.insertReceipt(r)
+      const listed = yield* Effect.promise(() =>
+        client.send(
+          new QueryCommand({
+            TableName: tableName,
+            KeyConditionExpression: "pk = :pk AND begins_with(sk, :receipts)",
+            ExpressionAttributeValues: { ":pk": { S: `ORDERACCOUNT#${accountId}` }, ":receipts": { S: "RECEIPT#" } },
+            ConsistentRead: true
+          })
+        )
+      )
+      const keys = [OrderKeys.receipt(credits.id), OrderKeys.receipt(plan.id), ...(listed.Items ?? []).map((i) => ({ pk: i.pk!.S!, sk: i.sk!.S! }))]
+      assert.strictEqual(keys.length, 4)
+      for (const key of keys) {
+        yield* Effect.promise(() =>
+          client.send(
+            new UpdateItemCommand({
+              TableName: tableName,
+              Key: { pk: { S: key.pk }, sk: { S: key.sk } },
+              UpdateExpression: "REMOVE counts_toward_tier"
+            })
+          )
+        )
+      }
+      assert.strictEqual((yield* store.getReceipt(accountId, credits.id))?.counts_toward_tier, true)
+      assert.strictEqual((yield* store.getReceipt(accountId, plan.id))?.counts_toward_tier, false)
+      assert.deepStrictEqual(
+        (yield* store.listReceipts(accountId)).map((r) => [r.kind, r.counts_toward_tier]).sort(),
+        [["credits", true], ["subscription", false]]
+      )
     }))
 
   it.effect("a deposit address of another order is a defect, and changes nothing", () =>

@@ -6,13 +6,14 @@ import { AlertStoreDynamo } from "../src/DynamoAlertStore.ts"
 import { BillingSettingsStoreDynamo } from "../src/DynamoBillingSettingsStore.ts"
 import { LedgerStoreDynamo } from "../src/DynamoLedgerStore.ts"
 import { OrderStoreDynamo } from "../src/DynamoOrderStore.ts"
+import { PlanStoreDynamo } from "../src/DynamoPlanStore.ts"
 import { useDynamoLocal } from "./dynamoLocal.ts"
 
 const { freshTable } = useDynamoLocal("top-up-property")
 
 topUpProperty(
   "automatic top-ups on DynamoDB Local",
-  Layer.mergeAll(AlertStoreDynamo, LedgerStoreDynamo, OrderStoreDynamo, BillingSettingsStoreDynamo).pipe(
+  Layer.mergeAll(AlertStoreDynamo, LedgerStoreDynamo, OrderStoreDynamo, PlanStoreDynamo, BillingSettingsStoreDynamo).pipe(
     Layer.provide(freshTable()),
     Layer.merge(AccountStoreMemory)
   ),

@@ -277,7 +277,7 @@ export const OrderStoreMemory: Layer.Layer<OrderStore> = Layer.effect(
       read((s) => {
         let sum = 0n
         for (const { record } of s.receipts.values()) {
-          if (record.account_id === accountId && (record.kind === "credits" || record.kind === "package")) {
+          if (record.account_id === accountId && record.counts_toward_tier) {
             sum += record.credits
           }
         }

@@ -2,19 +2,23 @@
  * The order store contract on Postgres: embedded PGlite in memory, and a real PostgreSQL server
  * when TEST_DATABASE_URL is set (there the concurrency tests exercise real row locks and unique
  * indexes across a pool of connections). Also what only Postgres can be given: details that do not
- * fit OrderDetails are refused when written, and a row whose details JSON has another shape is a
- * defect when read, never an OrderRecord.
+ * fit OrderDetails are refused when written, a row whose details JSON has another shape is a
+ * defect when read, never an OrderRecord, and receipts written before migration 0025 keep counting
+ * toward the tier as they did.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Redacted } from "effect"
+import { Migrator, SqlClient } from "effect/sql"
 import { generateId } from "@model-platform/core/kernel"
 import { type OrderRecord, OrderStore } from "@model-platform/core/payments"
 import { type OrderDetails } from "@model-platform/core/plans"
 import { assertDies } from "@model-platform/contract-kit/ContractSupport"
 import { orderStoreContract } from "@model-platform/test-harness/OrderContract"
 import * as Database from "../src/postgres/Database.ts"
+import { migrate, migrations } from "../src/postgres/migrations.ts"
 import { OrderStorePg } from "../src/postgres/PgOrderStore.ts"
+import { freshDatabaseUrl } from "./support.ts"
 
 const store = (options: Database.Options) => OrderStorePg.pipe(Layer.provide(Database.layer(options)))
 
@@ -24,6 +28,32 @@ const databaseUrl = process.env["TEST_DATABASE_URL"]
 describe.skipIf(databaseUrl === undefined)("OrderStorePg on PostgreSQL (TEST_DATABASE_URL)", () => {
   if (databaseUrl !== undefined) orderStoreContract("contract", store({ databaseUrl, dataDir: "unused" }))
   else it.skip("set TEST_DATABASE_URL=postgres://... to run the contract on a PostgreSQL server", () => {})
+
+  it.live("receipts written before migration 0025, or by the previous release after it, count toward the tier as before (credits and packages)", () =>
+    Effect.gen(function*() {
+      const url = yield* Effect.promise(() => freshDatabaseUrl(databaseUrl!))
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* Migrator.make({})({ loader: Migrator.fromRecord(Object.fromEntries(Object.entries(migrations).filter(([id]) => id < "0025"))) })
+        const receipt = (id: string, kind: string, credits: bigint) =>
+          sql`INSERT INTO receipts (id, account_id, order_id, kind, title, paid_at, amount_cents, currency, credits, paid_with, auto_reload)
+              VALUES (${id}, 'acct_old', ${`ord_${id}`}, ${kind}, 'bought before', '2026-01-15T10:00:00Z', 100, 'USD', ${credits}, 'card', false)`
+        yield* receipt("rcpt_credits", "credits", 5_000_000n)
+        yield* receipt("rcpt_package", "package", 7_000_001n)
+        yield* receipt("rcpt_plan", "subscription", 100_000_000n)
+        yield* migrate
+        // A server of the previous release, still running, writes a receipt as it always did.
+        yield* receipt("rcpt_during_deploy", "credits", 3n)
+        yield* Effect.gen(function*() {
+          const orders = yield* OrderStore
+          assert.strictEqual(yield* orders.purchasedCredits("acct_old"), 12_000_004n)
+          assert.deepStrictEqual(
+            (yield* orders.listReceipts("acct_old")).map((r) => [r.id, r.counts_toward_tier]).sort(),
+            [["rcpt_credits", true], ["rcpt_during_deploy", true], ["rcpt_package", true], ["rcpt_plan", false]]
+          )
+        }).pipe(Effect.provide(OrderStorePg.pipe(Layer.provide(Layer.succeed(SqlClient.SqlClient, sql)))))
+      }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url) })), Effect.scoped)
+    }), 60_000)
 })
 
 const rentalOrder = Effect.fnUntraced(function*(details: OrderDetails) {

@@ -12,10 +12,11 @@ import { AlertStorePg } from "../src/postgres/PgAlertStore.ts"
 import { BillingSettingsStorePg } from "../src/postgres/PgBillingSettingsStore.ts"
 import { LedgerStorePg } from "../src/postgres/PgLedgerStore.ts"
 import { OrderStorePg } from "../src/postgres/PgOrderStore.ts"
+import { PlanStorePg } from "../src/postgres/PgPlanStore.ts"
 import { freshDatabaseUrl } from "./support.ts"
 
 const stores = (options: Database.Options) =>
-  Layer.mergeAll(AlertStorePg, LedgerStorePg, OrderStorePg, BillingSettingsStorePg).pipe(
+  Layer.mergeAll(AlertStorePg, LedgerStorePg, OrderStorePg, PlanStorePg, BillingSettingsStorePg).pipe(
     Layer.provide(Database.layer(options)),
     Layer.merge(AccountStoreMemory)
   )

@@ -10,6 +10,7 @@ import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, Exit, type Layer } from "effect"
 import { generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import {
+  countsTowardTier,
   type DepositAddress,
   type DepositRecord,
   type OrderRecord,
@@ -103,6 +104,7 @@ const makeReceipt = Effect.fnUntraced(function*(accountId: string, overrides: Pa
     credits: 25_000_000_000n,
     paid_with: "card",
     auto_reload: false,
+    counts_toward_tier: countsTowardTier(overrides.kind ?? "credits"),
     ...overrides
   }
   return receipt
@@ -519,6 +521,7 @@ const receiptTests = (it: Vitest.MethodsNonLive<OrderStore>) =>
           title: "Starter ünï",
           paid_with: "stablecoin",
           auto_reload: true,
+          counts_toward_tier: false,
           amount_cents: 123_456n,
           credits: 1n
         })
@@ -562,6 +565,21 @@ const receiptTests = (it: Vitest.MethodsNonLive<OrderStore>) =>
         yield* store.insertReceipt(yield* makeReceipt(accountId, { kind: "subscription", credits: 100_000_000n }))
         yield* store.insertReceipt(yield* makeReceipt(yield* generateId("acct"), { credits: 3n }))
         assert.strictEqual(yield* store.purchasedCredits(accountId), 12_000_001n)
+      }))
+
+    it.effect("purchasedCredits sums the receipts flagged counts_toward_tier, whatever their kind (core decides, the store sums)", () =>
+      Effect.gen(function*() {
+        const store = yield* OrderStore
+        const accountId = yield* generateId("acct")
+        const flaggedFalse = yield* makeReceipt(accountId, { kind: "credits", credits: 11_000_000n, counts_toward_tier: false })
+        const flaggedTrue = yield* makeReceipt(accountId, { kind: "subscription", credits: 7_000_001n, counts_toward_tier: true })
+        for (const r of [flaggedFalse, flaggedTrue]) assert.strictEqual(yield* store.insertReceipt(r), "inserted")
+        yield* store.insertReceipt(yield* makeReceipt(accountId, { kind: "package", credits: 2_000_000n, counts_toward_tier: false }))
+        yield* store.insertReceipt(yield* makeReceipt(accountId, { kind: "credits", credits: 5_000_000n, counts_toward_tier: true }))
+        assert.strictEqual(yield* store.purchasedCredits(accountId), 12_000_001n)
+        // The flag reads back as written.
+        assert.strictEqual((yield* store.getReceipt(accountId, flaggedFalse.id))?.counts_toward_tier, false)
+        assert.strictEqual((yield* store.getReceipt(accountId, flaggedTrue.id))?.counts_toward_tier, true)
       }))
   })
 

@@ -1,6 +1,6 @@
 /**
  * The property of plan renewals (docs/plans.md "Renewals"), on any stores: for a card plan whose
- * period has ended, any number of renewal jobs spread over several processes (each its own Orders
+ * period has ended, any number of renewal jobs spread over several processes (each its own Ledger
  * and Renewals over the shared stores, the card processor shared as Stripe is), maybe a person
  * cancelling meanwhile, and any interleaving of their store operations (a fast-check scheduler
  * gates every read and write of the plan and of the renewal's order), the plan is charged at most
@@ -13,12 +13,11 @@
  *   not, it stops renewing with the reason kept, and one plan_renewal_failed alert is raised.
  */
 import { assert, layer } from "@effect/vitest"
-import { stablecoinRailLayer } from "@model-platform/core/http"
 import { Alerts, AlertStore, makeRenewals, renewalOrderId } from "@model-platform/core/billing"
 import { Catalogue } from "@model-platform/core/catalogue"
 import { generateId, Time } from "@model-platform/core/kernel"
 import { Ledger } from "@model-platform/core/ledger"
-import { CardProcessor, Orders, OrderStore, TestCardProcessor } from "@model-platform/core/payments"
+import { CardProcessor, OrderStore, TestCardProcessor } from "@model-platform/core/payments"
 import type { AccountStore } from "@model-platform/core/keys"
 import type { BillingSettingsStore } from "@model-platform/core/billing"
 import type { LedgerStore } from "@model-platform/core/ledger"
@@ -87,9 +86,7 @@ export const renewalProperty = <E>(name: string, stores: Layer.Layer<RenewalStor
                     markPaid: (id, w, at) => gate(orders.markPaid(id, w, at))
                   }))
                 )
-                const processLayer = Layer.mergeAll(Orders.layer, Alerts.layer).pipe(
-                  Layer.provide(Ledger.layer),
-                  Layer.provide(stablecoinRailLayer(fixtureCatalogue.payments).pipe(Layer.orDie)),
+                const processLayer = Layer.mergeAll(Ledger.layer, Alerts.layer).pipe(
                   Layer.provideMerge(Layer.mergeAll(gatedStores, Layer.succeed(CardProcessor, processor), Catalogue.layer(fixtureCatalogue)))
                 )
                 const renewers = yield* Effect.forEach(Array.from({ length: scenario.processes }), () =>

@@ -21,12 +21,14 @@ import { Catalogue } from "@model-platform/core/catalogue"
 import { generateId, MICRO_PER_CREDIT, Time } from "@model-platform/core/kernel"
 import { Ledger, LedgerStore } from "@model-platform/core/ledger"
 import type { AccountStore } from "@model-platform/core/keys"
+import type { PlanStore } from "@model-platform/core/plans"
 import { CardProcessor, OrderStore, TestCardProcessor } from "@model-platform/core/payments"
 import { Clock, Context, Effect, Layer } from "effect"
 import fc from "fast-check"
 import { fixtureCatalogue } from "./Fixtures.ts"
 
-export type TopUpStores = AlertStore | LedgerStore | OrderStore | BillingSettingsStore | AccountStore
+/** The plan store too: a top-up is fulfilled as every paid order is (payments/Fulfilment.ts). */
+export type TopUpStores = AlertStore | LedgerStore | OrderStore | PlanStore | BillingSettingsStore | AccountStore
 
 const THRESHOLD = 1_000n * MICRO_PER_CREDIT
 const SEED = 1_500n * MICRO_PER_CREDIT

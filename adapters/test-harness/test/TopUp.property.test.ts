@@ -5,10 +5,11 @@ import { AlertStoreMemory } from "@model-platform/memory-stores/MemoryAlertStore
 import { BillingSettingsStoreMemory } from "@model-platform/memory-stores/MemoryBillingSettingsStore"
 import { LedgerStoreMemory } from "@model-platform/memory-stores/MemoryLedgerStore"
 import { OrderStoreMemory } from "@model-platform/memory-stores/MemoryOrderStore"
+import { PlanStoreMemory } from "@model-platform/memory-stores/MemoryPlanStore"
 import { topUpProperty } from "../src/TopUpProperty.ts"
 
 topUpProperty(
   "automatic top-ups on memory stores",
-  Layer.mergeAll(MemoryStores, AlertStoreMemory, LedgerStoreMemory, OrderStoreMemory, BillingSettingsStoreMemory),
+  Layer.mergeAll(MemoryStores, AlertStoreMemory, LedgerStoreMemory, OrderStoreMemory, PlanStoreMemory, BillingSettingsStoreMemory),
   60
 )

@@ -96,6 +96,8 @@ describe("automatic top-ups after a crash", () => {
       assert.deepStrictEqual(receipts.map((r) => r.order_id), [orderId])
       assert.strictEqual(yield* posted(account), THRESHOLD - 1n + 5_000n * MICRO_PER_CREDIT)
       assert.strictEqual((yield* (yield* OrderStore).findOrder(orderId))?.status, "paid")
+      // Bought credits: the top-up counts toward the usage tier, once.
+      assert.strictEqual(yield* (yield* OrderStore).purchasedCredits(account), 5_000n * MICRO_PER_CREDIT)
       // The processor was asked again with the same key: it answered the first charge, made no other.
       assert.strictEqual(new Set(charges.filter((c) => c === orderId)).size, 1)
       const state = yield* topUps.state(account)

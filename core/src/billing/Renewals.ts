@@ -1,12 +1,13 @@
 /**
  * Card plans renewing by themselves (docs/plans.md "Renewals"): a job that, for each plan whose
  * period has ended while it renews (`PlanStore.dueRenewals`), charges the card saved at its
- * checkout off-session for one more period, and records the payment as an order (kind
- * subscription, with a receipt) whose fulfilment moves the plan to its next period. A declined
- * charge, a plan no longer offered, or a renewal not charged within RENEWAL_GRACE_MS ends the
- * plan: auto_renews off, the reason kept (renewal_error), a `plan_renewal_failed` alert. A declined
- * charge (its bank wanting the person, authentication_required, included) also mails the person a
- * link to pay that renewal's order themselves (PayLinks.ts), which renews the plan for its period.
+ * checkout off-session for one more period, by the one off-session path
+ * (payments/OffSessionCharges.ts): a paid order (kind subscription, with a receipt) whose
+ * fulfilment moves the plan to its next period. A declined charge, a plan no longer offered, or a
+ * renewal not charged within RENEWAL_GRACE_MS ends the plan: auto_renews off, the reason kept
+ * (renewal_error), a `plan_renewal_failed` alert. A declined charge (its bank wanting the person,
+ * authentication_required, included) also mails the person a link to pay that renewal's order
+ * themselves (PayLinks.ts), which renews the plan for its period.
  *
  * Once, with any number of processes running the job at once: the renewal's order id is made from
  * the plan and the period it follows (`renewalOrderId`), and is the charge's idempotency key, so
@@ -19,10 +20,11 @@ import { Clock, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { Alerts, planRenewalFailedAlert } from "./Alerts.ts"
 import { monthOf } from "../kernel/Time.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
-import { Orders } from "../payments/OrderService.ts"
+import { makeOffSessionCharges } from "../payments/OffSessionCharges.ts"
 import { CURRENCY, PAYMENT_WINDOW_MS } from "../payments/OrderRules.ts"
-import { CardProcessor } from "../payments/CardProcessor.ts"
-import type { OrderRecord } from "../payments/OrderStore.ts"
+import type { CardProcessor } from "../payments/CardProcessor.ts"
+import type { OrderRecord, OrderStore } from "../payments/OrderStore.ts"
+import type { Ledger } from "../ledger/Ledger.ts"
 import { PlanStore, type SubscriptionRecord } from "../plans/PlanStore.ts"
 import * as Time from "../kernel/Time.ts"
 import { subscribeOfferOf, subscriptionPrice } from "../plans/Offers.ts"
@@ -48,8 +50,7 @@ export type RenewalResult = "renewed" | "failed" | "skipped"
 
 export const makeRenewals = Effect.gen(function*() {
   const store = yield* PlanStore
-  const orders = yield* Orders
-  const processor = yield* CardProcessor
+  const offSession = yield* makeOffSessionCharges
   const catalogue = yield* Catalogue
   const alerts = Option.getOrUndefined(yield* Effect.serviceOption(Alerts))
   const payLinks = Option.getOrUndefined(yield* Effect.serviceOption(PayLinks))
@@ -90,14 +91,6 @@ export const makeRenewals = Effect.gen(function*() {
     const orderId = renewalOrderId(plan)
     const title = `${offered.name} plan on ${machine.name}, ${period_days} days (renewal of ${plan.id})`
     if (plan.card_reference === null) return yield* fail(plan, offered.name, "No card is saved for it.", now)
-    const outcome = yield* processor.chargeSaved({
-      reference: plan.card_reference,
-      account_id: plan.account_id,
-      amount_cents,
-      currency: CURRENCY,
-      description: title,
-      idempotency_key: orderId
-    })
     const order: OrderRecord = {
       id: orderId, account_id: plan.account_id, type: "subscription", title, amount_cents, currency: CURRENCY,
       credits: 0n, machine_id: plan.machine_id, package_id: null, gift: false,
@@ -105,10 +98,11 @@ export const makeRenewals = Effect.gen(function*() {
       status: "pending", payment_method: "card", card_session_id: null, checkout_url: null, deposit: null,
       created_at: Time.toTimestamp(now), expires_at: Time.toTimestamp(now + PAYMENT_WINDOW_MS), paid_at: null, paid_with: null
     }
-    // Declined, or its bank wants the person (authentication_required): the person may pay this
-    // renewal on-session; nothing is charged again by itself.
+    // Paid: its fulfilment moved the plan to its next period. Declined, or its bank wants the
+    // person (authentication_required): the person may pay this renewal on-session; nothing is
+    // charged again by itself.
+    const outcome = yield* offSession.charge(order, plan.card_reference)
     if (outcome._tag === "Declined") return yield* fail(plan, offered.name, `${outcome.message} (${outcome.reason})`, now, order)
-    yield* orders.recordOffSessionPayment(order, now)
     return "renewed" as const
   })
 
@@ -126,7 +120,7 @@ export const makeRenewals = Effect.gen(function*() {
 /** Runs the job in a background fiber for as long as the layer lives; a failure is logged, never fatal. */
 export const layer = (
   options: Partial<PlanRenewerOptions> = {}
-): Layer.Layer<never, never, PlanStore | Orders | CardProcessor | Catalogue> => {
+): Layer.Layer<never, never, PlanStore | OrderStore | Ledger | CardProcessor | Catalogue> => {
   const { batch, intervalMs } = { ...defaultPlanRenewerOptions, ...options }
   return Layer.effectDiscard(Effect.gen(function*() {
     const renewals = yield* makeRenewals

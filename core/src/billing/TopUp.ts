@@ -1,8 +1,9 @@
 /**
  * Automatic top-ups, the engine (docs/billing.md "Automatic top-ups"): after a settlement takes
- * the balance below the threshold, ONE off-session charge of amount_usd on the saved card, paid
- * as an order with a receipt (auto_reload: true) and credited through the ledger with the order's
- * id as ref.
+ * the balance below the threshold, ONE off-session charge of amount_usd on the saved card, made
+ * and recorded by the one off-session path (payments/OffSessionCharges.ts): a paid credits order,
+ * fulfilled as every paid order is (credited through the ledger with the order's id as ref, a
+ * receipt with auto_reload: true).
  *
  * Once per crossing, with any number of processes settling at once: each account's top-up state
  * (billing/AlertStore.ts TopUpState) moves armed -> charging -> below -> armed by compare-and-set
@@ -25,13 +26,15 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { generateId } from "../kernel/Ids.ts"
-import { Ledger } from "../ledger/Ledger.ts"
+import type { Ledger } from "../ledger/Ledger.ts"
 import { MICRO_PER_CREDIT } from "../kernel/Money.ts"
 import { AUTO_RELOAD_ORDER_KIND, CURRENCY, PAYMENT_WINDOW_MS } from "../payments/OrderRules.ts"
 import { AlertStore, type TopUpState } from "./AlertStore.ts"
-import { CardProcessor } from "../payments/CardProcessor.ts"
+import type { CardProcessor } from "../payments/CardProcessor.ts"
 import { LedgerStore, type ScopeBalance } from "../ledger/LedgerStore.ts"
-import { type OrderRecord, OrderStore } from "../payments/OrderStore.ts"
+import { makeOffSessionCharges } from "../payments/OffSessionCharges.ts"
+import type { OrderRecord, OrderStore } from "../payments/OrderStore.ts"
+import type { PlanStore } from "../plans/PlanStore.ts"
 import * as Time from "../kernel/Time.ts"
 import { Alerts, autoReloadFailedAlert, autoReloadPaidAlert, lowBalanceAlert } from "./Alerts.ts"
 import { monthOf, dayOf } from "../kernel/Time.ts"
@@ -113,16 +116,14 @@ export class TopUps extends Context.Service<TopUps, {
   static readonly layer: Layer.Layer<
     TopUps,
     never,
-    AlertStore | LedgerStore | Ledger | OrderStore | CardProcessor | Catalogue | Alerts
+    AlertStore | LedgerStore | Ledger | OrderStore | PlanStore | CardProcessor | Catalogue | Alerts
   > = Layer.effect(TopUps, Effect.suspend(() => makeTopUps))
 }
 
 const makeTopUps = Effect.gen(function*() {
   const store = yield* AlertStore
   const ledgerStore = yield* LedgerStore
-  const ledger = yield* Ledger
-  const orders = yield* OrderStore
-  const processor = yield* CardProcessor
+  const offSession = yield* makeOffSessionCharges
   const catalogue = yield* Catalogue
   const alerts = yield* Alerts
   const payLinks = Option.getOrUndefined(yield* Effect.serviceOption(PayLinks))
@@ -144,42 +145,15 @@ const makeTopUps = Effect.gen(function*() {
     return Effect.map(store.swapTopUp(accountId, from?.version, next), (won) => (won ? next : undefined))
   }
 
-  /** The paid order, its credits and its receipt: each step idempotent (a resumed charge repeats them). */
-  const fulfil = Effect.fnUntraced(function*(accountId: string, orderId: string, cents: bigint, micro: bigint, paidAt: number) {
-    const title = topUpTitle(micro)
-    if ((yield* orders.findOrder(orderId)) === undefined) {
-      const order = topUpOrder(accountId, orderId, cents, micro, paidAt)
-      // A process resuming the same claim may have inserted it meanwhile: then it is there.
-      yield* orders.insertOrder(order).pipe(
-        Effect.catchDefect((defect) =>
-          Effect.flatMap(orders.findOrder(orderId), (found) => (found === undefined ? Effect.die(defect) : Effect.void)))
-      )
-    }
-    yield* orders.markPaid(orderId, "card", Time.toTimestamp(paidAt))
-    const order = yield* orders.findOrder(orderId)
-    if (order?.status !== "paid" || order.paid_at === null) return yield* Effect.die(new Error(`top-up order ${orderId} is not paid`))
-    yield* ledger.credit(accountId, { ref: orderId, machine_id: null, amount: micro, type: "credit_added" })
-    yield* orders.insertReceipt({
-      id: yield* generateId("rcpt"), account_id: accountId, order_id: orderId, kind: "credits", title,
-      paid_at: order.paid_at, amount_cents: cents, currency: CURRENCY, credits: micro, paid_with: "card", auto_reload: true
-    })
-  })
-
   /** Charges a claim (state in phase charging, as written) and records its outcome. */
   const charge = Effect.fnUntraced(function*(accountId: string, auto: AutoReloadSettings, claim: TopUpState) {
     const orderId = claim.order_id!
     const cents = BigInt(auto.amount_usd) * 100n
     const micro = BigInt(auto.amount_usd) * BigInt(perUsd ?? 0) * MICRO_PER_CREDIT
+    const order = topUpOrder(accountId, orderId, cents, micro, yield* Clock.currentTimeMillis)
     const outcome = auto.card === null || perUsd === null
       ? { _tag: "Declined" as const, reason: "no_card", message: "No card is saved for automatic top-ups." }
-      : yield* processor.chargeSaved({
-        reference: auto.card.reference,
-        account_id: accountId,
-        amount_cents: cents,
-        currency: CURRENCY,
-        description: `Automatic top-up: ${formatCredits(micro)} credits`,
-        idempotency_key: orderId
-      })
+      : yield* offSession.charge(order, auto.card.reference)
     const now = yield* Clock.currentTimeMillis
     if (outcome._tag === "Declined") {
       const error = `${outcome.message} (${outcome.reason})`
@@ -192,7 +166,6 @@ const makeTopUps = Effect.gen(function*() {
       }
       return
     }
-    yield* fulfil(accountId, orderId, cents, micro, now)
     yield* alerts.raise(accountId, autoReloadPaidAlert(monthOf(now), orderId, micro, cents))
     // Seen at or above the threshold after its credit: the next fall below it is a new crossing.
     const posted = postedBalance(yield* ledgerStore.balances(accountId))

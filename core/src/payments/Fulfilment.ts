@@ -1,10 +1,10 @@
 /**
  * Fulfilment of a paid order (docs/payments.md "Fulfilment, receipts, purchased credits"), for
- * every path that pays one (Orders: the platform's checkout, deposits, off-session payments;
- * CardCheckouts: a processor's checkout, by its return page or its webhook): the gift ticket or the
- * credits (ledger ref = the order id), the plan or rental, then the receipt, each idempotent, so
- * it runs after every completion, first or replayed, and a replay finishes a fulfilment a crash
- * cut short.
+ * every path that pays one (Orders: the platform's checkout, deposits; OffSessionCharges: automatic
+ * top-ups and plan renewals; CardCheckouts: a processor's checkout, by its return page or its
+ * webhook): the gift ticket or the credits (ledger ref = the order id), the plan or rental, then
+ * the receipt, each idempotent, so it runs after every completion, first or replayed, and a replay
+ * finishes a fulfilment a crash cut short.
  */
 import { Effect, Option } from "effect"
 import { generateId } from "../kernel/Ids.ts"
@@ -12,7 +12,7 @@ import { makePlans } from "../plans/Plans.ts"
 import { type OrderRecord, OrderStore } from "./OrderStore.ts"
 import { Ledger } from "../ledger/Ledger.ts"
 import { CardProcessor } from "./CardProcessor.ts"
-import { generateTicketCode, isAutoReloadOrder } from "./OrderRules.ts"
+import { countsTowardTier, generateTicketCode, isAutoReloadOrder } from "./OrderRules.ts"
 
 export const makeFulfilment = Effect.gen(function*() {
   const store = yield* OrderStore
@@ -73,7 +73,8 @@ export const makeFulfilment = Effect.gen(function*() {
       currency: order.currency,
       credits: order.credits,
       paid_with: order.paid_with,
-      auto_reload: isAutoReloadOrder(order.id)
+      auto_reload: isAutoReloadOrder(order.id),
+      counts_toward_tier: countsTowardTier(order.type)
     })
   })
 

@@ -10,7 +10,7 @@ import type { Ticket } from "../ledger/Credits.ts"
 import { randomBytes } from "../kernel/Ids.ts"
 import { scopeOf } from "../keys/KeyScope.ts"
 import { MICRO_PER_CREDIT, microToCredits } from "../kernel/Money.ts"
-import type { Order, OrderStatus } from "./Orders.ts"
+import type { Order, OrderStatus, OrderType } from "./Orders.ts"
 import type { CheckoutInfo } from "./Orders.ts"
 import {
   type DepositAddress,
@@ -38,6 +38,15 @@ export const CURRENCY = "USD"
  */
 export const AUTO_RELOAD_ORDER_KIND = "ord_auto"
 export const isAutoReloadOrder = (orderId: string): boolean => orderId.startsWith(`${AUTO_RELOAD_ORDER_KIND}_`)
+
+/**
+ * Whether a receipt counts toward the usage tier (its credits are purchased credits): credits and
+ * packages bought, gifts included (the buyer paid for them); plans and rentals do not. Decided
+ * here when a receipt is made (Fulfilment.ts) and stored with it (ReceiptRecord.counts_toward_tier),
+ * so a store sums the flagged receipts and never decides; also how a receipt stored before the flag
+ * existed reads (docs/payments.md "Fulfilment, receipts, purchased credits").
+ */
+export const countsTowardTier = (kind: OrderType): boolean => kind === "credits" || kind === "package"
 
 /** The status an order shows at `nowMillis`: a pending order whose window has closed is expired. */
 export const statusAt = (order: OrderRecord, nowMillis: number): OrderStatus =>

@@ -142,12 +142,6 @@ export class Orders extends Context.Service<Orders, {
   readonly charging: Effect.Effect<Charging>
   /** Completes the fulfilment of paid orders that have no receipt yet (after a crash); returns how many. */
   readonly healPaid: Effect.Effect<number>
-  /**
-   * An order charged off-session (a plan's renewal on its saved card): stored unless it is
-   * already, marked paid at `paidAt` and fulfilled. Idempotent on the order's id, so a process
-   * resuming the same charge records nothing twice. Answers the order as stored.
-   */
-  readonly recordOffSessionPayment: (order: OrderRecord, paidAt: number) => Effect.Effect<OrderRecord>
 }>()("@model-platform/core/OrderService/Orders") {
   static readonly layer: Layer.Layer<
     Orders,
@@ -553,18 +547,6 @@ const makeOrders = Effect.gen(function*() {
     return orders.length
   }).pipe(Effect.withSpan("Orders.healPaid"))
 
-  const recordOffSessionPayment = Effect.fn("Orders.recordOffSessionPayment")(function*(order: OrderRecord, paidAt: number) {
-    if ((yield* store.findOrder(order.id)) === undefined) {
-      // Another process resuming the same charge may have inserted it meanwhile: then it is there.
-      yield* store.insertOrder(order).pipe(
-        Effect.catchDefect((defect) =>
-          Effect.flatMap(store.findOrder(order.id), (found) => (found === undefined ? Effect.die(defect) : Effect.void)))
-      )
-    }
-    yield* store.markPaid(order.id, "card", Time.toTimestamp(paidAt))
-    return yield* settleOrder(order.id)
-  })
-
   return Orders.of({
     quote,
     create,
@@ -579,7 +561,6 @@ const makeOrders = Effect.gen(function*() {
     receipt,
     purchasedCredits: netPurchasedCredits(store, ledgerStore),
     charging: Effect.map(nowMillis, (now) => chargingGate(payments, now)),
-    healPaid,
-    recordOffSessionPayment
+    healPaid
   })
 })

@@ -106,6 +106,8 @@ export interface ReceiptRecord {
   readonly credits: bigint
   readonly paid_with: PaymentMethod
   readonly auto_reload: boolean
+  /** Its credits are purchased credits, for the usage tier: set by core (OrderRules.ts countsTowardTier), summed by the store. */
+  readonly counts_toward_tier: boolean
 }
 
 /**
@@ -195,7 +197,7 @@ export class OrderStore extends Context.Service<OrderStore, {
   /** The account's receipts, newest paid first. */
   readonly listReceipts: (accountId: string) => Effect.Effect<ReadonlyArray<ReceiptRecord>>
   readonly getReceipt: (accountId: string, receiptId: string) => Effect.Effect<ReceiptRecord | undefined>
-  /** Credits bought in total (micro-credits): the sum of the account's credits and package receipts. */
+  /** Credits bought in total (micro-credits): the sum of the credits of the account's receipts that count toward the tier. */
   readonly purchasedCredits: (accountId: string) => Effect.Effect<bigint>
 
   // ---- stablecoin deposits ----

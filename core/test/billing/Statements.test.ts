@@ -16,7 +16,8 @@ const receipt = (id: string, paid_at: string, cents: bigint, credits: bigint): R
   currency: "usd",
   credits,
   paid_with: "card",
-  auto_reload: false
+  auto_reload: false,
+  counts_toward_tier: true
 })
 const group = (key: string, credits: bigint, calls = 1n) => ({
   key,

@@ -177,6 +177,7 @@ interface ReceiptRow {
   readonly credits: bigint
   readonly paid_with: PaymentMethod
   readonly auto_reload: boolean
+  readonly counts_toward_tier: boolean
 }
 
 const toReceipt = (row: ReceiptRow): ReceiptRecord => ({
@@ -190,7 +191,8 @@ const toReceipt = (row: ReceiptRow): ReceiptRecord => ({
   currency: row.currency,
   credits: BigInt(row.credits),
   paid_with: row.paid_with,
-  auto_reload: row.auto_reload
+  auto_reload: row.auto_reload,
+  counts_toward_tier: row.counts_toward_tier
 })
 
 interface DepositRow {
@@ -232,7 +234,8 @@ export const OrderStorePg: Layer.Layer<OrderStore, never, SqlClient.SqlClient> =
       "code, order_id, account_id, credits, machine_id, created_at, redeemed_by, redeemed_at"
     )
     const receiptColumns = sql.literal(
-      "id, account_id, order_id, kind, title, paid_at, amount_cents, currency, credits, paid_with, auto_reload"
+      "id, account_id, order_id, kind, title, paid_at, amount_cents, currency, credits, paid_with, auto_reload, " +
+        "counts_toward_tier"
     )
     const depositColumns = sql.literal(
       "chain, tx, token, address, amount::text AS amount, order_id, outcome, at, recorded_at"
@@ -387,10 +390,10 @@ export const OrderStorePg: Layer.Layer<OrderStore, never, SqlClient.SqlClient> =
 
     const insertReceipt = (receipt: ReceiptRecord) =>
       sql`INSERT INTO receipts (id, account_id, order_id, kind, title, paid_at, amount_cents, currency, credits,
-                                paid_with, auto_reload)
+                                paid_with, auto_reload, counts_toward_tier)
           VALUES (${receipt.id}, ${receipt.account_id}, ${receipt.order_id}, ${receipt.kind}, ${receipt.title},
                   ${receipt.paid_at}, ${receipt.amount_cents}, ${receipt.currency}, ${receipt.credits},
-                  ${receipt.paid_with}, ${receipt.auto_reload})
+                  ${receipt.paid_with}, ${receipt.auto_reload}, ${receipt.counts_toward_tier})
           ON CONFLICT (order_id) DO NOTHING
           RETURNING id`.pipe(
         Effect.map((rows) => rows.length === 1 ? "inserted" as const : "exists" as const),
@@ -414,7 +417,7 @@ export const OrderStorePg: Layer.Layer<OrderStore, never, SqlClient.SqlClient> =
     const purchasedCredits = (accountId: string) =>
       sql<{ readonly total: string }>`
         SELECT COALESCE(SUM(credits), 0)::text AS total FROM receipts
-        WHERE account_id = ${accountId} AND kind IN ('credits', 'package')`.pipe(
+        WHERE account_id = ${accountId} AND counts_toward_tier`.pipe(
         Effect.map((rows) => BigInt(rows[0]?.total ?? "0")),
         Effect.orDie
       )

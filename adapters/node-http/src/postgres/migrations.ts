@@ -24,6 +24,7 @@ import { idempotencyRetention } from "./migrations/0021_idempotency_retention.ts
 import { depositWatch } from "./migrations/0022_deposit_watch.ts"
 import { ledgerReversals } from "./migrations/0023_ledger_reversals.ts"
 import { ledgerBatches } from "./migrations/0024_ledger_batches.ts"
+import { receiptTierFlag } from "./migrations/0025_receipt_tier_flag.ts"
 
 const accountsKeysIdempotency = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -627,7 +628,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0021_idempotency_retention": idempotencyRetention,
   "0022_deposit_watch": depositWatch,
   "0023_ledger_reversals": ledgerReversals,
-  "0024_ledger_batches": ledgerBatches
+  "0024_ledger_batches": ledgerBatches,
+  "0025_receipt_tier_flag": receiptTierFlag
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */
