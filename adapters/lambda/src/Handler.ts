@@ -1,8 +1,8 @@
 /**
- * The Lambda shell: core's routes (`AppRoutes`) over the use-cases (`PlatformServices`), the
- * DynamoDB stores, the first start and, when configured, the account service (Accounts.ts),
- * served as a web handler (`HttpRouter.toWebHandler`) behind
- * the payload 2.0 event processor of Events.ts. No route, rule or validation lives here.
+ * The Lambda shell: core's platform (`makePlatform`: the use-cases over the DynamoDB stores, the
+ * first start and, when configured, the account service of Accounts.ts) served as a web handler
+ * (`platformWebHandler`) behind the payload 2.0 event processor of Events.ts. No route, rule or
+ * validation lives here.
  *
  * The application is built once per container: `makeHandler` starts building it at once (during
  * the Lambda init phase, when it is called at module scope) and every invocation awaits that same
@@ -12,25 +12,13 @@
 import { accountServiceView, type PlatformClient, randomPlatformClient, SimulatedNetwork } from "@model-platform/core/agents"
 import type { SigningKeys, TrustedService } from "@model-platform/core/agents"
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context as LambdaContext } from "aws-lambda"
-import { FirstStart, type Owner } from "@model-platform/core/accounts"
+import type { Owner } from "@model-platform/core/accounts"
 import type { CatalogueConfig } from "@model-platform/core/catalogue"
-import {
-  AppRoutes,
-  clockLayer,
-  errorBody,
-  observeRequests,
-  type PlatformOptions,
-  PlatformServices,
-  type PlatformStores,
-  ROUTER_CONFIG,
-  SERVE_OPTIONS
-} from "@model-platform/core/http"
+import { errorBody, makePlatform, type PlatformOptions, type PlatformStores, platformWebHandler } from "@model-platform/core/http"
 import { DepositWatcher, type WatchReport } from "@model-platform/core/payments"
-import { Effect, Layer, ManagedRuntime } from "effect"
+import { Effect, Layer } from "effect"
 import { EmfWriter } from "@model-platform/core/observability"
-import { PlatformMetrics } from "@model-platform/core/gateway"
 import { Metric } from "effect"
-import { HttpRouter, HttpServer } from "effect/http"
 import { type AccountsOptions, accountsLayer, agentApprovalsOf } from "./Accounts.ts"
 import { DynamoConfig, type DynamoSettings } from "./DynamoTable.ts"
 import { DynamoPlatformStores } from "./DynamoPlatformStores.ts"
@@ -179,42 +167,23 @@ const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unk
     // Billing alerts go out the way the account service's mail does.
     alertMail: options.platform?.alertMail ?? options.accounts?.emailSender
   }
-  const services = PlatformServices(catalogue, platform).pipe(Layer.provideMerge(stores))
-  const firstStart = ownerSecret === undefined
-    ? FirstStart.layer(ownerEmail)
-    : FirstStart.layerWithSecret(ownerEmail, ownerSecret)
   const accounts = accountsOptions === undefined ? Layer.empty : accountsLayer(accountsOptions, options.publicUrl, accountServiceView(client), trusted)
-  const runtime = ManagedRuntime.make(
-    Layer.mergeAll(firstStart, accounts).pipe(
-      Layer.provideMerge(services),
-      Layer.provideMerge(clockLayer(platform)),
-      Layer.provideMerge(PlatformMetrics),
-      Layer.provideMerge(options.logging ?? Layer.empty)
-    )
-  )
-  try {
-    const owner = await runtime.runPromise(Effect.flatMap(FirstStart, Effect.succeed))
-    const context = await runtime.context()
-    const web = HttpRouter.toWebHandler(
-      // provideMerge: every request runs in the platform's context, its Clock included (PlatformOptions.clock).
-      AppRoutes.pipe(Layer.provideMerge(Layer.succeedContext(context)), Layer.provide(HttpServer.layerServices)),
-      { ...SERVE_OPTIONS, middleware: (app) => observeRequests(app) }
-    )
-    return {
-      owner,
-      fetch: (request) => web.handler(request),
-      watchDeposits: () =>
-        runtime.runPromise(Effect.flatMap(Effect.serviceOption(DepositWatcher), (watcher) =>
-          watcher._tag === "Some" ? watcher.value.pass : Effect.succeed([]))),
-      metrics: () => Metric.snapshotUnsafe(context),
-      dispose: async () => {
-        await web.dispose()
-        await runtime.dispose()
-      }
-    }
-  } catch (error) {
-    await runtime.dispose()
-    throw error
+  const web = await platformWebHandler(makePlatform({
+    catalogue,
+    stores,
+    options: platform,
+    owner: { email: ownerEmail, secret: ownerSecret },
+    beside: accounts,
+    under: options.logging
+  }))
+  return {
+    owner: web.owner,
+    fetch: web.handler,
+    watchDeposits: () =>
+      web.runtime.runPromise(Effect.flatMap(Effect.serviceOption(DepositWatcher), (watcher) =>
+        watcher._tag === "Some" ? watcher.value.pass : Effect.succeed([]))),
+    metrics: () => Metric.snapshotUnsafe(web.context),
+    dispose: web.dispose
   }
 }
 

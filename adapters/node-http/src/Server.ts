@@ -3,18 +3,16 @@
  * No rule lives here; it wires layers.
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { AccountsConfig, AccountService, Approvals, FirstStart } from "@model-platform/core/accounts"
+import { AccountsConfig, AccountService, Approvals } from "@model-platform/core/accounts"
 import type { CatalogueConfig } from "@model-platform/core/catalogue"
 import {
   AccountPagesSettings,
   AppRoutes,
-  clockLayer,
   errorBody,
+  makePlatform,
   observeRequests,
   type PlatformOptions,
-  PlatformServices,
   type PlatformStores,
-  ROUTER_CONFIG,
   SERVE_OPTIONS
 } from "@model-platform/core/http"
 import { MAX_HEADER_BYTES } from "@model-platform/core/kernel"
@@ -32,7 +30,6 @@ import {
 } from "@model-platform/core/agents"
 import { Effect, Layer, Redacted } from "effect"
 import { REQUEST_ID_HEADER, requestIdOf } from "@model-platform/core/observability"
-import { PlatformMetrics } from "@model-platform/core/gateway"
 import type { CatalogueReloader } from "@model-platform/core/http"
 import { Duration } from "effect"
 import { HttpRouter } from "effect/http"
@@ -135,7 +132,7 @@ const serverLayerWith = <E, R>(options: ServerOptions, keys: SigningKeys, stores
   }).pipe(Layer.provide(nodeServer))
   // One network for the account service (identities, agents) and the platform (serving nodes).
   const network = (options.accounts?.network ?? SimulatedNetwork.layer()).pipe(Layer.orDie)
-  const services = PlatformServices(options.catalogue, {
+  const platform: PlatformOptions = {
     // The platform asks the account service here for agent approvals, over HTTP as any client would.
     agentApprovals: AccountsConfig.approvalsClient({ clientId: client.id, clientSecret: Redacted.value(client.secret), signer }).pipe(
       Layer.provide(accountsConfig),
@@ -149,7 +146,7 @@ const serverLayerWith = <E, R>(options: ServerOptions, keys: SigningKeys, stores
     serviceKeys: keys,
     // Billing alerts go out the way the account service's mail does (SMTP or the outbox).
     alertMail: options.platform?.alertMail ?? options.accounts?.emailSender
-  }).pipe(Layer.provideMerge(stores))
+  }
   const pages = Layer.sync(AccountPagesSettings, () => ({ webauthnBundle: readWebAuthnBundle(), platformUrl: options.publicUrl }))
   // The inference calls go to a plain listener (V1Listener.ts); it is released after the router's
   // server, so that calls in flight at a shutdown have the server's shutdown timeout too.
@@ -165,14 +162,16 @@ const serverLayerWith = <E, R>(options: ServerOptions, keys: SigningKeys, stores
       Layer.provide(Layer.mergeAll(options.accounts.emailSender, network)),
       Layer.provideMerge(accountsConfig)
     )
-  return Layer.mergeAll(http, FirstStart.layer(options.ownerEmail)).pipe(
-    Layer.provideMerge(accounts),
-    Layer.provideMerge(services),
-    Layer.provideMerge(options.catalogueReloader ?? Layer.empty),
-    Layer.provideMerge(clockLayer(options.platform)),
-    // The platform's own metrics (GET /metrics), apart from any other platform in the process.
-    Layer.provideMerge(options.processState ?? PlatformMetrics)
-  )
+  return makePlatform({
+    catalogue: options.catalogue,
+    stores,
+    options: platform,
+    owner: { email: options.ownerEmail },
+    beside: http.pipe(Layer.provideMerge(accounts)),
+    // The process's metrics when they outlive this server (a reload), else its own.
+    metrics: options.processState,
+    under: options.catalogueReloader
+  })
 }
 
 /**
