@@ -2,7 +2,8 @@
  * The account and key store ports (`AccountStore`, `KeyStore` of @model-platform/core/keys) on
  * the shared SQLite connection (SqliteDatabase.ts). A key's secret is kept only as its hash
  * (`secret_hash`, as ApiKeys makes it); `findCaller` joins the key and its account in one read.
- * The plain functions (`sqliteKeys`) are what the gateway store runs inside its admission.
+ * Lists are oldest first: earliest created_at, then the one inserted first. The plain functions
+ * (`sqliteKeys`) are what the gateway store runs inside its admission.
  */
 import { Effect } from "effect"
 import { type AccountRecord, AccountStore, type KeyRecord, KeyStore, type Permission } from "@model-platform/core/keys"
@@ -32,7 +33,7 @@ CREATE TABLE IF NOT EXISTS api_keys (
   last_used_at    TEXT,
   revoked_at      TEXT
 );
-CREATE INDEX IF NOT EXISTS api_keys_account ON api_keys (account_id, seq);
+CREATE INDEX IF NOT EXISTS api_keys_account ON api_keys (account_id, created_at, seq);
 CREATE INDEX IF NOT EXISTS api_keys_prefix ON api_keys (prefix);
 `
 
@@ -85,7 +86,7 @@ export const accountStoreOn = (db: SqliteDatabase): AccountStore["Service"] =>
         return row === undefined ? undefined : accountOf(row)
       }),
     first: db.read(() => {
-      const row = db.one("SELECT * FROM accounts ORDER BY seq LIMIT 1")
+      const row = db.one("SELECT * FROM accounts ORDER BY created_at, seq LIMIT 1")
       return row === undefined ? undefined : accountOf(row)
     })
   }, isBusy))
@@ -132,8 +133,8 @@ export const keyStoreOn = (db: SqliteDatabase): KeyStore["Service"] => {
         return { key: keyOf(row), account }
       }),
     get: (accountId, keyId) => db.read(() => keys.get(accountId, keyId)),
-    findByPrefix: (prefix) => db.read(() => db.all("SELECT * FROM api_keys WHERE prefix = ? ORDER BY seq", prefix).map(keyOf)),
-    list: (accountId) => db.read(() => db.all("SELECT * FROM api_keys WHERE account_id = ? ORDER BY seq", accountId).map(keyOf)),
+    findByPrefix: (prefix) => db.read(() => db.all("SELECT * FROM api_keys WHERE prefix = ? ORDER BY created_at, seq", prefix).map(keyOf)),
+    list: (accountId) => db.read(() => db.all("SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at, seq", accountId).map(keyOf)),
     revoke: (accountId, keyId, at) =>
       db.atomically("KeyStore.revoke", () => {
         db.run("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND account_id = ? AND revoked_at IS NULL", at, keyId, accountId)

@@ -44,6 +44,7 @@ CREATE INDEX IF NOT EXISTS usage_records_account ON usage_records (account_id, a
 CREATE TABLE IF NOT EXISTS rate_counters (
   bucket       TEXT NOT NULL,
   window_start INTEGER NOT NULL,
+  window_end   INTEGER NOT NULL,
   count        INTEGER NOT NULL,
   PRIMARY KEY (bucket, window_start)
 );
@@ -115,18 +116,22 @@ export const sqliteUsage = (db: SqliteDatabase) => ({
   }
 })
 
+/** How long a rate counter is kept after its window ended (as the memory store keeps them). */
+const RETAIN_MS = 5 * 60_000
+
 /** The rate-limit counters on `db`, as plain functions. */
 export const sqliteRateLimits = (db: SqliteDatabase) => ({
-  /** Counts one hit; the bucket's windows before the previous one are dropped meanwhile. */
+  /** Counts one hit; the bucket's windows that ended RETAIN_MS ago are dropped meanwhile. */
   hit: (bucket: string, windowStart: number, windowMs: number): number => {
     const problem = hitProblem(bucket, windowStart, windowMs)
     if (problem !== undefined) throw new Error(`RateLimitStore.hit: ${problem}`)
-    db.run("DELETE FROM rate_counters WHERE bucket = ? AND window_start < ?", bucket, windowStart - windowMs)
+    db.run("DELETE FROM rate_counters WHERE bucket = ? AND window_end < ?", bucket, Date.now() - RETAIN_MS)
     const row = db.one(
-      `INSERT INTO rate_counters (bucket, window_start, count) VALUES (?, ?, 1)
+      `INSERT INTO rate_counters (bucket, window_start, window_end, count) VALUES (?, ?, ?, 1)
        ON CONFLICT (bucket, window_start) DO UPDATE SET count = count + 1 RETURNING count`,
       bucket,
-      windowStart
+      windowStart,
+      windowStart + windowMs
     )
     return Number(big(row!, "count"))
   }
@@ -160,10 +165,11 @@ export const usageStoreOn = (db: SqliteDatabase): UsageStore["Service"] => {
         return row === undefined ? undefined : recordOf(row)
       }),
     list: (query) => db.read(() => list(query)),
+    // Summed here, not by SQLite: its SUM stops at 2^63 (an integer overflow), a bigint does not.
     spent: (query) =>
       db.read(() => {
         const [where, params] = matching(query)
-        return big(db.one(`SELECT COALESCE(SUM(credits), 0) AS spent FROM usage_records WHERE ${where}`, ...params)!, "spent")
+        return db.all(`SELECT credits FROM usage_records WHERE ${where}`, ...params).reduce((sum, row) => sum + big(row, "credits"), 0n)
       }),
     report: (query, groupBy) =>
       db.read(() => {
