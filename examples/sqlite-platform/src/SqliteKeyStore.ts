@@ -5,7 +5,6 @@
  * Lists are oldest first: earliest created_at, then the one inserted first. The plain functions
  * (`sqliteKeys`) are what the gateway store runs inside its admission.
  */
-import { Effect } from "effect"
 import { type AccountRecord, AccountStore, type KeyRecord, KeyStore, type Permission } from "@model-platform/core/keys"
 import { markUnavailable, type Timestamp } from "@model-platform/core/kernel"
 import { isBusy, type Row, type SqliteDatabase, text, textOrNull } from "./SqliteDatabase.ts"

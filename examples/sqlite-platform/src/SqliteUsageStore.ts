@@ -8,7 +8,6 @@
  * kept rollups as the platform's own stores do: enough for an app of this size, and the port's
  * answer all the same.
  */
-import { Effect } from "effect"
 import {
   pagedUsageStream,
   reportOf,
