@@ -69,7 +69,20 @@ const send = async (
   nodeResponse.writeHead(response.status, headers)
   if (body._tag === "Uint8Array") return void nodeResponse.end(body.body)
   if (body._tag !== "Stream") return void nodeResponse.end()
-  await Effect.runPromise(Stream.runForEach(body.stream, (chunk) => Effect.sync(() => void nodeResponse.write(chunk))).pipe(Effect.orDie))
+  // A client reading slower than the stream comes holds the next chunk back (the gateway buffers
+  // and drains the machine meanwhile: docs/gateway.md "Streaming"); a client gone ends the writing.
+  const writable = () =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        nodeResponse.off("drain", done)
+        nodeResponse.off("close", done)
+        resolve()
+      }
+      nodeResponse.on("drain", done)
+      nodeResponse.on("close", done)
+    })
+  await Effect.runPromise(Stream.runForEach(body.stream, (chunk) =>
+    nodeResponse.destroyed || nodeResponse.write(chunk) ? Effect.void : Effect.promise(writable)).pipe(Effect.orDie))
   nodeResponse.end()
 }
 

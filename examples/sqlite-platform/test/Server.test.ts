@@ -1,8 +1,8 @@
 /**
  * The app's /v1 server (src/server.ts) end to end: a tiny OpenAI-compatible upstream started here,
- * the official `openai` client calling the app, and the SQLite database read afterwards. A call is
- * answered with the upstream's answer and charged exactly the price of the tokens it used, with
- * one usage record; a call its balance cannot cover is refused in the spec's inference error shape
+ * the official `openai` client calling the app, and the SQLite database read afterwards. A call,
+ * whole or streamed, is answered with the upstream's answer and charged exactly the price of the
+ * tokens it used, with one usage record; a call its balance cannot cover is refused in the spec's inference error shape
  * (402 insufficient_credit), never reaches the upstream and charges nothing.
  */
 import { createServer, type Server } from "node:http"
@@ -61,7 +61,18 @@ beforeAll(async () => {
     request.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")))
     request.on("end", () => {
       upstreamCalls++
-      const { model } = JSON.parse(body) as { model: string }
+      const { model, stream } = JSON.parse(body) as { model: string; stream?: boolean }
+      if (stream === true) {
+        // Two content chunks, then the usage chunk (the gateway asks for it: include_usage).
+        const chunk = (fields: object) =>
+          `data: ${JSON.stringify({ id: "chatcmpl-2", object: "chat.completion.chunk", created: 1, model, ...fields })}\n\n`
+        response.writeHead(200, { "content-type": "text/event-stream" })
+        response.write(chunk({ choices: [{ index: 0, delta: { role: "assistant", content: "Hello " }, finish_reason: null }] }))
+        response.write(chunk({ choices: [{ index: 0, delta: { content: "streamed." }, finish_reason: "stop" }] }))
+        response.write(chunk({ choices: [], usage: USAGE }))
+        response.end("data: [DONE]\n\n")
+        return
+      }
       response.writeHead(200, { "content-type": "application/json" })
       response.end(JSON.stringify({
         id: "chatcmpl-1", object: "chat.completion", created: Math.floor(Date.now() / 1000), model,
@@ -126,6 +137,27 @@ it("a call is answered by the upstream and charged the price of the tokens it us
     [record?.model, record?.machine_id, record?.input_tokens, record?.output_tokens, record?.credits, record?.list_credits],
     ["chat-one", "m-local", 1_200n, 300n, PRICE_OF_USAGE, PRICE_OF_USAGE]
   )
+})
+
+it("a streamed call is passed on chunk by chunk and charged the usage its last chunk reports", async () => {
+  const account = await accountWith(1_000_000n)
+  const stream = await client(account.secret).chat.completions.create({
+    model: "chat-one",
+    messages: [{ role: "user", content: "Say hello." }],
+    max_tokens: 100,
+    stream: true
+  })
+  let text = ""
+  let usage: unknown
+  for await (const chunk of stream) {
+    text += chunk.choices[0]?.delta.content ?? ""
+    if (chunk.usage) usage = chunk.usage
+  }
+  assert.strictEqual(text, "Hello streamed.")
+  assert.deepStrictEqual(usage, USAGE)
+  const money = await moneyOf(account.id)
+  assert.deepStrictEqual(money.balances, [{ machine_id: null, posted: 1_000_000n - PRICE_OF_USAGE, held: 0n }])
+  assert.deepStrictEqual(money.records.map((r) => r.credits), [PRICE_OF_USAGE])
 })
 
 it("a call its balance cannot cover is refused with 402 insufficient_credit in the inference error shape, and charges nothing", async () => {
