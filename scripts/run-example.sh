@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs examples/sqlite-ledger the way a project outside this workspace would, and runs it:
+# Installs examples/sqlite-platform the way a project outside this workspace would, and runs it:
 # the example and the packed tarballs (./platform pack, run first) are copied to a temporary
 # directory (so nothing resolves from the workspace's node_modules), `npm install` there takes
 # @model-platform/* from the tarballs and the rest from the npm registry, then the example is
@@ -12,8 +12,8 @@ WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/dist" "$WORK/examples"
 cp -r "$ROOT/dist/packages" "$WORK/dist/packages"
-(cd "$ROOT/examples" && tar cf - --exclude node_modules --exclude package-lock.json sqlite-ledger) | (cd "$WORK/examples" && tar xf -)
-cd "$WORK/examples/sqlite-ledger"
+(cd "$ROOT/examples" && tar cf - --exclude node_modules --exclude package-lock.json sqlite-platform) | (cd "$WORK/examples" && tar xf -)
+cd "$WORK/examples/sqlite-platform"
 # npm runs on the pinned Node too (the machine's may be 20).
 export PATH="$(dirname "$NODE22"):$PATH"
 # node:sqlite is stable in use but still flagged experimental on 22: one warning per process is noise.

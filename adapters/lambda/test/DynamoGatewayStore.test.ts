@@ -3,7 +3,7 @@
  * one fresh table (`DynamoPlatformStores`). DynamoDB Local is started for this file and stopped
  * after it.
  */
-import { gatewayStoreContract } from "@model-platform/test-harness/GatewayStoreContract"
+import { gatewayStoreContract } from "@model-platform/contract-kit/GatewayStoreContract"
 import { Layer } from "effect"
 import { DynamoPlatformStores } from "../src/DynamoPlatformStores.ts"
 import { useDynamoLocal } from "./dynamoLocal.ts"

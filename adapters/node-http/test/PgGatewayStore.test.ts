@@ -6,7 +6,7 @@
  */
 import { describe, it } from "@effect/vitest"
 import { Layer } from "effect"
-import { gatewayStoreContract } from "@model-platform/test-harness/GatewayStoreContract"
+import { gatewayStoreContract } from "@model-platform/contract-kit/GatewayStoreContract"
 import * as Database from "../src/postgres/Database.ts"
 import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
 

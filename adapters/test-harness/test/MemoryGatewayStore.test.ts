@@ -1,5 +1,5 @@
 /** The gateway store contract on the in-memory stores (`GatewayStoreComposed` over them). */
-import { gatewayStoreContract } from "../src/GatewayStoreContract.ts"
+import { gatewayStoreContract } from "@model-platform/contract-kit/GatewayStoreContract"
 import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 
 gatewayStoreContract("GatewayStoreComposed on the memory stores", MemoryPlatformStores)

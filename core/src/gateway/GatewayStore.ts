@@ -10,7 +10,7 @@
  *
  * A store that can do a batch in one statement implements it (Postgres: `gateway_admit` per
  * admission in one statement, `gateway_commit`); the others provide `GatewayStoreComposed`, the same steps through KeyStore,
- * RateLimitStore, LedgerStore and UsageStore. The shared contract (adapters/test-harness
+ * RateLimitStore, LedgerStore and UsageStore. The shared contract (adapters/contract-kit
  * GatewayStoreContract) holds both to the same answers.
  */
 import { Context, Effect, Layer } from "effect"

@@ -56,6 +56,18 @@ export const reservationProblem = (reservation: NewReservation): string | undefi
   return budgetClaimsProblem(reservation.budgets ?? []) ?? grantHoldsProblem(reservation.grants ?? [])
 }
 
+/** Why `reserveInOrder` must refuse this request (a defect), or undefined. */
+export const orderedReservationProblem = (request: OrderedReservation): string | undefined =>
+  request.amount < 0n
+    ? `negative amount ${request.amount}`
+    : reservationProblem({ ...request, allocations: [], grants: [] }) ??
+      grantClaimsProblem(request.grants ?? []) ??
+      (request.scopes.some((s) => s !== null && s !== request.machine_id)
+        ? `credits pinned to another machine than ${request.machine_id ?? "no machine"} in the spending order`
+        : new Set(request.scopes.map(scopeKey)).size !== request.scopes.length
+        ? "a scope twice in the spending order"
+        : undefined)
+
 const GRANT = /^(allowance|trial):[^\s]+$/
 /** A month, "once" (the trial), or the start of a plan's period (a plan's allowance). */
 const PERIOD = /^(\d{4}-(0[1-9]|1[0-2])|once|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)$/

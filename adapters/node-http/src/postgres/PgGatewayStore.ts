@@ -15,11 +15,11 @@ import {
   type Metered,
   type MeteredResult
 } from "@model-platform/core/gateway"
-import { type GrantHold, scopeKey } from "@model-platform/core/ledger"
+import { type GrantHold, orderedReservationProblem, scopeKey } from "@model-platform/core/ledger"
 import { hitProblem } from "@model-platform/core/kernel"
 import { usageRecordProblem } from "@model-platform/core/billing"
 import { claimArrays, grantClaimArrays, grantHoldArrays, grantHoldsOf } from "./PgBudgets.ts"
-import { orderedReservationProblem, settlementShapeProblem } from "./PgLedgerStore.ts"
+import { settlementShapeProblem } from "./PgLedgerStore.ts"
 import { makePruner } from "./PgRateLimitStore.ts"
 
 const machineOf = (scope: string): string | null => (scope === "" ? null : scope)

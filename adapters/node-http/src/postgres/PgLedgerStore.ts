@@ -46,11 +46,11 @@ import {
   type CreditEntryType,
   creditProblem,
   type EntryType,
-  grantClaimsProblem,
   type LedgerEntry,
   LedgerStore,
   type NewReservation,
   type OrderedReservation,
+  orderedReservationProblem,
   type Reservation,
   reservationProblem,
   type ReservationStatus,
@@ -160,18 +160,6 @@ export const settlementShapeProblem = (settlement: Settlement): string | undefin
     ...(grants.length === 0 ? {} : { grants })
   }, settlement)
 }
-
-/** Why `ledger_reserve_in_order` must not be called with this request (a defect), or undefined. */
-export const orderedReservationProblem = (request: OrderedReservation): string | undefined =>
-  request.amount < 0n
-    ? `negative amount ${request.amount}`
-    : reservationProblem({ ...request, allocations: [], grants: [] }) ??
-      grantClaimsProblem(request.grants ?? []) ??
-      (request.scopes.some((s) => s !== null && s !== request.machine_id)
-        ? `credits pinned to another machine than ${request.machine_id ?? "no machine"} in the spending order`
-        : new Set(request.scopes.map(scopeKey)).size !== request.scopes.length
-        ? "a scope twice in the spending order"
-        : undefined)
 
 export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient> = Layer.effect(
   LedgerStore,

@@ -12,7 +12,7 @@
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
 import type { AccountRecord } from "@model-platform/core/keys"
-import type { PlatformStores } from "@model-platform/core/http"
+import type { GatewayContractStores } from "./GatewayStoreContract.ts"
 import { grantParts, type UsageRecord, UsageStore } from "@model-platform/core/billing"
 import { AccountStore, type KeyRecord, KeyStore } from "@model-platform/core/keys"
 import { generateId, type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
@@ -131,7 +131,7 @@ const metered = Effect.fnUntraced(function*(a: Admission, reserved: ReturnType<t
   return call
 })
 
-export const gatewayGrantTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
+export const gatewayGrantTests = (it: Vitest.MethodsNonLive<GatewayContractStores>) => {
   describe("grants (the allowance, the trial)", () => {
     it.effect("admission holds the allowance, then the trial, then credits; metering records what each paid", () =>
       Effect.gen(function*() {

@@ -10,7 +10,7 @@
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
 import type { AccountRecord } from "@model-platform/core/keys"
-import type { PlatformStores } from "@model-platform/core/http"
+import type { GatewayContractStores } from "./GatewayStoreContract.ts"
 import { AccountStore, type KeyRecord, KeyStore } from "@model-platform/core/keys"
 import { generateId, type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
 import {
@@ -141,7 +141,7 @@ const state = (budget: string, limit: bigint | null, spent: bigint, held: bigint
   held
 })
 
-export const gatewayBudgetTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
+export const gatewayBudgetTests = (it: Vitest.MethodsNonLive<GatewayContractStores>) => {
   describe("admit and commit: budgets", () => {
     it.effect("over a limit: over_budget with the first claim over, the call counted, nothing held", () =>
       Effect.gen(function*() {

@@ -1,8 +1,9 @@
 /**
  * The contract suite of the gateway store port (core/src/gateway/GatewayStore.ts). Every platform
- * store set runs it against its own layer of `PlatformStores`:
- * `gatewayStoreContract("memory", MemoryPlatformStores)`. The gateway store is checked through the
- * other ports of the same layer (KeyStore, RateLimitStore, LedgerStore, UsageStore): what `admit`
+ * store set runs it against its own layer of the ports it uses (`GatewayContractStores`; a layer
+ * of every platform store will do): `gatewayStoreContract("memory", MemoryPlatformStores)`. The
+ * gateway store is checked through the other ports of the same layer (AccountStore and KeyStore
+ * to set up, RateLimitStore, LedgerStore, UsageStore): what `admit`
  * and `commit` do must be what those stores show afterwards, and the answers must be those of the
  * composed steps (`GatewayStoreComposed`) whatever the store does in one statement.
  *
@@ -23,7 +24,6 @@
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
 import type { AccountRecord } from "@model-platform/core/keys"
-import type { PlatformStores } from "@model-platform/core/http"
 import { AccountStore, type KeyRecord, KeyStore } from "@model-platform/core/keys"
 import { generateId, RateLimitStore, type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
 import {
@@ -51,7 +51,7 @@ import {
 import { reportOf, type UsageDays, type UsageRecord, UsageStore } from "@model-platform/core/billing"
 import { gatewayBudgetTests } from "./GatewayBudgetContract.ts"
 import { gatewayGrantTests } from "./GatewayGrantContract.ts"
-import { assertDies } from "@model-platform/contract-kit/ContractSupport"
+import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
@@ -60,6 +60,9 @@ const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as con
 const allDays = (accountId: string): UsageDays => ({ account_id: accountId, from: "2000-01-01", to: "2099-12-31" })
 
 const unbounded = { concurrency: "unbounded" } as const
+
+/** The ports the suite runs on: the gateway store and the stores it is checked through. */
+export type GatewayContractStores = GatewayStore | AccountStore | KeyStore | RateLimitStore | LedgerStore | UsageStore
 
 // ---------------------------------------------------------------------------------------------
 // fixtures
@@ -275,7 +278,7 @@ const byId = (a: LedgerEntry, b: LedgerEntry) => (a.id < b.id ? -1 : a.id > b.id
 // ---------------------------------------------------------------------------------------------
 // tests
 
-const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
+const gatewayTests = (it: Vitest.MethodsNonLive<GatewayContractStores>) => {
   describe("admit: batches", () => {
     it.effect("a batch across accounts and keys answers in the order given, each as if admitted alone", () =>
       Effect.gen(function*() {
@@ -1026,8 +1029,8 @@ const gatewayTests = (it: Vitest.MethodsNonLive<PlatformStores>) => {
   })
 }
 
-/** Declares the gateway store contract on a layer of every platform store (built once for the suite). */
-export const gatewayStoreContract = <E>(name: string, storesLayer: Layer.Layer<PlatformStores, E>): void =>
+/** Declares the gateway store contract on a layer of the stores it uses (built once for the suite). */
+export const gatewayStoreContract = <E>(name: string, storesLayer: Layer.Layer<GatewayContractStores, E>): void =>
   layer(storesLayer, layerOptions)(name, (it) => {
     gatewayTests(it)
     gatewayBudgetTests(it)
