@@ -12,7 +12,7 @@ import { generateId } from "@model-platform/core/kernel"
 import { type OrderRecord, OrderStore } from "@model-platform/core/payments"
 import { type OrderDetails } from "@model-platform/core/plans"
 import { assertDies } from "@model-platform/contract-kit/ContractSupport"
-import { orderStoreContract } from "@model-platform/test-harness/OrderContract"
+import { orderStoreContract } from "@model-platform/contract-kit/OrderContract"
 import * as Database from "../src/postgres/Database.ts"
 import { OrderStorePg } from "../src/postgres/PgOrderStore.ts"
 
