@@ -261,7 +261,7 @@ export const ContractNotes: DocumentKind<ContractNote> = {
 
 /** The notes' store, as an area takes it from `DocumentStores`. */
 class ContractNoteStore extends Context.Service<ContractNoteStore, DocumentStore<ContractNote>>()(
-  "@model-platform/test-harness/DocumentContract/ContractNoteStore"
+  "@model-platform/contract-kit/DocumentContract/ContractNoteStore"
 ) {}
 
 const ContractNoteStoreLayer: Layer.Layer<ContractNoteStore, never, DocumentStores> = Layer.effect(

@@ -5,7 +5,7 @@ import { AlertStoreMemory } from "@model-platform/memory-stores/MemoryAlertStore
 import { BillingSettingsStoreMemory } from "@model-platform/memory-stores/MemoryBillingSettingsStore"
 import { LedgerStoreMemory } from "@model-platform/memory-stores/MemoryLedgerStore"
 import { OrderStoreMemory } from "@model-platform/memory-stores/MemoryOrderStore"
-import { topUpProperty } from "../src/TopUpProperty.ts"
+import { topUpProperty } from "@model-platform/contract-kit/TopUpProperty"
 
 topUpProperty(
   "automatic top-ups on memory stores",
