@@ -1,7 +1,7 @@
 /**
  * The tables the billing properties price with (BillingProperties.ts), as a catalogue carries
  * them (core/src/catalogue/CatalogueConfig.ts): a price table is models with their pricing (credits
- * per million tokens and per request, at most 6 decimals: whole micro-credits per token and per
+ * per million tokens and per request, at most 6 decimals: whole micro-credits per million tokens and per
  * request), a tier table is usage tiers (core/src/billing/Tiers.ts). A caller passes its own
  * catalogue's `models` and `tiers`, or lets the arbitraries below make them.
  */
