@@ -1,5 +1,5 @@
 /** The alert store contract on DynamoDB Local. */
-import { alertStoreContract } from "@model-platform/test-harness/AlertContract"
+import { alertStoreContract } from "@model-platform/contract-kit/AlertContract"
 import { Layer } from "effect"
 import { AlertStoreDynamo } from "../src/DynamoAlertStore.ts"
 import { useDynamoLocal } from "./dynamoLocal.ts"

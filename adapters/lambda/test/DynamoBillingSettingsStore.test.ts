@@ -1,5 +1,5 @@
 /** The billing settings store contract on DynamoDB Local. */
-import { billingSettingsStoreContract } from "@model-platform/test-harness/BillingSettingsContract"
+import { billingSettingsStoreContract } from "@model-platform/contract-kit/BillingSettingsContract"
 import { Layer } from "effect"
 import { BillingSettingsStoreDynamo } from "../src/DynamoBillingSettingsStore.ts"
 import { useDynamoLocal } from "./dynamoLocal.ts"

@@ -1,5 +1,5 @@
 /** Racing deposit watchers over reorgs pay once on the DynamoDB stores (DepositWatchProperty.ts), on DynamoDB Local. */
-import { depositWatchProperty } from "@model-platform/test-harness/DepositWatchProperty"
+import { depositWatchProperty } from "@model-platform/contract-kit/DepositWatchProperty"
 import { Layer } from "effect"
 import { DepositWatchStoreDynamo } from "../src/DynamoDepositWatchStore.ts"
 import { LedgerStoreDynamo } from "../src/DynamoLedgerStore.ts"

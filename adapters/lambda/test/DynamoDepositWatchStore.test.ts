@@ -2,7 +2,7 @@
  * The deposit watch store contract on DynamoDB Local, on a fresh table. One DynamoDB Local serves
  * the file and is stopped after it.
  */
-import { depositWatchStoreContract } from "@model-platform/test-harness/DepositWatchContract"
+import { depositWatchStoreContract } from "@model-platform/contract-kit/DepositWatchContract"
 import { Layer } from "effect"
 import { DepositWatchStoreDynamo } from "../src/DynamoDepositWatchStore.ts"
 import { useDynamoLocal } from "./dynamoLocal.ts"

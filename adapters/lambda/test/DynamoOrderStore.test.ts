@@ -9,7 +9,7 @@ import { GetItemCommand, QueryCommand, UpdateItemCommand } from "@aws-sdk/client
 import { assert, describe, layer } from "@effect/vitest"
 import { generateId, toTimestamp } from "@model-platform/core/kernel"
 import { type OrderRecord, OrderStore } from "@model-platform/core/payments"
-import { orderStoreContract } from "@model-platform/test-harness/OrderContract"
+import { orderStoreContract } from "@model-platform/contract-kit/OrderContract"
 import { Effect, Layer } from "effect"
 import { OrderKeys, OrderStoreDynamo, UNFULFILLED_PK } from "../src/DynamoOrderStore.ts"
 import { DynamoConfig } from "../src/DynamoTable.ts"

@@ -6,7 +6,7 @@
 import { assert, layer } from "@effect/vitest"
 import { GetCommand } from "@aws-sdk/lib-dynamodb"
 import { PeopleStore } from "@model-platform/core/accounts"
-import { PeopleFixtures, peopleStoreContract } from "@model-platform/test-harness/PeopleContract"
+import { PeopleFixtures, peopleStoreContract } from "@model-platform/contract-kit/PeopleContract"
 import { Effect, Layer } from "effect"
 import { PeopleKeys, PeopleStoreDynamo, ttlOf } from "../src/DynamoPeopleStore.ts"
 import { DynamoConfig, TTL_ATTRIBUTE } from "../src/DynamoTable.ts"

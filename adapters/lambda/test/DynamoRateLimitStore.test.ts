@@ -5,7 +5,7 @@
 import { DescribeTimeToLiveCommand, GetItemCommand } from "@aws-sdk/client-dynamodb"
 import { assert, layer } from "@effect/vitest"
 import { generateId, RateLimitStore, windowStartOf } from "@model-platform/core/kernel"
-import { rateLimitStoreContract } from "@model-platform/test-harness/RateLimitContract"
+import { rateLimitStoreContract } from "@model-platform/contract-kit/RateLimitContract"
 import { Effect, Layer } from "effect"
 import { expiresAt, RateLimitKeys, RateLimitStoreDynamo, RETAIN_MS } from "../src/DynamoRateLimitStore.ts"
 import { DynamoConfig, TTL_ATTRIBUTE } from "../src/DynamoTable.ts"

@@ -1,6 +1,6 @@
 /** Concurrent renewal jobs charge a due card plan at most once on the DynamoDB stores (RenewalProperty.ts), on DynamoDB Local. */
 import { AccountStoreMemory } from "@model-platform/memory-stores/MemoryStores"
-import { renewalProperty } from "@model-platform/test-harness/RenewalProperty"
+import { renewalProperty } from "@model-platform/contract-kit/RenewalProperty"
 import { Layer } from "effect"
 import { AlertStoreDynamo } from "../src/DynamoAlertStore.ts"
 import { BillingSettingsStoreDynamo } from "../src/DynamoBillingSettingsStore.ts"

@@ -1,5 +1,5 @@
 /** Statements close month over month on the DynamoDB stores (StatementsProperty.ts), on DynamoDB Local. */
-import { statementsProperty } from "@model-platform/test-harness/StatementsProperty"
+import { statementsProperty } from "@model-platform/contract-kit/StatementsProperty"
 import { Layer } from "effect"
 import { LedgerStoreDynamo } from "../src/DynamoLedgerStore.ts"
 import { UsageStoreDynamo } from "../src/DynamoUsageStore.ts"

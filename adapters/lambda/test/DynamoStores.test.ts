@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { IdempotencyStore, RETENTION_MS } from "@model-platform/core/http"
 import { toTimestamp } from "@model-platform/core/kernel"
-import { allStoreContracts } from "@model-platform/test-harness/StoreContract"
+import { allStoreContracts } from "@model-platform/contract-kit/StoreContract"
 import { GetCommand } from "@aws-sdk/lib-dynamodb"
 import { Effect, Layer } from "effect"
 import { DynamoStores } from "../src/DynamoStores.ts"

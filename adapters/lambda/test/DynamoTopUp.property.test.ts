@@ -1,6 +1,6 @@
 /** Automatic top-ups charge exactly once per crossing on the DynamoDB stores (TopUpProperty.ts), on DynamoDB Local. */
 import { AccountStoreMemory } from "@model-platform/memory-stores/MemoryStores"
-import { topUpProperty } from "@model-platform/test-harness/TopUpProperty"
+import { topUpProperty } from "@model-platform/contract-kit/TopUpProperty"
 import { Layer } from "effect"
 import { AlertStoreDynamo } from "../src/DynamoAlertStore.ts"
 import { BillingSettingsStoreDynamo } from "../src/DynamoBillingSettingsStore.ts"

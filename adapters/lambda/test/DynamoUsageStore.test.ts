@@ -7,7 +7,7 @@ import { GetItemCommand, TransactionCanceledException, TransactWriteItemsCommand
 import { assert, layer } from "@effect/vitest"
 import { generateId, toTimestamp } from "@model-platform/core/kernel"
 import { type UsageRecord, UsageStore } from "@model-platform/core/billing"
-import { usageStoreContract } from "@model-platform/test-harness/UsageContract"
+import { usageStoreContract } from "@model-platform/contract-kit/UsageContract"
 import { Effect, Layer } from "effect"
 import { DynamoConfig } from "../src/DynamoTable.ts"
 import { UsageKeys, UsageStoreDynamo } from "../src/DynamoUsageStore.ts"

@@ -14,7 +14,7 @@ import { makeHandler } from "../src/Handler.ts"
 import { makeStreamHandler, responseMetadata, streamifyResponse, writeResponse } from "../src/Streaming.ts"
 import { awslambdaShim, FakeResponseStream, INTEGRATION_CONTENT_TYPE, installAwsLambdaShim, invokeStreaming } from "./awslambdaShim.ts"
 import { MAX_BLOB_CHUNK_BYTES } from "@model-platform/core/datasets"
-import { patternBytes } from "@model-platform/test-harness/BlobFixtures"
+import { patternBytes } from "@model-platform/contract-kit/BlobFixtures"
 import { createHash } from "node:crypto"
 import { invocationContext, invoke, requestToEvent } from "./support.ts"
 

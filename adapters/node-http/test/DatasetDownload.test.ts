@@ -7,8 +7,8 @@
  */
 import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
-import { canCollect, liveBytes } from "@model-platform/test-harness/LiveMemory"
-import { patternBytes } from "@model-platform/test-harness/BlobFixtures"
+import { canCollect, liveBytes } from "@model-platform/contract-kit/LiveMemory"
+import { patternBytes } from "@model-platform/contract-kit/BlobFixtures"
 import { createHash } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Http from "node:http"

@@ -9,7 +9,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { BlobStore, BlobTooLarge } from "@model-platform/core/datasets"
-import { BodyBroke, blobStoreContract, chunked, interruptAfter, patternBytes } from "@model-platform/test-harness/BlobContract"
+import { BodyBroke, blobStoreContract, chunked, interruptAfter, patternBytes } from "@model-platform/contract-kit/BlobContract"
 import { BlobStoreDisk, InvalidBlobKey } from "../src/DiskBlobStore.ts"
 
 /** A fresh directory, removed when the scope closes. */

@@ -4,7 +4,7 @@
  * connections), in a database of its own.
  */
 import { describe, it } from "@effect/vitest"
-import { alertStoreContract } from "@model-platform/test-harness/AlertContract"
+import { alertStoreContract } from "@model-platform/contract-kit/AlertContract"
 import { Effect, Layer } from "effect"
 import * as Database from "../src/postgres/Database.ts"
 import { AlertStorePg } from "../src/postgres/PgAlertStore.ts"

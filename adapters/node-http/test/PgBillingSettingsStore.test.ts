@@ -5,7 +5,7 @@
  * database ahead of the ones numbered before it would keep those from ever running there.
  */
 import { describe, it } from "@effect/vitest"
-import { billingSettingsStoreContract } from "@model-platform/test-harness/BillingSettingsContract"
+import { billingSettingsStoreContract } from "@model-platform/contract-kit/BillingSettingsContract"
 import { Effect, Layer } from "effect"
 import * as Database from "../src/postgres/Database.ts"
 import { BillingSettingsStorePg } from "../src/postgres/PgBillingSettingsStore.ts"

@@ -4,7 +4,7 @@
  * processes' store operations race across a pool of connections), in a database of its own.
  */
 import { describe, it } from "@effect/vitest"
-import { depositWatchProperty } from "@model-platform/test-harness/DepositWatchProperty"
+import { depositWatchProperty } from "@model-platform/contract-kit/DepositWatchProperty"
 import { Effect, Layer } from "effect"
 import * as Database from "../src/postgres/Database.ts"
 import { DepositWatchStorePg } from "../src/postgres/PgDepositWatchStore.ts"

@@ -5,7 +5,7 @@
  */
 import { describe, it } from "@effect/vitest"
 import { Layer } from "effect"
-import { depositWatchStoreContract } from "@model-platform/test-harness/DepositWatchContract"
+import { depositWatchStoreContract } from "@model-platform/contract-kit/DepositWatchContract"
 import * as Database from "../src/postgres/Database.ts"
 import { DepositWatchStorePg } from "../src/postgres/PgDepositWatchStore.ts"
 

@@ -6,7 +6,7 @@
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { PeopleStore } from "@model-platform/core/accounts"
-import { PeopleFixtures, peopleStoreContract } from "@model-platform/test-harness/PeopleContract"
+import { PeopleFixtures, peopleStoreContract } from "@model-platform/contract-kit/PeopleContract"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Database from "../src/postgres/Database.ts"

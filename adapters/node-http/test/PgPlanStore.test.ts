@@ -8,7 +8,7 @@
  */
 import { describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { planStoreContract } from "@model-platform/test-harness/PlanContract"
+import { planStoreContract } from "@model-platform/contract-kit/PlanContract"
 import * as Database from "../src/postgres/Database.ts"
 import { PlanStorePg } from "../src/postgres/PgPlanStore.ts"
 import { freshDatabaseUrl } from "./support.ts"

@@ -7,7 +7,7 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { generateId, RateLimitStore, windowStartOf } from "@model-platform/core/kernel"
-import { rateLimitStoreContract } from "@model-platform/test-harness/RateLimitContract"
+import { rateLimitStoreContract } from "@model-platform/contract-kit/RateLimitContract"
 import * as Database from "../src/postgres/Database.ts"
 import { PRUNE_EVERY, RateLimitStorePg, RETAIN_MS } from "../src/postgres/PgRateLimitStore.ts"
 

@@ -5,7 +5,7 @@
  */
 import { describe, it } from "@effect/vitest"
 import { AccountStoreMemory } from "@model-platform/memory-stores/MemoryStores"
-import { renewalProperty } from "@model-platform/test-harness/RenewalProperty"
+import { renewalProperty } from "@model-platform/contract-kit/RenewalProperty"
 import { Effect, Layer } from "effect"
 import * as Database from "../src/postgres/Database.ts"
 import { AlertStorePg } from "../src/postgres/PgAlertStore.ts"

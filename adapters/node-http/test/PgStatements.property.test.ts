@@ -3,7 +3,7 @@
  * PGlite, and a real PostgreSQL server when TEST_DATABASE_URL is set, in a database of its own.
  */
 import { describe, it } from "@effect/vitest"
-import { statementsProperty } from "@model-platform/test-harness/StatementsProperty"
+import { statementsProperty } from "@model-platform/contract-kit/StatementsProperty"
 import { Effect, Layer } from "effect"
 import * as Database from "../src/postgres/Database.ts"
 import { LedgerStorePg } from "../src/postgres/PgLedgerStore.ts"

@@ -5,7 +5,7 @@
  */
 import { describe, it } from "@effect/vitest"
 import { AccountStoreMemory } from "@model-platform/memory-stores/MemoryStores"
-import { topUpProperty } from "@model-platform/test-harness/TopUpProperty"
+import { topUpProperty } from "@model-platform/contract-kit/TopUpProperty"
 import { Effect, Layer } from "effect"
 import * as Database from "../src/postgres/Database.ts"
 import { AlertStorePg } from "../src/postgres/PgAlertStore.ts"

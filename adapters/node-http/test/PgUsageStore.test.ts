@@ -5,7 +5,7 @@
  */
 import { describe, it } from "@effect/vitest"
 import { Layer } from "effect"
-import { usageStoreContract } from "@model-platform/test-harness/UsageContract"
+import { usageStoreContract } from "@model-platform/contract-kit/UsageContract"
 import * as Database from "../src/postgres/Database.ts"
 import { UsageStorePg } from "../src/postgres/PgUsageStore.ts"
 

@@ -5,7 +5,7 @@
  * card is one of Stripe's test payment methods attached to the account's customer.
  */
 import type { SaveCardOutcome } from "@model-platform/core/payments"
-import { cardProcessorContract } from "@model-platform/test-harness/CardProcessorContract"
+import { cardProcessorContract } from "@model-platform/contract-kit/CardProcessorContract"
 import { startFakeStripe } from "@model-platform/test-harness/FakeStripe"
 import { DocumentStoresMemory } from "@model-platform/memory-stores/MemoryDocuments"
 import { Effect, Layer, Redacted } from "effect"

@@ -11,7 +11,7 @@ import type { AgentRecord } from "@model-platform/core/agents"
 import { AgentStore } from "@model-platform/core/agents"
 import { PlanStore } from "@model-platform/core/plans"
 import { Effect } from "effect"
-import { makeAgent } from "./AgentContract.ts"
+import { makeAgent } from "@model-platform/contract-kit/AgentContract"
 
 /** The machine a machine-scoped key is pinned to, the one with plans, the one with rentals. */
 export const PINNED_MACHINE = "m-eu-a"

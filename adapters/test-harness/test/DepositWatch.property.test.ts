@@ -1,6 +1,6 @@
 /** Racing deposit watchers over reorgs pay once, on the memory stores (DepositWatchProperty.ts). */
 import { Layer } from "effect"
-import { depositWatchProperty } from "../src/DepositWatchProperty.ts"
+import { depositWatchProperty } from "@model-platform/contract-kit/DepositWatchProperty"
 import { LedgerStoreMemory } from "@model-platform/memory-stores/MemoryLedgerStore"
 import { DepositWatchStoreMemory } from "@model-platform/memory-stores/MemoryDepositWatchStore"
 import { OrderStoreMemory } from "@model-platform/memory-stores/MemoryOrderStore"

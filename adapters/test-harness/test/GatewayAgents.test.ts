@@ -4,7 +4,7 @@
  * same store step as the balance, so 32 concurrent calls stop exactly at the daily limit; 401 once
  * the agent is revoked, 403 agent_expired once its delegation has ended — each read at the call.
  */
-import { makeAgent } from "@model-platform/test-harness/AgentContract"
+import { makeAgent } from "@model-platform/contract-kit/AgentContract"
 import { AccountStore, ApiKeys } from "@model-platform/core/keys"
 import { Ledger } from "@model-platform/core/ledger"
 import { MICRO_PER_CREDIT } from "@model-platform/core/kernel"

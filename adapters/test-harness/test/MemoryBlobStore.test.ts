@@ -2,7 +2,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { BlobStore, BlobStoreMemory } from "@model-platform/core/datasets"
-import { blobStoreContract } from "../src/BlobContract.ts"
+import { blobStoreContract } from "@model-platform/contract-kit/BlobContract"
 
 blobStoreContract("BlobStoreMemory", BlobStoreMemory)
 

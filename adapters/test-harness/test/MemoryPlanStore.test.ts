@@ -1,4 +1,4 @@
 import { PlanStoreMemory } from "@model-platform/memory-stores/MemoryPlanStore"
-import { planStoreContract } from "../src/PlanContract.ts"
+import { planStoreContract } from "@model-platform/contract-kit/PlanContract"
 
 planStoreContract("PlanStoreMemory", PlanStoreMemory)

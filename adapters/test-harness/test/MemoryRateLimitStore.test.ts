@@ -1,5 +1,5 @@
 /** The rate-limit store contract on the in-memory store. */
-import { rateLimitStoreContract } from "../src/RateLimitContract.ts"
+import { rateLimitStoreContract } from "@model-platform/contract-kit/RateLimitContract"
 import { RateLimitStoreMemory } from "@model-platform/memory-stores/MemoryRateLimitStore"
 
 rateLimitStoreContract("RateLimitStoreMemory", RateLimitStoreMemory)

@@ -16,7 +16,7 @@ import {
   allStoreContracts,
   idempotencyStoreContract,
   keyStoreContract
-} from "../src/StoreContract.ts"
+} from "@model-platform/contract-kit/StoreContract"
 
 allStoreContracts("MemoryStores", MemoryStores)
 

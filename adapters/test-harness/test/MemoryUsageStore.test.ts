@@ -1,5 +1,5 @@
 /** The usage store contract on the in-memory store. */
-import { usageStoreContract } from "../src/UsageContract.ts"
+import { usageStoreContract } from "@model-platform/contract-kit/UsageContract"
 import { UsageStoreMemory } from "@model-platform/memory-stores/MemoryUsageStore"
 
 usageStoreContract("UsageStoreMemory", UsageStoreMemory)

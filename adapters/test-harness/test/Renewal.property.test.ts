@@ -6,7 +6,7 @@ import { LedgerStoreMemory } from "@model-platform/memory-stores/MemoryLedgerSto
 import { OrderStoreMemory } from "@model-platform/memory-stores/MemoryOrderStore"
 import { PlanStoreMemory } from "@model-platform/memory-stores/MemoryPlanStore"
 import { AccountStoreMemory } from "@model-platform/memory-stores/MemoryStores"
-import { renewalProperty } from "../src/RenewalProperty.ts"
+import { renewalProperty } from "@model-platform/contract-kit/RenewalProperty"
 
 renewalProperty(
   "plan renewals on the memory stores",

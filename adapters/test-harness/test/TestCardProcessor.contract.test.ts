@@ -1,7 +1,7 @@
 /** The card processor contract on the built-in test processor (its cards typed into the platform's form). */
 import { TestCardProcessor } from "@model-platform/core/payments"
 import { Effect } from "effect"
-import { cardProcessorContract } from "../src/CardProcessorContract.ts"
+import { cardProcessorContract } from "@model-platform/contract-kit/CardProcessorContract"
 
 cardProcessorContract("the test processor", {
   pages: "platform",

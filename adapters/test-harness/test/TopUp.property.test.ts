@@ -6,7 +6,7 @@ import { BillingSettingsStoreMemory } from "@model-platform/memory-stores/Memory
 import { LedgerStoreMemory } from "@model-platform/memory-stores/MemoryLedgerStore"
 import { OrderStoreMemory } from "@model-platform/memory-stores/MemoryOrderStore"
 import { PlanStoreMemory } from "@model-platform/memory-stores/MemoryPlanStore"
-import { topUpProperty } from "../src/TopUpProperty.ts"
+import { topUpProperty } from "@model-platform/contract-kit/TopUpProperty"
 
 topUpProperty(
   "automatic top-ups on memory stores",

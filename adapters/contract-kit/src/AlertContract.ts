@@ -10,7 +10,7 @@ import { generateId } from "@model-platform/core/kernel"
 import { type AlertKind, type AlertRecord, AlertStore, type TopUpState } from "@model-platform/core/billing"
 import { Effect, type Layer } from "effect"
 import fc from "fast-check"
-import { assertDies } from "@model-platform/contract-kit/ContractSupport"
+import { assertDies } from "./ContractSupport.ts"
 
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
 const unbounded = { concurrency: "unbounded" } as const

@@ -6,7 +6,7 @@ import { assert } from "@effect/vitest"
 import { Effect, Stream } from "effect"
 import { dayOf, generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { lineOf, reportOf, type UsageDays, type UsageDimension, type UsageQuery, type UsageRecord, UsageStore } from "@model-platform/core/billing"
-import { assertDies } from "@model-platform/contract-kit/ContractSupport"
+import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
 export const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const

@@ -9,7 +9,7 @@ import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
 import fc from "fast-check"
 import { generateId, RateLimitStore, windowStartOf } from "@model-platform/core/kernel"
-import { assertDies } from "@model-platform/contract-kit/ContractSupport"
+import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const

@@ -18,7 +18,7 @@ import {
   type ReceiptRecord,
   type TicketRecord
 } from "@model-platform/core/payments"
-import { assertDies } from "@model-platform/contract-kit/ContractSupport"
+import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const

@@ -17,7 +17,7 @@ import {
 import { generateId } from "@model-platform/core/kernel"
 import { Effect, type Layer } from "effect"
 import fc from "fast-check"
-import { assertDies } from "@model-platform/contract-kit/ContractSupport"
+import { assertDies } from "./ContractSupport.ts"
 
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
 const unbounded = { concurrency: "unbounded" } as const

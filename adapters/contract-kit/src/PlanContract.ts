@@ -9,7 +9,7 @@ import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
 import { generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { type PlanRenewal, PlanStore, type RentalRecord, type SubscriptionRecord } from "@model-platform/core/plans"
-import { assertDies } from "@model-platform/contract-kit/ContractSupport"
+import { assertDies } from "./ContractSupport.ts"
 
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
 const BASE = Date.UTC(2026, 0, 15, 10, 20, 30, 456)

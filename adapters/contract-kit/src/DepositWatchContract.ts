@@ -9,7 +9,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
 import { DepositWatchStore, type SeenTransfer, type WatchedAddress } from "@model-platform/core/payments"
 import { type Timestamp, toTimestamp } from "@model-platform/core/kernel"
-import { assertDies } from "@model-platform/contract-kit/ContractSupport"
+import { assertDies } from "./ContractSupport.ts"
 
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
 const unbounded = { concurrency: "unbounded" } as const

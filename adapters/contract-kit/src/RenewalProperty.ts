@@ -24,7 +24,7 @@ import type { LedgerStore } from "@model-platform/core/ledger"
 import { PlanStore, type SubscriptionRecord } from "@model-platform/core/plans"
 import { Clock, Effect, Layer } from "effect"
 import fc from "fast-check"
-import { euCPlans, fixtureCatalogue } from "./Fixtures.ts"
+import { euCPlans, propertyCatalogue } from "./PropertyCatalogue.ts"
 
 export type RenewalStores = PlanStore | OrderStore | LedgerStore | AlertStore | BillingSettingsStore | AccountStore
 
@@ -87,12 +87,12 @@ export const renewalProperty = <E>(name: string, stores: Layer.Layer<RenewalStor
                   }))
                 )
                 const processLayer = Layer.mergeAll(Ledger.layer, Alerts.layer).pipe(
-                  Layer.provideMerge(Layer.mergeAll(gatedStores, Layer.succeed(CardProcessor, processor), Catalogue.layer(fixtureCatalogue)))
+                  Layer.provideMerge(Layer.mergeAll(gatedStores, Layer.succeed(CardProcessor, processor), Catalogue.layer(propertyCatalogue)))
                 )
                 const renewers = yield* Effect.forEach(Array.from({ length: scenario.processes }), () =>
                   Effect.flatMap(Layer.build(processLayer), (context) => Effect.provideContext(makeRenewals, context)))
 
-                // A Basic plan on m-eu-c (the fixture's offer) whose period ended a minute ago, its card saved at checkout.
+                // A Basic plan on m-eu-c (the kit catalogue's offer) whose period ended a minute ago, its card saved at checkout.
                 const now = yield* Clock.currentTimeMillis
                 const saved = scenario.pays
                   ? yield* base.saveCard(account, { number: "4242424242424242", exp_month: 12, exp_year: 2099, cvc: "123" })

@@ -18,7 +18,7 @@ import {
   type UsageRecord,
   UsageStore
 } from "@model-platform/core/billing"
-import { assertDies } from "@model-platform/contract-kit/ContractSupport"
+import { assertDies } from "./ContractSupport.ts"
 import {
   at,
   freshAccount,

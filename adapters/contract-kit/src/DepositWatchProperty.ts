@@ -27,7 +27,7 @@ import { Time } from "@model-platform/core/kernel"
 import { Context, Effect, Layer } from "effect"
 import fc from "fast-check"
 import { makeFakeChain } from "./FakeChain.ts"
-import { fixtureCatalogue } from "./Fixtures.ts"
+import { propertyCatalogue } from "./PropertyCatalogue.ts"
 
 export type DepositWatchStores = OrderStore | LedgerStore | PlanStore | DepositWatchStore
 
@@ -38,7 +38,7 @@ const UNIT = 1_000_000n
 
 /** A chain of its own per scenario: the stores (and their cursors) outlive each scenario. */
 const catalogueFor = (CHAIN: string): CatalogueConfig => ({
-  ...fixtureCatalogue,
+  ...propertyCatalogue,
   payments: {
     card: null,
     stablecoin: {

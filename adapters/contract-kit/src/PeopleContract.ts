@@ -21,7 +21,7 @@ import {
 import { generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { Effect, type Layer } from "effect"
 import fc from "fast-check"
-import { assertDies } from "@model-platform/contract-kit/ContractSupport"
+import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const

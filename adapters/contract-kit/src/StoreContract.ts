@@ -13,7 +13,7 @@ import type { AccountRecord } from "@model-platform/core/keys"
 import { AccountStore, type KeyRecord, KeyStore } from "@model-platform/core/keys"
 import { generateId, toTimestamp } from "@model-platform/core/kernel"
 import { IdempotencyStore, RETENTION_MS } from "@model-platform/core/http"
-import { assertDies } from "@model-platform/contract-kit/ContractSupport"
+import { assertDies } from "./ContractSupport.ts"
 
 type Stores = AccountStore | KeyStore | IdempotencyStore
 

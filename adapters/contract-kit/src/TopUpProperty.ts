@@ -25,7 +25,7 @@ import type { PlanStore } from "@model-platform/core/plans"
 import { CardProcessor, OrderStore, TestCardProcessor } from "@model-platform/core/payments"
 import { Clock, Context, Effect, Layer } from "effect"
 import fc from "fast-check"
-import { fixtureCatalogue } from "./Fixtures.ts"
+import { propertyCatalogue } from "./PropertyCatalogue.ts"
 
 /** The plan store too: a top-up is fulfilled as every paid order is (payments/Fulfilment.ts). */
 export type TopUpStores = AlertStore | LedgerStore | OrderStore | PlanStore | BillingSettingsStore | AccountStore
@@ -33,7 +33,7 @@ export type TopUpStores = AlertStore | LedgerStore | OrderStore | PlanStore | Bi
 const THRESHOLD = 1_000n * MICRO_PER_CREDIT
 const SEED = 1_500n * MICRO_PER_CREDIT
 const AMOUNT_USD = 5
-/** The fixture catalogue sells 1000 credits a dollar. */
+/** The kit's catalogue (PropertyCatalogue.ts) sells 1000 credits a dollar. */
 const TOP_UP = BigInt(AMOUNT_USD) * 1_000n * MICRO_PER_CREDIT
 
 const roundArb = fc.record({
@@ -93,7 +93,7 @@ export const topUpProperty = <E>(name: string, stores: Layer.Layer<TopUpStores, 
                   Layer.provideMerge(TopUps.layer.pipe(Layer.provideMerge(Alerts.layer), Layer.provide(Ledger.layer))),
                   Layer.provide(gatedStores),
                   Layer.provide(Layer.succeed(CardProcessor, processor)),
-                  Layer.provide(Catalogue.layer(fixtureCatalogue))
+                  Layer.provide(Catalogue.layer(propertyCatalogue))
                 )
                 const contexts = yield* Effect.forEach(Array.from({ length: processes }), () => Layer.build(processLayer))
 

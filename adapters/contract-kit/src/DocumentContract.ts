@@ -12,7 +12,7 @@ import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { DocumentStores, generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import type { DocumentKind, DocumentStore, VersionedRecord } from "@model-platform/core/kernel"
 import { Context, Effect, Layer, Schema } from "effect"
-import { assertDies } from "@model-platform/contract-kit/ContractSupport"
+import { assertDies } from "./ContractSupport.ts"
 
 const BASE = Date.UTC(2026, 0, 15, 10, 20, 30, 456)
 
@@ -261,7 +261,7 @@ export const ContractNotes: DocumentKind<ContractNote> = {
 
 /** The notes' store, as an area takes it from `DocumentStores`. */
 class ContractNoteStore extends Context.Service<ContractNoteStore, DocumentStore<ContractNote>>()(
-  "@model-platform/test-harness/DocumentContract/ContractNoteStore"
+  "@model-platform/contract-kit/DocumentContract/ContractNoteStore"
 ) {}
 
 const ContractNoteStoreLayer: Layer.Layer<ContractNoteStore, never, DocumentStores> = Layer.effect(
