@@ -25,7 +25,7 @@ import { monthlyLimitAt, tierAt, tierTable, usageTierFor } from "@model-platform
 import { costOf, pricesOf, type Quantities } from "@model-platform/core/gateway"
 import { generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { Ledger, LedgerStore } from "@model-platform/core/ledger"
-import { netPurchasedCredits, type OrderType, OrderStore } from "@model-platform/core/payments"
+import { countsTowardTier, netPurchasedCredits, type OrderType, OrderStore } from "@model-platform/core/payments"
 import { Effect, Layer } from "effect"
 import fc from "fast-check"
 import { type PriceTable, priceTableArb, type TierTable, tierTableArb } from "./BillingTables.ts"
@@ -250,7 +250,9 @@ export const tiersOnlyRiseProperty = <E>(
                   currency: "USD",
                   credits: step.order === "credits" || step.order === "package" ? step.credits : 0n,
                   paid_with: "card" as const,
-                  auto_reload: false
+                  auto_reload: false,
+                  // As core flags it where receipts are made (payments/OrderRules.ts).
+                  counts_toward_tier: countsTowardTier(step.order)
                 }
                 assert.strictEqual(yield* orders.insertReceipt(receipt), "inserted")
                 if (step.replay) assert.strictEqual(yield* orders.insertReceipt({ ...receipt, id: yield* generateId("rcpt") }), "exists")
