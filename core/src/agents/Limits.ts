@@ -12,11 +12,12 @@
  * Like the monthly limits, they count what credits pay (not allowances or the trial).
  */
 import { dayOf } from "../kernel/Time.ts"
+import { budgetName, BudgetScope, budgetScopeOf } from "../ledger/BudgetScope.ts"
 import type { BudgetClaim } from "../ledger/LedgerStore.ts"
 import type { AgentRecord } from "./Records.ts"
 
-export const agentDayBudget = (agentId: string): string => `agent:${agentId}:day`
-export const agentTotalBudget = (agentId: string): string => `agent:${agentId}:total`
+export const agentDayBudget = (agentId: string): string => budgetName(BudgetScope.agentDay(agentId))
+export const agentTotalBudget = (agentId: string): string => budgetName(BudgetScope.agentTotal(agentId))
 /** The period of every total budget. */
 export const TOTAL_PERIOD = "total"
 
@@ -31,8 +32,10 @@ export const agentBudgetClaims = (agent: AgentRecord, now: number): ReadonlyArra
 }
 
 /** Which of an agent's limits a refused budget is, or undefined when it is not an agent's. */
-export const agentLimitOf = (budget: string): "daily" | "total" | undefined =>
-  !budget.startsWith("agent:") ? undefined : budget.endsWith(":day") ? "daily" : budget.endsWith(":total") ? "total" : undefined
+export const agentLimitOf = (budget: string): "daily" | "total" | undefined => {
+  const scope = budgetScopeOf(budget)
+  return scope?._tag === "AgentDay" ? "daily" : scope?._tag === "AgentTotal" ? "total" : undefined
+}
 
 /**
  * Whether a key of `agent` may call at `now`: "ok" while the agent is active and its delegation

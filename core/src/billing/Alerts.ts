@@ -16,6 +16,7 @@ import { generateId } from "../kernel/Ids.ts"
 import { microToCredits } from "../kernel/Money.ts"
 import { centsToUsd } from "../payments/OrderRules.ts"
 import { AccountStore } from "../keys/AccountStore.ts"
+import { budgetScopeOf } from "../ledger/BudgetScope.ts"
 import { alertIdentity, type AlertRecord, AlertStore } from "./AlertStore.ts"
 import { BillingSettingsStore } from "./BillingSettingsStore.ts"
 import { type EmailMessage, EmailSender } from "../kernel/EmailSender.ts"
@@ -45,14 +46,15 @@ export const orgSpendAlert = (period: string, point: number, spent: bigint, limi
 })
 
 /** A priced call refused at a monthly limit: the account's ("account") or a key's ("key:<id>"). */
-export const limitReachedAlert = (budget: string, period: string, limit: bigint): AlertDraft =>
-  budget.startsWith("key:")
+export const limitReachedAlert = (budget: string, period: string, limit: bigint): AlertDraft => {
+  const scope = budgetScopeOf(budget)
+  return scope?._tag === "Key"
     ? {
       kind: "key_monthly_limit_reached",
-      target: budget.slice(4),
+      target: scope.key_id,
       period,
       point: 0,
-      message: `Key ${budget.slice(4)} reached its monthly limit of ${credits(limit)} credits: its priced calls are refused until next month or until its limit is raised.`
+      message: `Key ${scope.key_id} reached its monthly limit of ${credits(limit)} credits: its priced calls are refused until next month or until its limit is raised.`
     }
     : {
       kind: "monthly_limit_reached",
@@ -61,6 +63,7 @@ export const limitReachedAlert = (budget: string, period: string, limit: bigint)
       point: 0,
       message: `The account reached its monthly limit of ${credits(limit)} credits: priced calls are refused until next month or until the limit is raised.`
     }
+}
 
 export const lowBalanceAlert = (period: string, balance: bigint, level: bigint, why: string): AlertDraft => ({
   kind: "low_balance",

@@ -18,6 +18,7 @@ import * as Errors from "../kernel/Errors.ts"
 import { creditsToMicro, microToCredits } from "../kernel/Money.ts"
 import { BillingSettingsStore } from "./BillingSettingsStore.ts"
 import { KeyStore } from "../keys/KeyStore.ts"
+import { budgetName, BudgetScope } from "../ledger/BudgetScope.ts"
 import { type BudgetClaim, type BudgetState, LedgerStore } from "../ledger/LedgerStore.ts"
 import { OrderStore } from "../payments/OrderStore.ts"
 import type { KeyLimit, LimitsView, MonthSpend, SetLimits, UsageTier } from "./Schemas.ts"
@@ -26,11 +27,11 @@ import { monthlyLimitAt, tierTable, usageTierFor } from "./Tiers.ts"
 
 // ---- rules ---------------------------------------------------------------------------------
 
-/** The account's budget. */
-export const ACCOUNT_BUDGET = "account"
+/** The account's budget (its name in the stores). */
+export const ACCOUNT_BUDGET = budgetName(BudgetScope.account)
 
-/** A key's budget. */
-export const keyBudget = (keyId: string): string => `key:${keyId}`
+/** A key's budget (its name in the stores). */
+export const keyBudget = (keyId: string): string => budgetName(BudgetScope.key(keyId))
 
 /**
  * The budgets a priced call of `keyId` claims in `month`: the account's, whose limit is its own

@@ -3,6 +3,7 @@
  * defect (credits, reservations, grants, budgets, settlements), the keys and orders stores list
  * in, and the sums they must answer. Pure, shared by the stores and the property tests.
  */
+import { budgetScopeOf } from "./BudgetScope.ts"
 import type {
   Allocation,
   BudgetClaim,
@@ -109,26 +110,26 @@ export const grantHoldsProblem = (
 export const grantsAmount = (holds: ReadonlyArray<Pick<GrantHold, "amount">> | undefined): bigint =>
   (holds ?? []).reduce((sum, h) => sum + h.amount, 0n)
 
-/** "account", or "key:<id>" with a non-empty id. */
+/** A budget name some scope has (BudgetScope.ts): "account", "key:<id>", "agent:<id>:day|total". */
 export const budgetProblem = (budget: string): string | undefined =>
-  budget === "account" || (budget.startsWith("key:") && budget.length > 4) || AGENT_BUDGET.test(budget)
+  budgetScopeOf(budget) !== undefined
     ? undefined
     : `a budget is "account", "key:<id>" or "agent:<id>:day|total", got ${JSON.stringify(budget)}`
 
-/** An agent's limits (agents/Limits.ts): per UTC day, and in total. */
-const AGENT_BUDGET = /^agent:[^\s:]+:(day|total)$/
 const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/
 const DAY = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$/
 
 /** The period a budget's claims count in: a month; an agent's day budget a UTC day, its total budget "total". */
-const periodProblem = (budget: string, period: string): string | undefined =>
-  budget.endsWith(":day") && budget.startsWith("agent:")
-    ? DAY.test(period) ? undefined : `an agent's day budget counts in a day (YYYY-MM-DD), got ${JSON.stringify(period)}`
-    : budget.endsWith(":total") && budget.startsWith("agent:")
-    ? period === "total" ? undefined : `an agent's total budget counts in "total", got ${JSON.stringify(period)}`
-    : MONTH.test(period)
-    ? undefined
-    : `a budget month is YYYY-MM, got ${JSON.stringify(period)}`
+const periodProblem = (budget: string, period: string): string | undefined => {
+  switch (budgetScopeOf(budget)?._tag) {
+    case "AgentDay":
+      return DAY.test(period) ? undefined : `an agent's day budget counts in a day (YYYY-MM-DD), got ${JSON.stringify(period)}`
+    case "AgentTotal":
+      return period === "total" ? undefined : `an agent's total budget counts in "total", got ${JSON.stringify(period)}`
+    default:
+      return MONTH.test(period) ? undefined : `a budget month is YYYY-MM, got ${JSON.stringify(period)}`
+  }
+}
 
 /** Why a reservation's budget claims must be refused, or undefined. */
 export const budgetClaimsProblem = (claims: ReadonlyArray<BudgetClaim>): string | undefined => {

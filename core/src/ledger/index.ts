@@ -1,4 +1,5 @@
 /** The ledger area's public entry (docs/architecture.md "Areas"). */
+export * from "./BudgetScope.ts"
 export * from "./Credits.ts"
 export * from "./Ledger.ts"
 export * from "./LedgerRules.ts"
