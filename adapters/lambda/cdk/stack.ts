@@ -45,7 +45,7 @@ import {
   DEFAULT_STRIPE_WEBHOOK_SECRET_PARAMETER,
   ENV
 } from "../src/Config.ts"
-import { tableDefinition, TTL_ATTRIBUTE } from "../src/DynamoTable.ts"
+import { tableDefinition, TTL_ATTRIBUTE } from "@model-platform/dynamodb-stores"
 
 export { DEFAULT_CATALOGUE_PARAMETER, DEFAULT_OWNER_KEY_PARAMETER, DEFAULT_STRIPE_SECRET_KEY_PARAMETER, DEFAULT_STRIPE_WEBHOOK_SECRET_PARAMETER, ENV }
 

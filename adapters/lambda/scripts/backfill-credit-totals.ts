@@ -18,9 +18,9 @@
  */
 import { ConfigProvider, Config, Effect, Option } from "effect"
 import { parseArgs } from "node:util"
-import { type AccountReport, backfillCreditTotals } from "../src/BackfillCreditTotals.ts"
+import { type AccountReport, backfillCreditTotals } from "@model-platform/dynamodb-stores"
 import { ENV } from "../src/Config.ts"
-import { DynamoConfig } from "../src/DynamoTable.ts"
+import { DynamoConfig } from "@model-platform/dynamodb-stores"
 
 const usage = (problem: string): never => {
   process.stderr.write(

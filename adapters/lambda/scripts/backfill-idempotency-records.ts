@@ -16,9 +16,9 @@
  */
 import { Config, ConfigProvider, Effect, Option } from "effect"
 import { parseArgs } from "node:util"
-import { backfillIdempotencyRecords } from "../src/BackfillIdempotencyRecords.ts"
+import { backfillIdempotencyRecords } from "@model-platform/dynamodb-stores"
 import { ENV } from "../src/Config.ts"
-import { DynamoConfig } from "../src/DynamoTable.ts"
+import { DynamoConfig } from "@model-platform/dynamodb-stores"
 
 const usage = (problem: string): never => {
   process.stderr.write(`${problem}\nusage: backfill-idempotency-records.ts [--table <name>] [--endpoint <url>] [--dry-run]\n`)

@@ -17,9 +17,9 @@
  */
 import { Config, ConfigProvider, Effect, Option } from "effect"
 import { parseArgs } from "node:util"
-import { backfillPlanRenewals, type PlanReport } from "../src/BackfillPlanRenewals.ts"
+import { backfillPlanRenewals, type PlanReport } from "@model-platform/dynamodb-stores"
 import { ENV } from "../src/Config.ts"
-import { DynamoConfig } from "../src/DynamoTable.ts"
+import { DynamoConfig } from "@model-platform/dynamodb-stores"
 
 const usage = (problem: string): never => {
   process.stderr.write(`${problem}\nusage: backfill-plan-renewals.ts [--table <name>] [--endpoint <url>] [--dry-run]\n`)

@@ -25,7 +25,7 @@ import {
   type PlatformStack
 } from "../cdk/stack.ts"
 import { WEBAUTHN_BUNDLE_FILE } from "../src/Accounts.ts"
-import { PK, SK, tableDefinition, TTL_ATTRIBUTE } from "../src/DynamoTable.ts"
+import { PK, SK, tableDefinition, TTL_ATTRIBUTE } from "@model-platform/dynamodb-stores"
 
 const here = Path.dirname(fileURLToPath(import.meta.url))
 const DEMO_CATALOGUE = Path.join(here, "..", "..", "node-http", "catalogue.demo.json")

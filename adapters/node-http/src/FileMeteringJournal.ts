@@ -27,7 +27,7 @@ import {
 import { Clock, Effect, Layer, Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { DataDirLocked, lock, LOCK_FILE } from "./postgres/DataDirLock.ts"
+import { DataDirLocked, lock, LOCK_FILE } from "@model-platform/postgres-stores/database"
 
 export interface FileJournalOptions {
   /** The directory shared by the processes' journals. */

@@ -9,9 +9,9 @@
 import { describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { planStoreContract } from "@model-platform/test-harness/PlanContract"
-import * as Database from "../src/postgres/Database.ts"
-import { PlanStorePg } from "../src/postgres/PgPlanStore.ts"
-import { freshDatabaseUrl } from "./support.ts"
+import * as Database from "../src/database/Database.ts"
+import { PlanStorePg } from "../src/PgPlanStore.ts"
+import { freshDatabaseUrl } from "./freshDatabase.ts"
 
 const store = (options: Database.Options) => PlanStorePg.pipe(Layer.provide(Database.layer(options)))
 

@@ -6,9 +6,9 @@
 import { describe, it } from "@effect/vitest"
 import { alertStoreContract } from "@model-platform/test-harness/AlertContract"
 import { Effect, Layer } from "effect"
-import * as Database from "../src/postgres/Database.ts"
-import { AlertStorePg } from "../src/postgres/PgAlertStore.ts"
-import { freshDatabaseUrl } from "./support.ts"
+import * as Database from "../src/database/Database.ts"
+import { AlertStorePg } from "../src/PgAlertStore.ts"
+import { freshDatabaseUrl } from "./freshDatabase.ts"
 
 const store = (options: Database.Options) => AlertStorePg.pipe(Layer.provide(Database.layer(options)))
 

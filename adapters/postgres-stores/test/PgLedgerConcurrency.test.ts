@@ -15,8 +15,8 @@ import { Effect, Layer } from "effect"
 import { generateId, toTimestamp } from "@model-platform/core/kernel"
 import { Ledger, LedgerStore } from "@model-platform/core/ledger"
 import { LedgerStoreMemory } from "@model-platform/memory-stores/MemoryLedgerStore"
-import * as Database from "../src/postgres/Database.ts"
-import { LedgerStorePg } from "../src/postgres/PgLedgerStore.ts"
+import * as Database from "../src/database/Database.ts"
+import { LedgerStorePg } from "../src/PgLedgerStore.ts"
 
 const CREDIT = 1_000_000n
 

@@ -16,9 +16,9 @@ import { assertDies } from "@model-platform/contract-kit/ContractSupport"
 import { documentStoresContract } from "@model-platform/test-harness/DocumentContract"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import * as Database from "../src/postgres/Database.ts"
-import { AgentStorePg, ApprovalStorePg, DocumentStoresPg } from "../src/postgres/PgDocuments.ts"
-import { freshDatabaseUrl } from "./support.ts"
+import * as Database from "../src/database/Database.ts"
+import { AgentStorePg, ApprovalStorePg, DocumentStoresPg } from "../src/PgDocuments.ts"
+import { freshDatabaseUrl } from "./freshDatabase.ts"
 
 const kinds = [AgentDocumentsContract, ApprovalDocumentsContract]
 

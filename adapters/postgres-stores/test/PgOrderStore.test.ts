@@ -15,10 +15,10 @@ import { type OrderRecord, OrderStore } from "@model-platform/core/payments"
 import { type OrderDetails } from "@model-platform/core/plans"
 import { assertDies } from "@model-platform/contract-kit/ContractSupport"
 import { orderStoreContract } from "@model-platform/test-harness/OrderContract"
-import * as Database from "../src/postgres/Database.ts"
-import { migrate, migrations } from "../src/postgres/migrations.ts"
-import { OrderStorePg } from "../src/postgres/PgOrderStore.ts"
-import { freshDatabaseUrl } from "./support.ts"
+import * as Database from "../src/database/Database.ts"
+import { migrate, migrations } from "../src/migrations.ts"
+import { OrderStorePg } from "../src/PgOrderStore.ts"
+import { freshDatabaseUrl } from "./freshDatabase.ts"
 
 const store = (options: Database.Options) => OrderStorePg.pipe(Layer.provide(Database.layer(options)))
 

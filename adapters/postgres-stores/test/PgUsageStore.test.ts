@@ -6,8 +6,8 @@
 import { describe, it } from "@effect/vitest"
 import { Layer } from "effect"
 import { usageStoreContract } from "@model-platform/test-harness/UsageContract"
-import * as Database from "../src/postgres/Database.ts"
-import { UsageStorePg } from "../src/postgres/PgUsageStore.ts"
+import * as Database from "../src/database/Database.ts"
+import { UsageStorePg } from "../src/PgUsageStore.ts"
 
 const store = (options: Database.Options) => UsageStorePg.pipe(Layer.provide(Database.layer(options)))
 

@@ -6,12 +6,12 @@
 import { describe, it } from "@effect/vitest"
 import { depositWatchProperty } from "@model-platform/test-harness/DepositWatchProperty"
 import { Effect, Layer } from "effect"
-import * as Database from "../src/postgres/Database.ts"
-import { DepositWatchStorePg } from "../src/postgres/PgDepositWatchStore.ts"
-import { LedgerStorePg } from "../src/postgres/PgLedgerStore.ts"
-import { OrderStorePg } from "../src/postgres/PgOrderStore.ts"
-import { PlanStorePg } from "../src/postgres/PgPlanStore.ts"
-import { freshDatabaseUrl } from "./support.ts"
+import * as Database from "../src/database/Database.ts"
+import { DepositWatchStorePg } from "../src/PgDepositWatchStore.ts"
+import { LedgerStorePg } from "../src/PgLedgerStore.ts"
+import { OrderStorePg } from "../src/PgOrderStore.ts"
+import { PlanStorePg } from "../src/PgPlanStore.ts"
+import { freshDatabaseUrl } from "./freshDatabase.ts"
 
 const stores = (options: Database.Options) =>
   Layer.mergeAll(OrderStorePg, LedgerStorePg, PlanStorePg, DepositWatchStorePg).pipe(Layer.provide(Database.layer(options)))

@@ -7,9 +7,9 @@
 import { describe, it } from "@effect/vitest"
 import { billingSettingsStoreContract } from "@model-platform/test-harness/BillingSettingsContract"
 import { Effect, Layer } from "effect"
-import * as Database from "../src/postgres/Database.ts"
-import { BillingSettingsStorePg } from "../src/postgres/PgBillingSettingsStore.ts"
-import { freshDatabaseUrl } from "./support.ts"
+import * as Database from "../src/database/Database.ts"
+import { BillingSettingsStorePg } from "../src/PgBillingSettingsStore.ts"
+import { freshDatabaseUrl } from "./freshDatabase.ts"
 
 const store = (options: Database.Options) => BillingSettingsStorePg.pipe(Layer.provide(Database.layer(options)))
 

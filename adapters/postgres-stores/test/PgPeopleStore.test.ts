@@ -9,9 +9,9 @@ import { PeopleStore } from "@model-platform/core/accounts"
 import { PeopleFixtures, peopleStoreContract } from "@model-platform/test-harness/PeopleContract"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import * as Database from "../src/postgres/Database.ts"
-import { PeopleStorePg, PRUNE_EVERY, RETAIN_EXPIRED_MS } from "../src/postgres/PgPeopleStore.ts"
-import { freshDatabaseUrl } from "./support.ts"
+import * as Database from "../src/database/Database.ts"
+import { PeopleStorePg, PRUNE_EVERY, RETAIN_EXPIRED_MS } from "../src/PgPeopleStore.ts"
+import { freshDatabaseUrl } from "./freshDatabase.ts"
 
 const store = (options: Database.Options) => PeopleStorePg.pipe(Layer.provide(Database.layer(options)))
 

@@ -7,8 +7,8 @@
 import { describe, it } from "@effect/vitest"
 import { Layer } from "effect"
 import { gatewayStoreContract } from "@model-platform/contract-kit/GatewayStoreContract"
-import * as Database from "../src/postgres/Database.ts"
-import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
+import * as Database from "../src/database/Database.ts"
+import { PgPlatformStores } from "../src/PgPlatformStores.ts"
 
 const stores = (options: Database.Options) => PgPlatformStores.pipe(Layer.provide(Database.layer(options)))
 

@@ -22,7 +22,7 @@ import { createRequire } from "node:module"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { type DataDirLocked, type DataDirLockError, lock } from "./DataDirLock.ts"
-import { migrate } from "./migrations.ts"
+import { migrate } from "../migrations.ts"
 
 export { DataDirLocked, DataDirLockError } from "./DataDirLock.ts"
 

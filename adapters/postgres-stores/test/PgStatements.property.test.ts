@@ -5,10 +5,10 @@
 import { describe, it } from "@effect/vitest"
 import { statementsProperty } from "@model-platform/test-harness/StatementsProperty"
 import { Effect, Layer } from "effect"
-import * as Database from "../src/postgres/Database.ts"
-import { LedgerStorePg } from "../src/postgres/PgLedgerStore.ts"
-import { UsageStorePg } from "../src/postgres/PgUsageStore.ts"
-import { freshDatabaseUrl } from "./support.ts"
+import * as Database from "../src/database/Database.ts"
+import { LedgerStorePg } from "../src/PgLedgerStore.ts"
+import { UsageStorePg } from "../src/PgUsageStore.ts"
+import { freshDatabaseUrl } from "./freshDatabase.ts"
 
 const stores = (options: Database.Options) => Layer.mergeAll(LedgerStorePg, UsageStorePg).pipe(Layer.provide(Database.layer(options)))
 

@@ -6,8 +6,8 @@
 import { describe, it } from "@effect/vitest"
 import { Layer } from "effect"
 import { depositWatchStoreContract } from "@model-platform/test-harness/DepositWatchContract"
-import * as Database from "../src/postgres/Database.ts"
-import { DepositWatchStorePg } from "../src/postgres/PgDepositWatchStore.ts"
+import * as Database from "../src/database/Database.ts"
+import { DepositWatchStorePg } from "../src/PgDepositWatchStore.ts"
 
 const store = (options: Database.Options) => DepositWatchStorePg.pipe(Layer.provide(Database.layer(options)))
 

@@ -6,8 +6,8 @@
 import { describe, it } from "@effect/vitest"
 import { Layer } from "effect"
 import { ledgerStoreContract } from "@model-platform/contract-kit/LedgerContract"
-import * as Database from "../src/postgres/Database.ts"
-import { LedgerStorePg } from "../src/postgres/PgLedgerStore.ts"
+import * as Database from "../src/database/Database.ts"
+import { LedgerStorePg } from "../src/PgLedgerStore.ts"
 
 const store = (options: Database.Options) => LedgerStorePg.pipe(Layer.provide(Database.layer(options)))
 

@@ -8,8 +8,8 @@ import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { generateId, RateLimitStore, windowStartOf } from "@model-platform/core/kernel"
 import { rateLimitStoreContract } from "@model-platform/test-harness/RateLimitContract"
-import * as Database from "../src/postgres/Database.ts"
-import { PRUNE_EVERY, RateLimitStorePg, RETAIN_MS } from "../src/postgres/PgRateLimitStore.ts"
+import * as Database from "../src/database/Database.ts"
+import { PRUNE_EVERY, RateLimitStorePg, RETAIN_MS } from "../src/PgRateLimitStore.ts"
 
 const store = (options: Database.Options) => RateLimitStorePg.pipe(Layer.provide(Database.layer(options)))
 

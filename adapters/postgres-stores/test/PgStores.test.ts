@@ -17,11 +17,11 @@ import { ERASED_RESPONSE_BODY, IdempotencyStore, RETENTION_MS } from "@model-pla
 import { toTimestamp } from "@model-platform/core/kernel"
 import { SqlClient } from "effect/sql"
 import { allStoreContracts } from "@model-platform/test-harness/StoreContract"
-import * as Database from "../src/postgres/Database.ts"
-import { DataDirLocked, LOCK_FILE, lock } from "../src/postgres/DataDirLock.ts"
-import { migrate, migrations } from "../src/postgres/migrations.ts"
-import { IdempotencyStorePg, PgStores } from "../src/postgres/PgStores.ts"
-import { freshDatabaseUrl } from "./support.ts"
+import * as Database from "../src/database/Database.ts"
+import { DataDirLocked, LOCK_FILE, lock } from "../src/database/DataDirLock.ts"
+import { migrate, migrations } from "../src/migrations.ts"
+import { IdempotencyStorePg, PgStores } from "../src/PgStores.ts"
+import { freshDatabaseUrl } from "./freshDatabase.ts"
 
 const stores = (options: Database.Options) => PgStores.pipe(Layer.provide(Database.layer(options)))
 
@@ -160,7 +160,7 @@ describe("DataDirLock", () => {
   it.live("another process's lock is refused while it runs, and taken over once it is killed", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
-      const lockModule = new URL("../src/postgres/DataDirLock.ts", import.meta.url).href
+      const lockModule = new URL("../src/database/DataDirLock.ts", import.meta.url).href
       const script = `
         const { Effect } = await import("effect")
         const { lock } = await import(${JSON.stringify(lockModule)})

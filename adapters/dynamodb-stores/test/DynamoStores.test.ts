@@ -6,7 +6,7 @@ import { GetCommand } from "@aws-sdk/lib-dynamodb"
 import { Effect, Layer } from "effect"
 import { DynamoStores } from "../src/DynamoStores.ts"
 import { DynamoConfig, ItemKeys, TTL_ATTRIBUTE } from "../src/DynamoTable.ts"
-import { LocalTable } from "./support.ts"
+import { LocalTable } from "./dynamoLocal.ts"
 
 allStoreContracts("DynamoDB stores on DynamoDB Local", DynamoStores.pipe(Layer.provide(LocalTable)))
 

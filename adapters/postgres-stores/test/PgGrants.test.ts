@@ -26,11 +26,11 @@ import {
   settlementOf
 } from "@model-platform/core/ledger"
 import { type Admission, GatewayStore, type Metered } from "@model-platform/core/gateway"
-import * as Database from "../src/postgres/Database.ts"
-import { migrate, migrations } from "../src/postgres/migrations.ts"
-import { LedgerStorePg } from "../src/postgres/PgLedgerStore.ts"
-import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
-import { freshDatabaseUrl } from "./support.ts"
+import * as Database from "../src/database/Database.ts"
+import { migrate, migrations } from "../src/migrations.ts"
+import { LedgerStorePg } from "../src/PgLedgerStore.ts"
+import { PgPlatformStores } from "../src/PgPlatformStores.ts"
+import { freshDatabaseUrl } from "./freshDatabase.ts"
 
 const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
 const NEVER = toTimestamp(Date.UTC(2100, 0, 1))

@@ -8,14 +8,14 @@
  * when the test process dies without running any hook (SIGKILL of a vitest worker).
  */
 import { TransactWriteItemsCommand } from "@aws-sdk/client-dynamodb"
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as net from "node:net"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
-import { createTable, DynamoConfig, makeDocumentClient } from "../src/DynamoTable.ts"
+import { createTable, DynamoConfig, type DynamoSettings, makeDocumentClient } from "../src/DynamoTable.ts"
 
 export interface DynamoLocal {
   /** http://127.0.0.1:<port> */
@@ -199,3 +199,38 @@ export const useDynamoLocal = (tablePrefix: string) => {
     )
   return { freshTable }
 }
+
+// ---------------------------------------------------------------------------------------------
+// as layers (from adapters/lambda/test/support.ts)
+
+export class LocalDynamo extends Context.Service<LocalDynamo, DynamoLocal>()("@model-platform/lambda/test/LocalDynamo") {
+  /** Starts DynamoDB Local with the layer and stops it when the layer is released. */
+  static readonly layer = Layer.effect(
+    LocalDynamo,
+    Effect.acquireRelease(
+      Effect.promise(() => startDynamoLocal()),
+      (local) => Effect.promise(() => local.stop())
+    )
+  )
+}
+
+const freshTableName = () => `platform-test-${crypto.randomUUID()}`
+
+/** A fresh table on `local`. */
+export const tableOn = async (local: DynamoLocal): Promise<DynamoSettings> => {
+  const settings = { tableName: freshTableName(), client: makeDocumentClient(localClientConfig(local.endpoint)) }
+  await Effect.runPromise(Effect.provideService(createTable, DynamoConfig, settings))
+  return settings
+}
+
+/** A fresh table on its own DynamoDB Local, both gone when the layer is released. */
+export const LocalTable: Layer.Layer<DynamoConfig> = Layer.effect(
+  DynamoConfig,
+  Effect.gen(function*() {
+    const local = yield* LocalDynamo
+    return yield* Effect.acquireRelease(
+      Effect.promise(() => tableOn(local)),
+      (settings) => Effect.sync(() => settings.client.destroy())
+    )
+  })
+).pipe(Layer.provide(LocalDynamo.layer))
