@@ -203,7 +203,7 @@ export const useDynamoLocal = (tablePrefix: string) => {
 // ---------------------------------------------------------------------------------------------
 // as layers (from adapters/lambda/test/support.ts)
 
-export class LocalDynamo extends Context.Service<LocalDynamo, DynamoLocal>()("@model-platform/lambda/test/LocalDynamo") {
+export class LocalDynamo extends Context.Service<LocalDynamo, DynamoLocal>()("@model-platform/dynamodb-stores/test/LocalDynamo") {
   /** Starts DynamoDB Local with the layer and stops it when the layer is released. */
   static readonly layer = Layer.effect(
     LocalDynamo,

@@ -1,7 +1,8 @@
 /**
- * The one-off backfill of the ledger's credit total items (src/BackfillCreditTotals.ts,
- * docs/lambda-ledger.md "Backfilling credit totals"), for a table that held credit entries before
- * the store kept those totals. Safe to run while the service keeps posting credits, and again:
+ * The one-off backfill of the ledger's credit total items
+ * (adapters/dynamodb-stores/src/BackfillCreditTotals.ts, docs/lambda-ledger.md "Backfilling credit
+ * totals"), for a table that held credit entries before the store kept those totals. Safe to run
+ * while the service keeps posting credits, and again:
  *
  *   ./platform node adapters/lambda/scripts/backfill-credit-totals.ts \
  *     [--table <name>] [--endpoint <url>] [--account <id>] [--dry-run] [--concurrency 4]

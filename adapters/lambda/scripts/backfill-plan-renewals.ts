@@ -1,8 +1,9 @@
 /**
- * The one-off backfill of the plan store's renewing index (src/BackfillPlanRenewals.ts,
- * docs/lambda-ledger.md "Backfilling the renewing plans index"), for a table holding plans written
- * before the store kept that index. Run once, after the release with plan renewals is deployed to
- * every function. Safe to run while the service runs, and again:
+ * The one-off backfill of the plan store's renewing index
+ * (adapters/dynamodb-stores/src/BackfillPlanRenewals.ts, docs/lambda-ledger.md "Backfilling the
+ * renewing plans index"), for a table holding plans written before the store kept that index. Run
+ * once, after the release with plan renewals is deployed to every function. Safe to run while the
+ * service runs, and again:
  *
  *   ./platform node adapters/lambda/scripts/backfill-plan-renewals.ts \
  *     [--table <name>] [--endpoint <url>] [--dry-run]

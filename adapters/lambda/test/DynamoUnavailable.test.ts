@@ -1,7 +1,8 @@
 /**
- * A DynamoDB endpoint that cannot be reached is StoreUnavailable (src/DynamoUnavailable.ts), so the
- * platform answers 503 store_unavailable and the gateway retries its metering (docs/gateway.md
- * "Metering that survives faults"); other failures stay defects of their own.
+ * A DynamoDB endpoint that cannot be reached is StoreUnavailable
+ * (adapters/dynamodb-stores/src/DynamoUnavailable.ts), so the platform answers 503
+ * store_unavailable and the gateway retries its metering (docs/gateway.md "Metering that survives
+ * faults"); other failures stay defects of their own.
  */
 import { AccountStore } from "@model-platform/core/keys"
 import { LedgerStore } from "@model-platform/core/ledger"

@@ -1,8 +1,9 @@
 /**
  * Test support for the Lambda shell (DynamoDB Local and its fresh tables are in
- * adapters/dynamodb-stores/test/dynamoLocal.ts): the other half of API Gateway: a web Request made into the payload 2.0 event API Gateway would send, and
- * the handler's result made back into the web Response the client would get. With these the
- * shared HTTP suite drives the real handler in-process.
+ * adapters/dynamodb-stores/test/dynamoLocal.ts): the other half of API Gateway: a web Request made
+ * into the payload 2.0 event API Gateway would send, and the handler's result made back into the
+ * web Response the client would get. With these the shared HTTP suite drives the real handler
+ * in-process.
  */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda"
 import type { CatalogueConfig } from "@model-platform/core/catalogue"
