@@ -1,13 +1,13 @@
 /**
- * The credit totals backfill (src/BackfillCreditTotals.ts, scripts/backfill-credit-totals.ts) on
- * DynamoDB Local. Old data is simulated three ways: credits posted and their total items deleted
- * (before the store kept totals), total items stripped of their `revision` (kept by a store that
- * did not count writes yet), and credit entry items written directly (no balance, no total).
- * Checked: creditTotals = creditTotalsOf(entries) for each account and the statements' "added"
- * after it; a second run changes nothing (the raw items identical); a dry run writes nothing;
- * accounts with usage entries only are left alone; posts landing between the backfill's reads
- * and its write (forced, new and old store code) and posts running beside it (many rounds) are
- * counted exactly once; the command itself.
+ * The credit totals backfill (src/BackfillCreditTotals.ts,
+ * adapters/lambda/scripts/backfill-credit-totals.ts) on DynamoDB Local. Old data is simulated three
+ * ways: credits posted and their total items deleted (before the store kept totals), total items
+ * stripped of their `revision` (kept by a store that did not count writes yet), and credit entry
+ * items written directly (no balance, no total). Checked: creditTotals = creditTotalsOf(entries)
+ * for each account and the statements' "added" after it; a second run changes nothing (the raw
+ * items identical); a dry run writes nothing; accounts with usage entries only are left alone;
+ * posts landing between the backfill's reads and its write (forced, new and old store code) and
+ * posts running beside it (many rounds) are counted exactly once; the command itself.
  */
 import {
   type AttributeValue,
@@ -394,7 +394,9 @@ describe("BackfillCreditTotals on DynamoDB Local", () => {
 // the command
 
 const here = Path.dirname(fileURLToPath(import.meta.url))
-const SCRIPT = Path.join(here, "..", "scripts", "backfill-credit-totals.ts")
+// The command is the Lambda shell's (it reads the functions' TABLE_NAME through
+// adapters/lambda/src/Config.ts); it runs here, beside the library it wraps, on the same fixtures.
+const SCRIPT = Path.join(here, "..", "..", "lambda", "scripts", "backfill-credit-totals.ts")
 
 const runCommand = (args: ReadonlyArray<string>) =>
   Effect.promise(() =>

@@ -1,10 +1,10 @@
 /**
  * The upgrade of idempotency records of the release before sealing (src/BackfillIdempotencyRecords.ts,
- * scripts/backfill-idempotency-records.ts) on DynamoDB Local. Records of that release are written
- * with raw puts: no `ttl`, the answer in clear. Checked: after it, no record holds the secret, each
- * has its `ttl`; a record the live store wrote (sealed, with its `ttl`), before the Scan or
- * between the Scan and its update, is untouched; a second run writes nothing; a dry run writes
- * nothing; the command itself.
+ * adapters/lambda/scripts/backfill-idempotency-records.ts) on DynamoDB Local. Records of that
+ * release are written with raw puts: no `ttl`, the answer in clear. Checked: after it, no record
+ * holds the secret, each has its `ttl`; a record the live store wrote (sealed, with its `ttl`),
+ * before the Scan or between the Scan and its update, is untouched; a second run writes nothing; a
+ * dry run writes nothing; the command itself.
  */
 import { GetCommand, PutCommand, ScanCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb"
 import { assert, describe, it } from "@effect/vitest"
@@ -143,7 +143,9 @@ describe("backfillIdempotencyRecords", () => {
 })
 
 const here = Path.dirname(fileURLToPath(import.meta.url))
-const SCRIPT = Path.join(here, "..", "scripts", "backfill-idempotency-records.ts")
+// The command is the Lambda shell's (it reads the functions' TABLE_NAME through
+// adapters/lambda/src/Config.ts); it runs here, beside the library it wraps, on the same fixtures.
+const SCRIPT = Path.join(here, "..", "..", "lambda", "scripts", "backfill-idempotency-records.ts")
 
 const runCommand = (args: ReadonlyArray<string>) =>
   Effect.promise(() =>

@@ -1,11 +1,12 @@
 /**
- * The renewing index backfill (src/BackfillPlanRenewals.ts, scripts/backfill-plan-renewals.ts) on
- * DynamoDB Local. Plans of the previous release are simulated by inserting them through the store
- * and then deleting their index item and removing their `version` with raw commands. Checked:
- * `dueRenewals` finds exactly the renewing plans after it (and only the indexed one before); a
- * second run writes nothing; a dry run writes nothing; a plan that stopped renewing gets no index
- * item, neither before the backfill nor when it stops (or moves its period, or is indexed by the
- * live code) between the Scan and the write; the command itself.
+ * The renewing index backfill (src/BackfillPlanRenewals.ts,
+ * adapters/lambda/scripts/backfill-plan-renewals.ts) on DynamoDB Local. Plans of the previous
+ * release are simulated by inserting them through the store and then deleting their index item and
+ * removing their `version` with raw commands. Checked: `dueRenewals` finds exactly the renewing
+ * plans after it (and only the indexed one before); a second run writes nothing; a dry run writes
+ * nothing; a plan that stopped renewing gets no index item, neither before the backfill nor when it
+ * stops (or moves its period, or is indexed by the live code) between the Scan and the write; the
+ * command itself.
  */
 import {
   DeleteItemCommand,
@@ -265,7 +266,9 @@ describe("BackfillPlanRenewals on DynamoDB Local", () => {
 // the command
 
 const here = Path.dirname(fileURLToPath(import.meta.url))
-const SCRIPT = Path.join(here, "..", "scripts", "backfill-plan-renewals.ts")
+// The command is the Lambda shell's (it reads the functions' TABLE_NAME through
+// adapters/lambda/src/Config.ts); it runs here, beside the library it wraps, on the same fixtures.
+const SCRIPT = Path.join(here, "..", "..", "lambda", "scripts", "backfill-plan-renewals.ts")
 
 const runCommand = (args: ReadonlyArray<string>) =>
   Effect.promise(() =>
