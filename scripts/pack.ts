@@ -41,6 +41,20 @@ const PACKAGES: ReadonlyArray<Publishable> = [
     description: "Every store port of @model-platform/core in memory"
   },
   {
+    dir: "adapters/postgres-stores",
+    // The stores and their migrations; the database (PGlite embedded or a server) apart, so that
+    // importing the stores never loads PGlite.
+    exports: { ".": "index", "./database": "database/index" },
+    peers: ["effect", "@model-platform/core"],
+    description: "Every store port of @model-platform/core on PostgreSQL, its migrations, and PGlite embedded (docs/embedding.md)"
+  },
+  {
+    dir: "adapters/dynamodb-stores",
+    exports: { ".": "index" },
+    peers: ["effect", "@model-platform/core"],
+    description: "Every store port of @model-platform/core in one DynamoDB table, the table's definition and its backfills (docs/embedding.md)"
+  },
+  {
     dir: "adapters/contract-kit",
     exports: { "./*": "*" },
     peers: ["effect", "@model-platform/core", "vitest", "@effect/vitest"],

@@ -24,6 +24,8 @@ const ALLOWED_NODE_MODULES: ReadonlyArray<string> = []
 const ADAPTER_PACKAGES = [
   "@model-platform/node-http",
   "@model-platform/lambda",
+  "@model-platform/postgres-stores",
+  "@model-platform/dynamodb-stores",
   "@model-platform/test-harness",
   "@model-platform/evm",
   "@model-platform/stripe"

@@ -1,8 +1,9 @@
 /**
  * The AWS deployment of the Lambda shell, as one CDK stack (docs/lambda-deploy.md):
  *
- * - one DynamoDB table, declared by the stores' own `tableDefinition` (src/DynamoTable.ts: keys,
- *   billing mode, indexes, TTL attribute), plus point-in-time recovery;
+ * - one DynamoDB table, declared by the stores' own `tableDefinition`
+ *   (adapters/dynamodb-stores/src/DynamoTable.ts: keys, billing mode, indexes, TTL attribute), plus
+ *   point-in-time recovery;
  * - one S3 bucket for blobs (no public access, S3-managed encryption, TLS only, unfinished
  *   multipart uploads cleared after a day);
  * - three functions from the same esbuild bundle (Node 22, arm64): `ApiFunction` answers the HTTP
@@ -45,7 +46,7 @@ import {
   DEFAULT_STRIPE_WEBHOOK_SECRET_PARAMETER,
   ENV
 } from "../src/Config.ts"
-import { tableDefinition, TTL_ATTRIBUTE } from "../src/DynamoTable.ts"
+import { tableDefinition, TTL_ATTRIBUTE } from "@model-platform/dynamodb-stores"
 
 export { DEFAULT_CATALOGUE_PARAMETER, DEFAULT_OWNER_KEY_PARAMETER, DEFAULT_STRIPE_SECRET_KEY_PARAMETER, DEFAULT_STRIPE_WEBHOOK_SECRET_PARAMETER, ENV }
 

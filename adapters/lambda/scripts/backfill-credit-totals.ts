@@ -1,7 +1,8 @@
 /**
- * The one-off backfill of the ledger's credit total items (src/BackfillCreditTotals.ts,
- * docs/lambda-ledger.md "Backfilling credit totals"), for a table that held credit entries before
- * the store kept those totals. Safe to run while the service keeps posting credits, and again:
+ * The one-off backfill of the ledger's credit total items
+ * (adapters/dynamodb-stores/src/BackfillCreditTotals.ts, docs/lambda-ledger.md "Backfilling credit
+ * totals"), for a table that held credit entries before the store kept those totals. Safe to run
+ * while the service keeps posting credits, and again:
  *
  *   ./platform node adapters/lambda/scripts/backfill-credit-totals.ts \
  *     [--table <name>] [--endpoint <url>] [--account <id>] [--dry-run] [--concurrency 4]
@@ -18,9 +19,9 @@
  */
 import { ConfigProvider, Config, Effect, Option } from "effect"
 import { parseArgs } from "node:util"
-import { type AccountReport, backfillCreditTotals } from "../src/BackfillCreditTotals.ts"
+import { type AccountReport, backfillCreditTotals } from "@model-platform/dynamodb-stores"
 import { ENV } from "../src/Config.ts"
-import { DynamoConfig } from "../src/DynamoTable.ts"
+import { DynamoConfig } from "@model-platform/dynamodb-stores"
 
 const usage = (problem: string): never => {
   process.stderr.write(

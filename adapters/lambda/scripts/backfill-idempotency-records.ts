@@ -1,8 +1,9 @@
 /**
  * The one-off upgrade of idempotency records written before they were sealed and kept 24 hours
- * (src/BackfillIdempotencyRecords.ts, docs/lambda.md "Upgrading idempotency records"): gives each
- * its `ttl` and erases the answers kept in clear. Run once, after the release that seals records
- * is deployed to every function. Safe to run while the service runs, and again:
+ * (adapters/dynamodb-stores/src/BackfillIdempotencyRecords.ts, docs/lambda.md "Upgrading
+ * idempotency records"): gives each its `ttl` and erases the answers kept in clear. Run once, after
+ * the release that seals records is deployed to every function. Safe to run while the service runs,
+ * and again:
  *
  *   ./platform node adapters/lambda/scripts/backfill-idempotency-records.ts \
  *     [--table <name>] [--endpoint <url>] [--dry-run]
@@ -16,9 +17,9 @@
  */
 import { Config, ConfigProvider, Effect, Option } from "effect"
 import { parseArgs } from "node:util"
-import { backfillIdempotencyRecords } from "../src/BackfillIdempotencyRecords.ts"
+import { backfillIdempotencyRecords } from "@model-platform/dynamodb-stores"
 import { ENV } from "../src/Config.ts"
-import { DynamoConfig } from "../src/DynamoTable.ts"
+import { DynamoConfig } from "@model-platform/dynamodb-stores"
 
 const usage = (problem: string): never => {
   process.stderr.write(`${problem}\nusage: backfill-idempotency-records.ts [--table <name>] [--endpoint <url>] [--dry-run]\n`)

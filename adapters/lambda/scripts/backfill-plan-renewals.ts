@@ -1,8 +1,9 @@
 /**
- * The one-off backfill of the plan store's renewing index (src/BackfillPlanRenewals.ts,
- * docs/lambda-ledger.md "Backfilling the renewing plans index"), for a table holding plans written
- * before the store kept that index. Run once, after the release with plan renewals is deployed to
- * every function. Safe to run while the service runs, and again:
+ * The one-off backfill of the plan store's renewing index
+ * (adapters/dynamodb-stores/src/BackfillPlanRenewals.ts, docs/lambda-ledger.md "Backfilling the
+ * renewing plans index"), for a table holding plans written before the store kept that index. Run
+ * once, after the release with plan renewals is deployed to every function. Safe to run while the
+ * service runs, and again:
  *
  *   ./platform node adapters/lambda/scripts/backfill-plan-renewals.ts \
  *     [--table <name>] [--endpoint <url>] [--dry-run]
@@ -17,9 +18,9 @@
  */
 import { Config, ConfigProvider, Effect, Option } from "effect"
 import { parseArgs } from "node:util"
-import { backfillPlanRenewals, type PlanReport } from "../src/BackfillPlanRenewals.ts"
+import { backfillPlanRenewals, type PlanReport } from "@model-platform/dynamodb-stores"
 import { ENV } from "../src/Config.ts"
-import { DynamoConfig } from "../src/DynamoTable.ts"
+import { DynamoConfig } from "@model-platform/dynamodb-stores"
 
 const usage = (problem: string): never => {
   process.stderr.write(`${problem}\nusage: backfill-plan-renewals.ts [--table <name>] [--endpoint <url>] [--dry-run]\n`)

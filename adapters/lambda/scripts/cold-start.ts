@@ -4,11 +4,11 @@
  *   ./platform node adapters/lambda/scripts/cold-start.ts [--runs 7] [--cpu-prof DIR]
  *
  * 1. Bundles src/lambda.ts with cdk/bundle.ts, minified, exactly as the CDK app deploys it.
- * 2. Starts DynamoDB Local (test/dynamoLocal.ts) with a fresh table, and a fake SSM Parameter
- *    Store (test/fakeSsm.ts) on a local port holding the demo catalogue and an owner key secret.
- *    The bundle is not changed for the measurement: its SDK clients reach both through the SDK's
- *    own endpoint variables (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SSM), so the
- *    catalogue really is fetched with GetParameter at every cold start.
+ * 2. Starts DynamoDB Local (adapters/dynamodb-stores/test/dynamoLocal.ts) with a fresh table, and a
+ *    fake SSM Parameter Store (test/fakeSsm.ts) on a local port holding the demo catalogue and an
+ *    owner key secret. The bundle is not changed for the measurement: its SDK clients reach both
+ *    through the SDK's own endpoint variables (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SSM), so
+ *    the catalogue really is fetched with GetParameter at every cold start.
  * 3. Runs each cold start in a fresh `node` process that imports the bundle (Lambda's init phase:
  *    module evaluation, configuration, the catalogue from SSM, the platform built over DynamoDB),
  *    then answers GET /models and GET /me (authenticated with the owner key) through `handler`
@@ -28,8 +28,8 @@ import * as Path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { bundle } from "../cdk/bundle.ts"
 import { DEFAULT_CATALOGUE_PARAMETER, DEFAULT_OWNER_KEY_PARAMETER, ENV, INIT_MARKS } from "../src/Config.ts"
-import { createTable, DynamoConfig, makeDocumentClient } from "../src/DynamoTable.ts"
-import { localClientConfig, startDynamoLocal } from "../test/dynamoLocal.ts"
+import { createTable, DynamoConfig, makeDocumentClient } from "@model-platform/dynamodb-stores"
+import { localClientConfig, startDynamoLocal } from "../../dynamodb-stores/test/dynamoLocal.ts"
 import { startFakeSsm } from "../test/fakeSsm.ts"
 import { requestToEvent } from "../test/support.ts"
 

@@ -20,8 +20,8 @@ import { Effect, Layer } from "effect"
 import { EmfWriter } from "@model-platform/core/observability"
 import { Metric } from "effect"
 import { type AccountsOptions, accountsLayer, agentApprovalsOf } from "./Accounts.ts"
-import { DynamoConfig, type DynamoSettings } from "./DynamoTable.ts"
-import { DynamoPlatformStores } from "./DynamoPlatformStores.ts"
+import { DynamoConfig, type DynamoSettings } from "@model-platform/dynamodb-stores"
+import { DynamoPlatformStores } from "@model-platform/dynamodb-stores"
 import { payloadV2 } from "./Events.ts"
 
 export type Stores = PlatformStores

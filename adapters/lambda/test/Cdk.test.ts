@@ -1,10 +1,11 @@
 /**
  * The CDK app, synthesised offline (no AWS account, no Docker, no bundling: the functions' code
  * is a stub directory) and checked with aws-cdk-lib/assertions: the resources the Lambda shell
- * needs, the table exactly as the stores define it (src/DynamoTable.ts), and an IAM policy that
- * grants the functions the table, the bucket, the catalogue and owner key parameters and their
- * logs, and nothing else; the HTTP API's routes to the API and accounts functions. Also the bundle
- * script, on a small fixture entry and on the real one (with the WebAuthn bundle beside it).
+ * needs, the table exactly as the stores define it (adapters/dynamodb-stores/src/DynamoTable.ts),
+ * and an IAM policy that grants the functions the table, the bucket, the catalogue and owner key
+ * parameters and their logs, and nothing else; the HTTP API's routes to the API and accounts
+ * functions. Also the bundle script, on a small fixture entry and on the real one (with the
+ * WebAuthn bundle beside it).
  */
 import { readWebAuthnBundle } from "@model-platform/node-http/Accounts"
 import { Match, Template } from "aws-cdk-lib/assertions"
@@ -25,7 +26,7 @@ import {
   type PlatformStack
 } from "../cdk/stack.ts"
 import { WEBAUTHN_BUNDLE_FILE } from "../src/Accounts.ts"
-import { PK, SK, tableDefinition, TTL_ATTRIBUTE } from "../src/DynamoTable.ts"
+import { PK, SK, tableDefinition, TTL_ATTRIBUTE } from "@model-platform/dynamodb-stores"
 
 const here = Path.dirname(fileURLToPath(import.meta.url))
 const DEMO_CATALOGUE = Path.join(here, "..", "..", "node-http", "catalogue.demo.json")

@@ -1,7 +1,8 @@
 /**
- * A DynamoDB endpoint that cannot be reached is StoreUnavailable (src/DynamoUnavailable.ts), so the
- * platform answers 503 store_unavailable and the gateway retries its metering (docs/gateway.md
- * "Metering that survives faults"); other failures stay defects of their own.
+ * A DynamoDB endpoint that cannot be reached is StoreUnavailable
+ * (adapters/dynamodb-stores/src/DynamoUnavailable.ts), so the platform answers 503
+ * store_unavailable and the gateway retries its metering (docs/gateway.md "Metering that survives
+ * faults"); other failures stay defects of their own.
  */
 import { AccountStore } from "@model-platform/core/keys"
 import { LedgerStore } from "@model-platform/core/ledger"
@@ -10,11 +11,11 @@ import { isStoreUnavailableCause } from "@model-platform/core/kernel"
 import { Effect, Exit, Layer } from "effect"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { describe, expect, it } from "vitest"
-import { DynamoPlatformStores } from "../src/DynamoPlatformStores.ts"
-import { createTable, DynamoConfig, makeDocumentClient } from "../src/DynamoTable.ts"
-import { isDynamoUnavailable } from "../src/DynamoUnavailable.ts"
+import { DynamoPlatformStores } from "@model-platform/dynamodb-stores"
+import { createTable, DynamoConfig, makeDocumentClient } from "@model-platform/dynamodb-stores"
+import { isDynamoUnavailable } from "@model-platform/dynamodb-stores"
 import { makeHandler } from "../src/Handler.ts"
-import { localClientConfig, startDynamoLocal } from "./dynamoLocal.ts"
+import { localClientConfig, startDynamoLocal } from "../../dynamodb-stores/test/dynamoLocal.ts"
 import { invoke } from "./support.ts"
 
 describe("DynamoDB unreachable", () => {

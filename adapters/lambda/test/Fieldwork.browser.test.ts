@@ -14,10 +14,9 @@ import { Effect } from "effect"
 import { resolve } from "node:path"
 import { type LambdaHandler, makeHandler } from "../src/Handler.ts"
 import { BlobStoreS3, makeBlobStoreS3 } from "../src/S3BlobStore.ts"
-import { startDynamoLocal } from "./dynamoLocal.ts"
+import { startDynamoLocal, tableOn } from "../../dynamodb-stores/test/dynamoLocal.ts"
 import { s3rverClient, startS3rver } from "./s3Local.ts"
 import { startStandInGateway } from "./lambdaBrowser.ts"
-import { tableOn } from "./support.ts"
 
 fieldworkBrowserFlow({
   shell: "lambda, DynamoDB Local, blobs in s3rver",

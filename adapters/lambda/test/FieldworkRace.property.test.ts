@@ -5,9 +5,9 @@
 import { fieldworkProperty } from "@model-platform/test-harness/FieldworkProperty"
 import { withdrawalExportProperty } from "@model-platform/test-harness/WithdrawalExportProperty"
 import { Effect, Layer } from "effect"
-import { DocumentStoresDynamo } from "../src/DynamoDocuments.ts"
+import { DocumentStoresDynamo } from "@model-platform/dynamodb-stores"
 import { BlobStoreS3 } from "../src/S3BlobStore.ts"
-import { useDynamoLocal } from "./dynamoLocal.ts"
+import { useDynamoLocal } from "../../dynamodb-stores/test/dynamoLocal.ts"
 import { s3LocalBucket } from "./s3Local.ts"
 
 const { freshTable } = useDynamoLocal("fieldwork-race")

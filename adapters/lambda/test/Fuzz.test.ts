@@ -10,10 +10,10 @@ import { startReferenceMachine } from "../../reference-machine/src/ReferenceMach
 import { FUZZ_MACHINE_MODELS, fuzzCatalogue } from "@model-platform/test-harness/FuzzCatalogue"
 import { type FuzzShell, fuzzSuite, type RawAnswer, type RawRequest } from "@model-platform/test-harness/FuzzSuite"
 import { Effect } from "effect"
-import { createTable, DynamoConfig, makeDocumentClient } from "../src/DynamoTable.ts"
+import { createTable, DynamoConfig, makeDocumentClient } from "@model-platform/dynamodb-stores"
 import { isTextualContentType } from "../src/Events.ts"
 import { makeHandler } from "../src/Handler.ts"
-import { localClientConfig, startDynamoLocal } from "./dynamoLocal.ts"
+import { localClientConfig, startDynamoLocal } from "../../dynamodb-stores/test/dynamoLocal.ts"
 import { invocationContext, resultToResponse } from "./support.ts"
 
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })

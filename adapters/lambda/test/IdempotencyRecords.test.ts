@@ -6,7 +6,7 @@
 import { ScanCommand } from "@aws-sdk/lib-dynamodb"
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { idempotencyRecordsSuite } from "@model-platform/test-harness/IdempotencyRecordsSuite"
-import { TTL_ATTRIBUTE } from "../src/DynamoTable.ts"
+import { TTL_ATTRIBUTE } from "@model-platform/dynamodb-stores"
 import { startLambda } from "./support.ts"
 
 idempotencyRecordsSuite("lambda (API Gateway v2), DynamoDB Local", async (platform) => {

@@ -8,8 +8,8 @@ import { CardSetups } from "@model-platform/core/billing"
 import { StripeCardProcessor } from "@model-platform/stripe/StripeCardProcessor"
 import { stripeSavedCardsSuite } from "@model-platform/test-harness/StripeSavedCardsSuite"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
-import { DynamoPlatformStores } from "../src/DynamoPlatformStores.ts"
-import { DynamoConfig } from "../src/DynamoTable.ts"
+import { DynamoPlatformStores } from "@model-platform/dynamodb-stores"
+import { DynamoConfig } from "@model-platform/dynamodb-stores"
 import { startLambda } from "./support.ts"
 
 stripeSavedCardsSuite(

@@ -16,8 +16,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type * as Net from "node:net"
 import { resolve } from "node:path"
 import { type LambdaHandler, makeHandler } from "../src/Handler.ts"
-import { startDynamoLocal } from "./dynamoLocal.ts"
-import { invocationContext, requestToEvent, resultToResponse, tableOn } from "./support.ts"
+import { startDynamoLocal, tableOn } from "../../dynamodb-stores/test/dynamoLocal.ts"
+import { invocationContext, requestToEvent, resultToResponse } from "./support.ts"
 
 const demo = readFileSync(resolve(import.meta.dirname, "../../node-http/catalogue.demo.json"), "utf8")
 

@@ -1,8 +1,9 @@
 /**
- * Test support for the Lambda shell: DynamoDB Local as a layer with a fresh table, and the other
- * half of API Gateway: a web Request made into the payload 2.0 event API Gateway would send, and
- * the handler's result made back into the web Response the client would get. With these the
- * shared HTTP suite drives the real handler in-process.
+ * Test support for the Lambda shell (DynamoDB Local and its fresh tables are in
+ * adapters/dynamodb-stores/test/dynamoLocal.ts): the other half of API Gateway: a web Request made
+ * into the payload 2.0 event API Gateway would send, and the handler's result made back into the
+ * web Response the client would get. With these the shared HTTP suite drives the real handler
+ * in-process.
  */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda"
 import type { CatalogueConfig } from "@model-platform/core/catalogue"
@@ -17,50 +18,15 @@ import type { StatementsShell } from "@model-platform/test-harness/BillingStatem
 import type { SeedServices } from "@model-platform/test-harness/HttpSuite"
 import { DocumentStores } from "@model-platform/core/kernel"
 import type { DocumentReader } from "@model-platform/test-harness/HttpSuite"
-import { DocumentStoresDynamo } from "../src/DynamoDocuments.ts"
-import { Context, Effect, Layer, Redacted } from "effect"
-import { DynamoPlatformStores } from "../src/DynamoPlatformStores.ts"
-import { UsageStoreDynamo } from "../src/DynamoUsageStore.ts"
-import { LedgerStoreDynamo } from "../src/DynamoLedgerStore.ts"
-import { createTable, DynamoConfig, type DynamoSettings, makeDocumentClient } from "../src/DynamoTable.ts"
+import { DocumentStoresDynamo } from "@model-platform/dynamodb-stores"
+import { Effect, Layer, Redacted } from "effect"
+import { DynamoPlatformStores } from "@model-platform/dynamodb-stores"
+import { UsageStoreDynamo } from "@model-platform/dynamodb-stores"
+import { LedgerStoreDynamo } from "@model-platform/dynamodb-stores"
+import { DynamoConfig, type DynamoSettings } from "@model-platform/dynamodb-stores"
 import { isTextualContentType } from "../src/Events.ts"
 import { type InvocationContext, type LambdaHandler, makeHandler } from "../src/Handler.ts"
-import { type DynamoLocal, localClientConfig, startDynamoLocal } from "./dynamoLocal.ts"
-
-// ---------------------------------------------------------------------------------------------
-// DynamoDB Local
-
-export class LocalDynamo extends Context.Service<LocalDynamo, DynamoLocal>()("@model-platform/lambda/test/LocalDynamo") {
-  /** Starts DynamoDB Local with the layer and stops it when the layer is released. */
-  static readonly layer = Layer.effect(
-    LocalDynamo,
-    Effect.acquireRelease(
-      Effect.promise(() => startDynamoLocal()),
-      (local) => Effect.promise(() => local.stop())
-    )
-  )
-}
-
-const freshTableName = () => `platform-test-${crypto.randomUUID()}`
-
-/** A fresh table on `local`. */
-export const tableOn = async (local: DynamoLocal): Promise<DynamoSettings> => {
-  const settings = { tableName: freshTableName(), client: makeDocumentClient(localClientConfig(local.endpoint)) }
-  await Effect.runPromise(Effect.provideService(createTable, DynamoConfig, settings))
-  return settings
-}
-
-/** A fresh table on its own DynamoDB Local, both gone when the layer is released. */
-export const LocalTable: Layer.Layer<DynamoConfig> = Layer.effect(
-  DynamoConfig,
-  Effect.gen(function*() {
-    const local = yield* LocalDynamo
-    return yield* Effect.acquireRelease(
-      Effect.promise(() => tableOn(local)),
-      (settings) => Effect.sync(() => settings.client.destroy())
-    )
-  })
-).pipe(Layer.provide(LocalDynamo.layer))
+import { startDynamoLocal, tableOn } from "../../dynamodb-stores/test/dynamoLocal.ts"
 
 // ---------------------------------------------------------------------------------------------
 // the API Gateway side

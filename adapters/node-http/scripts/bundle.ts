@@ -8,6 +8,8 @@
  *   ./platform node adapters/node-http/scripts/bundle.ts
  *
  * PGlite stays outside the bundle: it reads its WebAssembly and data files next to its own module.
+ * The bundle resolves it from this package's node_modules, so it stays among this package's
+ * dependencies (though only @model-platform/postgres-stores imports it).
  * The bundle lives in dist/ beside src/, so what the server finds relative to its module (the demo
  * catalogue, @simplewebauthn/browser in node_modules) is where it is from src/.
  */

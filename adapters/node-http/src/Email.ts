@@ -9,7 +9,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { OutboxEmailSender } from "./OutboxEmailSender.ts"
 import { type InvalidSmtpUrl, SmtpEmailSender } from "./SmtpEmailSender.ts"
-import { MEMORY } from "./postgres/Database.ts"
+import { MEMORY } from "@model-platform/postgres-stores/database"
 
 export const EmailConfig = Config.all({
   /** `smtp://user:pass@host:port` or `smtps://…`; unset: the outbox. */

@@ -3,8 +3,9 @@
  * that survives faults").
  *
  * Under one directory (METERING_JOURNAL_DIR, default DATA_DIR/metering) each process keeps its own
- * journal: a subdirectory `<pid>-<random>` holding a lock (DataDirLock.ts: pid + token) and an
- * append-only file `journal` of JSON lines. Several processes may share the directory.
+ * journal: a subdirectory `<pid>-<random>` holding a lock (the embedded database's, from
+ * @model-platform/postgres-stores/database: pid + token) and an append-only file `journal` of JSON
+ * lines. Several processes may share the directory.
  *
  * - An append is one write(2) of a whole line, done before it returns: in the kernel, so it
  *   survives the process being killed (kill -9, a crash, OOM). Without `fsync` it does not survive
@@ -27,7 +28,7 @@ import {
 import { Clock, Effect, Layer, Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { DataDirLocked, lock, LOCK_FILE } from "./postgres/DataDirLock.ts"
+import { DataDirLocked, lock, LOCK_FILE } from "@model-platform/postgres-stores/database"
 
 export interface FileJournalOptions {
   /** The directory shared by the processes' journals. */

@@ -10,8 +10,8 @@ import { billingLimitsSuite } from "@model-platform/test-harness/BillingLimitsSu
 import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 import { Layer } from "effect"
 import { describe } from "vitest"
-import { Database } from "../src/postgres/Database.ts"
-import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
+import { Database } from "@model-platform/postgres-stores/database"
+import { PgPlatformStores } from "@model-platform/postgres-stores"
 import { freshDatabaseUrl, startNodeServer } from "./support.ts"
 
 const embedded = () => PgPlatformStores.pipe(Layer.provide(Database.layer({ dataDir: Database.MEMORY })))

@@ -8,8 +8,8 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { BlobStoreDisk } from "../src/DiskBlobStore.ts"
-import * as Database from "../src/postgres/Database.ts"
-import { DocumentStoresPg } from "../src/postgres/PgDocuments.ts"
+import * as Database from "@model-platform/postgres-stores/database"
+import { DocumentStoresPg } from "@model-platform/postgres-stores"
 
 const blobsOnDisk = Layer.unwrap(Effect.acquireRelease(
   Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "deletion-blobs-"))),

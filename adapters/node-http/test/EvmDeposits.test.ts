@@ -9,8 +9,8 @@ import { RPC_URL_ENV, useLocalChain, XPUB_ENV } from "@model-platform/evm/LocalC
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { Layer } from "effect"
 import { describe, expect, it } from "vitest"
-import * as Database from "../src/postgres/Database.ts"
-import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
+import * as Database from "@model-platform/postgres-stores/database"
+import { PgPlatformStores } from "@model-platform/postgres-stores"
 import { startNodeServer } from "./support.ts"
 
 const fixture = useLocalChain()

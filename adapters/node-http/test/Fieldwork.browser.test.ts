@@ -12,8 +12,8 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { BlobStoreDisk } from "../src/DiskBlobStore.ts"
-import { Database } from "../src/postgres/Database.ts"
-import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
+import { Database } from "@model-platform/postgres-stores/database"
+import { PgPlatformStores } from "@model-platform/postgres-stores"
 import { startNodeServer } from "./support.ts"
 
 fieldworkBrowserFlow({

@@ -11,8 +11,8 @@ import { type FuzzShell, fuzzSuite, type RawAnswer, type RawRequest } from "@mod
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpServer } from "effect/http"
 import * as Http from "node:http"
-import { Database } from "../src/postgres/Database.ts"
-import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
+import { Database } from "@model-platform/postgres-stores/database"
+import { PgPlatformStores } from "@model-platform/postgres-stores"
 import { serverLayer } from "../src/Server.ts"
 
 /** Sends a request over node:http as it is (no URL normalisation), on a keep-alive agent. */

@@ -13,8 +13,8 @@ import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatfo
 import { Layer, Redacted } from "effect"
 import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Database } from "../src/postgres/Database.ts"
-import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
+import { Database } from "@model-platform/postgres-stores/database"
+import { PgPlatformStores } from "@model-platform/postgres-stores"
 import { SmtpEmailSender } from "../src/SmtpEmailSender.ts"
 import { freshDatabaseUrl, startNodeServer } from "./support.ts"
 

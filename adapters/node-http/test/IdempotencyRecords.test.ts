@@ -8,8 +8,8 @@ import { idempotencyRecordsSuite } from "@model-platform/test-harness/Idempotenc
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { SqlClient } from "effect/sql"
 import { describe } from "vitest"
-import { Database, type Options } from "../src/postgres/Database.ts"
-import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
+import { Database, type Options } from "@model-platform/postgres-stores/database"
+import { PgPlatformStores } from "@model-platform/postgres-stores"
 import type { ServerOptions } from "../src/Server.ts"
 import { freshDatabaseUrl, startNodeServer } from "./support.ts"
 

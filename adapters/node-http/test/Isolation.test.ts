@@ -9,8 +9,8 @@ import type { ShellUnderTest } from "@model-platform/test-harness/HttpSuite"
 import { isolationMatrixSuite, withMachinesAt } from "@model-platform/test-harness/IsolationMatrix"
 import { Layer } from "effect"
 import { describe } from "vitest"
-import { Database } from "../src/postgres/Database.ts"
-import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
+import { Database } from "@model-platform/postgres-stores/database"
+import { PgPlatformStores } from "@model-platform/postgres-stores"
 import { freshDatabaseUrl, startNodeServer } from "./support.ts"
 
 const models = [{ id: "chat-small", kind: "chat" as const }, { id: "embed-small", kind: "embeddings" as const }]

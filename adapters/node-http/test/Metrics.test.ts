@@ -11,8 +11,8 @@ import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatfo
 import { type Exposition, parseExposition } from "@model-platform/test-harness/Prometheus"
 import { Layer, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Database } from "../src/postgres/Database.ts"
-import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
+import { Database } from "@model-platform/postgres-stores/database"
+import { PgPlatformStores } from "@model-platform/postgres-stores"
 import { gatewayCatalogue, MACHINE_MODELS, usageOf } from "./gatewaySupport.ts"
 import { startNodeServer } from "./support.ts"
 

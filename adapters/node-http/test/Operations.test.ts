@@ -8,8 +8,8 @@ import { operationsSuite } from "@model-platform/test-harness/OperationsSuite"
 import { operatorSuite } from "@model-platform/test-harness/OperatorSuite"
 import { Layer } from "effect"
 import { describe } from "vitest"
-import { Database } from "../src/postgres/Database.ts"
-import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
+import { Database } from "@model-platform/postgres-stores/database"
+import { PgPlatformStores } from "@model-platform/postgres-stores"
 import { freshDatabaseUrl, startNodeServer } from "./support.ts"
 
 operationsSuite("node-http, memory stores", () => startNodeServer(fixtureCatalogue, MemoryPlatformStores))

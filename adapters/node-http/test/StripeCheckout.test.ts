@@ -6,8 +6,8 @@
 import { StripeCardProcessor } from "@model-platform/stripe/StripeCardProcessor"
 import { stripeCheckoutSuite } from "@model-platform/test-harness/StripeCheckoutSuite"
 import { Layer, Redacted } from "effect"
-import { Database } from "../src/postgres/Database.ts"
-import { PgPlatformStores } from "../src/postgres/PgPlatformStores.ts"
+import { Database } from "@model-platform/postgres-stores/database"
+import { PgPlatformStores } from "@model-platform/postgres-stores"
 import { freshDatabaseUrl, startNodeServer } from "./support.ts"
 
 const database = async () => {

@@ -14,7 +14,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted, Tracer } from "effect"
 import { SqlClient } from "effect/sql"
-import { migrate } from "../src/postgres/migrations.ts"
+import { migrate } from "@model-platform/postgres-stores"
 
 export interface Work {
   readonly roundTrips: number

@@ -8,11 +8,11 @@ import type { StatementsShell } from "@model-platform/test-harness/BillingStatem
 import { DocumentStores } from "@model-platform/core/kernel"
 import { LedgerStore } from "@model-platform/core/ledger"
 import type { DocumentReader } from "@model-platform/test-harness/HttpSuite"
-import { PgClient } from "@effect/sql-pg"
-import { Effect, type Layer, ManagedRuntime, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
+import { Effect, type Layer, ManagedRuntime } from "effect"
 import { HttpServer } from "effect/http"
 import { serverLayer, type ServerOptions, type Stores } from "../src/Server.ts"
+
+export { freshDatabaseUrl } from "../../postgres-stores/test/freshDatabase.ts"
 
 export const startNodeServer = async <E>(
   catalogue: CatalogueConfig,
@@ -40,21 +40,4 @@ export const startNodeServer = async <E>(
     document: (kind, id) => runtime.runPromise(Effect.flatMap(DocumentStores, (stores) => stores.of(kind).get(id))),
     close: () => runtime.dispose()
   }
-}
-
-/**
- * A new empty database on the server at `baseUrl` (TEST_DATABASE_URL), so a suite that needs a
- * first start gets one even when other suites share the server.
- */
-export const freshDatabaseUrl = async (baseUrl: string): Promise<string> => {
-  const name = `t_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
-  await Effect.runPromise(
-    Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      yield* sql.unsafe(`CREATE DATABASE ${name}`)
-    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(baseUrl) })), Effect.scoped)
-  )
-  const url = new URL(baseUrl)
-  url.pathname = `/${name}`
-  return url.toString()
 }
