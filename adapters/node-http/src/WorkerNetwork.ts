@@ -9,7 +9,6 @@
  */
 import { type AgentNetworkSettings, Network, NetworkUnavailable } from "@model-platform/core/agents"
 import { Effect, Layer } from "effect"
-import type { Worker } from "node:cluster"
 
 /** How long a worker waits for the primary's network to answer. */
 export const NETWORK_TIMEOUT_MS = 10_000
@@ -35,7 +34,7 @@ interface NetworkRequest {
   readonly call: NetworkCall
 }
 
-interface NetworkAnswer {
+export interface NetworkAnswer {
   readonly type: "network-answer"
   readonly id: number
   readonly value?: unknown
@@ -63,9 +62,9 @@ const run = (network: Network["Service"], call: NetworkCall): Effect.Effect<unkn
 
 /**
  * The primary's side: answers a worker's network message with `network` (the one simulated
- * network); any other message is not its (false).
+ * network) through `reply` (to that worker); any other message is not its (false).
  */
-export const answerNetworkCall = (network: Network["Service"], worker: Worker, message: unknown): boolean => {
+export const answerNetworkCall = (network: Network["Service"], reply: (answer: NetworkAnswer) => void, message: unknown): boolean => {
   if (!isRequest(message)) return false
   void Effect.runPromise(
     run(network, message.call).pipe(
@@ -74,9 +73,7 @@ export const answerNetworkCall = (network: Network["Service"], worker: Worker, m
         onFailure: (error): NetworkAnswer => ({ type: "network-answer", id: message.id, unavailable: error.reason })
       })
     )
-  ).then((answer) => {
-    if (worker.isConnected()) worker.send(answer)
-  })
+  ).then(reply)
   return true
 }
 

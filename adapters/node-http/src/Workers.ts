@@ -23,7 +23,7 @@ import { Effect, ManagedRuntime } from "effect"
 import cluster, { type Worker } from "node:cluster"
 import { generateKeyPairSync, randomBytes } from "node:crypto"
 import { stopSignalReceived } from "./Shutdown.ts"
-import { answerNetworkCall } from "./WorkerNetwork.ts"
+import { answerNetworkCall, type NetworkAnswer } from "./WorkerNetwork.ts"
 
 export const MAX_WORKERS = 256
 
@@ -133,7 +133,10 @@ export const runPrimary = async (workers: number, say: (text: string) => void): 
     const worker = cluster.fork(port === undefined ? {} : { PORT: String(port) })
     started.set(worker, Date.now())
     worker.on("message", (message: FromWorker) => {
-      if (answerNetworkCall(simulated, worker, message)) return
+      const reply = (answer: NetworkAnswer) => {
+        if (worker.isConnected()) worker.send(answer)
+      }
+      if (answerNetworkCall(simulated, reply, message)) return
       switch (message?.type) {
         case "hello":
           worker.send({ type: "welcome", announce, workers, signingKey, clientSecret } satisfies Welcome)
