@@ -129,7 +129,8 @@ export const runPrimary = async (workers: number, say: (text: string) => void): 
   let failed = false
   let pause = 0
 
-  const fork = (announce: boolean) => {
+  /** `replaces`: the pid of the worker this one takes over from. */
+  const fork = (announce: boolean, replaces?: number) => {
     const worker = cluster.fork(port === undefined ? {} : { PORT: String(port) })
     started.set(worker, Date.now())
     worker.on("message", (message: FromWorker) => {
@@ -148,6 +149,7 @@ export const runPrimary = async (workers: number, say: (text: string) => void): 
             port = message.port
             for (let i = 1; i < workers; i++) fork(false)
           }
+          if (replaces !== undefined) say(`worker ${worker.process.pid} listens in place of worker ${replaces}`)
           if (!announced && serving.size === workers) {
             announced = true
             say(
@@ -185,7 +187,7 @@ export const runPrimary = async (workers: number, say: (text: string) => void): 
       pause = !wasServing || age < YOUNG_MS ? Math.min(30_000, Math.max(1_000, pause * 2)) : 0
       say(`worker ${worker.process.pid} exited (${signal ?? `code ${code}`}); starting another${pause > 0 ? ` in ${pause / 1000} s` : ""}`)
       setTimeout(() => {
-        if (stopping === undefined) fork(false)
+        if (stopping === undefined) fork(false, worker.process.pid)
       }, pause)
     })
   })

@@ -65,9 +65,14 @@ describe.skipIf(serverUrl === undefined)("main.ts --workers 2 on PostgreSQL", ()
   })
 
   const sdk = (auth: string) => new OpenAI({ baseURL: `${server.url}/v1`, apiKey: auth.slice("Bearer ".length), maxRetries: 0 })
+  /** The workers serving now: those the primary started, each replaced one by its replacement. */
   const workerPids = () => {
     const line = /2 worker processes \(pids (\d+), (\d+)\)/.exec(server.output())!
-    return [Number(line[1]), Number(line[2])].sort()
+    let pids = [Number(line[1]), Number(line[2])]
+    for (const [, now, before] of server.output().matchAll(/worker (\d+) listens in place of worker (\d+)/g)) {
+      pids = pids.map((pid) => (pid === Number(before) ? Number(now) : pid))
+    }
+    return pids.sort()
   }
 
   /** The pid of the worker that answered each request id (its access line). */
@@ -170,6 +175,22 @@ describe.skipIf(serverUrl === undefined)("main.ts --workers 2 on PostgreSQL", ()
     expect(new Set(await answeredBy(answers.map((a) => a.requestId)))).toEqual(new Set(workerPids()))
     expect(new Set(answers.map((a) => a.keys.join(",")))).toHaveProperty("size", 1)
     expect(answers[0]!.keys).toHaveLength(1)
+  }, 60_000)
+
+  it("a worker that dies is replaced on the same port, and calls go on being answered and metered", async () => {
+    const [killed] = workerPids()
+    process.kill(killed!, "SIGKILL")
+    for (let i = 0; i < 200 && !server.output().includes(`in place of worker ${killed}`); i++) await new Promise((r) => setTimeout(r, 100))
+    expect(server.output()).toContain(`worker ${killed} exited (SIGKILL); starting another`)
+    const now = workerPids()
+    expect(now).not.toContain(killed)
+    expect(now).toHaveLength(2)
+
+    const [account] = await ledger.runPromise(newAccounts(1))
+    await awayFromMinuteEdge()
+    const calls = await burst(account!.auth, 16)
+    expect(calls.map((c) => c.status)).toEqual(Array(16).fill(200))
+    expect(new Set(await answeredBy(calls.map((c) => c.requestId)))).toEqual(new Set(now))
   }, 60_000)
 
   it("SIGTERM to the primary drains both workers: readiness 503, streams in flight complete and are billed once, exit 0", async () => {
