@@ -7,6 +7,7 @@
  */
 import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
 import { LedgerStore } from "@model-platform/core/ledger"
+import { newOperatorKey } from "@model-platform/core/operator"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -41,16 +42,20 @@ describe.skipIf(serverUrl === undefined)("main.ts --workers 2 on PostgreSQL", ()
   let machine: ReferenceMachine
   let server: MainProcess
   let ledger: ReturnType<typeof ledgerRuntime>
+  const catalogue = path.join(dir, "catalogue.json")
+  const writeCatalogue = (machines: ReadonlyArray<string>) =>
+    fs.writeFileSync(catalogue, JSON.stringify(gatewayCatalogue(machines.map((id, i) => ({ id, url: machine.url, score: 1 - i / 10 })), { rpm: RPM })))
+  const operator = Effect.runSync(newOperatorKey("ops"))
   beforeAll(async () => {
     // 100 ms a token: "Count to 20." streams for about 2 s, longer than the drain's grace.
     machine = await startReferenceMachine({ port: 0, id: "m-a", models: MACHINE_MODELS, tokenDelayMs: 100 })
-    const catalogue = path.join(dir, "catalogue.json")
-    fs.writeFileSync(catalogue, JSON.stringify(gatewayCatalogue([{ id: "m-a", url: machine.url, score: 1 }], { rpm: RPM })))
+    writeCatalogue(["m-a"])
     const databaseUrl = await freshDatabaseUrl(serverUrl!)
     server = await startMain({
       DATABASE_URL: databaseUrl,
       DATA_DIR: path.join(dir, "data"),
       CATALOGUE_FILE: catalogue,
+      OPERATOR_KEYS: operator.entry,
       LOG_FORMAT: "json",
       SHUTDOWN_GRACE_S: "1",
       SHUTDOWN_TIMEOUT_S: "60"
@@ -101,6 +106,20 @@ describe.skipIf(serverUrl === undefined)("main.ts --workers 2 on PostgreSQL", ()
       }
     }))
 
+  /**
+   * An account's state once the metering of `calls` answered calls is written (it runs after the
+   * answers): stateOf reads the ledger, then the usage records, so a settlement in between shows as
+   * a difference that is not one.
+   */
+  const settled = async (accountId: string, calls: number) => {
+    let state = await ledger.runPromise(stateOf(accountId))
+    for (let i = 0; i < 100 && (state.records < calls || state.held !== 0n || state.recorded !== state.charged); i++) {
+      await new Promise((r) => setTimeout(r, 100))
+      state = await ledger.runPromise(stateOf(accountId))
+    }
+    return state
+  }
+
   /** rpm windows are whole minutes of epoch time: a burst must not straddle two. */
   const awayFromMinuteEdge = async () => {
     const intoMinute = Date.now() % 60_000
@@ -115,11 +134,7 @@ describe.skipIf(serverUrl === undefined)("main.ts --workers 2 on PostgreSQL", ()
     // Each access line names the worker that answered; the kernel spread the connections over both.
     expect(new Set(await answeredBy(calls.map((c) => c.requestId)))).toEqual(new Set(workerPids()))
 
-    let state = await ledger.runPromise(stateOf(account!.accountId))
-    for (let i = 0; i < 50 && state.records < 16; i++) {
-      await new Promise((r) => setTimeout(r, 100))
-      state = await ledger.runPromise(stateOf(account!.accountId))
-    }
+    const state = await settled(account!.accountId, 16)
     expect(state.records).toBe(16)
     expect(state.charged).toBeGreaterThan(0n)
     expect(state.recorded).toBe(state.charged)
@@ -156,11 +171,7 @@ describe.skipIf(serverUrl === undefined)("main.ts --workers 2 on PostgreSQL", ()
     expect(new Set(refused.map((c) => c.code))).toEqual(new Set(["monthly_limit_reached"]))
     expect(new Set(await answeredBy(calls.map((c) => c.requestId)))).toEqual(new Set(workerPids()))
 
-    let state = await ledger.runPromise(stateOf(account!.accountId))
-    for (let i = 0; i < 50 && state.records < answered.length; i++) {
-      await new Promise((r) => setTimeout(r, 100))
-      state = await ledger.runPromise(stateOf(account!.accountId))
-    }
+    const state = await settled(account!.accountId, answered.length)
     expect(state.records).toBe(answered.length)
     expect(state.charged).toBeLessThanOrEqual(limit)
     expect(state.held).toBe(0n)
@@ -175,6 +186,41 @@ describe.skipIf(serverUrl === undefined)("main.ts --workers 2 on PostgreSQL", ()
     expect(new Set(await answeredBy(answers.map((a) => a.requestId)))).toEqual(new Set(workerPids()))
     expect(new Set(answers.map((a) => a.keys.join(",")))).toHaveProperty("size", 1)
     expect(answers[0]!.keys).toHaveLength(1)
+  }, 60_000)
+
+  const fetchAgain = async (url: string): Promise<Response> => {
+    for (let attempt = 1;; attempt++) {
+      try {
+        return await fetch(url, { headers: { connection: "close" } })
+      } catch (error) {
+        if (attempt === 5) throw error
+      }
+    }
+  }
+
+  it("a catalogue reload through the operator API in one worker reloads the other too", async () => {
+    writeCatalogue(["m-a", "m-b"])
+    const reload = await fetch(`${server.url}/admin/api/catalogue/reload`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${operator.secret}`, connection: "close" }
+    })
+    expect(reload.status, await reload.clone().text()).toBe(200)
+    expect(await reload.json()).toMatchObject({ after: { machines: ["m-a", "m-b"] } })
+    // Every worker lists the new machine once its reload is done (the other's follows at once).
+    let answers: Array<{ readonly requestId: string; readonly machines: ReadonlyArray<string> }> = []
+    for (let attempt = 0; attempt < 50; attempt++) {
+      answers = await Promise.all(Array.from({ length: 16 }, async () => {
+        // A connection the kernel queued on a listener that a reload is closing is reset (Linux
+        // SO_REUSEPORT drops that socket's queue): the client connects again.
+        const response = await fetchAgain(`${server.url}/machines`)
+        const body = await response.json() as { readonly data: ReadonlyArray<{ readonly id: string }> }
+        return { requestId: response.headers.get("x-request-id")!, machines: body.data.map((m) => m.id) }
+      }))
+      if (answers.every((a) => a.machines.includes("m-b"))) break
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    expect(answers.map((a) => a.machines)).toEqual(Array(16).fill(["m-a", "m-b"]))
+    expect(new Set(await answeredBy(answers.map((a) => a.requestId)))).toEqual(new Set(workerPids()))
   }, 60_000)
 
   it("a worker that dies is replaced on the same port, and calls go on being answered and metered", async () => {
