@@ -9,6 +9,7 @@ import { startReferenceMachine, type ReferenceMachine } from "@model-platform/re
 import { LedgerStore } from "@model-platform/core/ledger"
 import { newOperatorKey } from "@model-platform/core/operator"
 import { Effect } from "effect"
+import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -21,6 +22,7 @@ import { freshDatabaseUrl } from "./support.ts"
 import { requestedWorkers } from "../src/Workers.ts"
 
 const serverUrl = process.env.TEST_DATABASE_URL
+const MAIN = path.join(import.meta.dirname, "..", "src", "main.ts")
 const RPM = 30
 
 describe("--workers N and WORKERS (Workers.ts requestedWorkers)", () => {
@@ -35,6 +37,25 @@ describe("--workers N and WORKERS (Workers.ts requestedWorkers)", () => {
       expect(answer, JSON.stringify([argv, env])).toEqual({ problem: expect.stringMatching(/must be a whole number of server processes from 1 to 256/) })
     }
   })
+})
+
+describe("a primary whose first worker cannot start", () => {
+  it("stops with exit code 1 after the worker's own message, starting no other", async () => {
+    // HOST reachable from elsewhere without PUBLIC_URL: refused before the database is opened.
+    const { DATABASE_URL: _db, PUBLIC_URL: _url, ...inherited } = process.env
+    const child = spawn(process.execPath, [MAIN, "--workers", "2"], {
+      env: { ...inherited, DATABASE_URL: "postgres://nobody@127.0.0.1:1/none", HOST: "0.0.0.0", PORT: "0" },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    child.stdout.on("data", (c: Buffer) => (output += c.toString()))
+    child.stderr.on("data", (c: Buffer) => (output += c.toString()))
+    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve))
+    expect(code, output).toBe(1)
+    expect(output).toContain("PUBLIC_URL is not set")
+    expect(output).toMatch(/the first worker exited \(code 1\) before it listened; stopping/)
+    expect(output.match(/PUBLIC_URL is not set/g)).toHaveLength(1)
+  }, 60_000)
 })
 
 describe.skipIf(serverUrl === undefined)("main.ts --workers 2 on PostgreSQL", () => {
