@@ -62,6 +62,11 @@ type ToWorker = Welcome | { readonly type: "stop"; readonly signal: NodeJS.Signa
 
 const unset = (value: string | undefined) => value === undefined || value.trim() === ""
 
+/** To a worker still connected (one exiting has closed its channel). */
+const send = (worker: Worker, message: ToWorker | NetworkAnswer) => {
+  if (worker.isConnected()) worker.send(message)
+}
+
 // ---- the worker's side --------------------------------------------------------------------------
 
 export interface WorkerRole {
@@ -134,13 +139,10 @@ export const runPrimary = async (workers: number, say: (text: string) => void): 
     const worker = cluster.fork(port === undefined ? {} : { PORT: String(port) })
     started.set(worker, Date.now())
     worker.on("message", (message: FromWorker) => {
-      const reply = (answer: NetworkAnswer) => {
-        if (worker.isConnected()) worker.send(answer)
-      }
-      if (answerNetworkCall(simulated, reply, message)) return
+      if (answerNetworkCall(simulated, (answer) => send(worker, answer), message)) return
       switch (message?.type) {
         case "hello":
-          worker.send({ type: "welcome", announce, workers, signingKey, clientSecret } satisfies Welcome)
+          send(worker, { type: "welcome", announce, workers, signingKey, clientSecret })
           return
         case "listening":
           serving.add(worker)
@@ -177,7 +179,7 @@ export const runPrimary = async (workers: number, say: (text: string) => void): 
         say(`the first worker exited (${signal ?? `code ${code}`}) before it listened; stopping`)
         failed = true
         stopping = "SIGTERM"
-        for (const other of started.keys()) other.send({ type: "stop", signal: "SIGTERM" } satisfies ToWorker)
+        for (const other of started.keys()) send(other, { type: "stop", signal: "SIGTERM" })
       }
       if (stopping !== undefined) {
         if (started.size === 0) resolve()
@@ -201,7 +203,7 @@ export const runPrimary = async (workers: number, say: (text: string) => void): 
     }
     stopping = signal
     say(`${signal}: draining ${started.size} workers`)
-    for (const worker of started.keys()) worker.send({ type: "stop", signal } satisfies ToWorker)
+    for (const worker of started.keys()) send(worker, { type: "stop", signal })
     if (started.size === 0) process.exit(0)
   }
   process.on("SIGTERM", stop("SIGTERM"))
