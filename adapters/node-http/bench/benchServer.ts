@@ -34,7 +34,9 @@ import { MachineNodeHttpLayer } from "../src/MachineNodeHttp.ts"
 import { Database } from "@model-platform/postgres-stores/database"
 import { PgPlatformStores } from "@model-platform/postgres-stores"
 import { serverLayer } from "../src/Server.ts"
-import { cpuMicros, flag, has, serveParent } from "./benchProcesses.ts"
+import cluster from "node:cluster"
+import { cpuMicros, flag, has, num, serveParent } from "./benchProcesses.ts"
+import { runServerWorkers } from "./benchWorkers.ts"
 import { FastMemoryStores } from "./fastStores.ts"
 import { benchCatalogue } from "./fixtures.ts"
 
@@ -176,6 +178,9 @@ const meteringOf = (accountIds: ReadonlyArray<string>) =>
   })
 
 export const runServer = async () => {
+  // --workers N: this process becomes a primary over N of these servers (benchWorkers.ts).
+  const workers = Math.max(1, Math.round(num("workers", 1)))
+  if (workers > 1 && cluster.isPrimary) return await runServerWorkers(workers)
   const databaseUrl = process.env.BENCH_DB_URL || undefined
   const memory = flag("stores") === "memory"
   const mockUrl = process.env.BENCH_MOCK_URL!
@@ -214,7 +219,9 @@ export const runServer = async () => {
     // What users run: the Node shell's server, with main.ts's background work on.
     app = serverLayer({
       catalogue,
-      port: 0,
+      // A worker of --workers N: the first one's port, shared (SO_REUSEPORT) as main.ts's workers share it.
+      port: Number(process.env.BENCH_PORT ?? "0"),
+      reusePort: cluster.isWorker,
       host: "127.0.0.1",
       ownerEmail: "owner@bench.local",
       platform: {

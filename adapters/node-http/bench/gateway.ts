@@ -43,6 +43,8 @@
  *   --delay-ms 2       the mock machine's fixed latency
  *   --stream-n 0       calls of a streaming run (stream: true) at c=1 and c=16; 0 skips it
  *   --mock-in child    where the mock runs: child (own process) or loadgen (this process)
+ *   --workers 1        server processes (node:cluster workers on one port and one database, as
+ *                      `./platform start --workers N` runs them); CPU per call sums them all
  *   --cpu-prof DIR     write a V8 CPU profile of the server process into DIR
  *   --stores memory    the stores in memory instead of Postgres (bench/fastStores.ts: what the
  *                      gateway costs without a database; a diagnostic)
@@ -199,6 +201,7 @@ const main = async () => {
   const streamN = Math.round(num("stream-n", 0))
   const spreadAccounts = Math.max(1, Math.round(num("accounts", 1000)))
   const mockIn = flag("mock-in") ?? "child"
+  const workers = Math.max(1, Math.round(num("workers", 1)))
   const cpuProf = flag("cpu-prof")
   const scenarios = (flag("scenarios") ?? "bare,budgeted,spread").split(",").map((s) => s.trim()).filter((s) => s !== "")
   for (const s of scenarios) if (!["bare", "budgeted", "spread"].includes(s)) throw new Error(`unknown scenario ${s}`)
@@ -252,7 +255,7 @@ const main = async () => {
     console.log(`database: ${ready.database}${benchDbName === undefined ? "" : ` (fresh database ${benchDbName})`}`)
     console.log(
       `mock machine: ${delayMs} ms fixed latency, ${mockIn === "child" ? "in its own process" : "in the load generator's process"}; ` +
-        `floor: a plain node:http pass-through in its own process; server: one process` +
+        `floor: a plain node:http pass-through in its own process; server: ${workers === 1 ? "one process" : `${workers} worker processes`}` +
         (cpuProf === undefined ? "" : `, CPU profile into ${cpuProf}`)
     )
     const variants = [

@@ -41,6 +41,8 @@ export interface ReloadableOptions<E, R> {
   /** Run once the first server listens (announcements). */
   readonly started: Effect.Effect<void, never, HttpServer.HttpServer | Lifecycle | R>
   readonly shutdown: ShutdownSettings
+  /** Run after the operator API (not SIGHUP) reloaded the catalogue: a worker tells the others (Workers.ts). */
+  readonly reloadedByApi?: Effect.Effect<void> | undefined
 }
 
 /** Serves until a stop signal (see the module's comment). */
@@ -52,7 +54,9 @@ export const serveReloadable = <E, R>(options: ReloadableOptions<E, R>) =>
     const lock = yield* Semaphore.make(1)
     const retiring = new Set<Scope.Closeable>()
     let reload: Effect.Effect<{ readonly before: unknown; readonly after: unknown }, { readonly message: string }> = Effect.fail({ message: "not started" })
-    const reloader = Layer.succeed(CatalogueReloader, { reload: Effect.suspend(() => reload) })
+    const reloader = Layer.succeed(CatalogueReloader, {
+      reload: Effect.suspend(() => reload).pipe(Effect.tap(() => options.reloadedByApi ?? Effect.void))
+    })
 
     const start = (catalogue: CatalogueConfig, port: number) =>
       Effect.gen(function*() {

@@ -44,6 +44,9 @@ const remember = (signal: string) => () => {
   received = signal
 }
 
+/** The stop signal this process received, if any (a worker told to stop by its primary asks, Workers.ts). */
+export const stopSignalReceived = (): string | undefined => received
+
 export interface ShutdownSettings {
   readonly graceMs: number
   readonly timeoutMs: number

@@ -5,7 +5,8 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { AccountsConfig, FirstStart, issueClaimLink, RecoveryDelayConfig } from "@model-platform/core/accounts"
-import { Console, Data, Effect, Layer, Option, Redacted } from "effect"
+import { Console, Data, Effect, Layer, Option, Redacted, References } from "effect"
+import cluster from "node:cluster"
 import { HttpServer } from "effect/http"
 import * as Path from "node:path"
 import {
@@ -35,11 +36,13 @@ import { serveReloadable } from "./Reload.ts"
 import type { CatalogueConfig } from "@model-platform/core/catalogue"
 import type { CatalogueReloader } from "@model-platform/core/http"
 import { serverLayer } from "./Server.ts"
+import { networkOverIpc } from "./WorkerNetwork.ts"
+import { joinPrimary, listening, reloaded, requestedWorkers, runPrimary, type WorkerRole } from "./Workers.ts"
 
 /** Writes announcements as they are (a terminal), or as JSON log lines where logs are JSON. */
 const say = (format: LogFormat) => (text: string) => format === "json" ? Effect.logInfo(text) : Console.log(text)
 
-const announce = (host: string, mail: string, format: LogFormat) => Effect.gen(function*() {
+const announce = (host: string, mail: string, format: LogFormat, worker: WorkerRole | undefined) => Effect.gen(function*() {
   const print = say(format)
   const server = yield* HttpServer.HttpServer
   const owner = yield* FirstStart
@@ -47,6 +50,9 @@ const announce = (host: string, mail: string, format: LogFormat) => Effect.gen(f
   const address = server.address._tag === "UnixPathAddress"
     ? server.address.path
     : `http://${host.includes(":") ? `[${host}]` : host}:${server.address.port}`
+  // A worker (Workers.ts): the first one announces; each tells the primary it listens.
+  if (worker !== undefined) yield* listening(server.address._tag === "UnixPathAddress" ? 0 : server.address.port, address)
+  if (worker?.announce === false) return
   yield* print(`Model Platform listening on ${address} (docs at ${address}/docs)`)
   yield* print(`Account service at ${accounts.accountsUrl} (sign up at ${accounts.accountsUrl}/sign-up); ${mail}`)
   if (owner !== undefined) {
@@ -75,10 +81,24 @@ const announce = (host: string, mail: string, format: LogFormat) => Effect.gen(f
 /** The server cannot start as configured (Config.ts startProblem). */
 class StartRefused extends Data.TaggedError("StartRefused")<{ readonly message: string }> {}
 
-const main = (logging: LoggingSettings) => Effect.gen(function*() {
+/** How this process serves: alone (`worker` undefined) or as one of a primary's workers (Workers.ts). */
+interface Role {
+  /** The processes asked for (--workers, WORKERS). */
+  readonly requested: number
+  readonly worker?: WorkerRole | undefined
+}
+
+const main = (logging: LoggingSettings, role: Role) => Effect.gen(function*() {
   const config = yield* ServerConfig
   const problem = startProblem(config.host, Option.getOrUndefined(config.publicUrl))
   if (problem !== undefined) return yield* Effect.fail(new StartRefused({ message: problem }))
+  if (role.worker === undefined && role.requested > 1) {
+    // PGlite runs inside the process that opened it, and one data directory takes one process.
+    yield* Effect.logWarning(
+      `${role.requested} server processes were asked for (--workers or WORKERS), but the embedded database serves one process: ` +
+        "serving from this one. Set DATABASE_URL to a PostgreSQL server to run several (docs/operations.md \"Several processes\")."
+    )
+  }
   const shutdown = yield* shutdownSettings
   const operatorKeys = yield* parseOperatorKeys(config.operatorKeys)
   const catalogue = yield* loadCatalogue(config.catalogueFile)
@@ -116,7 +136,8 @@ const main = (logging: LoggingSettings) => Effect.gen(function*() {
     : yield* Layer.build(FileMeteringJournal.layer({
       directory: Option.getOrElse(config.meteringJournalDir, () => Path.join(config.dataDir, "metering"))
     }))
-  const network = yield* Layer.build(SimulatedNetwork.fromConfig)
+  // With workers, the one simulated network is the primary's (WorkerNetwork.ts).
+  const network = yield* Layer.build(role.worker === undefined ? SimulatedNetwork.fromConfig : networkOverIpc)
   const processState = yield* Layer.build(PlatformMetrics)
   yield* listenForStopSignals
 
@@ -168,16 +189,38 @@ const main = (logging: LoggingSettings) => Effect.gen(function*() {
     // PORT, at the first start; a reload takes over the port in use.
     server: (next, port, reloader) => server(next, port === 0 ? config.port : port, reloader),
     load: loadCatalogue(config.catalogueFile),
-    started: announce(config.host, mail, logging.format),
-    shutdown
+    started: announce(config.host, mail, logging.format, role.worker),
+    shutdown,
+    reloadedByApi: role.worker === undefined ? undefined : reloaded
   })
 }).pipe(Effect.scoped)
 
 // LOG_FORMAT (pretty unless json) and LOG_LEVEL, for everything the server writes (docs/operations.md "Logs").
 // A stop signal drains the server and exits 0 (Shutdown.ts).
 // OTEL_EXPORTER_OTLP_ENDPOINT: traces exported over OTLP (docs/operations.md "Traces"), flushed at exit.
-NodeRuntime.runMain(
-  Effect.flatMap(loggingSettings("pretty"), (logging) =>
-    main(logging).pipe(Effect.provide(Layer.merge(loggingLayer(logging), tracingFromConfig)))),
-  { teardown }
-)
+// A worker's lines carry its pid.
+const serve = (role: Role) =>
+  NodeRuntime.runMain(
+    Effect.flatMap(loggingSettings("pretty"), (logging) =>
+      main(logging, role).pipe(Effect.provide(Layer.mergeAll(
+        loggingLayer(logging),
+        tracingFromConfig,
+        role.worker === undefined ? Layer.empty : Layer.succeed(References.CurrentLogAnnotations, { pid: process.pid })
+      )))),
+    { teardown }
+  )
+
+// --workers N or WORKERS=N on a PostgreSQL server: a primary and N workers (Workers.ts).
+const requested = requestedWorkers(process.argv.slice(2), process.env)
+if (cluster.isWorker) {
+  serve({ requested: 1, worker: await joinPrimary() })
+} else if ("problem" in requested) {
+  console.error(requested.problem)
+  process.exitCode = 1
+} else if (requested.workers > 1 && (process.env.DATABASE_URL ?? "").trim() !== "") {
+  const json = (process.env.LOG_FORMAT ?? "").trim().toLowerCase() === "json"
+  await runPrimary(requested.workers, (text) =>
+    console.log(json ? JSON.stringify({ time: new Date().toISOString(), level: "info", message: text, pid: process.pid }) : text))
+} else {
+  serve({ requested: requested.workers })
+}

@@ -15,7 +15,8 @@ describe("main.ts with LOG_FORMAT=json", () => {
   let server: MainProcess
   let secret: string
   beforeAll(async () => {
-    server = await startMain({ DATA_DIR: dataDir, LOG_FORMAT: "json", LOG_LEVEL: "info" })
+    // WORKERS=2 on the embedded database: one process, which says so (docs/operations.md "Several processes").
+    server = await startMain({ DATA_DIR: dataDir, LOG_FORMAT: "json", LOG_LEVEL: "info", WORKERS: "2" })
     secret = /mpk_[A-Za-z0-9_-]{43}/.exec(server.output())![0]
   }, 90_000)
   afterAll(async () => {
@@ -33,6 +34,12 @@ describe("main.ts with LOG_FORMAT=json", () => {
     }
     return []
   }
+
+  it("asked for 2 workers on the embedded database, it serves from one process and says so", () => {
+    const warning = server.jsonLines().find((l) => l.level === "warn" && String(l.message).includes("embedded database serves one process"))
+    expect(warning?.message).toContain("Set DATABASE_URL")
+    expect(server.output()).not.toMatch(/worker processes \(pids/)
+  })
 
   it("the probes answer on the embedded Postgres", async () => {
     expect((await fetch(`${server.url}/health/live`)).status).toBe(200)

@@ -20,11 +20,18 @@ export interface MainProcess {
   readonly kill: () => void
 }
 
-/** Starts main.ts with PORT=0 and `env`; resolves once it printed its address. */
-export const startMain = (env: Record<string, string>, timeoutMs = 60_000): Promise<MainProcess> =>
+/**
+ * Starts main.ts with PORT=0, `env` and `args`; resolves once it printed its address (and `until`,
+ * when given: with workers, the primary's line once every one listens).
+ */
+export const startMain = (
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+  options: { readonly args?: ReadonlyArray<string>; readonly until?: RegExp } = {}
+): Promise<MainProcess> =>
   new Promise((resolve, reject) => {
     const { DATABASE_URL: _db, PUBLIC_URL: _url, LOG_FORMAT: _format, LOG_LEVEL: _level, ...inherited } = process.env
-    const child = spawn(process.execPath, [MAIN], { env: { ...inherited, PORT: "0", ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(process.execPath, [MAIN, ...(options.args ?? [])], { env: { ...inherited, PORT: "0", ...env }, stdio: ["ignore", "pipe", "pipe"] })
     let output = ""
     let code: number | null | undefined
     const exited = new Promise<number | null>((done) =>
@@ -52,6 +59,7 @@ export const startMain = (env: Record<string, string>, timeoutMs = 60_000): Prom
       const match = /listening on (http:\/\/[^\s"]+)/.exec(output)
       // The account service's line comes next, then the owner key on a first start (a moment later).
       if (match === null || started || !output.includes("Account service at")) return
+      if (options.until !== undefined && !options.until.test(output)) return
       started = true
       clearTimeout(timer)
       setTimeout(() => resolve({
