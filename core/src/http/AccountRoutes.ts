@@ -38,6 +38,7 @@ import { Catalogue } from "../catalogue/Catalogue.ts"
 import * as Errors from "../kernel/Errors.ts"
 import { CreateOrder } from "../payments/Orders.ts"
 import { Orders, Tickets } from "../payments/OrderService.ts"
+import { answered } from "./Refusals.ts"
 import { AccountStore } from "../keys/AccountStore.ts"
 import {
   ACCOUNTS_BASE,
@@ -280,8 +281,10 @@ const routes = (service: Service): ReadonlyArray<Route> => {
         )
         if (Option.isNone(body)) return yield* managePage(service, s, { error: "Enter a whole number of US dollars from 5 to 5000." }, 400)
         const result = yield* withRequestBaseUrl(
-          Effect.flatMap(Orders, (orders) =>
-            Effect.flatMap(orders.create(caller, body.value), (order) => orders.pay(caller, order.id, { method: "card" })))
+          Effect.flatMap(Orders, (service) => {
+            const orders = answered(service)
+            return Effect.flatMap(orders.create(caller, body.value), (order) => orders.pay(caller, order.id, { method: "card" }))
+          })
         ).pipe(Effect.result)
         if (result._tag === "Failure") return yield* managePage(service, s, { error: result.failure.error.message }, 400)
         const order = result.success
@@ -299,7 +302,7 @@ const routes = (service: Service): ReadonlyArray<Route> => {
         if (caller === undefined) return yield* managePage(service, s, { error: "Your account is not ready yet. Try again shortly." }, 409)
         const code = (form.get("code") ?? "").trim()
         if (code === "") return yield* managePage(service, s, { error: "Enter the ticket's code." }, 400)
-        const result = yield* Effect.flatMap(Tickets, (tickets) => tickets.redeem(caller, code)).pipe(Effect.result)
+        const result = yield* Effect.flatMap(Tickets, (tickets) => answered(tickets).redeem(caller, code)).pipe(Effect.result)
         if (result._tag === "Failure") {
           const status = result.failure instanceof Errors.NotFound ? 404 : 409
           return yield* managePage(service, s, { error: result.failure.error.message }, status)

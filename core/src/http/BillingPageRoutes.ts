@@ -36,6 +36,7 @@ import { makeBillingSummary } from "../billing/Summary.ts"
 import { makeUsageReports } from "../billing/Usage.ts"
 import { parseCheckoutForm } from "./pages/CheckoutPage.ts"
 import { Orders } from "../payments/OrderService.ts"
+import { answered } from "./Refusals.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { AccountStore } from "../keys/AccountStore.ts"
 import { LedgerStore } from "../ledger/LedgerStore.ts"
@@ -70,7 +71,7 @@ const makePages = Effect.gen(function*() {
   const reports = yield* makeUsageReports
   const alerts = yield* Alerts
   const autoReload = yield* AutoReload
-  const orders = yield* Orders
+  const orders = answered(yield* Orders)
   const ledger = yield* LedgerStore
   const catalogue = yield* Catalogue
   const setups = yield* CardSetups

@@ -1,0 +1,128 @@
+/**
+ * The one mapping from the areas' refusals to HTTP (docs/architecture.md "Errors"). A service
+ * fails with its area's tagged error, whose `reason` names the refusal; here each (tag, reason)
+ * has the spec's status, and the spec's `code` (the reason itself unless the table says another).
+ * The table's type makes it total: a reason added to an area error and left out here does not
+ * type-check (test/Refusals.test.ts checks the same at run time).
+ *
+ * Handlers and pages take a service through `answered`, which turns its area errors into the
+ * platform's error classes (kernel/Errors.ts) the API encodes in the spec's error shape.
+ */
+import { Effect, Predicate } from "effect"
+import * as Errors from "../kernel/Errors.ts"
+import { OrderError, TicketError } from "../payments/PaymentErrors.ts"
+
+/** Every area error class, for the totality test and the guard below. */
+export const AreaErrorClasses = [OrderError, TicketError] as const
+export type AreaError = InstanceType<(typeof AreaErrorClasses)[number]>
+
+export type RefusalStatus = 400 | 401 | 402 | 403 | 404 | 409 | 429 | 503
+/** A status (the code is the reason), or a status and the spec's code when the reason is finer than it. */
+export type RefusalEntry = RefusalStatus | readonly [RefusalStatus, string]
+
+type RefusalTable = {
+  readonly [E in AreaError as E["_tag"]]: { readonly [R in E["reason"]]: RefusalEntry }
+}
+
+const invalid = [400, "invalid_request"] as const
+
+export const REFUSALS = {
+  OrderError: {
+    order_not_found: 404,
+    order_already_paid: 409,
+    order_expired: 409,
+    payment_conflict: 409,
+    deposit_in_progress: 409,
+    deposit_already_opened: 409,
+    checkout_not_found: 404,
+    receipt_not_found: 404,
+    machine_not_found: 404,
+    package_not_found: 404,
+    credit_price_unset: invalid,
+    card_payments_off: invalid,
+    stablecoin_payments_off: invalid,
+    stablecoin_option_invalid: invalid,
+    invalid_limit: invalid,
+    invalid_transfer: invalid
+  },
+  TicketError: {
+    ticket_not_found: 404,
+    ticket_already_redeemed: 409
+  }
+} as const satisfies RefusalTable
+
+const byStatus: Record<RefusalStatus, (code: string, message: string) => Errors.PlatformError> = {
+  400: Errors.badRequest,
+  401: Errors.unauthorized,
+  402: (code, message) => new Errors.PaymentRequired({ error: { code, message } }),
+  403: Errors.forbidden,
+  404: Errors.notFound,
+  409: Errors.conflict,
+  429: (code, message) => new Errors.TooManyRequests({ error: { code, message } }),
+  503: (code, message) => new Errors.ServiceUnavailable({ error: { code, message } })
+}
+
+/** The status and code an area error answers with. */
+export const refusalOf = (error: AreaError): { readonly status: RefusalStatus; readonly code: string } => {
+  const entry: RefusalEntry = (REFUSALS[error._tag] as Record<string, RefusalEntry>)[error.reason]!
+  return typeof entry === "number" ? { status: entry, code: error.reason } : { status: entry[0], code: entry[1] }
+}
+
+export const isAreaError = (u: unknown): u is AreaError =>
+  Predicate.hasProperty(u, "_tag") && typeof u._tag === "string" && Object.hasOwn(REFUSALS, u._tag)
+
+/** The platform error (status, code, message) an area error answers with. */
+export const toPlatformError = (error: AreaError): Errors.PlatformError => {
+  const { code, status } = refusalOf(error)
+  return byStatus[status](code, error.message)
+}
+
+const toHttpError = <E>(error: E) => (isAreaError(error) ? toPlatformError(error) : error)
+
+/** The platform error class of each status. */
+interface ClassOfStatus {
+  400: Errors.BadRequest
+  401: Errors.Unauthorized
+  402: Errors.PaymentRequired
+  403: Errors.Forbidden
+  404: Errors.NotFound
+  409: Errors.Conflict
+  429: Errors.TooManyRequests
+  503: Errors.ServiceUnavailable
+}
+type StatusOfEntry<Entry> = Entry extends readonly [infer S, string] ? S : Entry
+/** The platform errors an area error of these reasons answers with (each endpoint declares its own). */
+type PlatformErrorOf<E extends AreaError> = E extends AreaError
+  ? ClassOfStatus[StatusOfEntry<(typeof REFUSALS)[E["_tag"]][E["reason"] & keyof (typeof REFUSALS)[E["_tag"]]]> & RefusalStatus]
+  : never
+
+/** An error channel with its area errors answered as platform errors. */
+export type Answered<E> = E extends AreaError ? PlatformErrorOf<E> : E
+
+/** A service whose effects fail with platform errors in place of area errors. */
+export type AnsweredService<S> = {
+  readonly [K in keyof S]: S[K] extends (...args: infer P) => Effect.Effect<infer A, infer E, infer R>
+    ? (...args: P) => Effect.Effect<A, Answered<E>, R>
+    : S[K] extends Effect.Effect<infer A, infer E, infer R> ? Effect.Effect<A, Answered<E>, R>
+    : S[K]
+}
+
+/** One effect's area errors answered as platform errors. */
+export const answer = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Answered<E>, R> =>
+  Effect.mapError(effect, toHttpError) as Effect.Effect<A, Answered<E>, R>
+
+/** A service as handlers use it: each of its effects fails with platform errors (see `answer`). */
+export const answered = <S extends object>(service: S): AnsweredService<S> =>
+  Object.fromEntries(
+    Object.entries(service).map(([name, member]) => [
+      name,
+      typeof member === "function"
+        ? (...args: ReadonlyArray<unknown>) => {
+          const result = member(...args)
+          return Effect.isEffect(result) ? answer(result) : result
+        }
+        : Effect.isEffect(member)
+        ? answer(member)
+        : member
+    ])
+  ) as AnsweredService<S>
