@@ -68,13 +68,13 @@ const CARD_RETURN_PATH = "/billing/card"
 
 const makePages = Effect.gen(function*() {
   const summary = yield* makeBillingSummary
-  const reports = yield* makeUsageReports
-  const alerts = yield* Alerts
-  const autoReload = yield* AutoReload
+  const reports = answered(yield* makeUsageReports)
+  const alerts = answered(yield* Alerts)
+  const autoReload = answered(yield* AutoReload)
   const orders = answered(yield* Orders)
   const ledger = yield* LedgerStore
   const catalogue = yield* Catalogue
-  const setups = yield* CardSetups
+  const setups = answered(yield* CardSetups)
   const cardPages = (yield* CardProcessor).pages
 
   const render = (s: SignedIn, caller: Caller, extras: Extras = {}, status = 200) =>

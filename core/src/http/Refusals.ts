@@ -10,10 +10,11 @@
  */
 import { Effect, Predicate } from "effect"
 import * as Errors from "../kernel/Errors.ts"
+import { BillingError } from "../billing/BillingErrors.ts"
 import { OrderError, TicketError } from "../payments/PaymentErrors.ts"
 
 /** Every area error class, for the totality test and the guard below. */
-export const AreaErrorClasses = [OrderError, TicketError] as const
+export const AreaErrorClasses = [OrderError, TicketError, BillingError] as const
 export type AreaError = InstanceType<(typeof AreaErrorClasses)[number]>
 
 export type RefusalStatus = 400 | 401 | 402 | 403 | 404 | 409 | 429 | 503
@@ -48,6 +49,18 @@ export const REFUSALS = {
   TicketError: {
     ticket_not_found: 404,
     ticket_already_redeemed: 409
+  },
+  BillingError: {
+    spend_limit_invalid: invalid,
+    key_not_found: 404,
+    usage_range_invalid: invalid,
+    invalid_limit: invalid,
+    threshold_invalid: invalid,
+    card_required: invalid,
+    card_payments_off: invalid,
+    card_setup_off: invalid,
+    checkout_not_found: 404,
+    statement_not_found: 404
   }
 } as const satisfies RefusalTable
 
