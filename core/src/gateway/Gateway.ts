@@ -258,7 +258,7 @@ const make = (config: GatewayConfig) =>
     const call = (endpoint: Endpoint, authorization: string | undefined, text: string) =>
       Effect.gen(function*() {
         const caller = yield* apiKeys.identify(bearerSecret(authorization)).pipe(
-          Effect.mapError((e) => inferenceError(401, e.error.code, e.error.message))
+          Effect.mapError((e) => inferenceError(401, e.reason, e.message))
         )
         if (!caller.key.permissions.includes("inference")) {
           return yield* inferenceError(403, "key_lacks_inference_permission", "This key lacks the \"inference\" permission.")

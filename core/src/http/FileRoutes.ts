@@ -14,6 +14,7 @@ import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/h
 import { ApiKeys } from "../keys/ApiKeys.ts"
 import { standingOf } from "../gateway/KeyStanding.ts"
 import { errorResponse } from "./ErrorShape.ts"
+import { answered } from "./Refusals.ts"
 import * as Errors from "../kernel/Errors.ts"
 import { generateId } from "../kernel/Ids.ts"
 import { MAX_UPLOAD_BYTES } from "../kernel/Limits.ts"
@@ -59,7 +60,7 @@ const fromPlatformError = (e: Errors.PlatformError, status: number) => refusal(s
 /** The caller's key, holding `permission`, and its account's dataset named in the path. */
 const keyedDataset = (request: HttpServerRequest.HttpServerRequest, permission: Permission, datasetId: string) =>
   Effect.gen(function*() {
-    const apiKeys = yield* ApiKeys
+    const apiKeys = answered(yield* ApiKeys)
     const datasets = yield* Datasets
     const authorization = /^Bearer\s+(.+)$/i.exec(request.headers["authorization"]?.trim() ?? "")
     if (authorization === null) return yield* refuse(401, "missing_api_key", "Send a platform key as `Authorization: Bearer <key>`.")

@@ -52,7 +52,7 @@ export const CatalogueHandlers = HttpApiBuilder.group(PlatformApi, "catalogue", 
 }))
 
 export const AccountHandlers = HttpApiBuilder.group(PlatformApi, "account", Effect.fnUntraced(function*(handlers) {
-  const apiKeys = yield* ApiKeys
+  const apiKeys = answered(yield* ApiKeys)
   return handlers
     .handle("me", () =>
       Effect.map(CurrentCaller, ({ account, key }) => ({

@@ -39,7 +39,7 @@ import { withRequestBaseUrl } from "./PublicUrl.ts"
 type Extras = { readonly notice?: string; readonly error?: string }
 
 const makePages = Effect.gen(function*() {
-  const plans = yield* makePlans
+  const plans = answered(yield* makePlans)
   const orders = answered(yield* Orders)
   const catalogue = yield* Catalogue
 

@@ -11,10 +11,11 @@
 import { Effect, Predicate } from "effect"
 import * as Errors from "../kernel/Errors.ts"
 import { BillingError } from "../billing/BillingErrors.ts"
+import { KeyError } from "../keys/KeyErrors.ts"
 import { OrderError, TicketError } from "../payments/PaymentErrors.ts"
 
 /** Every area error class, for the totality test and the guard below. */
-export const AreaErrorClasses = [OrderError, TicketError, BillingError] as const
+export const AreaErrorClasses = [KeyError, OrderError, TicketError, BillingError] as const
 export type AreaError = InstanceType<(typeof AreaErrorClasses)[number]>
 
 export type RefusalStatus = 400 | 401 | 402 | 403 | 404 | 409 | 429 | 503
@@ -28,6 +29,17 @@ type RefusalTable = {
 const invalid = [400, "invalid_request"] as const
 
 export const REFUSALS = {
+  KeyError: {
+    missing_api_key: 401,
+    invalid_api_key: 401,
+    key_lacks_permission: 403,
+    key_scope_too_narrow: 403,
+    scopes_conflict: invalid,
+    machine_not_found: 404,
+    subscription_not_found: 404,
+    rental_not_found: 404,
+    key_not_found: 404
+  },
   OrderError: {
     order_not_found: 404,
     order_already_paid: 409,
@@ -64,15 +76,17 @@ export const REFUSALS = {
   }
 } as const satisfies RefusalTable
 
-const byStatus: Record<RefusalStatus, (code: string, message: string) => Errors.PlatformError> = {
-  400: Errors.badRequest,
-  401: Errors.unauthorized,
-  402: (code, message) => new Errors.PaymentRequired({ error: { code, message } }),
-  403: Errors.forbidden,
-  404: Errors.notFound,
-  409: Errors.conflict,
-  429: (code, message) => new Errors.TooManyRequests({ error: { code, message } }),
-  503: (code, message) => new Errors.ServiceUnavailable({ error: { code, message } })
+type Body = { readonly code: string; readonly message: string; readonly scope?: string }
+
+const byStatus: Record<RefusalStatus, (error: Body) => Errors.PlatformError> = {
+  400: (error) => new Errors.BadRequest({ error }),
+  401: (error) => new Errors.Unauthorized({ error }),
+  402: (error) => new Errors.PaymentRequired({ error }),
+  403: (error) => new Errors.Forbidden({ error }),
+  404: (error) => new Errors.NotFound({ error }),
+  409: (error) => new Errors.Conflict({ error }),
+  429: (error) => new Errors.TooManyRequests({ error }),
+  503: (error) => new Errors.ServiceUnavailable({ error })
 }
 
 /** The status and code an area error answers with. */
@@ -84,10 +98,12 @@ export const refusalOf = (error: AreaError): { readonly status: RefusalStatus; r
 export const isAreaError = (u: unknown): u is AreaError =>
   Predicate.hasProperty(u, "_tag") && typeof u._tag === "string" && Object.hasOwn(REFUSALS, u._tag)
 
-/** The platform error (status, code, message) an area error answers with. */
+/** The platform error (status, code, message, scope) an area error answers with. */
 export const toPlatformError = (error: AreaError): Errors.PlatformError => {
   const { code, status } = refusalOf(error)
-  return byStatus[status](code, error.message)
+  // The spec's optional `scope` names what a refusal is about (the permission a key lacks).
+  const scope = "scope" in error ? error.scope : undefined
+  return byStatus[status](scope === undefined ? { code, message: error.message } : { code, message: error.message, scope })
 }
 
 const toHttpError = <E>(error: E) => (isAreaError(error) ? toPlatformError(error) : error)

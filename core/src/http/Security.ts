@@ -12,6 +12,7 @@ import { makeStandingCheck, platformRefusal } from "../gateway/KeyStanding.ts"
 import * as Errors from "../kernel/Errors.ts"
 import { requireAccountWide, ScopeRuleAnnotation, scopeRuleOf } from "../keys/KeyScope.ts"
 import type { Permission } from "../keys/Permissions.ts"
+import { answer, answered } from "./Refusals.ts"
 
 export class CurrentCaller extends Context.Service<CurrentCaller, Caller>()(
   "@model-platform/core/http/CurrentCaller"
@@ -30,7 +31,7 @@ export class Authentication extends HttpApiMiddleware.Service<Authentication, { 
   static readonly layer = Layer.effect(
     Authentication,
     Effect.gen(function*() {
-      const apiKeys = yield* ApiKeys
+      const apiKeys = answered(yield* ApiKeys)
       const standingOf = yield* makeStandingCheck
       return Authentication.of({
         bearer: Effect.fnUntraced(function*(httpEffect, { credential, endpoint }) {
@@ -46,7 +47,7 @@ export class Authentication extends HttpApiMiddleware.Service<Authentication, { 
             )
           }
           if (scopeRuleOf(needed, Context.get(endpoint.annotations, ScopeRuleAnnotation)) === "account") {
-            yield* requireAccountWide(caller)
+            yield* answer(requireAccountWide(caller))
           }
           // An account's answer is for that account only: no cache between the client and the
           // platform may keep it and hand it to the next asker of the same address

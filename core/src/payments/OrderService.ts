@@ -27,6 +27,7 @@ import { chargingGate } from "../catalogue/Charging.ts"
 import type { RedeemResponse, TicketList } from "../ledger/Credits.ts"
 import type * as Errors from "../kernel/Errors.ts"
 import { generateId } from "../kernel/Ids.ts"
+import type { KeyErrorOf } from "../keys/KeyErrors.ts"
 import { requireWithin } from "../keys/KeyScope.ts"
 import { Ledger } from "../ledger/Ledger.ts"
 import { microToCredits } from "../kernel/Money.ts"
@@ -116,7 +117,7 @@ export class Orders extends Context.Service<Orders, {
   /** POST /quotes: what a body would cost and grant, without creating anything. */
   readonly quote: (body: CreateOrder) => Effect.Effect<Quote, OrderErrorOf<Pricing> | Errors.BadRequest>
   /** POST /orders: a pending order; nothing is charged until it is paid. */
-  readonly create: (caller: Caller, body: CreateOrder) => Effect.Effect<Order, OrderErrorOf<Pricing> | Errors.BadRequest | Errors.NotFound | Errors.Forbidden>
+  readonly create: (caller: Caller, body: CreateOrder) => Effect.Effect<Order, OrderErrorOf<Pricing> | Errors.BadRequest | Errors.NotFound | KeyErrorOf<"key_scope_too_narrow">>
   /** GET /orders: newest first; limit 1 to 200, default 50, else 400 invalid_request. */
   readonly list: (caller: Caller, limit?: number | undefined) => Effect.Effect<OrderList, OrderErrorOf<"invalid_limit">>
   /** GET /orders/{id}, with `ticket` (the gift ticket of a paid gift order, else null). */
@@ -131,7 +132,7 @@ export class Orders extends Context.Service<Orders, {
     orderId: string,
     body: PayOrder,
     options?: { readonly keepCard?: boolean }
-  ) => Effect.Effect<Order, OrderErrorOf<PayRefusal> | Errors.Forbidden>
+  ) => Effect.Effect<Order, OrderErrorOf<PayRefusal> | KeyErrorOf<"key_scope_too_narrow">>
   /** What the checkout page of a session shows (404 checkout_not_found). */
   readonly checkout: (sessionId: string) => Effect.Effect<CheckoutInfo, OrderErrorOf<"checkout_not_found">>
   /**

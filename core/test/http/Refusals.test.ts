@@ -21,6 +21,8 @@ import * as payments from "../../src/payments/index.ts"
 import * as plans from "../../src/plans/index.ts"
 import * as Errors from "../../src/kernel/Errors.ts"
 import { answered, AreaErrorClasses, REFUSALS, refusalOf, toPlatformError } from "../../src/http/Refusals.ts"
+import { keyError } from "../../src/keys/KeyErrors.ts"
+import { OrderError } from "../../src/payments/PaymentErrors.ts"
 
 type ReasonClass = (new (args: { reason: string; message: string }) => { readonly _tag: string; readonly reason: string }) & {
   readonly reasons: ReadonlyArray<string>
@@ -79,7 +81,6 @@ describe("area errors -> HTTP", () => {
   })
 
   it("answered maps a service's area errors and leaves other failures, successes and plain members alone", async () => {
-    const [OrderError] = AreaErrorClasses
     const service = answered({
       refuses: (id: string) => Effect.fail(new OrderError({ reason: "order_not_found", message: `No order "${id}".` })),
       platform: Effect.fail(Errors.conflict("conflict", "as it was")),
@@ -93,5 +94,12 @@ describe("area errors -> HTTP", () => {
     expect(await Effect.runPromise(service.succeeds)).toBe(7)
     expect(service.plain(1)).toBe(2)
     expect(service.value).toBe("kept")
+  })
+
+  it("a refusal's scope is kept in the answer (the permission a key lacks), and absent when it has none", () => {
+    expect(toPlatformError(keyError("key_lacks_permission", "lacks manage", "manage"))).toEqual(
+      new Errors.Forbidden({ error: { code: "key_lacks_permission", message: "lacks manage", scope: "manage" } })
+    )
+    expect(toPlatformError(keyError("key_not_found", "No key \"k\".")).error).toEqual({ code: "key_not_found", message: "No key \"k\"." })
   })
 })
