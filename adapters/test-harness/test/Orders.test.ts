@@ -389,7 +389,7 @@ describe("quote", () => {
       assert.deepStrictEqual(yield* plans.rentals(bob.account.id), [])
       // Renewal orders come later (docs/plans.md).
       const renewal = yield* failure(orders.create(alice, { type: "subscription", machine_id: "m-eu-c", plan_id: "basic", renew_subscription_id: plan!.id }))
-      assert.strictEqual(renewal.reason, "invalid_request")
+      assert.strictEqual(renewal.reason, "renewal_not_stablecoin")
       assert.match(renewal.message, /renew_subscription_id/)
     }).pipe(run))
 })

@@ -13,9 +13,10 @@ import * as Errors from "../kernel/Errors.ts"
 import { BillingError } from "../billing/BillingErrors.ts"
 import { KeyError } from "../keys/KeyErrors.ts"
 import { OrderError, TicketError } from "../payments/PaymentErrors.ts"
+import { PlanError } from "../plans/PlanErrors.ts"
 
 /** Every area error class, for the totality test and the guard below. */
-export const AreaErrorClasses = [KeyError, OrderError, TicketError, BillingError] as const
+export const AreaErrorClasses = [KeyError, PlanError, OrderError, TicketError, BillingError] as const
 export type AreaError = InstanceType<(typeof AreaErrorClasses)[number]>
 
 export type RefusalStatus = 400 | 401 | 402 | 403 | 404 | 409 | 429 | 503
@@ -39,6 +40,18 @@ export const REFUSALS = {
     subscription_not_found: 404,
     rental_not_found: 404,
     key_not_found: 404
+  },
+  PlanError: {
+    rental_not_offered: invalid,
+    rental_out_of_range: invalid,
+    plan_not_offered: invalid,
+    price_inexact: invalid,
+    subscription_not_found: 404,
+    renewal_not_stablecoin: invalid,
+    renewal_mismatch: invalid,
+    plan_ended: invalid,
+    plan_renewing: invalid,
+    plan_not_card: invalid
   },
   OrderError: {
     order_not_found: 404,

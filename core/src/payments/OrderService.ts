@@ -25,7 +25,6 @@ import type { Charging } from "../catalogue/Charging.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { chargingGate } from "../catalogue/Charging.ts"
 import type { RedeemResponse, TicketList } from "../ledger/Credits.ts"
-import type * as Errors from "../kernel/Errors.ts"
 import { generateId } from "../kernel/Ids.ts"
 import type { KeyErrorOf } from "../keys/KeyErrors.ts"
 import { requireWithin } from "../keys/KeyScope.ts"
@@ -46,6 +45,7 @@ import {
 } from "./OrderStore.ts"
 import { LedgerStore } from "../ledger/LedgerStore.ts"
 import { PlanStore } from "../plans/PlanStore.ts"
+import type { PlanErrorOf } from "../plans/PlanErrors.ts"
 import { machineOfScope } from "../plans/ScopeTargetsFromPlans.ts"
 import { StablecoinRail, type Transfer } from "./StablecoinRail.ts"
 import * as Time from "../kernel/Time.ts"
@@ -101,6 +101,8 @@ export interface DepositResult {
 
 /** Why an order body cannot be priced. */
 type Pricing = "credit_price_unset" | "machine_not_found" | "package_not_found"
+/** Why a machine's offer refuses a rental or plan body (plans/Offers.ts). */
+type OfferRefusal = "rental_not_offered" | "rental_out_of_range" | "plan_not_offered" | "price_inexact"
 /** Why an order cannot start a payment. */
 type PayRefusal =
   | "order_not_found"
@@ -115,9 +117,12 @@ type PayRefusal =
 
 export class Orders extends Context.Service<Orders, {
   /** POST /quotes: what a body would cost and grant, without creating anything. */
-  readonly quote: (body: CreateOrder) => Effect.Effect<Quote, OrderErrorOf<Pricing> | Errors.BadRequest>
+  readonly quote: (body: CreateOrder) => Effect.Effect<Quote, OrderErrorOf<Pricing> | PlanErrorOf<OfferRefusal>>
   /** POST /orders: a pending order; nothing is charged until it is paid. */
-  readonly create: (caller: Caller, body: CreateOrder) => Effect.Effect<Order, OrderErrorOf<Pricing> | Errors.BadRequest | Errors.NotFound | KeyErrorOf<"key_scope_too_narrow">>
+  readonly create: (caller: Caller, body: CreateOrder) => Effect.Effect<
+    Order,
+    OrderErrorOf<Pricing> | PlanErrorOf<OfferRefusal | "subscription_not_found" | "renewal_not_stablecoin" | "renewal_mismatch"> | KeyErrorOf<"key_scope_too_narrow">
+  >
   /** GET /orders: newest first; limit 1 to 200, default 50, else 400 invalid_request. */
   readonly list: (caller: Caller, limit?: number | undefined) => Effect.Effect<OrderList, OrderErrorOf<"invalid_limit">>
   /** GET /orders/{id}, with `ticket` (the gift ticket of a paid gift order, else null). */
