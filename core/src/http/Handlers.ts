@@ -28,7 +28,7 @@ import { answered } from "./Refusals.ts"
 import { CurrentCaller } from "./Security.ts"
 
 export const CatalogueHandlers = HttpApiBuilder.group(PlatformApi, "catalogue", Effect.fnUntraced(function*(handlers) {
-  const catalogue = yield* Catalogue
+  const catalogue = answered(yield* Catalogue)
   const orders = answered(yield* Orders)
   const data = <A>(items: ReadonlyArray<A>) => ({ data: items })
   return handlers
@@ -68,7 +68,7 @@ export const AccountHandlers = HttpApiBuilder.group(PlatformApi, "account", Effe
 }))
 
 export const CreditsHandlers = HttpApiBuilder.group(PlatformApi, "credits", Effect.fnUntraced(function*(handlers) {
-  const ledger = yield* Ledger
+  const ledger = answered(yield* Ledger)
   const tickets = answered(yield* Tickets)
   return handlers
     .handle("balance", () => Effect.flatMap(CurrentCaller, ({ account }) => ledger.balance(account.id)))

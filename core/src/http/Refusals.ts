@@ -11,12 +11,14 @@
 import { Effect, Predicate } from "effect"
 import * as Errors from "../kernel/Errors.ts"
 import { BillingError } from "../billing/BillingErrors.ts"
+import { CatalogueError } from "../catalogue/CatalogueErrors.ts"
 import { KeyError } from "../keys/KeyErrors.ts"
+import { LedgerError } from "../ledger/LedgerErrors.ts"
 import { OrderError, TicketError } from "../payments/PaymentErrors.ts"
 import { PlanError } from "../plans/PlanErrors.ts"
 
 /** Every area error class, for the totality test and the guard below. */
-export const AreaErrorClasses = [KeyError, PlanError, OrderError, TicketError, BillingError] as const
+export const AreaErrorClasses = [CatalogueError, KeyError, LedgerError, PlanError, OrderError, TicketError, BillingError] as const
 export type AreaError = InstanceType<(typeof AreaErrorClasses)[number]>
 
 export type RefusalStatus = 400 | 401 | 402 | 403 | 404 | 409 | 429 | 503
@@ -30,6 +32,11 @@ type RefusalTable = {
 const invalid = [400, "invalid_request"] as const
 
 export const REFUSALS = {
+  CatalogueError: {
+    model_not_found: 404,
+    machine_not_found: 404,
+    operator_not_found: 404
+  },
   KeyError: {
     missing_api_key: 401,
     invalid_api_key: 401,
@@ -40,6 +47,9 @@ export const REFUSALS = {
     subscription_not_found: 404,
     rental_not_found: 404,
     key_not_found: 404
+  },
+  LedgerError: {
+    invalid_limit: invalid
   },
   PlanError: {
     rental_not_offered: invalid,
