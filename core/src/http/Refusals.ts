@@ -10,6 +10,7 @@
  */
 import { Effect, Predicate } from "effect"
 import * as Errors from "../kernel/Errors.ts"
+import { AgentError } from "../agents/AgentErrors.ts"
 import { BillingError } from "../billing/BillingErrors.ts"
 import { CatalogueError } from "../catalogue/CatalogueErrors.ts"
 import { KeyError } from "../keys/KeyErrors.ts"
@@ -18,7 +19,7 @@ import { OrderError, TicketError } from "../payments/PaymentErrors.ts"
 import { PlanError } from "../plans/PlanErrors.ts"
 
 /** Every area error class, for the totality test and the guard below. */
-export const AreaErrorClasses = [CatalogueError, KeyError, LedgerError, PlanError, OrderError, TicketError, BillingError] as const
+export const AreaErrorClasses = [AgentError, CatalogueError, KeyError, LedgerError, PlanError, OrderError, TicketError, BillingError] as const
 export type AreaError = InstanceType<(typeof AreaErrorClasses)[number]>
 
 export type RefusalStatus = 400 | 401 | 402 | 403 | 404 | 409 | 429 | 503
@@ -32,6 +33,18 @@ type RefusalTable = {
 const invalid = [400, "invalid_request"] as const
 
 export const REFUSALS = {
+  AgentError: {
+    agent_not_found: 404,
+    agent_not_active: 409,
+    change_pending: 409,
+    passkey_required: 409,
+    identity_not_ready: 409,
+    no_serving_nodes: 409,
+    approvals_unavailable: 503,
+    key_lacks_permission: 403,
+    key_not_scoped_to_machine: 403,
+    machine_not_found: 404
+  },
   CatalogueError: {
     model_not_found: 404,
     machine_not_found: 404,
