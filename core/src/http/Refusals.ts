@@ -13,13 +13,26 @@ import * as Errors from "../kernel/Errors.ts"
 import { AgentError } from "../agents/AgentErrors.ts"
 import { BillingError } from "../billing/BillingErrors.ts"
 import { CatalogueError } from "../catalogue/CatalogueErrors.ts"
+import { DatasetError } from "../datasets/DatasetErrors.ts"
+import { FieldworkError } from "../fieldwork/FieldworkErrors.ts"
 import { KeyError } from "../keys/KeyErrors.ts"
 import { LedgerError } from "../ledger/LedgerErrors.ts"
 import { OrderError, TicketError } from "../payments/PaymentErrors.ts"
 import { PlanError } from "../plans/PlanErrors.ts"
 
 /** Every area error class, for the totality test and the guard below. */
-export const AreaErrorClasses = [AgentError, CatalogueError, KeyError, LedgerError, PlanError, OrderError, TicketError, BillingError] as const
+export const AreaErrorClasses = [
+  AgentError,
+  CatalogueError,
+  KeyError,
+  LedgerError,
+  PlanError,
+  OrderError,
+  TicketError,
+  BillingError,
+  DatasetError,
+  FieldworkError
+] as const
 export type AreaError = InstanceType<(typeof AreaErrorClasses)[number]>
 
 export type RefusalStatus = 400 | 401 | 402 | 403 | 404 | 409 | 429 | 503
@@ -109,6 +122,18 @@ export const REFUSALS = {
     card_setup_off: invalid,
     checkout_not_found: 404,
     statement_not_found: 404
+  },
+  DatasetError: {
+    dataset_not_found: 404,
+    dataset_deleted: 409,
+    item_not_found: 404,
+    export_not_found: 404
+  },
+  FieldworkError: {
+    project_settings_invalid: invalid,
+    project_not_found: 404,
+    consent_version_exists: 409,
+    ingest_key_not_found: 404
   }
 } as const satisfies RefusalTable
 
