@@ -24,7 +24,7 @@ import { PeopleStore } from "../accounts/PeopleStore.ts"
 import { PlatformApi } from "./Api.ts"
 import { withRequestBaseUrl } from "./PublicUrl.ts"
 import { RequestBaseUrl } from "../kernel/RequestBaseUrl.ts"
-import { answered } from "./Refusals.ts"
+import { answer, answered } from "./Refusals.ts"
 import { CurrentCaller } from "./Security.ts"
 
 export const CatalogueHandlers = HttpApiBuilder.group(PlatformApi, "catalogue", Effect.fnUntraced(function*(handlers) {
@@ -123,6 +123,7 @@ export const IdentityHandlers = HttpApiBuilder.group(PlatformApi, "identity", Ef
   // Made from the stores alone (no AccountService needed): the link names the account service's page.
   const claimLink = () =>
     Effect.flatMap(CurrentCaller, (caller) => withRequestBaseUrl(Effect.flatMap(accountsUrl, (url) => claimLinkFor(caller, url)))).pipe(
+      answer,
       Effect.provideService(AccountStore, accountStore),
       Effect.provideService(PeopleStore, people)
     )

@@ -8,8 +8,9 @@
  * Handlers and pages take a service through `answered`, which turns its area errors into the
  * platform's error classes (kernel/Errors.ts) the API encodes in the spec's error shape.
  */
-import { Effect, Predicate } from "effect"
+import { Effect, Predicate, Schema } from "effect"
 import * as Errors from "../kernel/Errors.ts"
+import { AccountError } from "../accounts/AccountErrors.ts"
 import { AgentError } from "../agents/AgentErrors.ts"
 import { BillingError } from "../billing/BillingErrors.ts"
 import { CatalogueError } from "../catalogue/CatalogueErrors.ts"
@@ -22,6 +23,7 @@ import { PlanError } from "../plans/PlanErrors.ts"
 
 /** Every area error class, for the totality test and the guard below. */
 export const AreaErrorClasses = [
+  AccountError,
   AgentError,
   CatalogueError,
   KeyError,
@@ -35,7 +37,7 @@ export const AreaErrorClasses = [
 ] as const
 export type AreaError = InstanceType<(typeof AreaErrorClasses)[number]>
 
-export type RefusalStatus = 400 | 401 | 402 | 403 | 404 | 409 | 429 | 503
+export type RefusalStatus = 400 | 401 | 402 | 403 | 404 | 409 | 410 | 425 | 429 | 503
 /** A status (the code is the reason), or a status and the spec's code when the reason is finer than it. */
 export type RefusalEntry = RefusalStatus | readonly [RefusalStatus, string]
 
@@ -46,6 +48,30 @@ type RefusalTable = {
 const invalid = [400, "invalid_request"] as const
 
 export const REFUSALS = {
+  AccountError: {
+    invalid_email: 400,
+    email_taken: 409,
+    email_unavailable: 503,
+    rate_limited: 429,
+    invalid_flow: 400,
+    verification_failed: 400,
+    unknown_passkey: 401,
+    passkey_taken: 409,
+    passkey_not_found: 404,
+    last_passkey: 409,
+    session_required: 401,
+    csrf_mismatch: 403,
+    token_unknown: 404,
+    token_used: 410,
+    token_expired: 410,
+    token_early: 425,
+    invalid_request: 400,
+    approval_not_found: 404,
+    approval_closed: 409,
+    client_unauthorized: 401,
+    network_unavailable: 503,
+    not_owner_account: 409
+  },
   AgentError: {
     agent_not_found: 404,
     agent_not_active: 409,
@@ -139,13 +165,25 @@ export const REFUSALS = {
 
 type Body = { readonly code: string; readonly message: string; readonly scope?: string }
 
-const byStatus: Record<RefusalStatus, (error: Body) => Errors.PlatformError> = {
+const PlatformErrorBody = Schema.Struct({ code: Schema.String, message: Schema.String, scope: Schema.optionalKey(Schema.String) })
+
+/** 410: a mailed link used or expired (the account pages' answers; no API endpoint declares it). */
+export class Gone extends Schema.Error<Gone>("Gone")({ error: PlatformErrorBody }, { httpApiStatus: 410 }) {}
+/** 425: a recovery link not usable yet (as Gone). */
+export class TooEarly extends Schema.Error<TooEarly>("TooEarly")({ error: PlatformErrorBody }, { httpApiStatus: 425 }) {}
+
+/** What a refusal answers with: a platform error (kernel/Errors.ts), or one of the account pages' own. */
+export type Answer = Errors.PlatformError | Gone | TooEarly
+
+const byStatus: Record<RefusalStatus, (error: Body) => Answer> = {
   400: (error) => new Errors.BadRequest({ error }),
   401: (error) => new Errors.Unauthorized({ error }),
   402: (error) => new Errors.PaymentRequired({ error }),
   403: (error) => new Errors.Forbidden({ error }),
   404: (error) => new Errors.NotFound({ error }),
   409: (error) => new Errors.Conflict({ error }),
+  410: (error) => new Gone({ error }),
+  425: (error) => new TooEarly({ error }),
   429: (error) => new Errors.TooManyRequests({ error }),
   503: (error) => new Errors.ServiceUnavailable({ error })
 }
@@ -160,7 +198,7 @@ export const isAreaError = (u: unknown): u is AreaError =>
   Predicate.hasProperty(u, "_tag") && typeof u._tag === "string" && Object.hasOwn(REFUSALS, u._tag)
 
 /** The platform error (status, code, message, scope) an area error answers with. */
-export const toPlatformError = (error: AreaError): Errors.PlatformError => {
+export const toPlatformError = (error: AreaError): Answer => {
   const { code, status } = refusalOf(error)
   // The spec's optional `scope` names what a refusal is about (the permission a key lacks).
   const scope = "scope" in error ? error.scope : undefined
@@ -177,6 +215,8 @@ interface ClassOfStatus {
   403: Errors.Forbidden
   404: Errors.NotFound
   409: Errors.Conflict
+  410: Gone
+  425: TooEarly
   429: Errors.TooManyRequests
   503: Errors.ServiceUnavailable
 }
