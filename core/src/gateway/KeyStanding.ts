@@ -12,7 +12,6 @@
  * gateway does not read them again (the agent's limits, the plan's models and allowance).
  */
 import { Context, Effect } from "effect"
-import * as Errors from "../kernel/Errors.ts"
 import { agentGate } from "../agents/Limits.ts"
 import type { AgentRecord } from "../agents/Records.ts"
 import type { KeyRecord } from "../keys/Keys.ts"
@@ -91,7 +90,3 @@ export const makeStandingCheck = Effect.gen(function*() {
   const records = Context.make(AgentStore, yield* AgentStore).pipe(Context.add(PlanStore, yield* PlanStore))
   return (key: KeyRecord, now: number): Effect.Effect<Standing, KeyRefused> => Effect.provide(standingOf(key, now), records)
 })
-
-/** A refused standing in the management API's error shape. */
-export const platformRefusal = (refused: KeyRefused): Errors.Unauthorized | Errors.Forbidden =>
-  refused.status === 401 ? Errors.unauthorized(refused.code, refused.message) : Errors.forbidden(refused.code, refused.message)

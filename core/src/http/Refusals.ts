@@ -6,10 +6,10 @@
  * type-check (test/Refusals.test.ts checks the same at run time).
  *
  * Handlers and pages take a service through `answered`, which turns its area errors into the
- * platform's error classes (kernel/Errors.ts) the API encodes in the spec's error shape.
+ * platform's error classes (Errors.ts) the API encodes in the spec's error shape.
  */
-import { Effect, Predicate, Schema } from "effect"
-import * as Errors from "../kernel/Errors.ts"
+import { Effect, Predicate } from "effect"
+import * as Errors from "./Errors.ts"
 import { AccountError } from "../accounts/AccountErrors.ts"
 import { AgentError } from "../agents/AgentErrors.ts"
 import { BillingError } from "../billing/BillingErrors.ts"
@@ -165,15 +165,8 @@ export const REFUSALS = {
 
 type Body = { readonly code: string; readonly message: string; readonly scope?: string }
 
-const PlatformErrorBody = Schema.Struct({ code: Schema.String, message: Schema.String, scope: Schema.optionalKey(Schema.String) })
-
-/** 410: a mailed link used or expired (the account pages' answers; no API endpoint declares it). */
-export class Gone extends Schema.Error<Gone>("Gone")({ error: PlatformErrorBody }, { httpApiStatus: 410 }) {}
-/** 425: a recovery link not usable yet (as Gone). */
-export class TooEarly extends Schema.Error<TooEarly>("TooEarly")({ error: PlatformErrorBody }, { httpApiStatus: 425 }) {}
-
-/** What a refusal answers with: a platform error (kernel/Errors.ts), or one of the account pages' own. */
-export type Answer = Errors.PlatformError | Gone | TooEarly
+/** What a refusal answers with: a platform error (Errors.ts), or one of the account pages' own. */
+export type Answer = Errors.PlatformError | Errors.Gone | Errors.TooEarly
 
 const byStatus: Record<RefusalStatus, (error: Body) => Answer> = {
   400: (error) => new Errors.BadRequest({ error }),
@@ -182,8 +175,8 @@ const byStatus: Record<RefusalStatus, (error: Body) => Answer> = {
   403: (error) => new Errors.Forbidden({ error }),
   404: (error) => new Errors.NotFound({ error }),
   409: (error) => new Errors.Conflict({ error }),
-  410: (error) => new Gone({ error }),
-  425: (error) => new TooEarly({ error }),
+  410: (error) => new Errors.Gone({ error }),
+  425: (error) => new Errors.TooEarly({ error }),
   429: (error) => new Errors.TooManyRequests({ error }),
   503: (error) => new Errors.ServiceUnavailable({ error })
 }
@@ -215,8 +208,8 @@ interface ClassOfStatus {
   403: Errors.Forbidden
   404: Errors.NotFound
   409: Errors.Conflict
-  410: Gone
-  425: TooEarly
+  410: Errors.Gone
+  425: Errors.TooEarly
   429: Errors.TooManyRequests
   503: Errors.ServiceUnavailable
 }

@@ -8,8 +8,8 @@ import { HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import { ApiKeys } from "../keys/ApiKeys.ts"
 import { type Caller } from "../keys/Caller.ts"
-import { makeStandingCheck, platformRefusal } from "../gateway/KeyStanding.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { type KeyRefused, makeStandingCheck } from "../gateway/KeyStanding.ts"
+import * as Errors from "./Errors.ts"
 import { requireAccountWide, ScopeRuleAnnotation, scopeRuleOf } from "../keys/KeyScope.ts"
 import type { Permission } from "../keys/Permissions.ts"
 import { answer, answered } from "./Refusals.ts"
@@ -23,6 +23,10 @@ export const RequiredPermission = Context.Reference<Permission | undefined>(
   "@model-platform/core/http/RequiredPermission",
   { defaultValue: () => undefined }
 )
+
+/** A refused standing in the management API's error shape (its status and code are the standing rule's). */
+const platformRefusal = (refused: KeyRefused): Errors.Unauthorized | Errors.Forbidden =>
+  refused.status === 401 ? Errors.unauthorized(refused.code, refused.message) : Errors.forbidden(refused.code, refused.message)
 
 export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: CurrentCaller }>()(
   "@model-platform/core/http/Authentication",

@@ -15,7 +15,7 @@
 import { Effect, Schema } from "effect"
 import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Catalogue } from "../catalogue/Catalogue.ts"
-import * as Errors from "../kernel/Errors.ts"
+import * as Errors from "./Errors.ts"
 import { randomBytes } from "../kernel/Ids.ts"
 import { MAX_SHORT_TEXT_LENGTH } from "../kernel/Limits.ts"
 import { Orders } from "../payments/OrderService.ts"

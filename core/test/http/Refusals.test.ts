@@ -19,8 +19,8 @@ import * as ledger from "../../src/ledger/index.ts"
 import * as operator from "../../src/operator/index.ts"
 import * as payments from "../../src/payments/index.ts"
 import * as plans from "../../src/plans/index.ts"
-import * as Errors from "../../src/kernel/Errors.ts"
-import { answered, AreaErrorClasses, Gone, REFUSALS, refusalOf, TooEarly, toPlatformError } from "../../src/http/Refusals.ts"
+import * as Errors from "../../src/http/Errors.ts"
+import { answered, AreaErrorClasses, REFUSALS, refusalOf, toPlatformError } from "../../src/http/Refusals.ts"
 import { keyError } from "../../src/keys/KeyErrors.ts"
 import { OrderError } from "../../src/payments/PaymentErrors.ts"
 
@@ -46,8 +46,8 @@ const STATUS_OF_CLASS = new Map<unknown, number>([
   [Errors.Forbidden, 403],
   [Errors.NotFound, 404],
   [Errors.Conflict, 409],
-  [Gone, 410],
-  [TooEarly, 425],
+  [Errors.Gone, 410],
+  [Errors.TooEarly, 425],
   [Errors.TooManyRequests, 429],
   [Errors.ServiceUnavailable, 503]
 ])
