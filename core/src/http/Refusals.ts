@@ -3,12 +3,12 @@
  * fails with its area's tagged error, whose `reason` names the refusal; here each (tag, reason)
  * has the spec's status, and the spec's `code` (the reason itself unless the table says another).
  * The table's type makes it total: a reason added to an area error and left out here does not
- * type-check (test/Refusals.test.ts checks the same at run time).
+ * type-check (core/test/http/Refusals.test.ts checks the same at run time).
  *
  * Handlers and pages take a service through `answered`, which turns its area errors into the
  * platform's error classes (Errors.ts) the API encodes in the spec's error shape.
  */
-import { Effect, Predicate } from "effect"
+import { Effect } from "effect"
 import * as Errors from "./Errors.ts"
 import { AccountError } from "../accounts/AccountErrors.ts"
 import { AgentError } from "../agents/AgentErrors.ts"
@@ -187,8 +187,7 @@ export const refusalOf = (error: AreaError): { readonly status: RefusalStatus; r
   return typeof entry === "number" ? { status: entry, code: error.reason } : { status: entry[0], code: entry[1] }
 }
 
-export const isAreaError = (u: unknown): u is AreaError =>
-  Predicate.hasProperty(u, "_tag") && typeof u._tag === "string" && Object.hasOwn(REFUSALS, u._tag)
+export const isAreaError = (u: unknown): u is AreaError => AreaErrorClasses.some((Class) => u instanceof Class)
 
 /** The platform error (status, code, message, scope) an area error answers with. */
 export const toPlatformError = (error: AreaError): Answer => {
