@@ -69,9 +69,7 @@ const keyedDataset = (request: HttpServerRequest.HttpServerRequest, permission: 
     if (authorization === null) return yield* refuse(401, "missing_api_key", "Send a platform key as `Authorization: Bearer <key>`.")
     const caller = yield* apiKeys.authenticate(authorization[1]!.trim()).pipe(Effect.mapError(fromAreaError))
     // 401, or 403 for a key whose agent's delegation, plan or rental has ended (gateway/KeyStanding.ts).
-    yield* standingOf(caller.key, yield* Clock.currentTimeMillis).pipe(
-      Effect.mapError((refused) => refusal(refused.status, refused.code, refused.message))
-    )
+    yield* standingOf(caller.key, yield* Clock.currentTimeMillis).pipe(Effect.mapError(fromAreaError))
     if (!caller.key.permissions.includes(permission)) {
       return yield* refuse(403, "key_lacks_permission", `This key lacks the "${permission}" permission.`)
     }

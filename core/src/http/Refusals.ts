@@ -16,6 +16,7 @@ import { BillingError } from "../billing/BillingErrors.ts"
 import { CatalogueError } from "../catalogue/CatalogueErrors.ts"
 import { DatasetError } from "../datasets/DatasetErrors.ts"
 import { FieldworkError } from "../fieldwork/FieldworkErrors.ts"
+import { StandingError } from "../gateway/GatewayErrors.ts"
 import { KeyError } from "../keys/KeyErrors.ts"
 import { LedgerError } from "../ledger/LedgerErrors.ts"
 import { OrderError, TicketError } from "../payments/PaymentErrors.ts"
@@ -33,7 +34,8 @@ export const AreaErrorClasses = [
   TicketError,
   BillingError,
   DatasetError,
-  FieldworkError
+  FieldworkError,
+  StandingError
 ] as const
 export type AreaError = InstanceType<(typeof AreaErrorClasses)[number]>
 
@@ -160,6 +162,12 @@ export const REFUSALS = {
     project_not_found: 404,
     consent_version_exists: 409,
     ingest_key_not_found: 404
+  },
+  StandingError: {
+    agent_revoked: [401, "invalid_api_key"],
+    agent_expired: 403,
+    subscription_inactive: 403,
+    rental_ended: 403
   }
 } as const satisfies RefusalTable
 
@@ -198,6 +206,13 @@ export const toPlatformError = (error: AreaError): Answer => {
 }
 
 const toHttpError = <E>(error: E) => (isAreaError(error) ? toPlatformError(error) : error)
+
+/** An area error on the inference surface (/v1): the same status and code, in its error shape. */
+export const toInferenceError = <E>(error: E): Exclude<E, AreaError> | Errors.InferenceError => {
+  if (!isAreaError(error)) return error as Exclude<E, AreaError>
+  const { code, status } = refusalOf(error)
+  return Errors.inferenceError(status, code, error.message)
+}
 
 /** The platform error class of each status. */
 interface ClassOfStatus {

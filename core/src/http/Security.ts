@@ -8,7 +8,7 @@ import { HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import { ApiKeys } from "../keys/ApiKeys.ts"
 import { type Caller } from "../keys/Caller.ts"
-import { type KeyRefused, makeStandingCheck } from "../gateway/KeyStanding.ts"
+import { makeStandingCheck } from "../gateway/KeyStanding.ts"
 import * as Errors from "./Errors.ts"
 import { requireAccountWide, ScopeRuleAnnotation, scopeRuleOf } from "../keys/KeyScope.ts"
 import type { Permission } from "../keys/Permissions.ts"
@@ -24,10 +24,6 @@ export const RequiredPermission = Context.Reference<Permission | undefined>(
   { defaultValue: () => undefined }
 )
 
-/** A refused standing in the management API's error shape (its status and code are the standing rule's). */
-const platformRefusal = (refused: KeyRefused): Errors.Unauthorized | Errors.Forbidden =>
-  refused.status === 401 ? Errors.unauthorized(refused.code, refused.message) : Errors.forbidden(refused.code, refused.message)
-
 export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: CurrentCaller }>()(
   "@model-platform/core/http/Authentication",
   { security: { bearer: HttpApiSecurity.bearer }, error: [Errors.Unauthorized, Errors.Forbidden] }
@@ -41,7 +37,7 @@ export class Authentication extends HttpApiMiddleware.Service<Authentication, { 
         bearer: Effect.fnUntraced(function*(httpEffect, { credential, endpoint }) {
           const caller = yield* apiKeys.authenticate(Redacted.value(credential).trim())
           // What stands behind the key, as on every surface (gateway/KeyStanding.ts).
-          yield* standingOf(caller.key, yield* Clock.currentTimeMillis).pipe(Effect.mapError(platformRefusal))
+          yield* answer(standingOf(caller.key, yield* Clock.currentTimeMillis))
           const needed = Context.get(endpoint.annotations, RequiredPermission)
           if (needed !== undefined && !caller.key.permissions.includes(needed)) {
             return yield* Errors.forbidden(
