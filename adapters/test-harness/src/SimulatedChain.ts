@@ -8,9 +8,8 @@
  *   would, as many times as it likes — `sendAndRecord` does both.
  */
 import { Context, Effect, Layer, Ref } from "effect"
-import type { BadRequest } from "@model-platform/core/kernel"
 import { randomBytes, Time } from "@model-platform/core/kernel"
-import { type DepositResult, Orders, StablecoinRail, type Transfer } from "@model-platform/core/payments"
+import { type DepositResult, type OrderErrorOf, Orders, StablecoinRail, type Transfer } from "@model-platform/core/payments"
 
 export interface SendInput {
   readonly chain: string
@@ -55,7 +54,7 @@ export class SimulatedChain extends Context.Service<SimulatedChain, {
 /** Sends a transfer on the simulated chain and hands it to the platform once. */
 export const sendAndRecord = (
   input: SendInput
-): Effect.Effect<{ readonly transfer: Transfer; readonly result: DepositResult }, BadRequest, SimulatedChain | Orders> =>
+): Effect.Effect<{ readonly transfer: Transfer; readonly result: DepositResult }, OrderErrorOf<"invalid_transfer">, SimulatedChain | Orders> =>
   Effect.gen(function*() {
     const transfer = yield* (yield* SimulatedChain).send(input)
     const result = yield* (yield* Orders).recordDeposit(transfer)

@@ -92,7 +92,7 @@ describe("AccountService", () => {
       const pending = yield* accounts.finishSignUp({ flow: begun.flow, response, ...RP })
       assert.strictEqual(pending.email, "ada@example.test")
       // Not a person until confirmed: the passkey signs nobody in, the email is still free.
-      assert.strictEqual((yield* refusal(signIn(auth))).code, "unknown_passkey")
+      assert.strictEqual((yield* refusal(signIn(auth))).reason, "unknown_passkey")
 
       const confirmed = yield* accounts.confirmEmail({ token: yield* mailedToken("ada@example.test", "confirm") })
       assert.isNotNull(confirmed.person.account_id)
@@ -130,7 +130,7 @@ describe("AccountService", () => {
       assert.isUndefined(yield* accounts.session(signedIn.session.token))
       assert.isDefined(yield* accounts.session(confirmed.session.token))
       assert.strictEqual(
-        (yield* refusal(accounts.signOut({ session: signedIn.session.token, csrf: signedIn.session.csrf }))).code,
+        (yield* refusal(accounts.signOut({ session: signedIn.session.token, csrf: signedIn.session.csrf }))).reason,
         "session_required"
       )
     })))
@@ -141,11 +141,11 @@ describe("AccountService", () => {
       const auth = yield* makeSoftAuthenticator
       const begun = yield* accounts.beginSignUp({ email: "bob@example.test", clientAddress: "10.0.0.1", ...RP })
       const elsewhere = yield* auth.create(begun.options, "http://evil.test")
-      assert.strictEqual((yield* refusal(accounts.finishSignUp({ flow: begun.flow, response: elsewhere, ...RP }))).code, "verification_failed")
+      assert.strictEqual((yield* refusal(accounts.finishSignUp({ flow: begun.flow, response: elsewhere, ...RP }))).reason, "verification_failed")
       // The flow was consumed by that attempt: a replay is refused whatever it carries.
       const good = yield* auth.create(begun.options, ORIGIN)
-      assert.strictEqual((yield* refusal(accounts.finishSignUp({ flow: begun.flow, response: good, ...RP }))).code, "invalid_flow")
-      assert.strictEqual((yield* refusal(accounts.finishSignUp({ flow: "nonsense", response: {}, ...RP }))).code, "invalid_flow")
+      assert.strictEqual((yield* refusal(accounts.finishSignUp({ flow: begun.flow, response: good, ...RP }))).reason, "invalid_flow")
+      assert.strictEqual((yield* refusal(accounts.finishSignUp({ flow: "nonsense", response: {}, ...RP }))).reason, "invalid_flow")
 
       const again = yield* accounts.beginSignUp({ email: "bob@example.test", clientAddress: "10.0.0.1", ...RP })
       yield* accounts.finishSignUp({ flow: again.flow, response: yield* auth.create(again.options, ORIGIN), ...RP })
@@ -154,9 +154,9 @@ describe("AccountService", () => {
       yield* accounts.resendConfirmation({ email: "bob@example.test", clientAddress: "10.0.0.1" })
       const token = yield* mailedToken("bob@example.test", "confirm")
       assert.notStrictEqual(token, first)
-      assert.strictEqual((yield* refusal(accounts.confirmEmail({ token: first }))).code, "token_used")
+      assert.strictEqual((yield* refusal(accounts.confirmEmail({ token: first }))).reason, "token_used")
       yield* TestClock.adjust(25 * HOUR)
-      assert.strictEqual((yield* refusal(accounts.confirmEmail({ token }))).code, "token_expired")
+      assert.strictEqual((yield* refusal(accounts.confirmEmail({ token }))).reason, "token_expired")
       // Nothing pending any more: a resend sends nothing (and says so to nobody).
       yield* accounts.resendConfirmation({ email: "bob@example.test", clientAddress: "10.0.0.1" })
       assert.strictEqual((yield* (yield* MemoryOutbox).to("bob@example.test")).length, 2)
@@ -165,14 +165,14 @@ describe("AccountService", () => {
       yield* accounts.finishSignUp({ flow: third.flow, response: yield* auth.create(third.options, ORIGIN), ...RP })
       const fresh = yield* mailedToken("bob@example.test", "confirm")
       yield* accounts.confirmEmail({ token: fresh })
-      assert.strictEqual((yield* refusal(accounts.confirmEmail({ token: fresh }))).code, "token_used")
-      assert.strictEqual((yield* refusal(accounts.confirmEmail({ token: "unknown" }))).code, "token_unknown")
+      assert.strictEqual((yield* refusal(accounts.confirmEmail({ token: fresh }))).reason, "token_used")
+      assert.strictEqual((yield* refusal(accounts.confirmEmail({ token: "unknown" }))).reason, "token_unknown")
       assert.strictEqual(
-        (yield* refusal(accounts.beginSignUp({ email: "BOB@example.test", clientAddress: "10.0.0.1", ...RP }))).code,
+        (yield* refusal(accounts.beginSignUp({ email: "BOB@example.test", clientAddress: "10.0.0.1", ...RP }))).reason,
         "email_taken"
       )
       assert.strictEqual(
-        (yield* refusal(accounts.beginSignUp({ email: "not an address", clientAddress: "10.0.0.1", ...RP }))).code,
+        (yield* refusal(accounts.beginSignUp({ email: "not an address", clientAddress: "10.0.0.1", ...RP }))).reason,
         "invalid_email"
       )
     })))
@@ -189,7 +189,7 @@ describe("AccountService", () => {
       const mails = yield* (yield* MemoryOutbox).to("cy@example.test")
       const tokens = mails.map((m) => m.text.match(/token=([A-Za-z0-9_-]+)/)![1]!)
       yield* accounts.confirmEmail({ token: tokens[1]! })
-      assert.strictEqual((yield* refusal(accounts.confirmEmail({ token: tokens[0]! }))).code, "email_taken")
+      assert.strictEqual((yield* refusal(accounts.confirmEmail({ token: tokens[0]! }))).reason, "email_taken")
     })))
 
   it.effect("one link followed twice at once, one flow finished twice at once: exactly one wins", () =>
@@ -222,15 +222,15 @@ describe("AccountService", () => {
       const begun = yield* accounts.beginSignIn({ clientAddress: "10.0.0.2", ...RP })
       const response = yield* auth.get(begun.options, ORIGIN)
       yield* accounts.finishSignIn({ flow: begun.flow, response, ...RP })
-      assert.strictEqual((yield* refusal(accounts.finishSignIn({ flow: begun.flow, response, ...RP }))).code, "invalid_flow")
-      assert.strictEqual((yield* refusal(signIn(auth, { counter: 1 }))).code, "verification_failed")
+      assert.strictEqual((yield* refusal(accounts.finishSignIn({ flow: begun.flow, response, ...RP }))).reason, "invalid_flow")
+      assert.strictEqual((yield* refusal(signIn(auth, { counter: 1 }))).reason, "verification_failed")
       const other = yield* accounts.beginSignIn({ clientAddress: "10.0.0.2", ...RP })
       const forged = yield* auth.get({ ...other.options, rpId: "localhost" }, "http://evil.test")
       assert.strictEqual(
-        (yield* refusal(accounts.finishSignIn({ flow: other.flow, response: forged, ...RP }))).code,
+        (yield* refusal(accounts.finishSignIn({ flow: other.flow, response: forged, ...RP }))).reason,
         "verification_failed"
       )
-      assert.strictEqual((yield* refusal(accounts.finishSignIn({ flow: "x", response: null, ...RP }))).code, "invalid_flow")
+      assert.strictEqual((yield* refusal(accounts.finishSignIn({ flow: "x", response: null, ...RP }))).reason, "invalid_flow")
     })))
 
   it.effect("passkeys: add, list, remove, never the last; CSRF on every change", () =>
@@ -239,29 +239,29 @@ describe("AccountService", () => {
       const auth = yield* makeSoftAuthenticator
       const { session } = yield* signUp(auth, "eve@example.test")
       const call = { session: session.token, csrf: session.csrf }
-      assert.strictEqual((yield* refusal(accounts.beginAddPasskey({ ...call, csrf: "forged", ...RP }))).code, "csrf_mismatch")
+      assert.strictEqual((yield* refusal(accounts.beginAddPasskey({ ...call, csrf: "forged", ...RP }))).reason, "csrf_mismatch")
       const begun = yield* accounts.beginAddPasskey({ ...call, ...RP })
       const added = yield* accounts.finishAddPasskey({ ...call, flow: begun.flow, response: yield* auth.create(begun.options, ORIGIN), name: " Phone ", ...RP })
       assert.strictEqual(added.name, "Phone")
       const listed = yield* accounts.listPasskeys(session.token)
       assert.deepStrictEqual(listed.map((p) => p.name), ["Laptop", "Phone"])
 
-      assert.strictEqual((yield* refusal(accounts.removePasskey({ ...call, csrf: "", credentialId: added.credential_id }))).code, "csrf_mismatch")
-      assert.strictEqual((yield* refusal(accounts.removePasskey({ ...call, credentialId: "nope" }))).code, "passkey_not_found")
+      assert.strictEqual((yield* refusal(accounts.removePasskey({ ...call, csrf: "", credentialId: added.credential_id }))).reason, "csrf_mismatch")
+      assert.strictEqual((yield* refusal(accounts.removePasskey({ ...call, credentialId: "nope" }))).reason, "passkey_not_found")
       yield* accounts.removePasskey({ ...call, credentialId: added.credential_id })
       assert.strictEqual(
-        (yield* refusal(accounts.removePasskey({ ...call, credentialId: listed[0]!.credential_id }))).code,
+        (yield* refusal(accounts.removePasskey({ ...call, credentialId: listed[0]!.credential_id }))).reason,
         "last_passkey"
       )
-      assert.strictEqual((yield* refusal(signIn(auth, { credentialId: added.credential_id }))).code, "unknown_passkey")
-      assert.strictEqual((yield* refusal(accounts.listPasskeys("no-session"))).code, "session_required")
+      assert.strictEqual((yield* refusal(signIn(auth, { credentialId: added.credential_id }))).reason, "unknown_passkey")
+      assert.strictEqual((yield* refusal(accounts.listPasskeys("no-session"))).reason, "session_required")
       const permissions = ["inference"]
-      assert.strictEqual((yield* refusal(accounts.createKey({ ...call, csrf: "x", name: "k", permissions }))).code, "csrf_mismatch")
-      assert.strictEqual((yield* refusal(accounts.createKey({ ...call, name: " ", permissions }))).code, "invalid_request")
+      assert.strictEqual((yield* refusal(accounts.createKey({ ...call, csrf: "x", name: "k", permissions }))).reason, "csrf_mismatch")
+      assert.strictEqual((yield* refusal(accounts.createKey({ ...call, name: " ", permissions }))).reason, "invalid_request")
       // None chosen, or one a person's page does not give.
-      assert.strictEqual((yield* refusal(accounts.createKey({ ...call, name: "k", permissions: [] }))).code, "invalid_request")
+      assert.strictEqual((yield* refusal(accounts.createKey({ ...call, name: "k", permissions: [] }))).reason, "invalid_request")
       assert.strictEqual(
-        (yield* refusal(accounts.createKey({ ...call, name: "k", permissions: ["voices:admin"] }))).code,
+        (yield* refusal(accounts.createKey({ ...call, name: "k", permissions: ["voices:admin"] }))).reason,
         "invalid_request"
       )
     })))
@@ -279,23 +279,23 @@ describe("AccountService", () => {
       assert.isDefined(pending)
       const token = yield* mailedToken("fay@example.test", "recover")
       const early = yield* refusal(accounts.beginRecovery({ token, ...RP }))
-      assert.strictEqual(early.code, "token_early")
+      assert.strictEqual(early.reason, "token_early")
       assert.strictEqual(early.not_before, pending!.usable_from)
 
       yield* TestClock.adjust(24 * HOUR)
       const found = yield* makeSoftAuthenticator
       const begun = yield* accounts.beginRecovery({ token, ...RP })
-      assert.strictEqual((yield* refusal(accounts.beginRecovery({ token, ...RP }))).code, "token_used")
+      assert.strictEqual((yield* refusal(accounts.beginRecovery({ token, ...RP }))).reason, "token_used")
       // A failed ceremony: retried with the fresh link, without waiting again.
       const wrong = yield* found.create(begun.options, "http://evil.test")
-      assert.strictEqual((yield* refusal(accounts.finishRecovery({ flow: begun.flow, response: wrong, ...RP }))).code, "verification_failed")
+      assert.strictEqual((yield* refusal(accounts.finishRecovery({ flow: begun.flow, response: wrong, ...RP }))).reason, "verification_failed")
       const retry = yield* accounts.beginRecovery({ token: begun.link, ...RP })
       const recovered = yield* accounts.finishRecovery({ flow: retry.flow, response: yield* found.create(retry.options, ORIGIN), ...RP })
       assert.isUndefined(yield* accounts.session(old.token))
       assert.isDefined(yield* accounts.session(recovered.session.token))
       assert.strictEqual((yield* accounts.listPasskeys(recovered.session.token)).length, 2)
       assert.strictEqual((yield* signIn(found)).person.email, "fay@example.test")
-      assert.strictEqual((yield* refusal(accounts.beginRecovery({ token: retry.link, ...RP }))).code, "token_used")
+      assert.strictEqual((yield* refusal(accounts.beginRecovery({ token: retry.link, ...RP }))).reason, "token_used")
 
       // Someone else asks; the owner signs in: the link is dead.
       yield* accounts.requestRecovery({ email: "fay@example.test", clientAddress: "10.0.0.3" })
@@ -303,15 +303,15 @@ describe("AccountService", () => {
       const { session } = yield* signIn(found)
       assert.isUndefined(yield* accounts.pendingRecovery(session.token))
       yield* TestClock.adjust(24 * HOUR)
-      assert.strictEqual((yield* refusal(accounts.beginRecovery({ token: second, ...RP }))).code, "token_used")
+      assert.strictEqual((yield* refusal(accounts.beginRecovery({ token: second, ...RP }))).reason, "token_used")
 
       // Or cancels it from a signed-in page.
       yield* accounts.requestRecovery({ email: "fay@example.test", clientAddress: "10.0.0.4" })
       const third = yield* mailedToken("fay@example.test", "recover")
-      assert.strictEqual((yield* refusal(accounts.cancelRecovery({ session: session.token, csrf: "x" }))).code, "csrf_mismatch")
+      assert.strictEqual((yield* refusal(accounts.cancelRecovery({ session: session.token, csrf: "x" }))).reason, "csrf_mismatch")
       yield* accounts.cancelRecovery({ session: session.token, csrf: session.csrf })
       yield* TestClock.adjust(24 * HOUR)
-      assert.strictEqual((yield* refusal(accounts.beginRecovery({ token: third, ...RP }))).code, "token_used")
+      assert.strictEqual((yield* refusal(accounts.beginRecovery({ token: third, ...RP }))).reason, "token_used")
     })))
 
   it.effect("rate limits per address and per email, with the seconds to wait", () =>
@@ -319,13 +319,13 @@ describe("AccountService", () => {
       const accounts = yield* AccountService
       for (let i = 0; i < 60; i++) yield* accounts.beginSignIn({ clientAddress: "10.9.9.9", ...RP })
       const limited = yield* refusal(accounts.beginSignIn({ clientAddress: "10.9.9.9", ...RP }))
-      assert.strictEqual(limited.code, "rate_limited")
+      assert.strictEqual(limited.reason, "rate_limited")
       assert.isTrue(limited.retry_after_seconds! > 0 && limited.retry_after_seconds! <= 600)
       yield* accounts.beginSignIn({ clientAddress: "10.9.9.8", ...RP })
 
       for (let i = 0; i < 3; i++) yield* accounts.requestRecovery({ email: "gus@example.test", clientAddress: `10.1.1.${i}` })
       assert.strictEqual(
-        (yield* refusal(accounts.requestRecovery({ email: "gus@example.test", clientAddress: "10.1.1.9" }))).code,
+        (yield* refusal(accounts.requestRecovery({ email: "gus@example.test", clientAddress: "10.1.1.9" }))).reason,
         "rate_limited"
       )
     })))
@@ -346,7 +346,7 @@ describe("AccountService", () => {
         Effect.flatMap(accounts.beginSignIn({ clientAddress: "10.3.0.1", ...RP }), (begun) =>
           Effect.flatMap(auth.get(begun.options, ORIGIN), (response) => accounts.finishSignIn({ flow: begun.flow, response, ...RP })))
       )
-      assert.strictEqual(limited.code, "rate_limited")
+      assert.strictEqual(limited.reason, "rate_limited")
       // The window passes; the person signs in.
       yield* TestClock.adjust(10 * 60_000)
       assert.strictEqual((yield* signIn(auth)).person.email, "ida@example.test")
@@ -359,11 +359,11 @@ describe("AccountService", () => {
       yield* (yield* MemoryOutbox).failNext(1, { _tag: "unavailable" })
       const begun = yield* accounts.beginSignUp({ email: "hal@example.test", clientAddress: "10.0.0.1", ...RP })
       const response = yield* auth.create(begun.options, ORIGIN)
-      assert.strictEqual((yield* refusal(accounts.finishSignUp({ flow: begun.flow, response, ...RP }))).code, "email_unavailable")
+      assert.strictEqual((yield* refusal(accounts.finishSignUp({ flow: begun.flow, response, ...RP }))).reason, "email_unavailable")
       yield* (yield* MemoryOutbox).failNext(1, { _tag: "refused" })
       const again = yield* accounts.beginSignUp({ email: "hal@example.test", clientAddress: "10.0.0.1", ...RP })
       const second = yield* auth.create(again.options, ORIGIN)
-      assert.strictEqual((yield* refusal(accounts.finishSignUp({ flow: again.flow, response: second, ...RP }))).code, "invalid_email")
+      assert.strictEqual((yield* refusal(accounts.finishSignUp({ flow: again.flow, response: second, ...RP }))).reason, "invalid_email")
     })))
 
   it.effect("identity: a network refusal is kept as failed; no answer stays provisioning until the network answers", () =>
@@ -394,7 +394,7 @@ describe("AccountService", () => {
       const identity = yield* accounts.identityOf(owner.account.id)
       assert.deepStrictEqual([identity.state, identity.did, identity.passkeys], ["provisioning", null, 0])
       const refused = yield* refusal(accounts.beginSignUp({ email: "owner@example.test", clientAddress: "203.0.113.9", ...RP }))
-      assert.strictEqual(refused.code, "email_taken")
+      assert.strictEqual(refused.reason, "email_taken")
       assert.match(refused.message, /owner/)
       assert.lengthOf(yield* (yield* MemoryOutbox).to("owner@example.test"), 0)
       assert.strictEqual((yield* accounts.identityOf(owner.account.id)).passkeys, 0)

@@ -85,7 +85,7 @@ describe("agent approvals at the account service", () => {
       assert.strictEqual(created.approve_url, `${ORIGIN}/approve/${created.id}`)
       assert.deepStrictEqual(yield* approvals.read(owner.sub, created.id), { state: "pending" })
       // Another person's approvals API answers nothing about it.
-      assert.strictEqual((yield* refusal(approvals.read("per_someone", created.id))).code, "approval_not_found")
+      assert.strictEqual((yield* refusal(approvals.read("per_someone", created.id))).reason, "approval_not_found")
 
       const view = yield* approve(auth, created.id)
       assert.strictEqual(view.state, "approved")
@@ -112,7 +112,7 @@ describe("agent approvals at the account service", () => {
       assert.strictEqual(held.get(did)?.settings.max_transaction_wei, 1_500_000_000_000_000_000n)
       assert.strictEqual(held.get(did)?.key_hashes.length, 1)
       // Approving again: closed.
-      assert.strictEqual((yield* refusal(approve(auth, created.id))).code, "approval_closed")
+      assert.strictEqual((yield* refusal(approve(auth, created.id))).reason, "approval_closed")
     })))
 
   it.effect("only the owner's passkey approves; a network refusal fails it with the reason as it is", () =>
@@ -126,7 +126,7 @@ describe("agent approvals at the account service", () => {
       // The options allow only the owner's passkeys; an assertion of another person's is refused.
       const begun = yield* approvals.beginApprove({ id: created.id, ...RP })
       const foreign = yield* otherAuth.get({ ...begun.options, allowCredentials: [] }, ORIGIN)
-      assert.strictEqual((yield* refusal(approvals.finishApprove({ id: created.id, flow: begun.flow, response: foreign, ...RP }))).code, "verification_failed")
+      assert.strictEqual((yield* refusal(approvals.finishApprove({ id: created.id, flow: begun.flow, response: foreign, ...RP }))).reason, "verification_failed")
       assert.deepStrictEqual(yield* approvals.read(owner.sub, created.id), { state: "pending" })
 
       yield* (yield* SimulatedNetwork).refuseNext(1, "the operator does not serve agents of this kind")
@@ -142,7 +142,7 @@ describe("agent approvals at the account service", () => {
       const stale = yield* approvals.create(owner.sub, createRequest())
       yield* TestClock.adjust("31 minutes")
       assert.deepStrictEqual(yield* approvals.read(owner.sub, stale.id), { state: "expired" })
-      assert.strictEqual((yield* refusal(approvals.beginApprove({ id: stale.id, ...RP }))).code, "approval_closed")
+      assert.strictEqual((yield* refusal(approvals.beginApprove({ id: stale.id, ...RP }))).reason, "approval_closed")
 
       const created = yield* approvals.create(owner.sub, createRequest())
       yield* approve(auth, created.id)
@@ -179,8 +179,8 @@ describe("agent approvals at the account service", () => {
         { kind: "revoke" } as CreateApprovalWire,
         { kind: "revoke", agent_did: "did:svc:machine:x:y", settings: createRequest().settings! } as CreateApprovalWire
       ]) {
-        assert.strictEqual((yield* refusal(approvals.create(owner.sub, bad))).code, "invalid_request", JSON.stringify(bad))
+        assert.strictEqual((yield* refusal(approvals.create(owner.sub, bad))).reason, "invalid_request", JSON.stringify(bad))
       }
-      assert.strictEqual((yield* refusal(approvals.create("per_nobody", createRequest()))).code, "approval_not_found")
+      assert.strictEqual((yield* refusal(approvals.create("per_nobody", createRequest()))).reason, "approval_not_found")
     })))
 })

@@ -662,8 +662,8 @@ describe("Ledger service (examples)", () => {
       expect((yield* ledger.activity(ACCOUNT, 500)).data.length).toBe(60)
       for (const bad of [0, 501, -1, 2.5, Number.NaN]) {
         const error = yield* Effect.flip(ledger.activity(ACCOUNT, bad))
-        expect(error.error.code).toBe("invalid_request")
-        expect(error.error.message).toContain("limit must be an integer from 1 to 500")
+        expect(error.reason).toBe("invalid_limit")
+        expect(error.message).toContain("limit must be an integer from 1 to 500")
       }
     }))
   })

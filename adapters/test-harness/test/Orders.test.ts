@@ -40,7 +40,7 @@ import {
 import { Catalogue, chargingGate } from "@model-platform/core/catalogue"
 import type { CatalogueConfig } from "@model-platform/core/catalogue"
 import { Ledger, LedgerStore, RedeemResponse, Ticket, TicketList } from "@model-platform/core/ledger"
-import { creditsToMicro, Errors, MICRO_PER_CREDIT, toTimestamp } from "@model-platform/core/kernel"
+import { creditsToMicro, MICRO_PER_CREDIT, toTimestamp } from "@model-platform/core/kernel"
 import type { CardDetails, Transfer } from "@model-platform/core/payments"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
 import { LedgerStoreMemory } from "@model-platform/memory-stores/MemoryLedgerStore"
@@ -127,17 +127,16 @@ const DECLINED = card("4000000000000002")
 const credits = (n: number) => ({ type: "credits", amount_usd: n }) as const satisfies CreateOrder
 const STABLE: PayOrder = { method: "stablecoin", chain: "base", token: "USDC" }
 
-const ERROR_CLASSES = [Errors.BadRequest, Errors.NotFound, Errors.Conflict] as const
+type Refusal =
+  | { readonly _tag: string; readonly reason: string; readonly message: string }
+  | { readonly error: { readonly code: string; readonly message: string } }
 
-/** The error of a failing effect: its class name, code and message. */
-const failure = <A, E extends { readonly error: { readonly code: string; readonly message: string } }, R>(
-  effect: Effect.Effect<A, E, R>
-) =>
-  Effect.map(Effect.flip(effect), (e) => ({
-    tag: ERROR_CLASSES.find((C) => e instanceof C)?.name ?? "unknown",
-    code: e.error.code,
-    message: e.error.message
-  }))
+/** The error of a failing effect: its tag (a platform error's class), its reason (a platform error's code) and message. */
+const failure = <A, E extends Refusal, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.map(Effect.flip(effect), (e: Refusal) =>
+    "reason" in e
+      ? { tag: e._tag, reason: e.reason, message: e.message }
+      : { tag: e.constructor.name, reason: e.error.code, message: e.error.message })
 
 const balanceOf = (caller: Caller) => Effect.gen(function*() {
   return yield* (yield* Ledger).balance(caller.account.id)
@@ -324,7 +323,7 @@ describe("quote", () => {
       )
       assert.deepStrictEqual(
         yield* failure(orders.quote({ type: "credits", amount_usd: 5, machine_id: "nope" })),
-        { tag: "NotFound", code: "machine_not_found", message: "No machine \"nope\"." }
+        { tag: "OrderError", reason: "machine_not_found", message: "No machine \"nope\"." }
       )
     }).pipe(run))
 
@@ -332,10 +331,10 @@ describe("quote", () => {
     Effect.gen(function*() {
       const orders = yield* Orders
       const error = yield* failure(orders.quote(credits(25)))
-      assert.strictEqual(error.tag, "BadRequest")
-      assert.strictEqual(error.code, "invalid_request")
+      assert.strictEqual(error.tag, "OrderError")
+      assert.strictEqual(error.reason, "credit_price_unset")
       assert.match(error.message, /no credit price/)
-      assert.strictEqual((yield* failure(orders.create(alice, credits(25)))).code, "invalid_request")
+      assert.strictEqual((yield* failure(orders.create(alice, credits(25)))).reason, "credit_price_unset")
       assert.strictEqual((yield* orders.quote({ type: "package", package_id: "starter" })).amount_usd, 10)
     }).pipe((effect) => run(effect, noCreditPrice)))
 
@@ -349,8 +348,8 @@ describe("quote", () => {
         details: { credits: 25_000, machine_id: "m-eu-a", package_id: "eu-a-offer", gift: true }
       })
       assert.deepStrictEqual(yield* failure(orders.quote({ type: "package", package_id: "nope" })), {
-        tag: "NotFound",
-        code: "package_not_found",
+        tag: "OrderError",
+        reason: "package_not_found",
         message: "No package \"nope\"."
       })
     }).pipe(run))
@@ -390,7 +389,7 @@ describe("quote", () => {
       assert.deepStrictEqual(yield* plans.rentals(bob.account.id), [])
       // Renewal orders come later (docs/plans.md).
       const renewal = yield* failure(orders.create(alice, { type: "subscription", machine_id: "m-eu-c", plan_id: "basic", renew_subscription_id: plan!.id }))
-      assert.strictEqual(renewal.code, "invalid_request")
+      assert.strictEqual(renewal.reason, "renewal_not_stablecoin")
       assert.match(renewal.message, /renew_subscription_id/)
     }).pipe(run))
 })
@@ -427,20 +426,20 @@ describe("create, list, get", () => {
     Effect.gen(function*() {
       const orders = yield* Orders
       assert.strictEqual(
-        (yield* failure(orders.create(alice, { type: "credits", amount_usd: 5, machine_id: "ghost" }))).code,
+        (yield* failure(orders.create(alice, { type: "credits", amount_usd: 5, machine_id: "ghost" }))).reason,
         "machine_not_found"
       )
       assert.strictEqual(
-        (yield* failure(orders.create(alice, { type: "package", package_id: "ghost" }))).code,
+        (yield* failure(orders.create(alice, { type: "package", package_id: "ghost" }))).reason,
         "package_not_found"
       )
       const order = yield* orders.create(alice, credits(5))
       assert.deepStrictEqual(yield* failure(orders.get(bob, order.id)), {
-        tag: "NotFound",
-        code: "order_not_found",
+        tag: "OrderError",
+        reason: "order_not_found",
         message: `No order "${order.id}".`
       })
-      assert.strictEqual((yield* failure(orders.pay(bob, order.id, { method: "card" }))).code, "order_not_found")
+      assert.strictEqual((yield* failure(orders.pay(bob, order.id, { method: "card" }))).reason, "order_not_found")
     }).pipe(run))
 
   it.effect("list: the caller's orders, newest first; limit 1 to 200, default 50", () =>
@@ -460,7 +459,7 @@ describe("create, list, get", () => {
       assert.deepStrictEqual((yield* orders.list(alice, 1)).data.map((o) => o.id), [made[54]!.id])
       for (const bad of [0, 201, 1.5, -1, Number.NaN]) {
         const error = yield* failure(orders.list(alice, bad))
-        assert.strictEqual(error.code, "invalid_request")
+        assert.strictEqual(error.reason, "invalid_limit")
         assert.match(error.message, /1 to 200/)
       }
     }).pipe(run))
@@ -519,15 +518,15 @@ describe("card payments", () => {
         auto_reload: false
       })
       assert.deepStrictEqual(yield* orders.receipt(alice, receipt.id), receipt)
-      assert.strictEqual((yield* failure(orders.receipt(bob, receipt.id))).code, "receipt_not_found")
+      assert.strictEqual((yield* failure(orders.receipt(bob, receipt.id))).reason, "receipt_not_found")
       assert.strictEqual(yield* orders.purchasedCredits(alice.account.id), 25_000n * MICRO_PER_CREDIT)
       assert.strictEqual((yield* orders.checkout(session)).status, "paid")
 
       // Paying a paid order: 409.
       for (const body of [{ method: "card" }, STABLE] as const) {
         assert.deepStrictEqual(yield* failure(orders.pay(alice, order.id, body)), {
-          tag: "Conflict",
-          code: "order_already_paid",
+          tag: "OrderError",
+          reason: "order_already_paid",
           message: `Order ${order.id} is already paid.`
         })
       }
@@ -608,7 +607,7 @@ describe("card payments", () => {
       yield* TestClock.adjust(HOUR)
       assert.strictEqual((yield* orders.get(alice, order.id)).status, "expired")
       assert.strictEqual((yield* orders.list(alice)).data[0]!.status, "expired")
-      assert.strictEqual((yield* failure(orders.pay(alice, order.id, { method: "card" }))).code, "order_expired")
+      assert.strictEqual((yield* failure(orders.pay(alice, order.id, { method: "card" }))).reason, "order_expired")
       assert.strictEqual((yield* orders.checkout(session)).status, "expired")
       const late = yield* orders.completeCardPayment(session, GOOD)
       assert.deepStrictEqual(late._tag === "Declined" ? late.reason : late._tag, "checkout_expired")
@@ -620,8 +619,8 @@ describe("card payments", () => {
   it.effect("unknown sessions are 404 checkout_not_found; no card rail -> 400", () =>
     Effect.gen(function*() {
       const orders = yield* Orders
-      assert.strictEqual((yield* failure(orders.checkout("cs_nope"))).code, "checkout_not_found")
-      assert.strictEqual((yield* failure(orders.completeCardPayment("cs_nope", GOOD))).code, "checkout_not_found")
+      assert.strictEqual((yield* failure(orders.checkout("cs_nope"))).reason, "checkout_not_found")
+      assert.strictEqual((yield* failure(orders.completeCardPayment("cs_nope", GOOD))).reason, "checkout_not_found")
     }).pipe(run))
 
   it.effect("no payment rail configured: both methods are refused with 400 and the gate is closed", () =>
@@ -630,7 +629,7 @@ describe("card payments", () => {
       const order = yield* orders.create(alice, credits(25))
       for (const body of [{ method: "card" }, STABLE] as const) {
         const error = yield* failure(orders.pay(alice, order.id, body))
-        assert.strictEqual(error.tag, "BadRequest")
+        assert.strictEqual(error.reason, body.method === "card" ? "card_payments_off" : "stablecoin_payments_off")
         assert.match(error.message, /not set up/)
       }
       assert.isFalse((yield* orders.charging).open)
@@ -676,7 +675,7 @@ describe("stablecoin payments", () => {
       assert.strictEqual(dai.deposit.amount, "5000.000000000000000000")
       // Another asset for an order that has an address: 409.
       assert.strictEqual(
-        (yield* failure(orders.pay(alice, order.id, { method: "stablecoin", chain: "base", token: "USDT" }))).code,
+        (yield* failure(orders.pay(alice, order.id, { method: "stablecoin", chain: "base", token: "USDT" }))).reason,
         "deposit_already_opened"
       )
     }).pipe(run))
@@ -694,7 +693,7 @@ describe("stablecoin payments", () => {
         ] as const
       ) {
         const error = yield* failure(orders.pay(alice, order.id, body))
-        assert.strictEqual(error.code, "invalid_request")
+        assert.strictEqual(error.reason, "stablecoin_option_invalid")
         assert.match(error.message, /USDC on base/)
       }
     }).pipe(run))
@@ -703,7 +702,7 @@ describe("stablecoin payments", () => {
     Effect.gen(function*() {
       const orders = yield* Orders
       const order = yield* orders.create(alice, credits(25))
-      assert.strictEqual((yield* failure(orders.pay(alice, order.id, STABLE))).code, "invalid_request")
+      assert.strictEqual((yield* failure(orders.pay(alice, order.id, STABLE))).reason, "stablecoin_payments_off")
     }).pipe((effect) => run(effect, { ...fixtureCatalogue, payments: { ...fixtureCatalogue.payments, stablecoin: null } })))
 
   it.effect("the exact deposit pays the order once, at the chain time it arrived", () =>
@@ -757,7 +756,7 @@ describe("stablecoin payments", () => {
       assert.strictEqual(first.result.order?.refund_due, "0.000000")
       assert.strictEqual((yield* balanceOf(alice)).total_credits, 0)
       // Switching to card after part was paid by deposit: refused.
-      assert.strictEqual((yield* failure(orders.pay(alice, order.id, { method: "card" }))).code, "deposit_in_progress")
+      assert.strictEqual((yield* failure(orders.pay(alice, order.id, { method: "card" }))).reason, "deposit_in_progress")
       const second = yield* send(deposit.address, "14.999999")
       assert.strictEqual(second.result.order?.remaining, "0.000001")
       assert.strictEqual((yield* orders.get(alice, order.id)).status, "pending")
@@ -847,12 +846,12 @@ describe("stablecoin payments", () => {
       const chain = yield* SimulatedChain
       for (const amount of ["25.0000001", "-25", "2.5e1", "0", "0.000000", "", "25 "]) {
         const transfer = yield* chain.send({ chain: "base", token: "USDC", to: deposit.address, amount })
-        assert.strictEqual((yield* failure(orders.recordDeposit(transfer))).code, "invalid_request", amount)
+        assert.strictEqual((yield* failure(orders.recordDeposit(transfer))).reason, "invalid_transfer", amount)
       }
       const unknownAsset = yield* chain.send({ chain: "base", token: "DOGE", to: deposit.address, amount: "1" })
-      assert.strictEqual((yield* failure(orders.recordDeposit(unknownAsset))).code, "invalid_request")
+      assert.strictEqual((yield* failure(orders.recordDeposit(unknownAsset))).reason, "invalid_transfer")
       const badTime: Transfer = { ...unknownAsset, token: "USDC", at: "yesterday" }
-      assert.strictEqual((yield* failure(orders.recordDeposit(badTime))).code, "invalid_request")
+      assert.strictEqual((yield* failure(orders.recordDeposit(badTime))).reason, "invalid_transfer")
       assert.deepStrictEqual((yield* orders.deposits(order.id)).deposits, [])
     }).pipe(run))
 
@@ -930,8 +929,8 @@ describe("gift tickets", () => {
 
       for (const who of [bob, alice]) {
         assert.deepStrictEqual(yield* failure(tickets.redeem(who, code)), {
-          tag: "Conflict",
-          code: "ticket_already_redeemed",
+          tag: "TicketError",
+          reason: "ticket_already_redeemed",
           message: who === bob ? "You have already redeemed this ticket." : "This ticket has already been redeemed."
         })
       }
@@ -947,8 +946,8 @@ describe("gift tickets", () => {
       assert.deepStrictEqual((yield* orders.get(alice, order.id)).ticket?.redeemed, true)
       for (const bad of ["00000-00000-00000-00000", "nope", ""]) {
         assert.deepStrictEqual(yield* failure(tickets.redeem(bob, bad)), {
-          tag: "NotFound",
-          code: "ticket_not_found",
+          tag: "TicketError",
+          reason: "ticket_not_found",
           message: "No ticket has this code."
         })
       }
@@ -1035,7 +1034,7 @@ describe("interrupted fulfilment is completed", () => {
       // As if the process died between marking the ticket redeemed and posting the credits.
       assert.strictEqual((yield* store.redeemTicket(code, bob.account.id, toTimestamp(T0)))._tag, "Redeemed")
       assert.strictEqual((yield* balanceOf(bob)).total_credits, 0)
-      assert.strictEqual((yield* failure(tickets.redeem(bob, code))).code, "ticket_already_redeemed")
+      assert.strictEqual((yield* failure(tickets.redeem(bob, code))).reason, "ticket_already_redeemed")
       assert.strictEqual((yield* balanceOf(bob)).total_credits, 5_000)
       yield* failure(tickets.redeem(bob, code))
       assert.strictEqual((yield* balanceOf(bob)).total_credits, 5_000)

@@ -55,7 +55,7 @@ const refusal = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     const exit = yield* Effect.exit(effect)
     if (Exit.isSuccess(exit)) return assert.fail(`expected a refusal, got ${JSON.stringify(exit.value)}`)
     const error = exit.cause.reasons.find((r) => r._tag === "Fail")?.error
-    if (error instanceof AccountError) return error.code as string
+    if (error instanceof AccountError) return error.reason as string
     const code = (error as { error?: { code?: string } } | undefined)?.error?.code
     return code ?? assert.fail(`expected a refusal with a code: ${exit.cause}`)
   })

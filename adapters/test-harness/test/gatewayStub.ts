@@ -5,7 +5,7 @@
  * (`poisoned`: a field the gateway passes on carries the poison); `answers` may replace its answer
  * per path.
  */
-import { ApiKeysLive } from "@model-platform/core/http"
+import { ApiKeysLive, toInferenceError } from "@model-platform/core/http"
 import { AccountStore, ApiKeys } from "@model-platform/core/keys"
 import { Catalogue } from "@model-platform/core/catalogue"
 import type { CatalogueConfig, ModelConfig } from "@model-platform/core/catalogue"
@@ -178,7 +178,10 @@ export const newKey = (credits = 0n) =>
 export const call = (endpoint: Endpoint, auth: string, body: unknown) =>
   Effect.gen(function*() {
     const gateway = yield* Gateway
-    const result = yield* Effect.result(gateway.call(endpoint, auth, typeof body === "string" ? body : JSON.stringify(body)))
+    // The key's and its standing's refusals answer in the inference shape as http answers them.
+    const result = yield* Effect.result(
+      gateway.call(endpoint, auth, typeof body === "string" ? body : JSON.stringify(body)).pipe(Effect.mapError(toInferenceError))
+    )
     if (result._tag === "Failure") {
       const failure = result.failure
       return "status" in failure ? { status: failure.status, text: JSON.stringify({ error: failure.error }) } : { status: 429, text: "" }

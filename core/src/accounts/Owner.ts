@@ -16,7 +16,7 @@
  */
 import { Clock, Effect } from "effect"
 import type { Caller } from "../keys/Caller.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { accountError } from "./AccountErrors.ts"
 import { AccountStore } from "../keys/AccountStore.ts"
 import { Network } from "../agents/Network.ts"
 import { PeopleStore } from "./PeopleStore.ts"
@@ -57,7 +57,7 @@ export const ensureOwnerIdentity = Effect.gen(function*() {
 export const issueClaimLink = Effect.fn("Owner.issueClaimLink")(function*(accountId: string, accountsUrl: string) {
   const owner = yield* (yield* AccountStore).first
   if (owner === undefined || owner.id !== accountId) {
-    return yield* Errors.conflict(
+    return yield* accountError(
       "not_owner_account",
       `Claim links are for the owner account made at first start, whose key proves who claims it. This account's passkeys are managed at ${accountsUrl}/manage, and lost ones recovered by email at ${accountsUrl}/recover.`
     )

@@ -16,7 +16,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { ApiKeys } from "../keys/ApiKeys.ts"
 import { type Caller } from "../keys/Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { agentError, type AgentErrorOf } from "./AgentErrors.ts"
 import { type CreatedKey } from "../keys/Keys.ts"
 import { generateId } from "../kernel/Ids.ts"
 import { DEFAULT_PERMISSIONS, ungrantable } from "../keys/Permissions.ts"
@@ -63,23 +63,21 @@ export const COLLECTED_WAIT_MS = 50
 
 // ---- use-cases -------------------------------------------------------------------------------
 
-const notFound = (id: string) => Errors.notFound("agent_not_found", `No agent "${id}" in this account.`)
+const notFound = (id: string) => agentError("agent_not_found", `No agent "${id}" in this account.`)
 
 const approvalsUnavailable = (what: string) =>
-  new Errors.ServiceUnavailable({
-    error: {
-      code: "approvals_unavailable",
-      message: `The account service, where the owner approves agents, cannot be reached now; ${what}. Try again in a minute.`
-    }
-  })
+  agentError(
+    "approvals_unavailable",
+    `The account service, where the owner approves agents, cannot be reached now; ${what}. Try again in a minute.`
+  )
 
 const refusal = (id: string, reason: "final" | "not_active" | "change_pending" | "nothing_pending") =>
   reason === "change_pending"
-    ? Errors.conflict(
+    ? agentError(
       "change_pending",
       `Agent ${id} already has a change waiting for the owner's approval; only one can wait at a time. Approve it (or let its link expire) first.`
     )
-    : Errors.conflict("agent_not_active", `Agent ${id} is not active; only an active agent can be changed, revoked or given keys.`)
+    : agentError("agent_not_active", `Agent ${id} is not active; only an active agent can be changed, revoked or given keys.`)
 
 export interface AgentsOptions {
   /**
@@ -89,11 +87,16 @@ export interface AgentsOptions {
   readonly publicUrl?: string | undefined
 }
 
+/** Why a proposal for the owner to approve cannot be made. */
+type Proposing = "passkey_required" | "identity_not_ready" | "no_serving_nodes" | "approvals_unavailable"
+/** Why an agent cannot be changed or revoked. */
+type Changing = "agent_not_found" | "agent_not_active" | "change_pending"
+
 export class Agents extends Context.Service<Agents, {
   /** GET /agents: the account's agents, newest first, each collected first. */
   readonly list: (caller: Caller) => Effect.Effect<AgentList>
   /** GET /agents/{id}: the agent, collected first, with its spend and network_key_held. */
-  readonly get: (caller: Caller, id: string) => Effect.Effect<Agent, Errors.NotFound>
+  readonly get: (caller: Caller, id: string) => Effect.Effect<Agent, AgentErrorOf<"agent_not_found">>
   /**
    * POST /agents. `accountsUrl`: the account service's base address, for the manage_url a refusal
    * names.
@@ -102,26 +105,29 @@ export class Agents extends Context.Service<Agents, {
     caller: Caller,
     body: CreateAgent,
     accountsUrl: string
-  ) => Effect.Effect<AgentProposalResponse, Errors.Conflict | Errors.ServiceUnavailable>
+  ) => Effect.Effect<AgentProposalResponse, AgentErrorOf<Proposing>>
   /** POST /agents/{id}/settings: an update for the owner to approve; the settings in force stay. */
   readonly changeSettings: (
     caller: Caller,
     id: string,
     body: AgentSettings,
     accountsUrl: string
-  ) => Effect.Effect<AgentProposalResponse, Errors.NotFound | Errors.Conflict | Errors.ServiceUnavailable>
+  ) => Effect.Effect<AgentProposalResponse, AgentErrorOf<Proposing | Changing>>
   /** POST /agents/{id}/revoke: a revocation for the owner to approve. */
   readonly revoke: (
     caller: Caller,
     id: string,
     accountsUrl: string
-  ) => Effect.Effect<AgentProposalResponse, Errors.NotFound | Errors.Conflict | Errors.ServiceUnavailable>
+  ) => Effect.Effect<AgentProposalResponse, AgentErrorOf<Proposing | Changing>>
   /** POST /agents/{id}/keys: a key of an active agent, its secret once. */
   readonly createKey: (
     caller: Caller,
     id: string,
     body: CreateAgentKey
-  ) => Effect.Effect<CreatedKey, Errors.NotFound | Errors.Conflict | Errors.Forbidden>
+  ) => Effect.Effect<
+    CreatedKey,
+    AgentErrorOf<"agent_not_found" | "agent_not_active" | "key_lacks_permission" | "key_not_scoped_to_machine" | "machine_not_found">
+  >
 }>()("@model-platform/core/agents/Agents") {
   static readonly layer = (
     options: AgentsOptions = {}
@@ -234,7 +240,7 @@ const makeAgents = (options: AgentsOptions) =>
     const readyOwner = Effect.fnUntraced(function*(accountId: string, accountsUrl: string) {
       const owner = yield* owners.ownerOf(accountId)
       if (owner !== undefined && owner.passkeys === 0) {
-        return yield* Errors.conflict(
+        return yield* agentError(
           "passkey_required",
           "The account has no passkey, and only a passkey approves an agent. Attach one with a claim link: " +
             "POST /identity/claim-link with a manage key answers one (the Node server printed one beside the owner key at first start); " +
@@ -243,7 +249,7 @@ const makeAgents = (options: AgentsOptions) =>
       }
       if (owner !== undefined && owner.identity === "ready") return owner.person_id
       const manageUrl = owner === undefined ? `${accountsUrl}/sign-up` : `${accountsUrl}/manage`
-      return yield* Errors.conflict(
+      return yield* agentError(
         "identity_not_ready",
         owner?.identity === "failed"
           ? `The account's identity on the network failed (${owner.error ?? "no reason given"}); see ${manageUrl}.`
@@ -318,7 +324,7 @@ const makeAgents = (options: AgentsOptions) =>
       const nothing = "no agent was created"
       const nodes = yield* servingNodes(nothing)
       if (nodes.length === 0) {
-        return yield* Errors.conflict(
+        return yield* agentError(
           "no_serving_nodes",
           "No node of the network serves agents now, so an agent cannot be created; try again later."
         )
@@ -413,14 +419,14 @@ const makeAgents = (options: AgentsOptions) =>
     const createKey = Effect.fn("Agents.createKey")(function*(caller: Caller, id: string, body: CreateAgentKey) {
       const record = yield* found(caller, id)
       if (record.status !== "active") {
-        return yield* Errors.conflict("agent_not_active", `Agent ${id} is ${record.status}; only an active agent can be given keys.`)
+        return yield* agentError("agent_not_active", `Agent ${id} is ${record.status}; only an active agent can be given keys.`)
       }
       const permissions = body.permissions ?? DEFAULT_PERMISSIONS
       // The granting rule of POST /keys (ApiKeys.create): a key grants only what it holds, and a
       // key pinned to a machine makes keys pinned to it.
       const missing = ungrantable(caller.key.permissions, permissions)
       if (missing.length > 0) {
-        return yield* Errors.forbidden(
+        return yield* agentError(
           "key_lacks_permission",
           `A key can only grant permissions it holds; this key lacks ${missing.join(", ")}.`,
           missing[0]
@@ -428,13 +434,13 @@ const makeAgents = (options: AgentsOptions) =>
       }
       const machineId = body.machine_id ?? null
       if (caller.key.machine_id !== null && machineId !== caller.key.machine_id) {
-        return yield* Errors.forbidden(
+        return yield* agentError(
           "key_not_scoped_to_machine",
           `This key is pinned to machine "${caller.key.machine_id}" and can only create keys pinned to it.`
         )
       }
       if (machineId !== null && catalogue.machineConfig(machineId) === undefined) {
-        return yield* Errors.notFound("machine_not_found", `No machine "${machineId}".`)
+        return yield* agentError("machine_not_found", `No machine "${machineId}".`)
       }
       return yield* apiKeys.issue(caller.account.id, { name: body.name, permissions, machine_id: machineId, agent_id: record.id })
     })

@@ -1,5 +1,6 @@
 /** The agents area's public entry (docs/architecture.md "Areas"). */
 export * from "./AgentApprovals.ts"
+export * from "./AgentErrors.ts"
 export * from "./AgentOwners.ts"
 export * from "./AgentRules.ts"
 export * from "./AgentStates.ts"

@@ -11,7 +11,7 @@
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { Caller } from "../keys/Caller.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { billingError, type BillingErrorOf } from "./BillingErrors.ts"
 import { generateId } from "../kernel/Ids.ts"
 import { microToCredits } from "../kernel/Money.ts"
 import { centsToUsd } from "../payments/OrderRules.ts"
@@ -155,7 +155,7 @@ export class Alerts extends Context.Service<Alerts, {
    */
   readonly raise: (accountId: string, draft: AlertDraft) => Effect.Effect<boolean>
   /** GET /billing/alerts: newest first; limit 1 to 200, default 50, else 400 invalid_request. Marks nothing seen. */
-  readonly list: (caller: Caller, limit?: number | undefined) => Effect.Effect<AlertList, Errors.BadRequest>
+  readonly list: (caller: Caller, limit?: number | undefined) => Effect.Effect<AlertList, BillingErrorOf<"invalid_limit">>
   /** A person saw these alerts (the billing page marks what it shows); how many changed. */
   readonly markSeen: (accountId: string, ids: ReadonlyArray<string>) => Effect.Effect<number>
 }>()("@model-platform/core/billing/Alerts") {
@@ -202,8 +202,8 @@ export class Alerts extends Context.Service<Alerts, {
       const list = Effect.fn("Alerts.list")(function*(caller: Caller, limit?: number) {
         const n = limit ?? ALERTS_DEFAULT_LIMIT
         if (!Number.isInteger(n) || n < 1 || n > ALERTS_MAX_LIMIT) {
-          return yield* Errors.badRequest(
-            "invalid_request",
+          return yield* billingError(
+            "invalid_limit",
             `limit must be an integer from 1 to ${ALERTS_MAX_LIMIT} (default ${ALERTS_DEFAULT_LIMIT}); got ${limit}.`
           )
         }

@@ -9,7 +9,7 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { billingError, type BillingErrorOf } from "./BillingErrors.ts"
 import { creditsToMicro, microToCredits } from "../kernel/Money.ts"
 import { type CardDetails, CardProcessor, type DeclineReason } from "../payments/CardProcessor.ts"
 import { BillingSettingsStore } from "./BillingSettingsStore.ts"
@@ -35,9 +35,9 @@ export class AutoReload extends Context.Service<AutoReload, {
    * without a saved card or where card payments or the credit price are not set up, or for a
    * threshold beyond what is kept.
    */
-  readonly set: (caller: Caller, body: SetAutoReload) => Effect.Effect<AutoReloadView, Errors.BadRequest>
+  readonly set: (caller: Caller, body: SetAutoReload) => Effect.Effect<AutoReloadView, BillingErrorOf<"threshold_invalid" | "card_required" | "card_payments_off">>
   /** The billing page: saves (replaces) the card for automatic top-ups, or says why the processor declined it. */
-  readonly saveCard: (accountId: string, card: CardDetails) => Effect.Effect<SaveCardResult, Errors.BadRequest>
+  readonly saveCard: (accountId: string, card: CardDetails) => Effect.Effect<SaveCardResult, BillingErrorOf<"card_payments_off">>
   /**
    * Keeps `card` as the account's card for automatic top-ups (a card saved on a processor's own
    * page: billing/CardSetups.ts), or removes it (null: top-ups turn off, they have nothing to
@@ -76,18 +76,18 @@ export class AutoReload extends Context.Service<AutoReload, {
         const accountId = caller.account.id
         const threshold = creditsToMicro(body.threshold_credits)
         if (threshold === undefined || threshold < 0n || threshold > MAX_THRESHOLD_MICRO) {
-          return yield* Errors.badRequest("invalid_request", `threshold_credits: at most ${microToCredits(MAX_THRESHOLD_MICRO)} credits.`)
+          return yield* billingError("threshold_invalid", `threshold_credits: at most ${microToCredits(MAX_THRESHOLD_MICRO)} credits.`)
         }
         const current = yield* settingsStore.get(accountId)
         if (body.enabled && current.auto_reload.card === null) {
-          return yield* Errors.badRequest(
-            "invalid_request",
+          return yield* billingError(
+            "card_required",
             "enabled: automatic top-ups need a saved card, and a person saves one on the billing page."
           )
         }
         if (body.enabled && !canCharge) {
-          return yield* Errors.badRequest(
-            "invalid_request",
+          return yield* billingError(
+            "card_payments_off",
             "enabled: automatic top-ups need card payments and a credit price, which are not set up (GET /payment-methods)."
           )
         }
@@ -109,7 +109,7 @@ export class AutoReload extends Context.Service<AutoReload, {
 
       const saveCard = Effect.fn("AutoReload.saveCard")(function*(accountId: string, card: CardDetails) {
         if (!cardsTaken) {
-          return yield* Errors.badRequest("invalid_request", "Card payments are not set up (see GET /payment-methods).")
+          return yield* billingError("card_payments_off", "Card payments are not set up (see GET /payment-methods).")
         }
         const saved = yield* processor.saveCard(accountId, card)
         if (saved._tag === "Declined") return { _tag: "Declined", reason: saved.reason, message: saved.message } satisfies SaveCardResult

@@ -15,7 +15,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { CardSetups } from "./CardSetups.ts"
 import type { CheckoutInfo } from "../payments/Orders.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { billingError, type BillingErrorOf } from "./BillingErrors.ts"
 import type { CheckoutResult } from "../payments/CardProcessor.ts"
 import { CardProcessor } from "../payments/CardProcessor.ts"
 import { type OrderRecord, OrderStore } from "../payments/OrderStore.ts"
@@ -55,7 +55,7 @@ export class CardCheckouts extends Context.Service<CardCheckouts, {
   /** A processor's report that an order was paid: checked, then the order paid once and fulfilled. */
   readonly applyPaid: (paid: PaidReport) => Effect.Effect<PaymentApplied>
   /** A person back from the processor's page: what the order is now, after asking the processor (404 checkout_not_found). */
-  readonly returned: (sessionId: string) => Effect.Effect<ReturnView, Errors.NotFound>
+  readonly returned: (sessionId: string) => Effect.Effect<ReturnView, BillingErrorOf<"checkout_not_found">>
 }>()("@model-platform/core/billing/CardCheckouts") {
   static readonly layer: Layer.Layer<CardCheckouts, never, OrderStore | PlanStore | Ledger | CardProcessor | CardSetups> = Layer.effect(
     CardCheckouts,
@@ -114,7 +114,7 @@ export class CardCheckouts extends Context.Service<CardCheckouts, {
 
       const returned = Effect.fn("CardCheckouts.returned")(function*(sessionId: string) {
         const order = yield* store.findByCardSession(sessionId)
-        if (order === undefined) return yield* Errors.notFound("checkout_not_found", "No checkout has this address.")
+        if (order === undefined) return yield* billingError("checkout_not_found", "No checkout has this address.")
         if (order.status === "paid") {
           yield* fulfil(order)
           return { _tag: "Paid", info: checkoutInfoOf(order, yield* Clock.currentTimeMillis) } satisfies ReturnView

@@ -16,7 +16,7 @@
  */
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { Catalogue } from "../catalogue/Catalogue.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { billingError, type BillingErrorOf } from "./BillingErrors.ts"
 import { CardProcessor, type CheckoutResult, type CheckoutSession } from "../payments/CardProcessor.ts"
 import { documentKind } from "../kernel/Documents.ts"
 import { DocumentStores } from "../kernel/DocumentStores.ts"
@@ -49,7 +49,7 @@ export type SetupResult =
 
 export class CardSetups extends Context.Service<CardSetups, {
   /** Opens the processor's page to save a card; the person comes back to `returnUrl` (400 when cards are not taken). */
-  readonly open: (accountId: string, returnUrl: string) => Effect.Effect<CheckoutSession, Errors.BadRequest>
+  readonly open: (accountId: string, returnUrl: string) => Effect.Effect<CheckoutSession, BillingErrorOf<"card_setup_off">>
   /** The person is back from the processor's page: the card saved there, asked of the processor, for their account. */
   readonly complete: (accountId: string, sessionId: string) => Effect.Effect<SetupResult>
   /** The processor reports a card saved (its webhook): applied once, unless an older setup than the card saved. */
@@ -92,7 +92,7 @@ export class CardSetups extends Context.Service<CardSetups, {
 
         const open = Effect.fn("CardSetups.open")(function*(accountId: string, returnUrl: string) {
           if (!cardsTaken || processor.pages !== "processor") {
-            return yield* Errors.badRequest("invalid_request", "Cards are not saved on a processor's page here (see GET /payment-methods).")
+            return yield* billingError("card_setup_off", "Cards are not saved on a processor's page here (see GET /payment-methods).")
           }
           return yield* processor.openCardSetup({ account_id: accountId, return_url: returnUrl })
         })

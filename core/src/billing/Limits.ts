@@ -14,7 +14,7 @@ import { monthOf } from "../kernel/Time.ts"
 import { Clock, Effect } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { billingError, type BillingErrorOf } from "./BillingErrors.ts"
 import { creditsToMicro, microToCredits } from "../kernel/Money.ts"
 import { BillingSettingsStore } from "./BillingSettingsStore.ts"
 import { KeyStore } from "../keys/KeyStore.ts"
@@ -138,7 +138,7 @@ export const makeLimits = Effect.gen(function*() {
     if (body.monthly_limit_credits !== undefined) {
       const limit = microOf(body.monthly_limit_credits)
       const problem = limitProblem(limit, (yield* tierOf(accountId)).limit)
-      if (problem !== undefined) return yield* Errors.badRequest("invalid_request", problem)
+      if (problem !== undefined) return yield* billingError("spend_limit_invalid", problem)
       yield* ledger.setBudgetLimit(accountId, ACCOUNT_BUDGET, limit)
     }
     const patch: BillingSettingsPatch = {
@@ -154,11 +154,11 @@ export const makeLimits = Effect.gen(function*() {
     const accountId = caller.account.id
     const key = yield* keys.get(accountId, keyId)
     if (key === undefined || key.account_id !== accountId || key.revoked_at !== null) {
-      return yield* Errors.notFound("key_not_found", `No key "${keyId}".`)
+      return yield* billingError("key_not_found", `No key "${keyId}".`)
     }
     const limit = microOf(body.monthly_limit_credits)
     const problem = limitProblem(limit, (yield* tierOf(accountId)).limit)
-    if (problem !== undefined) return yield* Errors.badRequest("invalid_request", problem)
+    if (problem !== undefined) return yield* billingError("spend_limit_invalid", problem)
     yield* ledger.setBudgetLimit(accountId, keyBudget(keyId), limit)
     return yield* view(caller)
   })

@@ -15,7 +15,7 @@
 import { Clock, Effect } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { billingError, type BillingErrorOf } from "./BillingErrors.ts"
 import { microToCredits } from "../kernel/Money.ts"
 import { centsToUsd, toReceipt } from "../payments/OrderRules.ts"
 import { BillingSettingsStore } from "./BillingSettingsStore.ts"
@@ -256,7 +256,7 @@ export const makeStatements = Effect.gen(function*() {
   const statement = Effect.fn("Statements.statement")(function*(caller: Caller, month: string) {
     const current = monthOf(toTimestamp(yield* Clock.currentTimeMillis))
     if (month > current) {
-      return yield* Errors.notFound("statement_not_found", `No statement for ${month}: it is after this month (${current}).`)
+      return yield* billingError("statement_not_found", `No statement for ${month}: it is after this month (${current}).`)
     }
     return yield* reads.statement(caller.account.id, month)
   })

@@ -7,7 +7,7 @@
 import { Clock, Effect, Result, Stream } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { billingError, type BillingErrorOf } from "./BillingErrors.ts"
 import { microToCredits } from "../kernel/Money.ts"
 import { KeyStore } from "../keys/KeyStore.ts"
 import { NO_AGENT, type UsageDays, type UsageDimension, type UsageGroup, UsageStore } from "./UsageStore.ts"
@@ -47,14 +47,14 @@ export interface UsageRange {
 const dayMillis = (day: string) => Date.parse(`${day}T00:00:00.000Z`)
 const dayText = (millis: number) => toTimestamp(millis).slice(0, 10)
 
-const invalid = (field: string, message: string) => Errors.badRequest("invalid_request", `query field "${field}": ${message}`)
+const invalid = (field: string, message: string) => billingError("usage_range_invalid", `query field "${field}": ${message}`)
 
 /**
  * The days a query asks for, given today's date (UTC). `month` alone is that calendar month;
  * otherwise `to` defaults to today and `from` to the first day of `to`'s month (of this month when
  * neither is given, as the spec says). Dates are already well formed (the API's schemas).
  */
-export const usageRange = (query: UsageRangeQuery, today: string): Result.Result<UsageRange, Errors.BadRequest> => {
+export const usageRange = (query: UsageRangeQuery, today: string): Result.Result<UsageRange, BillingErrorOf<"usage_range_invalid">> => {
   if (query.month !== undefined) {
     if (query.from !== undefined || query.to !== undefined) {
       return Result.fail(invalid("month", "give either month or from/to, not both."))

@@ -5,7 +5,7 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { type CatalogueConfig, type MachineConfig, type ModelConfig, ModelLimits, modelLimits, validateCatalogue } from "./CatalogueConfig.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { catalogueError, type CatalogueErrorOf } from "./CatalogueErrors.ts"
 import { MachineStatus } from "./MachineStatus.ts"
 import { orderRoutes, type RouteCandidate } from "./Routing.ts"
 
@@ -142,15 +142,15 @@ export interface MachineFilter {
 export class Catalogue extends Context.Service<Catalogue, {
   readonly config: CatalogueConfig
   readonly models: Effect.Effect<ReadonlyArray<Model>>
-  readonly model: (id: string) => Effect.Effect<ModelWithRoutes, Errors.NotFound>
+  readonly model: (id: string) => Effect.Effect<ModelWithRoutes, CatalogueErrorOf<"model_not_found">>
   readonly modelConfig: (id: string) => ModelConfig | undefined
   readonly machines: (filter: MachineFilter) => Effect.Effect<ReadonlyArray<Machine>>
-  readonly machine: (id: string) => Effect.Effect<Machine, Errors.NotFound>
+  readonly machine: (id: string) => Effect.Effect<Machine, CatalogueErrorOf<"machine_not_found">>
   readonly machineConfig: (id: string) => MachineConfig | undefined
   readonly operators: Effect.Effect<ReadonlyArray<typeof OperatorListItem.Type>>
-  readonly operator: (id: string) => Effect.Effect<Operator, Errors.NotFound>
+  readonly operator: (id: string) => Effect.Effect<Operator, CatalogueErrorOf<"operator_not_found">>
   /** Routes for a model, in the order an unscoped call would try them. */
-  readonly routes: (model: string, region?: string) => Effect.Effect<ReadonlyArray<Route>, Errors.NotFound>
+  readonly routes: (model: string, region?: string) => Effect.Effect<ReadonlyArray<Route>, CatalogueErrorOf<"model_not_found">>
   readonly packages: ReadonlyArray<typeof Package.Type>
   readonly paymentMethods: typeof PaymentMethods.Type
   readonly prices: typeof PriceTable.Type
@@ -195,7 +195,7 @@ const make = (config: CatalogueConfig) =>
     })
 
     const routes = Effect.fnUntraced(function*(modelId: string, region?: string) {
-      if (!modelsById.has(modelId)) return yield* Errors.notFound("model_not_found", `No model "${modelId}".`)
+      if (!modelsById.has(modelId)) return yield* catalogueError("model_not_found", `No model "${modelId}".`)
       const candidates: Array<RouteCandidate> = []
       for (const m of machinesOf(modelId)) {
         const state = yield* status.get(m.id)
@@ -246,14 +246,14 @@ const make = (config: CatalogueConfig) =>
       models: Effect.forEach(config.models, toModel),
       model: Effect.fnUntraced(function*(id: string) {
         const m = modelsById.get(id)
-        if (m === undefined) return yield* Errors.notFound("model_not_found", `No model "${id}".`)
+        if (m === undefined) return yield* catalogueError("model_not_found", `No model "${id}".`)
         return { ...(yield* toModel(m)), limits: modelLimits(m), routes: yield* routes(id) }
       }),
       modelConfig: (id) => modelsById.get(id),
       machines: (filter) => Effect.forEach(config.machines.filter((m) => matches(m, filter)), toMachine),
       machine: Effect.fnUntraced(function*(id: string) {
         const m = machinesById.get(id)
-        if (m === undefined) return yield* Errors.notFound("machine_not_found", `No machine "${id}".`)
+        if (m === undefined) return yield* catalogueError("machine_not_found", `No machine "${id}".`)
         return yield* toMachine(m)
       }),
       machineConfig: (id) => machinesById.get(id),
@@ -266,7 +266,7 @@ const make = (config: CatalogueConfig) =>
       operator: (id) => {
         const o = operatorsById.get(id)
         return o === undefined
-          ? Effect.fail(Errors.notFound("operator_not_found", `No operator "${id}".`))
+          ? Effect.fail(catalogueError("operator_not_found", `No operator "${id}".`))
           : Effect.succeed({
             id: o.id, name: o.name, website: o.website, featured: o.featured, certifications: o.certifications
           })

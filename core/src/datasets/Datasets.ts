@@ -8,7 +8,7 @@
  */
 import { Context, Duration, Effect, Layer, Schedule } from "effect"
 import type { Caller } from "../keys/Caller.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { datasetError } from "./DatasetErrors.ts"
 import { generateId } from "../kernel/Ids.ts"
 import { BlobStore } from "./BlobStore.ts"
 import { DocumentStores } from "../kernel/DocumentStores.ts"
@@ -53,11 +53,11 @@ export const toDatasetItem = (item: ItemRecord): DatasetItem => ({
   created_at: item.created_at
 })
 
-const notFound = (id: string) => Errors.notFound("dataset_not_found", `No dataset ${id} in this account.`)
+const notFound = (id: string) => datasetError("dataset_not_found", `No dataset ${id} in this account.`)
 
 /** The dataset was deleted while an item was being added: the item is gone too. */
 export const datasetDeleted = (id: string) =>
-  Errors.conflict("dataset_deleted", `Dataset ${id} has been deleted; nothing more can be added to it.`)
+  datasetError("dataset_deleted", `Dataset ${id} has been deleted; nothing more can be added to it.`)
 
 export interface DatasetFilters {
   readonly source?: DatasetSource | undefined
@@ -182,7 +182,7 @@ const make = Effect.gen(function*() {
           item.dataset_id !== id ? undefined : { ...item, status: body.status, review_note: body.note ?? null, reviewed_at: at }
         ))
       if (reviewed === undefined || reviewed.dataset_id !== id) {
-        return yield* Errors.notFound("item_not_found", `No item ${itemId} in dataset ${id}.`)
+        return yield* datasetError("item_not_found", `No item ${itemId} in dataset ${id}.`)
       }
       return toDatasetItem(reviewed)
     })

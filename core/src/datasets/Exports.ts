@@ -12,7 +12,7 @@
  */
 import { Effect } from "effect"
 import type { Caller } from "../keys/Caller.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { datasetError, type DatasetErrorOf } from "./DatasetErrors.ts"
 import { base64url, generateId, randomBytes } from "../kernel/Ids.ts"
 import type { BlobStore } from "./BlobStore.ts"
 import type { DocumentStore } from "../kernel/Documents.ts"
@@ -52,13 +52,13 @@ export interface ExportDeps {
   readonly items: DocumentStore<ItemRecord>
   readonly exports: DocumentStore<ExportRecord>
   /** The caller's dataset, not being deleted; 404 otherwise. */
-  readonly owned: (accountId: string, id: string) => Effect.Effect<DatasetRecord, Errors.NotFound>
+  readonly owned: (accountId: string, id: string) => Effect.Effect<DatasetRecord, DatasetErrorOf<"dataset_not_found">>
   readonly datasetPrefix: (datasetId: string) => string
   readonly toDatasetItem: (item: ItemRecord) => DatasetItem
 }
 
 export const makeExports = ({ blobs, datasets, exports, items, owned, datasetPrefix, toDatasetItem }: ExportDeps) => {
-  const notFound = (id: string, exportId: string) => Errors.notFound("export_not_found", `No export ${exportId} of dataset ${id}.`)
+  const notFound = (id: string, exportId: string) => datasetError("export_not_found", `No export ${exportId} of dataset ${id}.`)
 
   const writeManifest = (key: string, manifest: Manifest) =>
     blobs.put(key, { body: new TextEncoder().encode(JSON.stringify(manifest)), contentType: "application/json" })
@@ -151,7 +151,7 @@ export const makeExports = ({ blobs, datasets, exports, items, owned, datasetPre
       if (after === undefined || after.deleting_at !== null) {
         yield* blobs.delete(record.manifest_key)
         yield* exports.remove(record)
-        return yield* Effect.fail(Errors.notFound("dataset_not_found", `No dataset ${id} in this account.`))
+        return yield* Effect.fail(datasetError("dataset_not_found", `No dataset ${id} in this account.`))
       }
       return toExport((yield* scrub(exportId)) ?? record)
     })

@@ -1,5 +1,6 @@
 /** The datasets area's public entry (docs/architecture.md "Areas"). */
 export * from "./BlobStore.ts"
+export * from "./DatasetErrors.ts"
 export * from "./Datasets.ts"
 export * from "./Exports.ts"
 export * from "./MemoryBlobStore.ts"

@@ -306,7 +306,7 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
       }
       yield* datasets.addItem(item, upload.body).pipe(
         Effect.tapError(() => releaseTake(found.id, takeId)),
-        Effect.mapError((e) => new IngestRefusal({ status: 409, code: e.error.code, message: e.error.message }))
+        Effect.mapError((e) => new IngestRefusal({ status: 409, code: e.reason, message: e.message }))
       )
       // A withdrawal that began while the take was written may have missed it: look again.
       const after = yield* participants.get(found.id)

@@ -5,7 +5,7 @@
 import { Context, Effect, Layer } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import { Datasets } from "../datasets/Datasets.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { FieldworkError, fieldworkError } from "./FieldworkErrors.ts"
 import { hashSecret } from "../keys/Keys.ts"
 import { base64url, generateId, randomBytes } from "../kernel/Ids.ts"
 import { MAX_TAKE_BYTES } from "../kernel/Limits.ts"
@@ -25,7 +25,7 @@ export const idFromHash = (kind: string, hash: string) => `${kind}_${hash.slice(
 
 export const toIngestKey = ({ account_id: _account, key_hash: _hash, version: _version, ...shown }: IngestKeyRecord): IngestKey => shown
 
-const invalid = (message: string) => Errors.badRequest("invalid_request", message)
+const invalid = (message: string) => fieldworkError("project_settings_invalid", message)
 
 /** The project's settings from a create body, with the defaults filled in; or why not. */
 const settingsOf = (body: CreateProject) => {
@@ -80,7 +80,7 @@ const make = Effect.gen(function*() {
   const owned = (caller: Caller, id: string) =>
     Effect.flatMap(projects.get(id), (p) =>
       p === undefined || p.account_id !== caller.account.id
-        ? Effect.fail(Errors.notFound("project_not_found", `No fieldwork project ${id} in this account.`))
+        ? Effect.fail(fieldworkError("project_not_found", `No fieldwork project ${id} in this account.`))
         : Effect.succeed(p))
 
   const view = (p: ProjectRecord) =>
@@ -94,7 +94,7 @@ const make = Effect.gen(function*() {
   const create = (caller: Caller, body: CreateProject) =>
     Effect.gen(function*() {
       const settings = settingsOf(body)
-      if (settings instanceof Errors.BadRequest) return yield* Effect.fail(settings)
+      if (settings instanceof FieldworkError) return yield* Effect.fail(settings)
       const dataset = yield* datasets.insertDataset(caller.account.id, {
         name: body.name,
         source: "fieldwork",
@@ -131,7 +131,7 @@ const make = Effect.gen(function*() {
       const at = yield* now
       const updated = yield* updateDocument(projects, id, (p) =>
         p.consent.version === consent.version
-          ? Effect.fail(Errors.conflict(
+          ? Effect.fail(fieldworkError(
             "consent_version_exists",
             `The consent text in force is already version ${consent.version}; a new text needs a new version.`
           ))
@@ -170,7 +170,7 @@ const make = Effect.gen(function*() {
       const revoked = yield* updateDocument(keys, keyId, (k) =>
         Effect.succeed(k.project_id !== id || k.revoked_at !== null ? undefined : { ...k, revoked_at: at }))
       if (revoked === undefined || revoked.project_id !== id) {
-        return yield* Errors.notFound("ingest_key_not_found", `No ingest key ${keyId} on project ${id}.`)
+        return yield* fieldworkError("ingest_key_not_found", `No ingest key ${keyId} on project ${id}.`)
       }
       return toIngestKey(revoked)
     })

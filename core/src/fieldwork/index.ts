@@ -1,4 +1,5 @@
 /** The fieldwork area's public entry (docs/architecture.md "Areas"). */
+export * from "./FieldworkErrors.ts"
 export * from "./Ingest.ts"
 export * from "./IngestViews.ts"
 export * from "./ProjectSchemas.ts"

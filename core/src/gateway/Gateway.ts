@@ -36,10 +36,12 @@
  */
 import { Clock, Context, Effect, Fiber, Layer, Semaphore, Stream } from "effect"
 import { ApiKeys } from "../keys/ApiKeys.ts"
+import type { KeyErrorOf } from "../keys/KeyErrors.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import type { MachineConfig } from "../catalogue/CatalogueConfig.ts"
 import { chargingGate } from "../catalogue/Charging.ts"
 import { type InferenceError, inferenceError } from "../kernel/Errors.ts"
+import type { StandingError } from "./GatewayErrors.ts"
 import { makeStandingCheck } from "./KeyStanding.ts"
 import { Ledger } from "../ledger/Ledger.ts"
 import { MachineClient, type MachineFailure, type MachineResponse } from "./MachineClient.ts"
@@ -151,7 +153,11 @@ export type GatewayResponse =
 
 export { RateLimited }
 
-export type GatewayError = InferenceError | RateLimited
+/**
+ * Why a call is refused: the inference surface's own errors, and the refusals of the key and its
+ * standing, which http answers in the inference shape (http/Refusals.ts toInferenceError).
+ */
+export type GatewayError = InferenceError | RateLimited | KeyErrorOf<"missing_api_key" | "invalid_api_key"> | StandingError
 
 export class Gateway extends Context.Service<Gateway, {
   /**
@@ -257,18 +263,14 @@ const make = (config: GatewayConfig) =>
     // -- one call --
     const call = (endpoint: Endpoint, authorization: string | undefined, text: string) =>
       Effect.gen(function*() {
-        const caller = yield* apiKeys.identify(bearerSecret(authorization)).pipe(
-          Effect.mapError((e) => inferenceError(401, e.error.code, e.error.message))
-        )
+        const caller = yield* apiKeys.identify(bearerSecret(authorization))
         if (!caller.key.permissions.includes("inference")) {
           return yield* inferenceError(403, "key_lacks_inference_permission", "This key lacks the \"inference\" permission.")
         }
         // What stands behind the key (its agent, plan or rental), read at every call: the same rule
         // as on the management API (KeyStanding.ts), checked before the body is looked at.
         const now = yield* Clock.currentTimeMillis
-        const standing = yield* standingOf(caller.key, now).pipe(
-          Effect.mapError((refused) => inferenceError(refused.status, refused.code, refused.message))
-        )
+        const standing = yield* standingOf(caller.key, now)
         let raw: unknown
         try {
           raw = JSON.parse(text)

@@ -12,8 +12,8 @@
  * gateway does not read them again (the agent's limits, the plan's models and allowance).
  */
 import { Context, Effect } from "effect"
-import * as Errors from "../kernel/Errors.ts"
 import { agentGate } from "../agents/Limits.ts"
+import { type StandingError, standingError } from "./GatewayErrors.ts"
 import type { AgentRecord } from "../agents/Records.ts"
 import type { KeyRecord } from "../keys/Keys.ts"
 import { rentalView, subscriptionView } from "../plans/Plans.ts"
@@ -29,12 +29,8 @@ export interface Standing {
   readonly rental: RentalRecord | undefined
 }
 
-/** Why a live key may not authorise a call: the status and code each surface answers with. */
-export interface KeyRefused {
-  readonly status: 401 | 403
-  readonly code: "invalid_api_key" | "agent_expired" | "subscription_inactive" | "rental_ended"
-  readonly message: string
-}
+/** Why a live key may not authorise a call (GatewayErrors.ts; each surface answers it through http/Refusals.ts). */
+export type KeyRefused = StandingError
 
 const NOTHING_BEHIND: Standing = { agent: undefined, plan: undefined, rental: undefined }
 
@@ -48,13 +44,9 @@ export const standingOf = (key: KeyRecord, now: number) =>
       const own = found?.account_id === key.account_id ? found : undefined
       switch (agentGate(own, now)) {
         case "revoked":
-          return yield* Effect.fail<KeyRefused>({ status: 401, code: "invalid_api_key", message: "The agent of this key was revoked." })
+          return yield* standingError("agent_revoked", "The agent of this key was revoked.")
         case "expired":
-          return yield* Effect.fail<KeyRefused>({
-            status: 403,
-            code: "agent_expired",
-            message: `The delegation of agent ${key.agent_id} has ended; propose the agent again.`
-          })
+          return yield* standingError("agent_expired", `The delegation of agent ${key.agent_id} has ended; propose the agent again.`)
         case "ok":
           agent = own
       }
@@ -63,11 +55,7 @@ export const standingOf = (key: KeyRecord, now: number) =>
     if (key.subscription_id !== null) {
       const found = yield* (yield* PlanStore).subscription(key.subscription_id)
       if (found === undefined || found.account_id !== key.account_id || subscriptionView(found, now).status !== "active") {
-        return yield* Effect.fail<KeyRefused>({
-          status: 403,
-          code: "subscription_inactive",
-          message: `The plan behind this key (${key.subscription_id}) is not active.`
-        })
+        return yield* standingError("subscription_inactive", `The plan behind this key (${key.subscription_id}) is not active.`)
       }
       plan = found
     }
@@ -75,11 +63,7 @@ export const standingOf = (key: KeyRecord, now: number) =>
     if (key.rental_id !== null) {
       const found = yield* (yield* PlanStore).rental(key.rental_id)
       if (found === undefined || found.account_id !== key.account_id || rentalView(found, now).status !== "active") {
-        return yield* Effect.fail<KeyRefused>({
-          status: 403,
-          code: "rental_ended",
-          message: `The rental behind this key (${key.rental_id}) is not running.`
-        })
+        return yield* standingError("rental_ended", `The rental behind this key (${key.rental_id}) is not running.`)
       }
       rental = found
     }
@@ -91,7 +75,3 @@ export const makeStandingCheck = Effect.gen(function*() {
   const records = Context.make(AgentStore, yield* AgentStore).pipe(Context.add(PlanStore, yield* PlanStore))
   return (key: KeyRecord, now: number): Effect.Effect<Standing, KeyRefused> => Effect.provide(standingOf(key, now), records)
 })
-
-/** A refused standing in the management API's error shape. */
-export const platformRefusal = (refused: KeyRefused): Errors.Unauthorized | Errors.Forbidden =>
-  refused.status === 401 ? Errors.unauthorized(refused.code, refused.message) : Errors.forbidden(refused.code, refused.message)

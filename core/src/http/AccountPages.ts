@@ -4,6 +4,7 @@
  * turn defects into pages, the "call a model" example, the manage page, and the person's account
  * as a Caller for Orders and Tickets.
  */
+import { refusalOf } from "./Refusals.ts"
 import { Effect } from "effect"
 import { HttpRouter, HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { type AccountError, AccountService } from "../accounts/AccountService.ts"
@@ -122,7 +123,7 @@ export const guardJson = <R>(handler: Effect.Effect<Response, never, R>) =>
 
 export const apiError = (error: AccountError) =>
   Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
-    jsonError(new URL(request.url, "http://x").pathname, error.status, error.message, error.code, error.retry_after_seconds))
+    jsonError(new URL(request.url, "http://x").pathname, refusalOf(error).status, error.message, error.reason, error.retry_after_seconds))
 
 /** The "call a model" example: the platform's /v1 and its first chat model. */
 export const example = Effect.gen(function*() {

@@ -35,9 +35,10 @@ import { type SessionCall } from "../accounts/AccountTypes.ts"
 import { PAGE_SCRIPT } from "./pages/PageScript.ts"
 import * as Pages from "./pages/Pages.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
-import * as Errors from "../kernel/Errors.ts"
+import * as Errors from "./Errors.ts"
 import { CreateOrder } from "../payments/Orders.ts"
 import { Orders, Tickets } from "../payments/OrderService.ts"
+import { answered, refusalOf } from "./Refusals.ts"
 import { AccountStore } from "../keys/AccountStore.ts"
 import {
   ACCOUNTS_BASE,
@@ -183,7 +184,7 @@ const routes = (service: Service): ReadonlyArray<Route> => {
         Effect.map((done) => withSessionCookie(seeOther(at("/welcome")), where.secure, done.session)),
         Effect.catch((error) =>
           anonymousPage((ctx) =>
-            Pages.errorPage(ctx, "This link cannot be used", error.message, { href: at("/sign-in"), label: "Go to sign-in" }), error.status))
+            Pages.errorPage(ctx, "This link cannot be used", error.message, { href: at("/sign-in"), label: "Go to sign-in" }), refusalOf(error).status))
       )
     })),
 
@@ -197,7 +198,7 @@ const routes = (service: Service): ReadonlyArray<Route> => {
           Effect.flatMap((key) =>
             Effect.map(example, (ex) => page(Pages.welcomePage(s.ctx, { email: s.live.person.email, example: ex, created: createdView(key) })))),
           Effect.catch((error) =>
-            Effect.map(example, (ex) => page(Pages.welcomePage(s.ctx, { email: s.live.person.email, example: ex, error: error.message }), error.status)))
+            Effect.map(example, (ex) => page(Pages.welcomePage(s.ctx, { email: s.live.person.email, example: ex, error: error.message }), refusalOf(error).status)))
         ))
     })),
 
@@ -233,7 +234,7 @@ const routes = (service: Service): ReadonlyArray<Route> => {
       return yield* requireSession(service, (s) =>
         service.createKey({ session: s.token, csrf: form.get("csrf") ?? "", name: form.get("name") ?? "", permissions: form.all("permission") }).pipe(
           Effect.flatMap((key) => managePage(service, s, { created: createdView(key) })),
-          Effect.catch((error) => managePage(service, s, { error: error.message }, error.status))
+          Effect.catch((error) => managePage(service, s, { error: error.message }, refusalOf(error).status))
         ))
     })),
     postForm("/passkeys/remove", Effect.gen(function*() {
@@ -241,7 +242,7 @@ const routes = (service: Service): ReadonlyArray<Route> => {
       return yield* requireSession(service, (s) =>
         service.removePasskey({ session: s.token, csrf: form.get("csrf") ?? "", credentialId: form.get("credential_id") ?? "" }).pipe(
           Effect.flatMap(() => managePage(service, s, { notice: "Passkey removed." })),
-          Effect.catch((error) => managePage(service, s, { error: error.message }, error.status))
+          Effect.catch((error) => managePage(service, s, { error: error.message }, refusalOf(error).status))
         ))
     })),
     postSessionJson("/add-passkey/options", (call, where) =>
@@ -258,15 +259,15 @@ const routes = (service: Service): ReadonlyArray<Route> => {
       return yield* service.signOut({ session, csrf: form.get("csrf") ?? "" }).pipe(
         Effect.map(() => withoutSessionCookie(seeOther(at("/sign-in?signed_out=1")), where.secure)),
         Effect.catch((error) =>
-          error.code === "session_required"
+          error.reason === "session_required"
             ? Effect.succeed(withoutSessionCookie(seeOther(at("/sign-in?signed_out=1")), where.secure))
-            : requireSession(service, (s) => managePage(service, s, { error: error.message }, error.status)))
+            : requireSession(service, (s) => managePage(service, s, { error: error.message }, refusalOf(error).status)))
       )
     })),
     signedInForm("/recovery/cancel", (s, form) =>
       service.cancelRecovery({ session: s.token, csrf: form.get("csrf") ?? "" }).pipe(
         Effect.flatMap(() => managePage(service, s, { notice: "The recovery was cancelled; its link no longer works." })),
-        Effect.catch((error) => managePage(service, s, { error: error.message }, error.status))
+        Effect.catch((error) => managePage(service, s, { error: error.message }, refusalOf(error).status))
       )),
 
     // buying and redeeming, for the person's account
@@ -280,8 +281,10 @@ const routes = (service: Service): ReadonlyArray<Route> => {
         )
         if (Option.isNone(body)) return yield* managePage(service, s, { error: "Enter a whole number of US dollars from 5 to 5000." }, 400)
         const result = yield* withRequestBaseUrl(
-          Effect.flatMap(Orders, (orders) =>
-            Effect.flatMap(orders.create(caller, body.value), (order) => orders.pay(caller, order.id, { method: "card" })))
+          Effect.flatMap(Orders, (service) => {
+            const orders = answered(service)
+            return Effect.flatMap(orders.create(caller, body.value), (order) => orders.pay(caller, order.id, { method: "card" }))
+          })
         ).pipe(Effect.result)
         if (result._tag === "Failure") return yield* managePage(service, s, { error: result.failure.error.message }, 400)
         const order = result.success
@@ -299,7 +302,7 @@ const routes = (service: Service): ReadonlyArray<Route> => {
         if (caller === undefined) return yield* managePage(service, s, { error: "Your account is not ready yet. Try again shortly." }, 409)
         const code = (form.get("code") ?? "").trim()
         if (code === "") return yield* managePage(service, s, { error: "Enter the ticket's code." }, 400)
-        const result = yield* Effect.flatMap(Tickets, (tickets) => tickets.redeem(caller, code)).pipe(Effect.result)
+        const result = yield* Effect.flatMap(Tickets, (tickets) => answered(tickets).redeem(caller, code)).pipe(Effect.result)
         if (result._tag === "Failure") {
           const status = result.failure instanceof Errors.NotFound ? 404 : 409
           return yield* managePage(service, s, { error: result.failure.error.message }, status)
@@ -322,7 +325,7 @@ const routes = (service: Service): ReadonlyArray<Route> => {
       }
       return yield* service.requestRecovery({ email: form.get("email") ?? "", clientAddress: yield* clientAddress }).pipe(
         Effect.flatMap(() => anonymousPage((ctx) => Pages.recoverPage(ctx, { sent: true }))),
-        Effect.catch((error) => anonymousPage((ctx) => Pages.recoverPage(ctx, { error: error.message }), error.status))
+        Effect.catch((error) => anonymousPage((ctx) => Pages.recoverPage(ctx, { error: error.message }), refusalOf(error).status))
       )
     })),
     postAnonymousJson("/recover/options", (where, body) =>

@@ -6,7 +6,7 @@
  * agents/Agents.ts.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import * as Errors from "../kernel/Errors.ts"
+import * as Errors from "./Errors.ts"
 import { CreatedKey } from "../keys/Keys.ts"
 import { MAX_ID_LENGTH } from "../kernel/Limits.ts"
 import { Text } from "../kernel/Text.ts"

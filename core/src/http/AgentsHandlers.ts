@@ -11,9 +11,10 @@ import { withRequestBaseUrl } from "./PublicUrl.ts"
 import { RequestBaseUrl } from "../kernel/RequestBaseUrl.ts"
 import { CurrentCaller } from "./Security.ts"
 import { Agents } from "../agents/Agents.ts"
+import { answered } from "./Refusals.ts"
 
 const makeHandlers = Effect.gen(function*() {
-  const agents = yield* Agents
+  const agents = answered(yield* Agents)
   // Taken here, not per request: a handler's own requirements would have to come with each request.
   const config = yield* Effect.serviceOption(AccountsConfig)
   /** The account service's base address: configured, else this platform's /accounts. */

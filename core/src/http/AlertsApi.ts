@@ -6,7 +6,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import * as Errors from "../kernel/Errors.ts"
+import * as Errors from "./Errors.ts"
 import { Idempotency } from "./Idempotency.ts"
 import { Authentication, RequiredPermission } from "./Security.ts"
 import { AlertList, AutoReloadView, SetAutoReload } from "../billing/Schemas.ts"

@@ -5,10 +5,11 @@ import { PlatformApi } from "./Api.ts"
 import { CurrentCaller } from "./Security.ts"
 import { Alerts } from "../billing/Alerts.ts"
 import { AutoReload } from "../billing/AutoReload.ts"
+import { answered } from "./Refusals.ts"
 
 export const AlertsHandlers = HttpApiBuilder.group(PlatformApi, "alerts", Effect.fnUntraced(function*(handlers) {
-  const alerts = yield* Alerts
-  const autoReload = yield* AutoReload
+  const alerts = answered(yield* Alerts)
+  const autoReload = answered(yield* AutoReload)
   return handlers
     .handle("list", ({ query }) => Effect.flatMap(CurrentCaller, (caller) => alerts.list(caller, query.limit)))
     .handle("autoReload", () => Effect.flatMap(CurrentCaller, (caller) => autoReload.view(caller.account.id)))

@@ -28,6 +28,7 @@ import { sha256Hex } from "../kernel/Sha256.ts"
 import { ACCOUNTS_BASE, csrfHeader, json, jsonBody, jsonError, sameToken, site } from "./AccountRequests.ts"
 import * as Pages from "./pages/Pages.ts"
 import { anonymousCsrfOk, anonymousPage, apiError, at, checkedPost, guardJson, guardPage, type Response } from "./AccountPages.ts"
+import { refusalOf } from "./Refusals.ts"
 
 const param = (name: string) => Effect.map(HttpRouter.params, (params) => params[name] ?? "")
 
@@ -104,7 +105,7 @@ export const ApprovalRoutes = HttpRouter.use((router) =>
     yield* router.add("GET", at("/approve/:id"), guardPage(Effect.gen(function*() {
       const view = yield* Effect.result(approvals.view(yield* param("id")))
       if (view._tag === "Failure") {
-        return yield* anonymousPage((ctx) => Pages.errorPage(ctx, "No such approval", view.failure.message), view.failure.status)
+        return yield* anonymousPage((ctx) => Pages.errorPage(ctx, "No such approval", view.failure.message), refusalOf(view.failure).status)
       }
       return yield* anonymousPage((ctx) => approvalPage(ctx, view.success))
     })))

@@ -36,6 +36,7 @@ import { makeBillingSummary } from "../billing/Summary.ts"
 import { makeUsageReports } from "../billing/Usage.ts"
 import { parseCheckoutForm } from "./pages/CheckoutPage.ts"
 import { Orders } from "../payments/OrderService.ts"
+import { answered } from "./Refusals.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { AccountStore } from "../keys/AccountStore.ts"
 import { LedgerStore } from "../ledger/LedgerStore.ts"
@@ -67,13 +68,13 @@ const CARD_RETURN_PATH = "/billing/card"
 
 const makePages = Effect.gen(function*() {
   const summary = yield* makeBillingSummary
-  const reports = yield* makeUsageReports
-  const alerts = yield* Alerts
-  const autoReload = yield* AutoReload
-  const orders = yield* Orders
+  const reports = answered(yield* makeUsageReports)
+  const alerts = answered(yield* Alerts)
+  const autoReload = answered(yield* AutoReload)
+  const orders = answered(yield* Orders)
   const ledger = yield* LedgerStore
   const catalogue = yield* Catalogue
-  const setups = yield* CardSetups
+  const setups = answered(yield* CardSetups)
   const cardPages = (yield* CardProcessor).pages
 
   const render = (s: SignedIn, caller: Caller, extras: Extras = {}, status = 200) =>

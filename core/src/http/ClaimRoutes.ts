@@ -14,6 +14,7 @@ import { claimPage } from "./pages/ClaimPage.ts"
 import * as Pages from "./pages/Pages.ts"
 import { json, site, type Site, withSessionCookie } from "./AccountRequests.ts"
 import { anonymousPage, apiError, at, type Body, type Handler, type Route, type Service } from "./AccountPages.ts"
+import { refusalOf } from "./Refusals.ts"
 
 
 /** The route builders of AccountRoutes.ts the claim routes are made with. */
@@ -38,7 +39,7 @@ export const claimRoutes = (service: Service, { ceremonyBody, get, postAnonymous
     const where = yield* site
     const view = yield* Effect.result(service.claimView(token))
     return view._tag === "Failure"
-      ? yield* anonymousPage((ctx) => Pages.errorPage(ctx, "This link cannot be used", view.failure.message), view.failure.status)
+      ? yield* anonymousPage((ctx) => Pages.errorPage(ctx, "This link cannot be used", view.failure.message), refusalOf(view.failure).status)
       : yield* anonymousPage((ctx) => claimPage(ctx, token, { ...view.success, platformUrl: where.platformUrl }))
   })),
   postAnonymousJson("/claim/options", (where, body) =>

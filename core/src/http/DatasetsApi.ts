@@ -4,7 +4,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import * as Errors from "../kernel/Errors.ts"
+import * as Errors from "./Errors.ts"
 import { MAX_ID_LENGTH } from "../kernel/Limits.ts"
 import { Text } from "../kernel/Text.ts"
 import { Authentication, RequiredPermission } from "./Security.ts"

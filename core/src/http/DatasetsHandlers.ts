@@ -3,10 +3,11 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { PlatformApi } from "./Api.ts"
 import { CurrentCaller } from "./Security.ts"
+import { answered } from "./Refusals.ts"
 import { Datasets } from "../datasets/Datasets.ts"
 
 export const DatasetsHandlers = HttpApiBuilder.group(PlatformApi, "datasets", Effect.fnUntraced(function*(handlers) {
-  const datasets = yield* Datasets
+  const datasets = answered(yield* Datasets)
   return handlers
     .handle("list", ({ query }) => Effect.flatMap(CurrentCaller, (caller) => datasets.list(caller, query)))
     .handle("create", ({ payload }) => Effect.flatMap(CurrentCaller, (caller) => datasets.create(caller, payload)))

@@ -11,7 +11,7 @@ import { Cause, Effect, SchemaIssue } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { HttpApiError } from "effect/http-api"
 import { HttpApiMiddleware } from "effect/http-api"
-import * as Errors from "../kernel/Errors.ts"
+import * as Errors from "./Errors.ts"
 import { isStoreUnavailableCause, STORE_RETRY_AFTER_SECONDS } from "../kernel/StoreUnavailable.ts"
 import { countStoreUnavailable } from "../observability/Metrics.ts"
 

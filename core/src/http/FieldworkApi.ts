@@ -4,7 +4,7 @@
  * The participant's routes (/ingest/*) are IngestRoutes.ts.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import * as Errors from "../kernel/Errors.ts"
+import * as Errors from "./Errors.ts"
 import { MAX_ID_LENGTH } from "../kernel/Limits.ts"
 import { Text } from "../kernel/Text.ts"
 import { Authentication, RequiredPermission } from "./Security.ts"

@@ -3,10 +3,11 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { PlatformApi } from "./Api.ts"
 import { CurrentCaller } from "./Security.ts"
+import { answered } from "./Refusals.ts"
 import { Projects } from "../fieldwork/Projects.ts"
 
 export const FieldworkHandlers = HttpApiBuilder.group(PlatformApi, "fieldwork", Effect.fnUntraced(function*(handlers) {
-  const projects = yield* Projects
+  const projects = answered(yield* Projects)
   return handlers
     .handle("list", () => Effect.flatMap(CurrentCaller, projects.list))
     .handle("create", ({ payload }) => Effect.flatMap(CurrentCaller, (caller) => projects.create(caller, payload)))

@@ -14,7 +14,7 @@ import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/h
 import { ApiKeys } from "../keys/ApiKeys.ts"
 import { standingOf } from "../gateway/KeyStanding.ts"
 import { errorResponse } from "./ErrorShape.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { type AreaError, refusalOf } from "./Refusals.ts"
 import { generateId } from "../kernel/Ids.ts"
 import { MAX_UPLOAD_BYTES } from "../kernel/Limits.ts"
 import type { Permission } from "../keys/Permissions.ts"
@@ -54,7 +54,11 @@ const refusal = (status: number, code: string, message: string): Refusal => ({ s
 
 const refuse = (status: number, code: string, message: string) => Effect.fail(refusal(status, code, message))
 
-const fromPlatformError = (e: Errors.PlatformError, status: number) => refusal(status, e.error.code, e.error.message)
+/** An area's refusal answered with the status and code of the one mapping (Refusals.ts). */
+const fromAreaError = (e: AreaError) => {
+  const { code, status } = refusalOf(e)
+  return refusal(status, code, e.message)
+}
 
 /** The caller's key, holding `permission`, and its account's dataset named in the path. */
 const keyedDataset = (request: HttpServerRequest.HttpServerRequest, permission: Permission, datasetId: string) =>
@@ -63,15 +67,13 @@ const keyedDataset = (request: HttpServerRequest.HttpServerRequest, permission: 
     const datasets = yield* Datasets
     const authorization = /^Bearer\s+(.+)$/i.exec(request.headers["authorization"]?.trim() ?? "")
     if (authorization === null) return yield* refuse(401, "missing_api_key", "Send a platform key as `Authorization: Bearer <key>`.")
-    const caller = yield* apiKeys.authenticate(authorization[1]!.trim()).pipe(Effect.mapError((e) => fromPlatformError(e, 401)))
+    const caller = yield* apiKeys.authenticate(authorization[1]!.trim()).pipe(Effect.mapError(fromAreaError))
     // 401, or 403 for a key whose agent's delegation, plan or rental has ended (gateway/KeyStanding.ts).
-    yield* standingOf(caller.key, yield* Clock.currentTimeMillis).pipe(
-      Effect.mapError((refused) => refusal(refused.status, refused.code, refused.message))
-    )
+    yield* standingOf(caller.key, yield* Clock.currentTimeMillis).pipe(Effect.mapError(fromAreaError))
     if (!caller.key.permissions.includes(permission)) {
       return yield* refuse(403, "key_lacks_permission", `This key lacks the "${permission}" permission.`)
     }
-    return yield* datasets.ownedRecord(caller.account.id, datasetId).pipe(Effect.mapError((e) => fromPlatformError(e, 404)))
+    return yield* datasets.ownedRecord(caller.account.id, datasetId).pipe(Effect.mapError(fromAreaError))
   })
 
 /** A route's answer: `respond`'s on success, else the refusal in the platform's error shape. */
@@ -140,7 +142,7 @@ export const UploadRoute = HttpRouter.add("POST", "/datasets/:id/items", (reques
         created_at: yield* now,
         version: 0
       }
-      return yield* datasets.recordItem(item).pipe(Effect.mapError((e) => fromPlatformError(e, 409)))
+      return yield* datasets.recordItem(item).pipe(Effect.mapError(fromAreaError))
     }), (item) => HttpServerResponse.jsonUnsafe(toDatasetItem(item), { status: 201, headers: { "cache-control": "no-store" } })))
 
 export const DownloadRoute = HttpRouter.add("GET", "/datasets/:id/items/:item_id/content", (request) =>

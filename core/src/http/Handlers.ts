@@ -24,11 +24,12 @@ import { PeopleStore } from "../accounts/PeopleStore.ts"
 import { PlatformApi } from "./Api.ts"
 import { withRequestBaseUrl } from "./PublicUrl.ts"
 import { RequestBaseUrl } from "../kernel/RequestBaseUrl.ts"
+import { answer, answered } from "./Refusals.ts"
 import { CurrentCaller } from "./Security.ts"
 
 export const CatalogueHandlers = HttpApiBuilder.group(PlatformApi, "catalogue", Effect.fnUntraced(function*(handlers) {
-  const catalogue = yield* Catalogue
-  const orders = yield* Orders
+  const catalogue = answered(yield* Catalogue)
+  const orders = answered(yield* Orders)
   const data = <A>(items: ReadonlyArray<A>) => ({ data: items })
   return handlers
     .handle("models", () => Effect.map(catalogue.models, data))
@@ -51,7 +52,7 @@ export const CatalogueHandlers = HttpApiBuilder.group(PlatformApi, "catalogue", 
 }))
 
 export const AccountHandlers = HttpApiBuilder.group(PlatformApi, "account", Effect.fnUntraced(function*(handlers) {
-  const apiKeys = yield* ApiKeys
+  const apiKeys = answered(yield* ApiKeys)
   return handlers
     .handle("me", () =>
       Effect.map(CurrentCaller, ({ account, key }) => ({
@@ -67,8 +68,8 @@ export const AccountHandlers = HttpApiBuilder.group(PlatformApi, "account", Effe
 }))
 
 export const CreditsHandlers = HttpApiBuilder.group(PlatformApi, "credits", Effect.fnUntraced(function*(handlers) {
-  const ledger = yield* Ledger
-  const tickets = yield* Tickets
+  const ledger = answered(yield* Ledger)
+  const tickets = answered(yield* Tickets)
   return handlers
     .handle("balance", () => Effect.flatMap(CurrentCaller, ({ account }) => ledger.balance(account.id)))
     .handle("activity", ({ query }) => Effect.flatMap(CurrentCaller, ({ account }) => ledger.activity(account.id, query.limit)))
@@ -77,7 +78,7 @@ export const CreditsHandlers = HttpApiBuilder.group(PlatformApi, "credits", Effe
 }))
 
 export const OrdersHandlers = HttpApiBuilder.group(PlatformApi, "orders", Effect.fnUntraced(function*(handlers) {
-  const orders = yield* Orders
+  const orders = answered(yield* Orders)
   return handlers
     .handle("create", ({ payload }) => Effect.flatMap(CurrentCaller, (caller) => orders.create(caller, payload)))
     .handle("list", ({ query }) => Effect.flatMap(CurrentCaller, (caller) => orders.list(caller, query.limit)))
@@ -88,7 +89,7 @@ export const OrdersHandlers = HttpApiBuilder.group(PlatformApi, "orders", Effect
 }))
 
 export const BillingHandlers = HttpApiBuilder.group(PlatformApi, "billing", Effect.fnUntraced(function*(handlers) {
-  const orders = yield* Orders
+  const orders = answered(yield* Orders)
   const summary = yield* makeBillingSummary
   return handlers
     .handle("summary", () => Effect.flatMap(CurrentCaller, summary))
@@ -122,6 +123,7 @@ export const IdentityHandlers = HttpApiBuilder.group(PlatformApi, "identity", Ef
   // Made from the stores alone (no AccountService needed): the link names the account service's page.
   const claimLink = () =>
     Effect.flatMap(CurrentCaller, (caller) => withRequestBaseUrl(Effect.flatMap(accountsUrl, (url) => claimLinkFor(caller, url)))).pipe(
+      answer,
       Effect.provideService(AccountStore, accountStore),
       Effect.provideService(PeopleStore, people)
     )

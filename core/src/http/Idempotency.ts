@@ -10,7 +10,7 @@
 import { Effect, Exit, Layer, Redacted } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
-import * as Errors from "../kernel/Errors.ts"
+import * as Errors from "./Errors.ts"
 import { hashSecret } from "../keys/Keys.ts"
 import { MAX_IDEMPOTENCY_KEY_LENGTH } from "../kernel/Limits.ts"
 import { IdempotencyStore } from "./IdempotencyStore.ts"

@@ -12,6 +12,7 @@ import { Gateway, type GatewayError, type GatewayResponse, RateLimited } from ".
 import type { Endpoint } from "../gateway/Validation.ts"
 import { InferenceCatalogueRoutes } from "./InferenceApi.ts"
 import { answerFailure } from "./ErrorShape.ts"
+import { type AreaError, toInferenceError } from "./Refusals.ts"
 
 const SSE_HEADERS = {
   "cache-control": "no-cache",
@@ -24,7 +25,7 @@ const toResponse = (result: GatewayResponse): HttpServerResponse.HttpServerRespo
     ? HttpServerResponse.uint8Array(result.body, { status: result.status, contentType: result.contentType })
     : HttpServerResponse.stream(result.stream, { contentType: "text/event-stream", headers: SSE_HEADERS })
 
-const errorResponse = (error: GatewayError): HttpServerResponse.HttpServerResponse =>
+const errorResponse = (error: Exclude<GatewayError, AreaError>): HttpServerResponse.HttpServerResponse =>
   error instanceof RateLimited
     ? HttpServerResponse.jsonUnsafe({ error: error.error }, {
       status: 429,
@@ -44,6 +45,7 @@ export const answerCall = (
   body: string
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
   gateway.call(endpoint, authorization, body).pipe(
+    Effect.mapError(toInferenceError),
     Effect.match({ onFailure: errorResponse, onSuccess: toResponse }),
     Effect.catchCause(answerFailure(endpoint))
   )

@@ -4,7 +4,7 @@
  * Their handlers are LimitsHandlers.ts; the rules and use-cases billing/Limits.ts.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import * as Errors from "../kernel/Errors.ts"
+import * as Errors from "./Errors.ts"
 import { MAX_ID_LENGTH } from "../kernel/Limits.ts"
 import { Text } from "../kernel/Text.ts"
 import { Idempotency } from "./Idempotency.ts"

@@ -4,7 +4,7 @@
  * (manage). Their handlers are PlansHandlers.ts; the rules and use-cases plans/Plans.ts.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import * as Errors from "../kernel/Errors.ts"
+import * as Errors from "./Errors.ts"
 import { ScopeRuleAnnotation } from "../keys/KeyScope.ts"
 import { MAX_ID_LENGTH } from "../kernel/Limits.ts"
 import { Text } from "../kernel/Text.ts"

@@ -4,9 +4,10 @@ import { HttpApiBuilder } from "effect/http-api"
 import { PlatformApi } from "./Api.ts"
 import { CurrentCaller } from "./Security.ts"
 import { makePlans } from "../plans/Plans.ts"
+import { answered } from "./Refusals.ts"
 
 export const PlansHandlers = HttpApiBuilder.group(PlatformApi, "plans", Effect.fnUntraced(function*(handlers) {
-  const plans = yield* makePlans
+  const plans = answered(yield* makePlans)
   return handlers
     .handle("subscriptions", () => Effect.flatMap(CurrentCaller, plans.subscriptions))
     .handle("cancel", ({ params }) => Effect.flatMap(CurrentCaller, (caller) => plans.cancel(caller, params.id)))

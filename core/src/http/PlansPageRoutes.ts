@@ -17,6 +17,7 @@ import * as Pages from "./pages/Pages.ts"
 import type { Caller } from "../keys/Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { Orders } from "../payments/OrderService.ts"
+import { answered } from "./Refusals.ts"
 import { subscribeOfferOf } from "../plans/Offers.ts"
 import { makePlans } from "../plans/Plans.ts"
 import { type OfferedPlan, plansPage } from "./pages/PlansPage.ts"
@@ -38,8 +39,8 @@ import { withRequestBaseUrl } from "./PublicUrl.ts"
 type Extras = { readonly notice?: string; readonly error?: string }
 
 const makePages = Effect.gen(function*() {
-  const plans = yield* makePlans
-  const orders = yield* Orders
+  const plans = answered(yield* makePlans)
+  const orders = answered(yield* Orders)
   const catalogue = yield* Catalogue
 
   /** Every plan of every machine whose subscribe offer can be ordered (plans/Offers.ts). */

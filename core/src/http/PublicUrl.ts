@@ -14,7 +14,7 @@
  */
 import { Context, Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
-import * as Errors from "../kernel/Errors.ts"
+import * as Errors from "./Errors.ts"
 import { PublicAddress, type PublicAddressSettings, RequestBaseUrl } from "../kernel/RequestBaseUrl.ts"
 
 /** Whether a host name (as in a URL, IPv6 in brackets) is a loopback address. */

@@ -15,7 +15,7 @@
 import { ByteSize, Effect, Result } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Catalogue } from "../catalogue/Catalogue.ts"
-import * as Errors from "../kernel/Errors.ts"
+import * as Errors from "./Errors.ts"
 import * as Limits from "../kernel/Limits.ts"
 import { textProblem } from "../kernel/Text.ts"
 import { isUpload } from "./FileRoutes.ts"

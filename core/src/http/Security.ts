@@ -8,10 +8,11 @@ import { HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import { ApiKeys } from "../keys/ApiKeys.ts"
 import { type Caller } from "../keys/Caller.ts"
-import { makeStandingCheck, platformRefusal } from "../gateway/KeyStanding.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { makeStandingCheck } from "../gateway/KeyStanding.ts"
+import * as Errors from "./Errors.ts"
 import { requireAccountWide, ScopeRuleAnnotation, scopeRuleOf } from "../keys/KeyScope.ts"
 import type { Permission } from "../keys/Permissions.ts"
+import { answer, answered } from "./Refusals.ts"
 
 export class CurrentCaller extends Context.Service<CurrentCaller, Caller>()(
   "@model-platform/core/http/CurrentCaller"
@@ -30,13 +31,13 @@ export class Authentication extends HttpApiMiddleware.Service<Authentication, { 
   static readonly layer = Layer.effect(
     Authentication,
     Effect.gen(function*() {
-      const apiKeys = yield* ApiKeys
+      const apiKeys = answered(yield* ApiKeys)
       const standingOf = yield* makeStandingCheck
       return Authentication.of({
         bearer: Effect.fnUntraced(function*(httpEffect, { credential, endpoint }) {
           const caller = yield* apiKeys.authenticate(Redacted.value(credential).trim())
           // What stands behind the key, as on every surface (gateway/KeyStanding.ts).
-          yield* standingOf(caller.key, yield* Clock.currentTimeMillis).pipe(Effect.mapError(platformRefusal))
+          yield* answer(standingOf(caller.key, yield* Clock.currentTimeMillis))
           const needed = Context.get(endpoint.annotations, RequiredPermission)
           if (needed !== undefined && !caller.key.permissions.includes(needed)) {
             return yield* Errors.forbidden(
@@ -46,7 +47,7 @@ export class Authentication extends HttpApiMiddleware.Service<Authentication, { 
             )
           }
           if (scopeRuleOf(needed, Context.get(endpoint.annotations, ScopeRuleAnnotation)) === "account") {
-            yield* requireAccountWide(caller)
+            yield* answer(requireAccountWide(caller))
           }
           // An account's answer is for that account only: no cache between the client and the
           // platform may keep it and hand it to the next asker of the same address

@@ -15,10 +15,11 @@
 import { Effect, Schema } from "effect"
 import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Catalogue } from "../catalogue/Catalogue.ts"
-import * as Errors from "../kernel/Errors.ts"
+import * as Errors from "./Errors.ts"
 import { randomBytes } from "../kernel/Ids.ts"
 import { MAX_SHORT_TEXT_LENGTH } from "../kernel/Limits.ts"
 import { Orders } from "../payments/OrderService.ts"
+import { answered } from "./Refusals.ts"
 import { AccountStore } from "../keys/AccountStore.ts"
 import type { Transfer } from "../payments/StablecoinRail.ts"
 import { Text } from "../kernel/Text.ts"
@@ -98,7 +99,7 @@ const randomTx = Effect.map(randomBytes(32), (bytes) => "0x" + Array.from(bytes,
 const isZero = (amount: string) => /^0*(\.0*)?$/.test(amount)
 
 export const SimulatedHandlers = HttpApiBuilder.group(SimulatedApi, "simulated", Effect.fnUntraced(function*(handlers) {
-  const orders = yield* Orders
+  const orders = answered(yield* Orders)
   const accounts = yield* AccountStore
   const stablecoin = (yield* Catalogue).config.payments.stablecoin
 

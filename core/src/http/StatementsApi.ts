@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import * as Errors from "../kernel/Errors.ts"
+import * as Errors from "./Errors.ts"
 import { Idempotency } from "./Idempotency.ts"
 import { Authentication, RequiredPermission } from "./Security.ts"
 import { InvoicingRequest, InvoicingResponse, Statement, StatementMonthList, UtcMonth } from "../billing/Schemas.ts"

@@ -8,9 +8,10 @@ import { HttpApiBuilder } from "effect/http-api"
 import { PlatformApi } from "./Api.ts"
 import { CurrentCaller } from "./Security.ts"
 import { makeStatements, statementCsv, statementJson } from "../billing/Statements.ts"
+import { answered } from "./Refusals.ts"
 
 export const StatementsHandlers = HttpApiBuilder.group(PlatformApi, "statements", Effect.fnUntraced(function*(handlers) {
-  const statements = yield* makeStatements
+  const statements = answered(yield* makeStatements)
   return handlers
     .handle("list", () => Effect.flatMap(CurrentCaller, statements.list))
     .handle("statement", ({ params, query }) =>

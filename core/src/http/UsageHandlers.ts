@@ -10,6 +10,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { PlatformApi } from "./Api.ts"
 import { CurrentCaller } from "./Security.ts"
 import { makeUsageReports } from "../billing/Usage.ts"
+import { answered } from "./Refusals.ts"
 
 const CSV_HEADERS = {
   "cache-control": "no-store",
@@ -17,7 +18,7 @@ const CSV_HEADERS = {
 }
 
 export const UsageHandlers = HttpApiBuilder.group(PlatformApi, "usage", Effect.fnUntraced(function*(handlers) {
-  const reports = yield* makeUsageReports
+  const reports = answered(yield* makeUsageReports)
   return handlers
     .handle("report", ({ query }) => Effect.flatMap(CurrentCaller, (caller) => reports.report(caller, query)))
     .handle("csv", ({ query }) =>

@@ -5,7 +5,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import type { Caller } from "./Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { keyError, type KeyErrorOf } from "./KeyErrors.ts"
 import { type CreatedKey, generateSecret, hashSecret, type Key, type KeyRecord, looksLikeSecret, SECRET_PREFIX, toKey, VISIBLE_PREFIX_LENGTH } from "./Keys.ts"
 import { generateId } from "../kernel/Ids.ts"
 import { DEFAULT_PERMISSIONS, normalize, type Permission, ungrantable } from "./Permissions.ts"
@@ -39,13 +39,16 @@ export const TOUCH_INTERVAL_MS = 1000
 export const IDENTIFY_CACHE_MS = 60_000
 export const IDENTIFY_CACHE_SIZE = 10_000
 
+/** Why a bearer secret names no caller. */
+type Unauthenticated = "missing_api_key" | "invalid_api_key"
+
 export class ApiKeys extends Context.Service<ApiKeys, {
   /**
    * The caller behind a bearer secret, or 401 missing_api_key / invalid_api_key. Records the use.
    * What stands behind a live key (its agent, plan or rental) is the surfaces' to check next
    * (gateway/KeyStanding.ts: the authentication middleware, the file routes, the gateway).
    */
-  readonly authenticate: (secret: string) => Effect.Effect<Caller, Errors.Unauthorized>
+  readonly authenticate: (secret: string) => Effect.Effect<Caller, KeyErrorOf<Unauthenticated>>
   /**
    * For the inference gateway's hot path: as `authenticate`, but without recording the use, and
    * answered from memory for up to IDENTIFY_CACHE_MS after the store was read (a key's fields
@@ -54,13 +57,16 @@ export class ApiKeys extends Context.Service<ApiKeys, {
    * admits the call (GatewayStore.admit does, and records the use) and `forget` it when not.
    * A revocation through this service is seen at once.
    */
-  readonly identify: (secret: string) => Effect.Effect<Caller, Errors.Unauthorized>
+  readonly identify: (secret: string) => Effect.Effect<Caller, KeyErrorOf<Unauthenticated>>
   /** Drops a key from identify's memory (it was found revoked). */
   readonly forget: (keyId: string) => Effect.Effect<void>
   readonly create: (
     caller: Caller,
     input: CreateKeyInput
-  ) => Effect.Effect<CreatedKey, Errors.BadRequest | Errors.Forbidden | Errors.NotFound>
+  ) => Effect.Effect<
+    CreatedKey,
+    KeyErrorOf<"key_lacks_permission" | "key_scope_too_narrow" | "scopes_conflict" | "machine_not_found" | "subscription_not_found" | "rental_not_found">
+  >
   /**
    * Creates a key for an account directly: the owner's first key at first start, and an agent's
    * keys (`agent_id`: the agents use-cases check the agent first).
@@ -80,7 +86,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
     input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission> }
   ) => Effect.Effect<CreatedKey, MalformedSecret>
   readonly list: (caller: Caller) => Effect.Effect<ReadonlyArray<Key>>
-  readonly revoke: (caller: Caller, keyId: string) => Effect.Effect<{ id: string; revoked: true }, Errors.NotFound | Errors.Forbidden>
+  readonly revoke: (caller: Caller, keyId: string) => Effect.Effect<{ id: string; revoked: true }, KeyErrorOf<"key_not_found" | "key_scope_too_narrow">>
 }>()("@model-platform/core/keys/ApiKeys") {
   static readonly layer = Layer.effect(
     ApiKeys,
@@ -90,7 +96,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       const catalogue = yield* Catalogue
       const { machineOf } = yield* ScopeTargets
 
-      const invalid = (message: string) => Errors.unauthorized("invalid_api_key", message)
+      const invalid = (message: string) => keyError("invalid_api_key", message)
 
       /** The key behind a secret hash and its account: one read where the store can join them. */
       const findCaller = keys.findCaller ?? ((secretHash: string) =>
@@ -104,7 +110,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       /** The hash of a well-formed secret, or 401 missing_api_key / invalid_api_key. */
       const secretHash = (secret: string) => {
         if (secret.length === 0) {
-          return Errors.unauthorized("missing_api_key", "No API key: send it as `Authorization: Bearer <API_KEY>`.")
+          return keyError("missing_api_key", "No API key: send it as `Authorization: Bearer <API_KEY>`.")
         }
         if (!looksLikeSecret(secret)) return invalid("The API key is malformed.")
         return hashSecret(secret)
@@ -201,7 +207,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         const permissions = input.permissions ?? DEFAULT_PERMISSIONS
         const missing = ungrantable(caller.key.permissions, permissions)
         if (missing.length > 0) {
-          return yield* Errors.forbidden(
+          return yield* keyError(
             "key_lacks_permission",
             `A key can only grant permissions it holds; this key lacks ${missing.join(", ")}.`,
             missing[0]
@@ -209,8 +215,8 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         }
         const scopes = [input.machine_id, input.subscription_id, input.rental_id].filter((s) => s != null)
         if (scopes.length > 1) {
-          return yield* Errors.badRequest(
-            "invalid_request",
+          return yield* keyError(
+            "scopes_conflict",
             "A key can be scoped by at most one of machine_id, subscription_id and rental_id."
           )
         }
@@ -220,15 +226,15 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           scope: scopeOf({ machine_id: input.machine_id ?? null, subscription_id: input.subscription_id ?? null, rental_id: input.rental_id ?? null })
         })
         if (input.machine_id != null && catalogue.machineConfig(input.machine_id) === undefined) {
-          return yield* Errors.notFound("machine_not_found", `No machine "${input.machine_id}".`)
+          return yield* keyError("machine_not_found", `No machine "${input.machine_id}".`)
         }
         // A plan or a rental of the caller's account (ended ones too: their keys are refused on every
         // surface, 403 subscription_inactive or rental_ended: gateway/KeyStanding.ts).
         if (input.subscription_id != null && (yield* machineOf(caller.account.id, { _tag: "Subscription", id: input.subscription_id })) === undefined) {
-          return yield* Errors.notFound("subscription_not_found", `No subscription "${input.subscription_id}" in this account.`)
+          return yield* keyError("subscription_not_found", `No subscription "${input.subscription_id}" in this account.`)
         }
         if (input.rental_id != null && (yield* machineOf(caller.account.id, { _tag: "Rental", id: input.rental_id })) === undefined) {
-          return yield* Errors.notFound("rental_not_found", `No rental "${input.rental_id}" in this account.`)
+          return yield* keyError("rental_not_found", `No rental "${input.rental_id}" in this account.`)
         }
         return yield* issue(caller.account.id, { ...input, permissions })
       })
@@ -242,7 +248,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         issueWithSecret,
         list: (caller) => Effect.map(keys.list(caller.account.id), (records) => records.map(toKey)),
         revoke: Effect.fn("ApiKeys.revoke")(function*(caller: Caller, keyId: string) {
-          const notFound = Errors.notFound("key_not_found", `No key "${keyId}".`)
+          const notFound = keyError("key_not_found", `No key "${keyId}".`)
           if (scopeOf(caller.key)._tag !== "Account") {
             const target = yield* keys.get(caller.account.id, keyId)
             if (target === undefined) return yield* notFound

@@ -15,7 +15,7 @@
  */
 import { Context, Effect } from "effect"
 import type { Caller } from "./Caller.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { keyError } from "./KeyErrors.ts"
 import type { KeyRecord } from "./Keys.ts"
 import type { Permission } from "./Permissions.ts"
 import type { MachineOfScope } from "./ScopeTargets.ts"
@@ -73,7 +73,7 @@ export const scopeRuleOf = (permission: Permission | undefined, annotated: Scope
   annotated ?? (permission === "manage" ? "account" : "any")
 
 export const tooNarrow = (scope: Scope, what: string) =>
-  Errors.forbidden("key_scope_too_narrow", `This key is scoped to ${describe(scope)}; ${what}`)
+  keyError("key_scope_too_narrow", `This key is scoped to ${describe(scope)}; ${what}`)
 
 /** An account-wide endpoint called with a scoped key: 403. */
 export const requireAccountWide = (caller: Caller) => {

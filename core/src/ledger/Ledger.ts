@@ -33,7 +33,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type { ActivityList, CreditBalance } from "./Credits.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { ledgerError, type LedgerErrorOf } from "./LedgerErrors.ts"
 import { generateId } from "../kernel/Ids.ts"
 import {
   type Allocation,
@@ -274,7 +274,7 @@ export class Ledger extends Context.Service<Ledger, {
   /** GET /credits. */
   readonly balance: (accountId: string) => Effect.Effect<CreditBalance>
   /** GET /credits/activity: newest first; limit 1 to 500, default 50, else 400 invalid_request. */
-  readonly activity: (accountId: string, limit?: number | undefined) => Effect.Effect<ActivityList, Errors.BadRequest>
+  readonly activity: (accountId: string, limit?: number | undefined) => Effect.Effect<ActivityList, LedgerErrorOf<"invalid_limit">>
   /** The conservation check of one account (see auditAccount); empty when consistent. */
   readonly audit: (accountId: string) => Effect.Effect<ReadonlyArray<string>>
 }>()("@model-platform/core/Ledger") {
@@ -397,8 +397,8 @@ export class Ledger extends Context.Service<Ledger, {
       const activity = Effect.fn("Ledger.activity")(function*(accountId: string, limit?: number) {
         const n = limit ?? ACTIVITY_DEFAULT_LIMIT
         if (!Number.isInteger(n) || n < 1 || n > ACTIVITY_MAX_LIMIT) {
-          return yield* Errors.badRequest(
-            "invalid_request",
+          return yield* ledgerError(
+            "invalid_limit",
             `limit must be an integer from 1 to ${ACTIVITY_MAX_LIMIT} (default ${ACTIVITY_DEFAULT_LIMIT}); got ${limit}.`
           )
         }

@@ -2,6 +2,7 @@
 export * from "./BudgetScope.ts"
 export * from "./Credits.ts"
 export * from "./Ledger.ts"
+export * from "./LedgerErrors.ts"
 export * from "./LedgerRules.ts"
 export * from "./LedgerStore.ts"
 export * from "./LedgerStoreRules.ts"

@@ -6,13 +6,13 @@
  */
 import { Effect } from "effect"
 import type { Catalogue } from "../catalogue/Catalogue.ts"
-import * as Errors from "../kernel/Errors.ts"
 import { creditsToMicro, MICRO_PER_CREDIT, microToCredits } from "../kernel/Money.ts"
 import type { CreateOrder, OrderType, Quote } from "./Orders.ts"
 import { rentalPrice, subscriptionPrice } from "../plans/Offers.ts"
 import { RENEWAL_ORDER_DAYS } from "../plans/Plans.ts"
 import type { OrderDetails } from "../plans/PlanStore.ts"
 import { centsToUsd, CURRENCY, formatCredits } from "./OrderRules.ts"
+import { orderError } from "./PaymentErrors.ts"
 
 /** What an order body prices to. */
 export interface Priced {
@@ -34,7 +34,7 @@ export const makePricing = (catalogue: Catalogue["Service"]) => {
   /** The machine of a rental or subscription body (404 machine_not_found). */
   const offeringMachine = (machineId: string) => {
     const machine = catalogue.machineConfig(machineId)
-    return machine === undefined ? Errors.notFound("machine_not_found", `No machine "${machineId}".`) : Effect.succeed(machine)
+    return machine === undefined ? orderError("machine_not_found", `No machine "${machineId}".`) : Effect.succeed(machine)
   }
 
   const price = Effect.fnUntraced(function*(body: CreateOrder) {
@@ -42,14 +42,14 @@ export const makePricing = (catalogue: Catalogue["Service"]) => {
       case "credits": {
         const perUsd = catalogue.config.prices.credits_per_usd
         if (perUsd === null) {
-          return yield* Errors.badRequest(
-            "invalid_request",
+          return yield* orderError(
+            "credit_price_unset",
             "Credit orders are not available yet: no credit price is set. Packages may be bought (GET /packages)."
           )
         }
         const machineId = body.machine_id ?? null
         if (machineId !== null && catalogue.machineConfig(machineId) === undefined) {
-          return yield* Errors.notFound("machine_not_found", `No machine "${machineId}".`)
+          return yield* orderError("machine_not_found", `No machine "${machineId}".`)
         }
         const credits = BigInt(body.amount_usd) * BigInt(perUsd) * MICRO_PER_CREDIT
         const gift = body.gift ?? false
@@ -67,7 +67,7 @@ export const makePricing = (catalogue: Catalogue["Service"]) => {
       }
       case "package": {
         const pkg = catalogue.packages.find((p) => p.id === body.package_id)
-        if (pkg === undefined) return yield* Errors.notFound("package_not_found", `No package "${body.package_id}".`)
+        if (pkg === undefined) return yield* orderError("package_not_found", `No package "${body.package_id}".`)
         const credits = creditsToMicro(pkg.credits)
         if (credits === undefined) return yield* Effect.die(new Error(`package ${pkg.id}: credits ${pkg.credits} are not exact`))
         const gift = body.gift ?? false

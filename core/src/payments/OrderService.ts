@@ -25,8 +25,8 @@ import type { Charging } from "../catalogue/Charging.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { chargingGate } from "../catalogue/Charging.ts"
 import type { RedeemResponse, TicketList } from "../ledger/Credits.ts"
-import * as Errors from "../kernel/Errors.ts"
 import { generateId } from "../kernel/Ids.ts"
+import type { KeyErrorOf } from "../keys/KeyErrors.ts"
 import { requireWithin } from "../keys/KeyScope.ts"
 import { Ledger } from "../ledger/Ledger.ts"
 import { microToCredits } from "../kernel/Money.ts"
@@ -45,6 +45,7 @@ import {
 } from "./OrderStore.ts"
 import { LedgerStore } from "../ledger/LedgerStore.ts"
 import { PlanStore } from "../plans/PlanStore.ts"
+import type { PlanErrorOf } from "../plans/PlanErrors.ts"
 import { machineOfScope } from "../plans/ScopeTargetsFromPlans.ts"
 import { StablecoinRail, type Transfer } from "./StablecoinRail.ts"
 import * as Time from "../kernel/Time.ts"
@@ -70,6 +71,7 @@ import {
 } from "./OrderRules.ts"
 import { makeFulfilment } from "./Fulfilment.ts"
 import { makePricing } from "./OrderPricing.ts"
+import { orderError, type OrderErrorOf, type TicketError, ticketError } from "./PaymentErrors.ts"
 import { netPurchasedCredits } from "./Reversals.ts"
 
 // ---------------------------------------------------------------------------------------------
@@ -97,15 +99,34 @@ export interface DepositResult {
 // ---------------------------------------------------------------------------------------------
 // the services
 
+/** Why an order body cannot be priced. */
+type Pricing = "credit_price_unset" | "machine_not_found" | "package_not_found"
+/** Why a machine's offer refuses a rental or plan body (plans/Offers.ts). */
+type OfferRefusal = "rental_not_offered" | "rental_out_of_range" | "plan_not_offered" | "price_inexact"
+/** Why an order cannot start a payment. */
+type PayRefusal =
+  | "order_not_found"
+  | "order_already_paid"
+  | "order_expired"
+  | "payment_conflict"
+  | "deposit_in_progress"
+  | "deposit_already_opened"
+  | "card_payments_off"
+  | "stablecoin_payments_off"
+  | "stablecoin_option_invalid"
+
 export class Orders extends Context.Service<Orders, {
   /** POST /quotes: what a body would cost and grant, without creating anything. */
-  readonly quote: (body: CreateOrder) => Effect.Effect<Quote, Errors.BadRequest | Errors.NotFound>
+  readonly quote: (body: CreateOrder) => Effect.Effect<Quote, OrderErrorOf<Pricing> | PlanErrorOf<OfferRefusal>>
   /** POST /orders: a pending order; nothing is charged until it is paid. */
-  readonly create: (caller: Caller, body: CreateOrder) => Effect.Effect<Order, Errors.BadRequest | Errors.NotFound | Errors.Forbidden>
+  readonly create: (caller: Caller, body: CreateOrder) => Effect.Effect<
+    Order,
+    OrderErrorOf<Pricing> | PlanErrorOf<OfferRefusal | "subscription_not_found" | "renewal_not_stablecoin" | "renewal_mismatch"> | KeyErrorOf<"key_scope_too_narrow">
+  >
   /** GET /orders: newest first; limit 1 to 200, default 50, else 400 invalid_request. */
-  readonly list: (caller: Caller, limit?: number | undefined) => Effect.Effect<OrderList, Errors.BadRequest>
+  readonly list: (caller: Caller, limit?: number | undefined) => Effect.Effect<OrderList, OrderErrorOf<"invalid_limit">>
   /** GET /orders/{id}, with `ticket` (the gift ticket of a paid gift order, else null). */
-  readonly get: (caller: Caller, orderId: string) => Effect.Effect<Order, Errors.NotFound>
+  readonly get: (caller: Caller, orderId: string) => Effect.Effect<Order, OrderErrorOf<"order_not_found">>
   /**
    * POST /orders/{id}/pay: opens a card checkout (pay_url) or a deposit address (payment.deposit).
    * `keepCard`: a purchase on the billing page keeps the card it is paid with for automatic
@@ -116,9 +137,9 @@ export class Orders extends Context.Service<Orders, {
     orderId: string,
     body: PayOrder,
     options?: { readonly keepCard?: boolean }
-  ) => Effect.Effect<Order, Errors.BadRequest | Errors.NotFound | Errors.Conflict | Errors.Forbidden>
+  ) => Effect.Effect<Order, OrderErrorOf<PayRefusal> | KeyErrorOf<"key_scope_too_narrow">>
   /** What the checkout page of a session shows (404 checkout_not_found). */
-  readonly checkout: (sessionId: string) => Effect.Effect<CheckoutInfo, Errors.NotFound>
+  readonly checkout: (sessionId: string) => Effect.Effect<CheckoutInfo, OrderErrorOf<"checkout_not_found">>
   /**
    * The checkout page was submitted: charge the card through the processor; approved -> the order
    * is paid once and fulfilled. A completion of an already paid order charges nothing and answers
@@ -127,15 +148,15 @@ export class Orders extends Context.Service<Orders, {
   readonly completeCardPayment: (
     sessionId: string,
     card: CardDetails
-  ) => Effect.Effect<CardPaymentResult, Errors.NotFound>
+  ) => Effect.Effect<CardPaymentResult, OrderErrorOf<"checkout_not_found">>
   /** A transfer seen on a stablecoin rail (at least once; replays change nothing). */
-  readonly recordDeposit: (transfer: Transfer) => Effect.Effect<DepositResult, Errors.BadRequest>
+  readonly recordDeposit: (transfer: Transfer) => Effect.Effect<DepositResult, OrderErrorOf<"invalid_transfer">>
   /** The deposit accounting of an order (operators, support; 404 when it has no deposit address). */
-  readonly deposits: (orderId: string) => Effect.Effect<DepositSummary, Errors.NotFound>
+  readonly deposits: (orderId: string) => Effect.Effect<DepositSummary, OrderErrorOf<"order_not_found">>
   /** GET /billing/receipts: newest first. */
   readonly receipts: (caller: Caller) => Effect.Effect<ReceiptList>
   /** GET /billing/receipts/{id}. */
-  readonly receipt: (caller: Caller, receiptId: string) => Effect.Effect<Receipt, Errors.NotFound>
+  readonly receipt: (caller: Caller, receiptId: string) => Effect.Effect<Receipt, OrderErrorOf<"receipt_not_found">>
   /** Credits bought in total by an account (micro-credits), for its usage tier: less what refunds and disputes took back (Reversals.ts). */
   readonly purchasedCredits: (accountId: string) => Effect.Effect<bigint>
   /** The charging gate now (Billing summary's `charging`). */
@@ -157,7 +178,7 @@ export class Tickets extends Context.Service<Tickets, {
    * POST /credits/redeem: once per ticket, by any account. 404 ticket_not_found for an unknown
    * (or malformed) code, 409 ticket_already_redeemed after the first redemption.
    */
-  readonly redeem: (caller: Caller, code: string) => Effect.Effect<RedeemResponse, Errors.NotFound | Errors.Conflict>
+  readonly redeem: (caller: Caller, code: string) => Effect.Effect<RedeemResponse, TicketError>
 }>()("@model-platform/core/OrderService/Tickets") {
   static readonly layer: Layer.Layer<Tickets, never, OrderStore | Ledger> = Layer.effect(
     Tickets,
@@ -175,7 +196,7 @@ export class Tickets extends Context.Service<Tickets, {
           }))
           : Effect.void
 
-      const notFound = Errors.notFound("ticket_not_found", "No ticket has this code.")
+      const notFound = ticketError("ticket_not_found", "No ticket has this code.")
 
       const redeem = Effect.fn("Tickets.redeem")(function*(caller: Caller, typed: string) {
         const code = normalizeTicketCode(typed)
@@ -188,7 +209,7 @@ export class Tickets extends Context.Service<Tickets, {
             // The redeemer asking again: complete a grant a crash may have cut short (a no-op
             // otherwise: the ledger ignores a ref it has), then say it was used.
             if (outcome.ticket.redeemed_by === caller.account.id) yield* grant(outcome.ticket, caller.account.id)
-            return yield* Errors.conflict(
+            return yield* ticketError(
               "ticket_already_redeemed",
               outcome.ticket.redeemed_by === caller.account.id
                 ? "You have already redeemed this ticket."
@@ -280,8 +301,8 @@ const makeOrders = Effect.gen(function*() {
   const list = Effect.fn("Orders.list")(function*(caller: Caller, limit?: number) {
     const n = limit ?? ORDERS_DEFAULT_LIMIT
     if (!Number.isInteger(n) || n < 1 || n > ORDERS_MAX_LIMIT) {
-      return yield* Errors.badRequest(
-        "invalid_request",
+      return yield* orderError(
+        "invalid_limit",
         `limit must be an integer from 1 to ${ORDERS_MAX_LIMIT} (default ${ORDERS_DEFAULT_LIMIT}); got ${limit}.`
       )
     }
@@ -292,7 +313,7 @@ const makeOrders = Effect.gen(function*() {
 
   const own = Effect.fnUntraced(function*(caller: Caller, orderId: string) {
     const order = yield* store.getOrder(caller.account.id, orderId)
-    if (order === undefined) return yield* Errors.notFound("order_not_found", `No order "${orderId}".`)
+    if (order === undefined) return yield* orderError("order_not_found", `No order "${orderId}".`)
     return order
   })
 
@@ -314,8 +335,8 @@ const makeOrders = Effect.gen(function*() {
   /** 409 when an order cannot be paid any more (paid, or its window closed). */
   const notPayable = (order: OrderRecord, now: number) =>
     statusAt(order, now) === "paid"
-      ? Errors.conflict("order_already_paid", `Order ${order.id} is already paid.`)
-      : Errors.conflict("order_expired", `Order ${order.id} can no longer be paid (${statusAt(order, now)}); create a new order.`)
+      ? orderError("order_already_paid", `Order ${order.id} is already paid.`)
+      : orderError("order_expired", `Order ${order.id} can no longer be paid (${statusAt(order, now)}); create a new order.`)
 
   /** A new card plan keeps its card for its renewals (docs/plans.md "Renewals"). */
   const keepsCard = (order: OrderRecord) => order.details?.kind === "subscription" && order.details.renew_subscription_id === null
@@ -350,15 +371,15 @@ const makeOrders = Effect.gen(function*() {
       const current = (yield* store.findOrder(order.id)) ?? order
       const at = yield* nowMillis
       if (!payableAt(current, at)) return yield* notPayable(current, at)
-      return yield* Errors.conflict("payment_conflict", `Order ${order.id} changed while starting its payment; try again.`)
+      return yield* orderError("payment_conflict", `Order ${order.id} changed while starting its payment; try again.`)
     })
 
     if (body.method === "card") {
       if (payments.card === null) {
-        return yield* Errors.badRequest("invalid_request", "Card payments are not set up (see GET /payment-methods).")
+        return yield* orderError("card_payments_off", "Card payments are not set up (see GET /payment-methods).")
       }
       if (order.deposit !== null && (yield* counted(order.deposit)) > 0n) {
-        return yield* Errors.conflict(
+        return yield* orderError(
           "deposit_in_progress",
           `Part of order ${order.id} was already paid by stablecoin deposit; send the rest to ${order.deposit.address}.`
         )
@@ -377,23 +398,23 @@ const makeOrders = Effect.gen(function*() {
 
     const stablecoin = payments.stablecoin
     if (stablecoin === null) {
-      return yield* Errors.badRequest("invalid_request", "Stablecoin payments are not set up (see GET /payment-methods).")
+      return yield* orderError("stablecoin_payments_off", "Stablecoin payments are not set up (see GET /payment-methods).")
     }
     if (body.chain === undefined || body.token === undefined) {
-      return yield* Errors.badRequest(
-        "invalid_request",
+      return yield* orderError(
+        "stablecoin_option_invalid",
         `chain and token are required for a stablecoin payment; accepted: ${optionsText()}.`
       )
     }
     const option = stablecoin.options.find((o) => o.chain === body.chain && o.token === body.token)
     if (option === undefined) {
-      return yield* Errors.badRequest(
-        "invalid_request",
+      return yield* orderError(
+        "stablecoin_option_invalid",
         `${body.token} on ${body.chain} is not accepted; accepted: ${optionsText()}.`
       )
     }
     if (order.deposit !== null && (order.deposit.chain !== option.chain || order.deposit.token !== option.token)) {
-      return yield* Errors.conflict(
+      return yield* orderError(
         "deposit_already_opened",
         `Order ${order.id} already awaits ${order.deposit.token} on ${order.deposit.chain} at ${order.deposit.address}; ` +
           "create a new order to pay with another chain or token."
@@ -424,7 +445,7 @@ const makeOrders = Effect.gen(function*() {
 
   const bySession = Effect.fnUntraced(function*(sessionId: string) {
     const order = yield* store.findByCardSession(sessionId)
-    if (order === undefined) return yield* Errors.notFound("checkout_not_found", "No checkout has this address.")
+    if (order === undefined) return yield* orderError("checkout_not_found", "No checkout has this address.")
     return order
   })
 
@@ -467,7 +488,7 @@ const makeOrders = Effect.gen(function*() {
 
   // ---- stablecoin ----
 
-  const invalidTransfer = (message: string) => Errors.badRequest("invalid_request", message)
+  const invalidTransfer = (message: string) => orderError("invalid_transfer", message)
 
   const summary = Effect.fnUntraced(function*(order: OrderRecord) {
     const deposit = order.deposit
@@ -528,7 +549,7 @@ const makeOrders = Effect.gen(function*() {
   const deposits = Effect.fn("Orders.deposits")(function*(orderId: string) {
     const order = yield* store.findOrder(orderId)
     if (order === undefined || order.deposit === null) {
-      return yield* Errors.notFound("order_not_found", `No order "${orderId}" with a deposit address.`)
+      return yield* orderError("order_not_found", `No order "${orderId}" with a deposit address.`)
     }
     return yield* summary(order)
   })
@@ -537,7 +558,7 @@ const makeOrders = Effect.gen(function*() {
 
   const receipt = Effect.fn("Orders.receipt")(function*(caller: Caller, receiptId: string) {
     const found = yield* store.getReceipt(caller.account.id, receiptId)
-    if (found === undefined) return yield* Errors.notFound("receipt_not_found", `No receipt "${receiptId}".`)
+    if (found === undefined) return yield* orderError("receipt_not_found", `No receipt "${receiptId}".`)
     return toReceipt(found)
   })
 

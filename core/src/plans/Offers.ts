@@ -10,7 +10,7 @@
  */
 import { Effect, Option, Schema } from "effect"
 import type { MachineConfig } from "../catalogue/CatalogueConfig.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { planError, type PlanErrorReason } from "./PlanErrors.ts"
 import { creditsToMicro } from "../kernel/Money.ts"
 import type { RentalOrderBody, SubscriptionOrderBody } from "./Schemas.ts"
 
@@ -73,7 +73,8 @@ export interface RentalPrice {
   readonly amount_cents: bigint
 }
 
-const fieldError = (field: string, message: string) => Errors.badRequest("invalid_request", `${field}: ${message}`)
+const fieldError = <R extends PlanErrorReason>(reason: R, field: string, message: string) =>
+  planError(reason, `${field}: ${message}`)
 
 /**
  * The price of renting `body` from `machine`: each value within the offer (400 naming the field),
@@ -82,7 +83,7 @@ const fieldError = (field: string, message: string) => Errors.badRequest("invali
 export const rentalPrice = (machine: MachineConfig, body: RentalOrderBody) =>
   Effect.gen(function*() {
     const offer = rentOfferOf(machine)
-    if (offer === undefined) return yield* fieldError("machine_id", `machine "${machine.id}" offers no rentals`)
+    if (offer === undefined) return yield* fieldError("rental_not_offered", "machine_id", `machine "${machine.id}" offers no rentals`)
     const gpu = body.gpu ?? 0
     const storage = body.storage_gb ?? 0
     const within: ReadonlyArray<readonly [string, number, number]> = [
@@ -92,10 +93,10 @@ export const rentalPrice = (machine: MachineConfig, body: RentalOrderBody) =>
       ["storage_gb", storage, offer.max.storage_gb]
     ]
     for (const [field, value, most] of within) {
-      if (value > most) return yield* fieldError(field, `at most ${most} on ${machine.id}, got ${value}`)
+      if (value > most) return yield* fieldError("rental_out_of_range", field, `at most ${most} on ${machine.id}, got ${value}`)
     }
     if (body.hours < offer.min_hours || body.hours > offer.max_hours) {
-      return yield* fieldError("hours", `from ${offer.min_hours} to ${offer.max_hours} on ${machine.id}, got ${body.hours}`)
+      return yield* fieldError("rental_out_of_range", "hours", `from ${offer.min_hours} to ${offer.max_hours} on ${machine.id}, got ${body.hours}`)
     }
     const rates = [
       [offer.usd_per_hour.cpu_core, body.cpu_cores],
@@ -106,7 +107,7 @@ export const rentalPrice = (machine: MachineConfig, body: RentalOrderBody) =>
     let perHour = 0n
     for (const [usd, units] of rates) {
       const micro = microUsd(usd)
-      if (micro === undefined) return yield* fieldError("machine_id", `machine "${machine.id}" has a rent price that cannot be charged exactly`)
+      if (micro === undefined) return yield* fieldError("price_inexact", "machine_id", `machine "${machine.id}" has a rent price that cannot be charged exactly`)
       perHour += micro * BigInt(units)
     }
     return {
@@ -133,13 +134,13 @@ export interface SubscriptionPrice {
 export const subscriptionPrice = (machine: MachineConfig, body: Pick<SubscriptionOrderBody, "plan_id">, days?: number) =>
   Effect.gen(function*() {
     const offer = subscribeOfferOf(machine)
-    if (offer === undefined) return yield* fieldError("machine_id", `machine "${machine.id}" offers no plans`)
+    if (offer === undefined) return yield* fieldError("plan_not_offered", "machine_id", `machine "${machine.id}" offers no plans`)
     const plan = offer.plans.find((p) => p.id === body.plan_id)
     if (plan === undefined) {
-      return yield* fieldError("plan_id", `machine "${machine.id}" offers the plans ${offer.plans.map((p) => `"${p.id}"`).join(", ") || "(none)"}, not "${body.plan_id}"`)
+      return yield* fieldError("plan_not_offered", "plan_id", `machine "${machine.id}" offers the plans ${offer.plans.map((p) => `"${p.id}"`).join(", ") || "(none)"}, not "${body.plan_id}"`)
     }
     const micro = microUsd(plan.usd_per_period)
-    if (micro === undefined) return yield* fieldError("plan_id", `plan "${plan.id}" has a price that cannot be charged exactly`)
+    if (micro === undefined) return yield* fieldError("price_inexact", "plan_id", `plan "${plan.id}" has a price that cannot be charged exactly`)
     if (days === undefined) return { plan, period_days: offer.period_days, amount_cents: centsOf(micro) } satisfies SubscriptionPrice
     const period = BigInt(offer.period_days)
     const prorated = (micro * BigInt(days) + period - 1n) / period

@@ -18,7 +18,7 @@
  */
 import { Clock, Effect } from "effect"
 import type { Caller } from "../keys/Caller.ts"
-import * as Errors from "../kernel/Errors.ts"
+import { planError } from "./PlanErrors.ts"
 import { requireWithin } from "../keys/KeyScope.ts"
 import { generateId } from "../kernel/Ids.ts"
 import type { PaymentMethod } from "../catalogue/CatalogueConfig.ts"
@@ -206,14 +206,14 @@ export const makePlans = Effect.gen(function*() {
     const id = body.renew_subscription_id
     const plan = yield* store.subscription(id)
     if (plan === undefined || plan.account_id !== accountId) {
-      return yield* Errors.notFound("subscription_not_found", `No plan "${id}" in this account.`)
+      return yield* planError("subscription_not_found", `No plan "${id}" in this account.`)
     }
     if (plan.paid_with !== "stablecoin") {
-      return yield* Errors.badRequest("invalid_request", `renew_subscription_id: plan ${id} is paid by card and renews by itself.`)
+      return yield* planError("renewal_not_stablecoin", `renew_subscription_id: plan ${id} is paid by card and renews by itself.`)
     }
     if (plan.machine_id !== body.machine_id || plan.plan_id !== body.plan_id) {
-      return yield* Errors.badRequest(
-        "invalid_request",
+      return yield* planError(
+        "renewal_mismatch",
         `renew_subscription_id: plan ${id} is "${plan.plan_id}" on "${plan.machine_id}"; the order must name that machine_id and plan_id.`
       )
     }
@@ -236,14 +236,14 @@ export const makePlans = Effect.gen(function*() {
     Effect.fn(cancel ? "Plans.cancel" : "Plans.resume")(function*(caller: Caller, id: string) {
       const found = yield* store.subscription(id)
       if (found === undefined || found.account_id !== caller.account.id) {
-        return yield* Errors.notFound("subscription_not_found", `No plan "${id}" in this account.`)
+        return yield* planError("subscription_not_found", `No plan "${id}" in this account.`)
       }
       yield* requireWithin(machineOfScope(store), caller, { _tag: "Subscription", id: found.id, machine_id: found.machine_id })
       const now = yield* Clock.currentTimeMillis
       const move = applyPlanEvent(planState(found, now), cancel ? "cancel" : "resume")
       if (move._tag === "Refused") {
-        return yield* Errors.badRequest(
-          "invalid_request",
+        return yield* planError(
+          move.reason === "ended" ? "plan_ended" : move.reason === "renewing" ? "plan_renewing" : "plan_not_card",
           move.reason === "ended"
             ? `The plan ${id} has ended; it cannot be ${cancel ? "cancelled" : "resumed"}.`
             : move.reason === "renewing"
@@ -253,7 +253,7 @@ export const makePlans = Effect.gen(function*() {
       }
       const { auto_renews, cancel_at_period_end } = move.state
       const changed = yield* store.setRenewal(caller.account.id, id, { auto_renews, cancel_at_period_end })
-      if (changed === undefined) return yield* Errors.notFound("subscription_not_found", `No plan "${id}" in this account.`)
+      if (changed === undefined) return yield* planError("subscription_not_found", `No plan "${id}" in this account.`)
       const view = subscriptionView(changed, now)
       return {
         id: view.id,

@@ -12,7 +12,7 @@ import { microToCredits } from "../../src/kernel/Money.ts"
 
 const range = (query: Parameters<typeof usageRange>[0], today = "2026-03-17") => {
   const result = usageRange(query, today)
-  return Result.isSuccess(result) ? result.success : result.failure.error
+  return Result.isSuccess(result) ? result.success : { reason: result.failure.reason, message: result.failure.message }
 }
 
 describe("usageRange", () => {
@@ -31,7 +31,7 @@ describe("usageRange", () => {
     expect(range({ month: "2025-12" })).toEqual({ from: "2025-12-01", to: "2025-12-31" })
   })
   it("refusals name the field", () => {
-    expect(range({ month: "2026-01", from: "2026-01-01" })).toMatchObject({ code: "invalid_request", message: expect.stringContaining("\"month\"") })
+    expect(range({ month: "2026-01", from: "2026-01-01" })).toMatchObject({ reason: "usage_range_invalid", message: expect.stringContaining("\"month\"") })
     expect(range({ month: "2026-01", to: "2026-01-31" })).toMatchObject({ message: expect.stringContaining("\"month\"") })
     expect(range({ from: "2026-03-18" })).toMatchObject({ message: expect.stringContaining("\"from\"") })
     expect(range({ from: "2026-02-02", to: "2026-02-01" })).toMatchObject({ message: expect.stringContaining("\"from\"") })
@@ -39,7 +39,7 @@ describe("usageRange", () => {
   })
   it(`at most ${MAX_USAGE_DAYS} days`, () => {
     expect(range({ from: "2024-01-01", to: "2024-12-31" })).toEqual({ from: "2024-01-01", to: "2024-12-31" })
-    expect(range({ from: "2025-01-01", to: "2026-01-02" })).toMatchObject({ code: "invalid_request" })
+    expect(range({ from: "2025-01-01", to: "2026-01-02" })).toMatchObject({ reason: "usage_range_invalid" })
   })
   it("file names", () => {
     expect(usageCsvFilename({ from: "2026-01-01", to: "2026-01-31" }, undefined)).toBe("usage-2026-01-01-2026-01-31.csv")
