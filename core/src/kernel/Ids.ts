@@ -1,5 +1,19 @@
 /** Identifiers and random bytes from the platform's cryptographic source (Web Crypto). */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
+
+declare const IdKind: unique symbol
+/**
+ * An id of one kind (docs/architecture.md "Ids"): a plain string (from the wire, a store) is
+ * accepted where one is expected, but an id of one kind is never accepted for another.
+ */
+export type IdOf<K extends string> = string & { readonly [IdKind]?: K }
+export type AccountId = IdOf<"account">
+export type KeyId = IdOf<"key">
+export type AgentId = IdOf<"agent">
+export type OrderId = IdOf<"order">
+
+/** A string field of a record schema holding an id of one kind; it decodes and encodes as a string. */
+export const IdString = <K extends string>(): Schema.Codec<IdOf<K>, string> => Schema.String
 
 const BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
@@ -38,5 +52,18 @@ const idBytes = (n: number): Uint8Array => {
 export const randomBytes = (n: number): Effect.Effect<Uint8Array> =>
   Effect.sync(() => crypto.getRandomValues(new Uint8Array(n)))
 
+/** The kind of id each prefix makes. */
+interface IdOfPrefix {
+  readonly acct: AccountId
+  readonly key: KeyId
+  readonly agt: AgentId
+  readonly ord: OrderId
+  readonly ord_auto: OrderId
+}
+
 /** A random identifier with a readable type prefix, e.g. `key_…`, 128 bits. */
-export const generateId = (kind: string): Effect.Effect<string> => Effect.sync(() => `${kind}_${base64url(idBytes(16))}`)
+export function generateId<P extends keyof IdOfPrefix>(prefix: P): Effect.Effect<IdOfPrefix[P]>
+export function generateId(prefix: string): Effect.Effect<string>
+export function generateId(prefix: string): Effect.Effect<string> {
+  return Effect.sync(() => `${prefix}_${base64url(idBytes(16))}`)
+}
