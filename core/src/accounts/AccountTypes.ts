@@ -4,6 +4,7 @@ import type { AccountError } from "./AccountErrors.ts"
 import type { Identity } from "./Identity.ts"
 import type { CreatedKey } from "../keys/Keys.ts"
 import type { Timestamp } from "../kernel/Time.ts"
+import type { AccountId } from "../kernel/Ids.ts"
 
 // ---- inputs and outputs ---------------------------------------------------------------------
 
@@ -42,7 +43,7 @@ export interface SignedInPerson {
   readonly person_id: string
   readonly email: string
   /** The platform account; null only in the instant between confirmation and the link (never seen in practice). */
-  readonly account_id: string | null
+  readonly account_id: AccountId | null
 }
 
 /** A live session: who, and the CSRF token its forms must carry (derived from the session token). */
@@ -244,5 +245,5 @@ export interface AccountServiceShape {
    * first-start owner's identity is made at start (Owner.ts) and shows 0 passkeys until the owner
    * claims the account (docs/api-decisions.md).
    */
-  readonly identityOf: (accountId: string) => Effect.Effect<Identity>
+  readonly identityOf: (accountId: AccountId) => Effect.Effect<Identity>
 }

@@ -12,7 +12,7 @@
  */
 import { Effect } from "effect"
 import type { Identity } from "./Identity.ts"
-import { generateId } from "../kernel/Ids.ts"
+import { type AccountId, generateId } from "../kernel/Ids.ts"
 import * as Time from "../kernel/Time.ts"
 import type { Network } from "../agents/Network.ts"
 import type { PeopleStore } from "./PeopleStore.ts"
@@ -27,7 +27,7 @@ import type { IdentityRecord, PersonRecord } from "./Records.ts"
 const identityView = Effect.fnUntraced(function*(
   people: PeopleStore["Service"],
   accountsUrl: string,
-  accountId: string,
+  accountId: AccountId,
   identity: IdentityRecord | undefined
 ) {
   if (identity === undefined) {
@@ -54,7 +54,7 @@ const identityView = Effect.fnUntraced(function*(
 })
 
 /** GET /identity from the store alone, without asking the network (a shell without AccountService). */
-export const storedIdentity = (people: PeopleStore["Service"], accountId: string, accountsUrl: string) =>
+export const storedIdentity = (people: PeopleStore["Service"], accountId: AccountId, accountsUrl: string) =>
   Effect.flatMap(people.getIdentity(accountId), (identity) => identityView(people, accountsUrl, accountId, identity))
 
 /**
@@ -63,7 +63,7 @@ export const storedIdentity = (people: PeopleStore["Service"], accountId: string
  * account service and by the first start for the owner (Owner.ts).
  */
 export const askIdentity = (people: PeopleStore["Service"], network: Network["Service"]) =>
-  Effect.fnUntraced(function*(accountId: string, personId: string) {
+  Effect.fnUntraced(function*(accountId: AccountId, personId: string) {
     const known = yield* people.getIdentity(accountId)
     if (known !== undefined && known.state !== "provisioning") return known
     const answer = yield* network.createHumanIdentity(accountId).pipe(
@@ -98,7 +98,7 @@ export const makeIdentities = (deps: AccountDeps) => {
 
   const ensureIdentity = askIdentity(people, network)
 
-  const identityOf = Effect.fn("AccountService.identityOf")(function*(accountId: string) {
+  const identityOf = Effect.fn("AccountService.identityOf")(function*(accountId: AccountId) {
     const known = yield* people.getIdentity(accountId)
     const identity = known === undefined ? undefined : yield* ensureIdentity(accountId, known.person_id)
     return yield* identityView(people, settings.accountsUrl, accountId, identity)

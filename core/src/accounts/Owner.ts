@@ -26,12 +26,13 @@ import { askIdentity } from "./Identities.ts"
 import type { ClaimLink } from "./Identity.ts"
 import { hashToken, PERSON_ID_KIND } from "./Records.ts"
 import { newToken } from "./WebAuthn.ts"
+import type { AccountId } from "../kernel/Ids.ts"
 
 /** How long a claim link works (docs/accounts.md "The owner"). */
 export const CLAIM_LINK_TTL_MS = 24 * 60 * 60_000
 
 /** The owner's person id: `per_` and 128 bits of SHA-256 of the account id (the same in every process). */
-export const ownerPersonId = (accountId: string): string =>
+export const ownerPersonId = (accountId: AccountId): string =>
   `${PERSON_ID_KIND}_${sha256Hex(`model-platform owner person\n${accountId}`).slice(0, 32)}`
 
 /** The claim page of a claim link's token. */
@@ -54,7 +55,7 @@ export const ensureOwnerIdentity = Effect.gen(function*() {
  * token's hash is kept. Another account is refused (409 not_owner_account: a person's passkeys are
  * theirs to manage, and their recovery goes by email).
  */
-export const issueClaimLink = Effect.fn("Owner.issueClaimLink")(function*(accountId: string, accountsUrl: string) {
+export const issueClaimLink = Effect.fn("Owner.issueClaimLink")(function*(accountId: AccountId, accountsUrl: string) {
   const owner = yield* (yield* AccountStore).first
   if (owner === undefined || owner.id !== accountId) {
     return yield* accountError(

@@ -22,6 +22,7 @@ import {
   type TokenPurpose
 } from "./Records.ts"
 import type { Timestamp } from "../kernel/Time.ts"
+import type { AccountId } from "../kernel/Ids.ts"
 
 export type InsertPersonResult =
   | { readonly _tag: "Inserted" }
@@ -72,7 +73,7 @@ export class PeopleStore extends Context.Service<PeopleStore, {
    * Sets account_id once, only while it is null: a person owns one account. Returns the person as
    * it is afterwards (account_id is the first one linked: the caller compares), or undefined.
    */
-  readonly linkAccount: (personId: string, accountId: string) => Effect.Effect<PersonRecord | undefined>
+  readonly linkAccount: (personId: string, accountId: AccountId) => Effect.Effect<PersonRecord | undefined>
 
   // passkeys
 
@@ -147,7 +148,7 @@ export class PeopleStore extends Context.Service<PeopleStore, {
    */
   readonly saveIdentity: (identity: IdentityRecord) => Effect.Effect<void>
   /** The identity of a platform account, or undefined (none made yet). */
-  readonly getIdentity: (accountId: string) => Effect.Effect<IdentityRecord | undefined>
+  readonly getIdentity: (accountId: AccountId) => Effect.Effect<IdentityRecord | undefined>
 }>()("@model-platform/core/accounts/PeopleStore") {}
 
 /** Whether a token is outstanding at `at`: unused and not expired (it may not be usable yet). */

@@ -4,6 +4,7 @@
  * their identity and how many passkeys they hold — an agent is approved only with a passkey.
  */
 import { Context, type Effect } from "effect"
+import type { AccountId } from "../kernel/Ids.ts"
 
 export interface AgentOwner {
   readonly person_id: string
@@ -15,7 +16,7 @@ export interface AgentOwner {
 
 export class AgentOwners extends Context.Service<AgentOwners, {
   /** The account's person (the approvals' `sub`), when the account has one. */
-  readonly personOf: (accountId: string) => Effect.Effect<string | undefined>
+  readonly personOf: (accountId: AccountId) => Effect.Effect<string | undefined>
   /** The account's owner with their identity's state and passkeys, when the account has a person. */
-  readonly ownerOf: (accountId: string) => Effect.Effect<AgentOwner | undefined>
+  readonly ownerOf: (accountId: AccountId) => Effect.Effect<AgentOwner | undefined>
 }>()("@model-platform/core/agents/AgentOwners") {}

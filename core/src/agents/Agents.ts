@@ -18,7 +18,7 @@ import { type Caller } from "../keys/Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { agentError, type AgentErrorOf } from "./AgentErrors.ts"
 import { type CreatedKey } from "../keys/Keys.ts"
-import { generateId } from "../kernel/Ids.ts"
+import { type AccountId, generateId } from "../kernel/Ids.ts"
 import { DEFAULT_PERMISSIONS, ungrantable } from "../keys/Permissions.ts"
 import { AgentApprovals, type ApprovalsUnavailable } from "./AgentApprovals.ts"
 import { AgentStore } from "./AgentStore.ts"
@@ -237,7 +237,7 @@ const makeAgents = (options: AgentsOptions) =>
      * The account's person, when it has a passkey to approve with (else 409 passkey_required: the
      * owner account before it is claimed) and its identity is ready (else 409 identity_not_ready).
      */
-    const readyOwner = Effect.fnUntraced(function*(accountId: string, accountsUrl: string) {
+    const readyOwner = Effect.fnUntraced(function*(accountId: AccountId, accountsUrl: string) {
       const owner = yield* owners.ownerOf(accountId)
       if (owner !== undefined && owner.passkeys === 0) {
         return yield* agentError(

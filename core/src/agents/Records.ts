@@ -10,6 +10,7 @@
  */
 import { Schema } from "effect"
 import type { DocumentKind } from "../kernel/Documents.ts"
+import { IdString } from "../kernel/Ids.ts"
 import { Timestamp } from "../kernel/Time.ts"
 import { AgentStatus, ApprovalKind, ApprovalState, Capability } from "./Schemas.ts"
 
@@ -47,7 +48,7 @@ export type AgentApprovalRecord = typeof AgentApprovalRecord.Type
 
 export const AgentRecord = Schema.Struct({
   id: Schema.String,
-  account_id: Schema.String,
+  account_id: IdString<"account">(),
   name: Schema.String,
   status: AgentStatus,
   /** The approved settings in force; null until the first approval. */

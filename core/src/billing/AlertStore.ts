@@ -18,11 +18,12 @@
 import { Context, type Effect } from "effect"
 import type { Timestamp } from "../kernel/Time.ts"
 import { type AlertKind, AlertKindValues } from "./Schemas.ts"
+import type { AccountId } from "../kernel/Ids.ts"
 
 
 export interface AlertRecord {
   readonly id: string
-  readonly account_id: string
+  readonly account_id: AccountId
   readonly kind: AlertKind
   /** What it is about: "account", a key id, a top-up's order id, or a plan's id (docs/billing.md "Alerts"). */
   readonly target: string
@@ -61,17 +62,17 @@ export class AlertStore extends Context.Service<AlertStore, {
   /** ATOMIC: inserts the alert unless its (account, kind, target, period, point) exists ("exists": nothing changed). */
   readonly raise: (alert: AlertRecord) => Effect.Effect<"raised" | "exists">
   /** The account's alerts, newest first (equal created_at: greater id first), at most `limit`. */
-  readonly list: (accountId: string, limit: number) => Effect.Effect<ReadonlyArray<AlertRecord>>
+  readonly list: (accountId: AccountId, limit: number) => Effect.Effect<ReadonlyArray<AlertRecord>>
   /** Marks those of the ids that are the account's alerts seen (others' ids are ignored); how many changed. */
-  readonly markSeen: (accountId: string, ids: ReadonlyArray<string>) => Effect.Effect<number>
+  readonly markSeen: (accountId: AccountId, ids: ReadonlyArray<string>) => Effect.Effect<number>
   /** The account's top-up state, undefined before the first swap. */
-  readonly topUp: (accountId: string) => Effect.Effect<TopUpState | undefined>
+  readonly topUp: (accountId: AccountId) => Effect.Effect<TopUpState | undefined>
   /**
    * ATOMIC, conditional: writes `next` (whose version is the expected one + 1, or 1 when none is
    * expected) only when the stored version is `expected` (undefined: no state stored yet).
    * true for the call that wrote it; false when another swap got there first (nothing changed).
    */
-  readonly swapTopUp: (accountId: string, expected: number | undefined, next: TopUpState) => Effect.Effect<boolean>
+  readonly swapTopUp: (accountId: AccountId, expected: number | undefined, next: TopUpState) => Effect.Effect<boolean>
 }>()("@model-platform/core/billing/AlertStore") {}
 
 // ---------------------------------------------------------------------------------------------

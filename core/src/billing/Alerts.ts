@@ -12,7 +12,7 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import { billingError, type BillingErrorOf } from "./BillingErrors.ts"
-import { generateId } from "../kernel/Ids.ts"
+import { type AccountId, generateId } from "../kernel/Ids.ts"
 import { microToCredits } from "../kernel/Money.ts"
 import { centsToUsd } from "../payments/OrderRules.ts"
 import { AccountStore } from "../keys/AccountStore.ts"
@@ -153,11 +153,11 @@ export class Alerts extends Context.Service<Alerts, {
    * Raises the alert unless it exists; true for the raise that inserted it, which then emails it
    * when the account's alert_email is on. Never fails: trouble is logged and answers false.
    */
-  readonly raise: (accountId: string, draft: AlertDraft) => Effect.Effect<boolean>
+  readonly raise: (accountId: AccountId, draft: AlertDraft) => Effect.Effect<boolean>
   /** GET /billing/alerts: newest first; limit 1 to 200, default 50, else 400 invalid_request. Marks nothing seen. */
   readonly list: (caller: Caller, limit?: number | undefined) => Effect.Effect<AlertList, BillingErrorOf<"invalid_limit">>
   /** A person saw these alerts (the billing page marks what it shows); how many changed. */
-  readonly markSeen: (accountId: string, ids: ReadonlyArray<string>) => Effect.Effect<number>
+  readonly markSeen: (accountId: AccountId, ids: ReadonlyArray<string>) => Effect.Effect<number>
 }>()("@model-platform/core/billing/Alerts") {
   static readonly layer: Layer.Layer<Alerts, never, AlertStore | BillingSettingsStore | AccountStore> = Layer.effect(
     Alerts,
@@ -177,7 +177,7 @@ export class Alerts extends Context.Service<Alerts, {
         )
       })
 
-      const raise = (accountId: string, draft: AlertDraft): Effect.Effect<boolean> => {
+      const raise = (accountId: AccountId, draft: AlertDraft): Effect.Effect<boolean> => {
         const identity = alertIdentity({ account_id: accountId, ...draft })
         if (known.has(identity)) return Effect.succeed(false)
         return Effect.gen(function*() {

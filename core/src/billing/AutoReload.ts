@@ -19,6 +19,7 @@ import type { BillingSettings } from "./Settings.ts"
 import type { SavedCard } from "./Settings.ts"
 import { TopUps } from "./TopUp.ts"
 import { BillingWatch } from "./Watch.ts"
+import type { AccountId } from "../kernel/Ids.ts"
 
 /** The largest threshold a record keeps (an int8 of micro-credits). */
 export const MAX_THRESHOLD_MICRO = 2n ** 63n - 1n
@@ -29,7 +30,7 @@ export type SaveCardResult =
 
 export class AutoReload extends Context.Service<AutoReload, {
   /** GET /billing/auto-reload (and GET /billing's auto_reload). */
-  readonly view: (accountId: string) => Effect.Effect<AutoReloadView>
+  readonly view: (accountId: AccountId) => Effect.Effect<AutoReloadView>
   /**
    * POST /billing/auto-reload: the settings whole (the saved card stays). 400 when enabling
    * without a saved card or where card payments or the credit price are not set up, or for a
@@ -37,13 +38,13 @@ export class AutoReload extends Context.Service<AutoReload, {
    */
   readonly set: (caller: Caller, body: SetAutoReload) => Effect.Effect<AutoReloadView, BillingErrorOf<"threshold_invalid" | "card_required" | "card_payments_off">>
   /** The billing page: saves (replaces) the card for automatic top-ups, or says why the processor declined it. */
-  readonly saveCard: (accountId: string, card: CardDetails) => Effect.Effect<SaveCardResult, BillingErrorOf<"card_payments_off">>
+  readonly saveCard: (accountId: AccountId, card: CardDetails) => Effect.Effect<SaveCardResult, BillingErrorOf<"card_payments_off">>
   /**
    * Keeps `card` as the account's card for automatic top-ups (a card saved on a processor's own
    * page: billing/CardSetups.ts), or removes it (null: top-ups turn off, they have nothing to
    * charge). Either lifts the wait after a failure, as saving a card does.
    */
-  readonly setCard: (accountId: string, card: SavedCard | null) => Effect.Effect<AutoReloadView>
+  readonly setCard: (accountId: AccountId, card: SavedCard | null) => Effect.Effect<AutoReloadView>
 }>()("@model-platform/core/billing/AutoReload") {
   static readonly layer: Layer.Layer<AutoReload, never, BillingSettingsStore | TopUps | CardProcessor | Catalogue> = Layer.effect(
     AutoReload,
@@ -52,7 +53,7 @@ export class AutoReload extends Context.Service<AutoReload, {
       const topUps = yield* TopUps
       const watch = Option.getOrUndefined(yield* Effect.serviceOption(BillingWatch))
       /** After a change: armed again, the wait after a failure lifted, the watch reading the settings anew. */
-      const changed = (accountId: string) =>
+      const changed = (accountId: AccountId) =>
         Effect.andThen(topUps.resume(accountId), watch === undefined ? Effect.void : watch.forget(accountId))
       const processor = yield* CardProcessor
       const catalogue = yield* Catalogue
@@ -67,7 +68,7 @@ export class AutoReload extends Context.Service<AutoReload, {
         last_error: lastError
       })
 
-      const view = Effect.fn("AutoReload.view")(function*(accountId: string) {
+      const view = Effect.fn("AutoReload.view")(function*(accountId: AccountId) {
         const [settings, state] = yield* Effect.all([settingsStore.get(accountId), topUps.state(accountId)], { concurrency: 2 })
         return toView(settings, state?.last_error ?? null)
       })
@@ -98,7 +99,7 @@ export class AutoReload extends Context.Service<AutoReload, {
         return yield* view(accountId)
       })
 
-      const setCard = Effect.fn("AutoReload.setCard")(function*(accountId: string, card: SavedCard | null) {
+      const setCard = Effect.fn("AutoReload.setCard")(function*(accountId: AccountId, card: SavedCard | null) {
         const current = yield* settingsStore.get(accountId)
         yield* settingsStore.update(accountId, {
           auto_reload: { ...current.auto_reload, enabled: card === null ? false : current.auto_reload.enabled, card }
@@ -107,7 +108,7 @@ export class AutoReload extends Context.Service<AutoReload, {
         return yield* view(accountId)
       })
 
-      const saveCard = Effect.fn("AutoReload.saveCard")(function*(accountId: string, card: CardDetails) {
+      const saveCard = Effect.fn("AutoReload.saveCard")(function*(accountId: AccountId, card: CardDetails) {
         if (!cardsTaken) {
           return yield* billingError("card_payments_off", "Card payments are not set up (see GET /payment-methods).")
         }

@@ -12,10 +12,11 @@
  */
 import { Context, type Effect } from "effect"
 import type { BillingSettings, BillingSettingsPatch } from "./Settings.ts"
+import type { AccountId } from "../kernel/Ids.ts"
 
 export class BillingSettingsStore extends Context.Service<BillingSettingsStore, {
   /** The account's settings; DEFAULT_BILLING_SETTINGS for an account that never saved any. */
-  readonly get: (accountId: string) => Effect.Effect<BillingSettings>
+  readonly get: (accountId: AccountId) => Effect.Effect<BillingSettings>
   /** Replaces the sections the patch names, atomically; answers the settings as they are after it. */
-  readonly update: (accountId: string, patch: BillingSettingsPatch) => Effect.Effect<BillingSettings>
+  readonly update: (accountId: AccountId, patch: BillingSettingsPatch) => Effect.Effect<BillingSettings>
 }>()("@model-platform/core/billing/BillingSettingsStore") {}

@@ -24,6 +24,7 @@ import * as Time from "../kernel/Time.ts"
 import { makeFulfilment } from "../payments/Fulfilment.ts"
 import { Ledger } from "../ledger/Ledger.ts"
 import { checkoutInfoOf } from "../payments/OrderRules.ts"
+import type { AccountId } from "../kernel/Ids.ts"
 
 export type PaidReport = Extract<CheckoutResult, { readonly _tag: "Paid" }>
 
@@ -42,7 +43,7 @@ export type ReturnView =
 
 /** Why a report does not match its order, or undefined when it does. */
 export const reportMismatch = (
-  order: { readonly account_id: string; readonly amount_cents: bigint; readonly currency: string },
+  order: { readonly account_id: AccountId; readonly amount_cents: bigint; readonly currency: string },
   paid: PaidReport
 ): string | undefined =>
   order.account_id !== paid.account_id

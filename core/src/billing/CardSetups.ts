@@ -25,6 +25,7 @@ import * as Time from "../kernel/Time.ts"
 import { Timestamp } from "../kernel/Time.ts"
 import { AutoReload } from "./AutoReload.ts"
 import type { AutoReloadView } from "./Schemas.ts"
+import type { AccountId } from "../kernel/Ids.ts"
 
 /** A setup session applied to an account. */
 export const CardSetupRecord = Schema.Struct({
@@ -49,13 +50,13 @@ export type SetupResult =
 
 export class CardSetups extends Context.Service<CardSetups, {
   /** Opens the processor's page to save a card; the person comes back to `returnUrl` (400 when cards are not taken). */
-  readonly open: (accountId: string, returnUrl: string) => Effect.Effect<CheckoutSession, BillingErrorOf<"card_setup_off">>
+  readonly open: (accountId: AccountId, returnUrl: string) => Effect.Effect<CheckoutSession, BillingErrorOf<"card_setup_off">>
   /** The person is back from the processor's page: the card saved there, asked of the processor, for their account. */
-  readonly complete: (accountId: string, sessionId: string) => Effect.Effect<SetupResult>
+  readonly complete: (accountId: AccountId, sessionId: string) => Effect.Effect<SetupResult>
   /** The processor reports a card saved (its webhook): applied once, unless an older setup than the card saved. */
   readonly record: (saved: CardSaved) => Effect.Effect<SetupApplied>
   /** Forgets the account's card; automatic top-ups turn off. */
-  readonly remove: (accountId: string) => Effect.Effect<AutoReloadView>
+  readonly remove: (accountId: AccountId) => Effect.Effect<AutoReloadView>
 }>()("@model-platform/core/billing/CardSetups") {
   static readonly layer: Layer.Layer<CardSetups, never, AutoReload | BillingSettingsStore | CardProcessor | DocumentStores | Catalogue> =
     Layer.effect(
@@ -90,14 +91,14 @@ export class CardSetups extends Context.Service<CardSetups, {
           return "card_saved" as const
         })
 
-        const open = Effect.fn("CardSetups.open")(function*(accountId: string, returnUrl: string) {
+        const open = Effect.fn("CardSetups.open")(function*(accountId: AccountId, returnUrl: string) {
           if (!cardsTaken || processor.pages !== "processor") {
             return yield* billingError("card_setup_off", "Cards are not saved on a processor's page here (see GET /payment-methods).")
           }
           return yield* processor.openCardSetup({ account_id: accountId, return_url: returnUrl })
         })
 
-        const complete = Effect.fn("CardSetups.complete")(function*(accountId: string, sessionId: string) {
+        const complete = Effect.fn("CardSetups.complete")(function*(accountId: AccountId, sessionId: string) {
           if (processor.pages !== "processor") return { _tag: "NotSaved", message: "No card is saved on a processor's page here." } satisfies SetupResult
           const result = yield* processor.checkoutResult(sessionId)
           if (result._tag !== "CardSaved" || result.account_id !== accountId) {

@@ -24,6 +24,7 @@ import { OrderStore } from "../payments/OrderStore.ts"
 import type { KeyLimit, LimitsView, MonthSpend, SetLimits, UsageTier } from "./Schemas.ts"
 import { alertPointsOf, type BillingSettingsPatch } from "./Settings.ts"
 import { monthlyLimitAt, tierTable, usageTierFor } from "./Tiers.ts"
+import type { AccountId } from "../kernel/Ids.ts"
 
 // ---- rules ---------------------------------------------------------------------------------
 
@@ -82,18 +83,18 @@ export const makeLimits = Effect.gen(function*() {
   const table = tierTable(tiers)
 
   /** The account's tier now: as shown, and its monthly limit in micro-credits. */
-  const tierOf = (accountId: string) =>
+  const tierOf = (accountId: AccountId) =>
     Effect.map(orders.purchasedCredits(accountId), (purchased): { shown: UsageTier; limit: bigint | null } => ({
       shown: usageTierFor(tiers, purchased),
       limit: monthlyLimitAt(table, purchased)
     }))
 
   /** The account's budgets in `month`, by budget. */
-  const budgetsOf = (accountId: string, month: string) =>
+  const budgetsOf = (accountId: AccountId, month: string) =>
     Effect.map(ledger.budgets(accountId, month), (states) => new Map(states.map((s) => [s.budget, s] as const)))
 
   /** GET /billing's month: this month's spend, the limit in force, the own limit and alert points. */
-  const monthSpend = Effect.fn("Limits.monthSpend")(function*(accountId: string, tierLimit: bigint | null) {
+  const monthSpend = Effect.fn("Limits.monthSpend")(function*(accountId: AccountId, tierLimit: bigint | null) {
     const month = monthOf(yield* Clock.currentTimeMillis)
     const [budgets, settings] = yield* Effect.all([budgetsOf(accountId, month), settingsStore.get(accountId)], {
       concurrency: 2

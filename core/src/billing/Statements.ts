@@ -25,6 +25,7 @@ import { type UsageGroup, UsageStore } from "./UsageStore.ts"
 import { toTimestamp, monthOf } from "../kernel/Time.ts"
 import type { InvoicingRequest, InvoicingResponse, Statement, StatementMonthList } from "./Schemas.ts"
 import { creditsText, csvText } from "./UsageCsv.ts"
+import type { AccountId } from "../kernel/Ids.ts"
 
 /** The first day any report reads from: before every record (PostgreSQL has no year 0). */
 const BEGINNING = "0001-01-01"
@@ -202,12 +203,12 @@ export const statementCsv = (s: StatementTotals): string => {
 export interface StatementStores {
   readonly creditTotals: LedgerStore["Service"]["creditTotals"]
   readonly report: UsageStore["Service"]["report"]
-  readonly receipts: (accountId: string) => Effect.Effect<ReadonlyArray<ReceiptRecord>>
+  readonly receipts: (accountId: AccountId) => Effect.Effect<ReadonlyArray<ReceiptRecord>>
 }
 
 /** The statement reads over the stores: the months with activity, and one month's statement. */
 export const statementsOver = (stores: StatementStores, serviceNames: ReadonlyMap<string, string>) => {
-  const months = (accountId: string) =>
+  const months = (accountId: AccountId) =>
     Effect.map(
       Effect.all([
         stores.creditTotals(accountId),
@@ -217,7 +218,7 @@ export const statementsOver = (stores: StatementStores, serviceNames: ReadonlyMa
       ([credits, days, receipts]) => activeMonths(credits, days, receipts)
     )
 
-  const statement = (accountId: string, month: string) =>
+  const statement = (accountId: AccountId, month: string) =>
     Effect.map(
       Effect.all([
         stores.creditTotals(accountId),

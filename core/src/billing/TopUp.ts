@@ -25,7 +25,7 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { Catalogue } from "../catalogue/Catalogue.ts"
-import { generateId } from "../kernel/Ids.ts"
+import { type AccountId, generateId } from "../kernel/Ids.ts"
 import type { Ledger } from "../ledger/Ledger.ts"
 import { MICRO_PER_CREDIT } from "../kernel/Money.ts"
 import { AUTO_RELOAD_ORDER_KIND, CURRENCY, PAYMENT_WINDOW_MS } from "../payments/OrderRules.ts"
@@ -96,7 +96,7 @@ const formatCredits = (micro: bigint) => (micro / MICRO_PER_CREDIT).toString().r
 const topUpTitle = (micro: bigint) => `Automatic top-up: ${formatCredits(micro)} credits`
 
 /** A top-up's order (pending), as charged off-session or, after a failure, paid by the person (PayLinks.ts). */
-export const topUpOrder = (accountId: string, orderId: string, cents: bigint, micro: bigint, at: number): OrderRecord => ({
+export const topUpOrder = (accountId: AccountId, orderId: string, cents: bigint, micro: bigint, at: number): OrderRecord => ({
   id: orderId, account_id: accountId, type: "credits", title: topUpTitle(micro), amount_cents: cents, currency: CURRENCY,
   credits: micro, machine_id: null, package_id: null, gift: false, details: null, status: "pending", payment_method: "card",
   card_session_id: null, checkout_url: null, deposit: null, created_at: Time.toTimestamp(at),
@@ -107,11 +107,11 @@ export const topUpOrder = (accountId: string, orderId: string, cents: bigint, mi
 
 export class TopUps extends Context.Service<TopUps, {
   /** After a settlement charged the account: re-arm, claim a crossing and charge it, or resume a stale charge. */
-  readonly check: (accountId: string, auto: AutoReloadSettings) => Effect.Effect<void>
+  readonly check: (accountId: AccountId, auto: AutoReloadSettings) => Effect.Effect<void>
   /** The person changed the settings or saved a card: last_error cleared, armed again (unless a charge is under way). */
-  readonly resume: (accountId: string) => Effect.Effect<void>
+  readonly resume: (accountId: AccountId) => Effect.Effect<void>
   /** The account's state (undefined: never crossed). */
-  readonly state: (accountId: string) => Effect.Effect<TopUpState | undefined>
+  readonly state: (accountId: AccountId) => Effect.Effect<TopUpState | undefined>
 }>()("@model-platform/core/billing/TopUps") {
   static readonly layer: Layer.Layer<
     TopUps,
@@ -130,7 +130,7 @@ const makeTopUps = Effect.gen(function*() {
   const perUsd = catalogue.config.prices.credits_per_usd
   const canCharge = perUsd !== null && catalogue.config.payments.card !== null
 
-  const swap = (accountId: string, from: TopUpState | undefined, patch: Partial<TopUpState>, nowMillis: number) => {
+  const swap = (accountId: AccountId, from: TopUpState | undefined, patch: Partial<TopUpState>, nowMillis: number) => {
     const next: TopUpState = {
       phase: "armed",
       order_id: null,
@@ -146,7 +146,7 @@ const makeTopUps = Effect.gen(function*() {
   }
 
   /** Charges a claim (state in phase charging, as written) and records its outcome. */
-  const charge = Effect.fnUntraced(function*(accountId: string, auto: AutoReloadSettings, claim: TopUpState) {
+  const charge = Effect.fnUntraced(function*(accountId: AccountId, auto: AutoReloadSettings, claim: TopUpState) {
     const orderId = claim.order_id!
     const cents = BigInt(auto.amount_usd) * 100n
     const micro = BigInt(auto.amount_usd) * BigInt(perUsd ?? 0) * MICRO_PER_CREDIT
@@ -172,7 +172,7 @@ const makeTopUps = Effect.gen(function*() {
     yield* swap(accountId, claim, { phase: posted >= auto.threshold ? "armed" : "below", last_error: null }, yield* Clock.currentTimeMillis)
   })
 
-  const check = (accountId: string, auto: AutoReloadSettings) =>
+  const check = (accountId: AccountId, auto: AutoReloadSettings) =>
     Effect.gen(function*() {
       const state = yield* store.topUp(accountId)
       const posted = postedBalance(yield* ledgerStore.balances(accountId))
@@ -207,7 +207,7 @@ const makeTopUps = Effect.gen(function*() {
       }
     }).pipe(Effect.withSpan("TopUps.check"))
 
-  const resume = (accountId: string): Effect.Effect<void> =>
+  const resume = (accountId: AccountId): Effect.Effect<void> =>
     Effect.gen(function*() {
       for (let attempt = 0; attempt < 5; attempt++) {
         const state = yield* store.topUp(accountId)

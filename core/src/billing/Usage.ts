@@ -14,6 +14,7 @@ import { NO_AGENT, type UsageDays, type UsageDimension, type UsageGroup, UsageSt
 import { toTimestamp } from "../kernel/Time.ts"
 import type { Usage, UsageGroupBy } from "./Schemas.ts"
 import { USAGE_CSV_HEADER, USAGE_GROUP_CSV_HEADER, usageGroupLine, usageRecordLine } from "./UsageCsv.ts"
+import type { AccountId } from "../kernel/Ids.ts"
 
 /** The longest range a report or export covers: a leap year. */
 export const MAX_USAGE_DAYS = 366
@@ -109,7 +110,7 @@ export const makeUsageReports = Effect.gen(function*() {
   const rangeOf = (query: UsageRangeQuery) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.fromResult(usageRange(query, dayText(now))))
 
-  const labelled = Effect.fnUntraced(function*(accountId: string, days: UsageDays, groupBy: UsageDimension) {
+  const labelled = Effect.fnUntraced(function*(accountId: AccountId, days: UsageDays, groupBy: UsageDimension) {
     const groups = [...(yield* usage.report(days, groupBy))].sort(reportOrder(groupBy))
     // Revoked keys keep their names: usage of a key revoked since is still theirs.
     const keyNames = groupBy === "key"

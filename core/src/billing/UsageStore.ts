@@ -18,11 +18,12 @@
 import { dayOf } from "../kernel/Time.ts"
 import { Context, Effect, Option, Stream } from "effect"
 import type { Timestamp } from "../kernel/Time.ts"
+import type { AccountId } from "../kernel/Ids.ts"
 
 export interface UsageRecord {
   /** Unique per call (the ledger reservation ref of the call). */
   readonly ref: string
-  readonly account_id: string
+  readonly account_id: AccountId
   /** When the call completed. */
   readonly at: Timestamp
   readonly key_id: string
@@ -46,7 +47,7 @@ export interface UsageRecord {
 }
 
 export interface UsageQuery {
-  readonly account_id: string
+  readonly account_id: AccountId
   /** Inclusive lower bound. */
   readonly from: Timestamp
   /** Exclusive upper bound. */
@@ -136,7 +137,7 @@ export type UsageDimension = "day" | "service" | "model" | "key" | "agent"
 
 /** An account's usage over whole UTC days [from, to] (YYYY-MM-DD, both included). */
 export interface UsageDays {
-  readonly account_id: string
+  readonly account_id: AccountId
   readonly from: string
   readonly to: string
   readonly key_id?: string | undefined
@@ -165,7 +166,7 @@ export const NO_AGENT = ""
 
 /** One rollup: the totals of an account's records of one UTC day, service, model, key and agent. */
 export interface UsageRollup extends UsageTotals {
-  readonly account_id: string
+  readonly account_id: AccountId
   readonly day: string
   readonly service: string
   readonly model: string

@@ -26,6 +26,7 @@ import { ACCOUNT_BUDGET } from "./Limits.ts"
 import { monthOf } from "../kernel/Time.ts"
 import { monthlyLimitAt, tierTable } from "./Tiers.ts"
 import { TopUps } from "./TopUp.ts"
+import type { AccountId } from "../kernel/Ids.ts"
 
 /** How long an account's tier limit (from its purchased credits) is reused, as admission caches it. */
 const TIER_CACHE_MS = 10_000
@@ -38,9 +39,9 @@ export class BillingWatch extends Context.Service<BillingWatch, {
   /** The accounts charged by a batch of settlements (any order, repeats allowed). Never fails. */
   readonly settled: (accountIds: Iterable<string>) => Effect.Effect<void>
   /** A priced call was refused at a monthly limit ("account" or "key:<id>") of `month`. Never fails. */
-  readonly refused: (accountId: string, budget: string, month: string, limit: bigint) => Effect.Effect<void>
+  readonly refused: (accountId: AccountId, budget: string, month: string, limit: bigint) => Effect.Effect<void>
   /** The account's settings changed in this process: read them again at its next check. */
-  readonly forget: (accountId: string) => Effect.Effect<void>
+  readonly forget: (accountId: AccountId) => Effect.Effect<void>
 }>()("@model-platform/core/billing/BillingWatch") {
   static readonly layer: Layer.Layer<
     BillingWatch,
@@ -59,7 +60,7 @@ const makeWatch = Effect.gen(function*() {
   const tiers = tierTable(catalogue.config.tiers)
 
   const tierLimits = new Map<string, { readonly limit: bigint | null; readonly at: number }>()
-  const tierLimitOf = (accountId: string, now: number) => {
+  const tierLimitOf = (accountId: AccountId, now: number) => {
     const cached = tierLimits.get(accountId)
     if (cached !== undefined && now - cached.at < TIER_CACHE_MS) return Effect.succeed(cached.limit)
     return Effect.map(orders.purchasedCredits(accountId), (purchased) => {
@@ -71,7 +72,7 @@ const makeWatch = Effect.gen(function*() {
   }
 
   /** org_spend for every alert point the month's spend has passed (raised once each). */
-  const spend = Effect.fnUntraced(function*(accountId: string, points: ReadonlyArray<number>) {
+  const spend = Effect.fnUntraced(function*(accountId: AccountId, points: ReadonlyArray<number>) {
     const now = yield* Clock.currentTimeMillis
     const month = monthOf(now)
     const account = (yield* ledger.budgets(accountId, month)).find((b) => b.budget === ACCOUNT_BUDGET)
@@ -86,7 +87,7 @@ const makeWatch = Effect.gen(function*() {
   /** Accounts seen with nothing configured, and when. */
   const unconfigured = new Map<string, number>()
 
-  const check = (accountId: string) =>
+  const check = (accountId: AccountId) =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const seen = unconfigured.get(accountId)
@@ -113,7 +114,7 @@ const makeWatch = Effect.gen(function*() {
   /** Per account: whether another run was asked for while one runs. */
   const running = new Map<string, { again: boolean }>()
 
-  const watch = (accountId: string): Effect.Effect<void> =>
+  const watch = (accountId: AccountId): Effect.Effect<void> =>
     Effect.suspend(() => {
       const current = running.get(accountId)
       if (current !== undefined) {

@@ -2,9 +2,10 @@
 import { Schema } from "effect"
 import { Key } from "./Keys.ts"
 import { Timestamp } from "../kernel/Time.ts"
+import type { AccountId } from "../kernel/Ids.ts"
 
 export interface AccountRecord {
-  readonly id: string
+  readonly id: AccountId
   readonly email: string
   readonly created_at: Timestamp
 }

@@ -7,7 +7,7 @@ import type { Caller } from "./Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { keyError, type KeyErrorOf } from "./KeyErrors.ts"
 import { type CreatedKey, generateSecret, hashSecret, type Key, type KeyRecord, looksLikeSecret, SECRET_PREFIX, toKey, VISIBLE_PREFIX_LENGTH } from "./Keys.ts"
-import { generateId } from "../kernel/Ids.ts"
+import { type AccountId, generateId } from "../kernel/Ids.ts"
 import { DEFAULT_PERMISSIONS, normalize, type Permission, ungrantable } from "./Permissions.ts"
 import { AccountStore } from "./AccountStore.ts"
 import { KeyStore } from "./KeyStore.ts"
@@ -72,7 +72,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
    * keys (`agent_id`: the agents use-cases check the agent first).
    */
   readonly issue: (
-    accountId: string,
+    accountId: AccountId,
     input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission>; readonly agent_id?: string | undefined }
   ) => Effect.Effect<CreatedKey>
   /**
@@ -81,7 +81,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
    * secret must look like one of ours; only its hash is stored.
    */
   readonly issueWithSecret: (
-    accountId: string,
+    accountId: AccountId,
     secret: string,
     input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission> }
   ) => Effect.Effect<CreatedKey, MalformedSecret>
@@ -160,7 +160,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       })
 
       const issueKey = Effect.fnUntraced(function*(
-        accountId: string,
+        accountId: AccountId,
         secret: string,
         input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission>; readonly agent_id?: string | undefined }
       ) {
@@ -184,14 +184,14 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       })
 
       const issue = Effect.fn("ApiKeys.issue")(function*(
-        accountId: string,
+        accountId: AccountId,
         input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission>; readonly agent_id?: string | undefined }
       ) {
         return yield* issueKey(accountId, yield* generateSecret, input)
       })
 
       const issueWithSecret = Effect.fn("ApiKeys.issueWithSecret")(function*(
-        accountId: string,
+        accountId: AccountId,
         secret: string,
         input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission> }
       ) {

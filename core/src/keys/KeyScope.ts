@@ -19,6 +19,7 @@ import { keyError } from "./KeyErrors.ts"
 import type { KeyRecord } from "./Keys.ts"
 import type { Permission } from "./Permissions.ts"
 import type { MachineOfScope } from "./ScopeTargets.ts"
+import type { AccountId } from "../kernel/Ids.ts"
 
 /** What a key reaches: every machine of its account, or one machine, plan or rental. */
 export type Scope =
@@ -84,7 +85,7 @@ export const requireAccountWide = (caller: Caller) => {
 }
 
 /** The machine a scoped key reaches: its pin, or its plan's or rental's machine (undefined when gone). */
-const machineReached = (machineOf: MachineOfScope, accountId: string, scope: Exclude<Scope, { _tag: "Account" }>) =>
+const machineReached = (machineOf: MachineOfScope, accountId: AccountId, scope: Exclude<Scope, { _tag: "Account" }>) =>
   scope._tag === "Machine" ? Effect.succeed(scope.id) : machineOf(accountId, scope)
 
 /** A `within` endpoint's check, once the handler knows what it acts on: 403 when it is beyond the key's scope. */

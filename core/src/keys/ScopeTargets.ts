@@ -5,13 +5,14 @@
  * plan store, so keys need not know plans.
  */
 import { Context, type Effect } from "effect"
+import type { AccountId } from "../kernel/Ids.ts"
 
 export interface PlanScope {
   readonly _tag: "Subscription" | "Rental"
   readonly id: string
 }
 
-export type MachineOfScope = (accountId: string, scope: PlanScope) => Effect.Effect<string | undefined>
+export type MachineOfScope = (accountId: AccountId, scope: PlanScope) => Effect.Effect<string | undefined>
 
 export class ScopeTargets extends Context.Service<ScopeTargets, {
   readonly machineOf: MachineOfScope

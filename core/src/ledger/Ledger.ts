@@ -34,7 +34,7 @@
 import { Context, Effect, Layer } from "effect"
 import type { ActivityList, CreditBalance } from "./Credits.ts"
 import { ledgerError, type LedgerErrorOf } from "./LedgerErrors.ts"
-import { generateId } from "../kernel/Ids.ts"
+import { type AccountId, generateId } from "../kernel/Ids.ts"
 import {
   type Allocation,
   type BudgetClaim,
@@ -231,20 +231,20 @@ export type VoidResult = { readonly _tag: "Voided" } | NotPending
 
 /** What a caller of `reserve` knows of its reservation: enough to settle it without reading it. */
 export interface ReservedHint {
-  readonly account_id: string
+  readonly account_id: AccountId
   readonly allocations: ReadonlyArray<Allocation>
   readonly grants?: ReadonlyArray<GrantHold> | undefined
 }
 
 export class Ledger extends Context.Service<Ledger, {
   /** Adds credits once per ref (a replay is Duplicate and changes nothing). Amount must be > 0. */
-  readonly credit: (accountId: string, input: CreditInput) => Effect.Effect<CreditResult>
+  readonly credit: (accountId: AccountId, input: CreditInput) => Effect.Effect<CreditResult>
   /**
    * Takes credits back once per ref (a replay is Duplicate and changes nothing): a negative
    * `credit_reversed` entry in the scope the credits were bought in, which may go below zero —
    * then nothing more is spent from it until it is positive again. Amount must be > 0.
    */
-  readonly reverse: (accountId: string, input: ReversalInput) => Effect.Effect<CreditResult>
+  readonly reverse: (accountId: AccountId, input: ReversalInput) => Effect.Effect<CreditResult>
   /**
    * Holds `amount` micro-credits for a call on `machineId` (null: no machine, account-wide only)
    * until settled, voided or expired at `expiresAt`. Choose expiresAt beyond the longest a call
@@ -254,7 +254,7 @@ export class Ledger extends Context.Service<Ledger, {
    * (billing/Allowances.ts grantClaims); the budgets count only what the credits pay.
    */
   readonly reserve: (
-    accountId: string,
+    accountId: AccountId,
     machineId: string | null,
     amount: bigint,
     expiresAt: Time.Timestamp,
@@ -272,18 +272,18 @@ export class Ledger extends Context.Service<Ledger, {
   /** Expires every pending reservation whose expires_at has passed (Clock); returns their refs. */
   readonly expireDue: Effect.Effect<ReadonlyArray<string>>
   /** GET /credits. */
-  readonly balance: (accountId: string) => Effect.Effect<CreditBalance>
+  readonly balance: (accountId: AccountId) => Effect.Effect<CreditBalance>
   /** GET /credits/activity: newest first; limit 1 to 500, default 50, else 400 invalid_request. */
-  readonly activity: (accountId: string, limit?: number | undefined) => Effect.Effect<ActivityList, LedgerErrorOf<"invalid_limit">>
+  readonly activity: (accountId: AccountId, limit?: number | undefined) => Effect.Effect<ActivityList, LedgerErrorOf<"invalid_limit">>
   /** The conservation check of one account (see auditAccount); empty when consistent. */
-  readonly audit: (accountId: string) => Effect.Effect<ReadonlyArray<string>>
+  readonly audit: (accountId: AccountId) => Effect.Effect<ReadonlyArray<string>>
 }>()("@model-platform/core/Ledger") {
   static readonly layer: Layer.Layer<Ledger, never, LedgerStore> = Layer.effect(
     Ledger,
     Effect.gen(function*() {
       const store = yield* LedgerStore
 
-      const credit = Effect.fn("Ledger.credit")(function*(accountId: string, input: CreditInput) {
+      const credit = Effect.fn("Ledger.credit")(function*(accountId: AccountId, input: CreditInput) {
         if (input.amount <= 0n) {
           return yield* Effect.die(new RangeError(`Ledger.credit: amount must be positive, got ${input.amount}`))
         }
@@ -300,7 +300,7 @@ export class Ledger extends Context.Service<Ledger, {
         return result === "posted" ? { _tag: "Posted", entry } as const : { _tag: "Duplicate" } as const
       })
 
-      const reverse = Effect.fn("Ledger.reverse")(function*(accountId: string, input: ReversalInput) {
+      const reverse = Effect.fn("Ledger.reverse")(function*(accountId: AccountId, input: ReversalInput) {
         if (input.amount <= 0n) {
           return yield* Effect.die(new RangeError(`Ledger.reverse: amount must be positive, got ${input.amount}`))
         }
@@ -320,7 +320,7 @@ export class Ledger extends Context.Service<Ledger, {
       const reserveWith = reserveOrdered(store)
 
       const reserve = Effect.fn("Ledger.reserve")(function*(
-        accountId: string,
+        accountId: AccountId,
         machineId: string | null,
         amount: bigint,
         expiresAt: Time.Timestamp,
@@ -392,9 +392,9 @@ export class Ledger extends Context.Service<Ledger, {
 
       const expireDue = Effect.flatMap(Time.now, store.expire).pipe(Effect.withSpan("Ledger.expireDue"))
 
-      const balance = (accountId: string) => Effect.map(store.balances(accountId), toCreditBalance)
+      const balance = (accountId: AccountId) => Effect.map(store.balances(accountId), toCreditBalance)
 
-      const activity = Effect.fn("Ledger.activity")(function*(accountId: string, limit?: number) {
+      const activity = Effect.fn("Ledger.activity")(function*(accountId: AccountId, limit?: number) {
         const n = limit ?? ACTIVITY_DEFAULT_LIMIT
         if (!Number.isInteger(n) || n < 1 || n > ACTIVITY_MAX_LIMIT) {
           return yield* ledgerError(
@@ -406,7 +406,7 @@ export class Ledger extends Context.Service<Ledger, {
         return { data: entries.map(toActivityEntry) } satisfies ActivityList
       })
 
-      const audit = (accountId: string) =>
+      const audit = (accountId: AccountId) =>
         Effect.map(
           Effect.all([store.balances(accountId), store.entries(accountId), store.pending(accountId)]),
           ([balances, entries, pending]) => auditAccount({ balances, entries, pending })

@@ -6,7 +6,7 @@
  */
 import { Effect } from "effect"
 import type { ActivityEntry, CreditBalance } from "./Credits.ts"
-import { generateId } from "../kernel/Ids.ts"
+import { type AccountId, generateId } from "../kernel/Ids.ts"
 import { microToCredits } from "../kernel/Money.ts"
 import {
   type Allocation,
@@ -156,7 +156,7 @@ export const usageEntryRef = (ref: string, machineId: string | null): string =>
 
 /** The usage entries that settling reservation `ref` with these charges writes: one per charged scope. */
 export const usageEntries = Effect.fnUntraced(function*(
-  accountId: string,
+  accountId: AccountId,
   ref: string,
   charges: ReadonlyArray<Allocation>,
   createdAt: Time.Timestamp

@@ -27,6 +27,7 @@
  */
 import { Context, type Effect } from "effect"
 import type { Timestamp } from "../kernel/Time.ts"
+import type { AccountId } from "../kernel/Ids.ts"
 
 /**
  * Entries other than usage: credits added (bought, redeemed) and plan grants, positive; credits
@@ -38,7 +39,7 @@ export type EntryType = CreditEntryType | "usage"
 /** One immutable change to one scope's balance. */
 export interface LedgerEntry {
   readonly id: string
-  readonly account_id: string
+  readonly account_id: AccountId
   /** The scope changed: null for account-wide credits, else the machine they are pinned to. */
   readonly machine_id: string | null
   /** Signed micro-credits: positive for credits, negative for usage. Never zero. */
@@ -75,7 +76,7 @@ export type ReservationStatus = "pending" | "settled" | "voided" | "expired"
 export interface Reservation {
   /** Unique among all reservations (core generates it); the call's usage ref. */
   readonly ref: string
-  readonly account_id: string
+  readonly account_id: AccountId
   /** The machine the call runs on (null: none); only credits pinned to it may be allocated. */
   readonly machine_id: string | null
   /** In spending order; positive amounts, at most one per scope. */
@@ -233,10 +234,10 @@ export class LedgerStore extends Context.Service<LedgerStore, {
   readonly post: (entry: LedgerEntry) => Effect.Effect<"posted" | "duplicate">
 
   /** Every scope the account has, account-wide first, then pinned scopes by machine id. */
-  readonly balances: (accountId: string) => Effect.Effect<ReadonlyArray<ScopeBalance>>
+  readonly balances: (accountId: AccountId) => Effect.Effect<ReadonlyArray<ScopeBalance>>
 
   /** The account's entries, newest first (equal created_at: last inserted first); `limit` or all. */
-  readonly entries: (accountId: string, limit?: number) => Effect.Effect<ReadonlyArray<LedgerEntry>>
+  readonly entries: (accountId: AccountId, limit?: number) => Effect.Effect<ReadonlyArray<LedgerEntry>>
 
   /**
    * The account's credit entries summed per UTC month of created_at and credit type (statements:
@@ -244,7 +245,7 @@ export class LedgerStore extends Context.Service<LedgerStore, {
    * the usage entries (one per call: millions), so it costs the number of credits, not of calls.
    * Equals `creditTotalsOf(entries)`.
    */
-  readonly creditTotals: (accountId: string) => Effect.Effect<ReadonlyArray<CreditTotal>>
+  readonly creditTotals: (accountId: AccountId) => Effect.Effect<ReadonlyArray<CreditTotal>>
 
   /**
    * Atomically: checks that every allocation's scope has available >= its amount, then records
@@ -275,7 +276,7 @@ export class LedgerStore extends Context.Service<LedgerStore, {
   readonly reservation: (ref: string) => Effect.Effect<Reservation | undefined>
 
   /** The account's pending reservations, oldest first. */
-  readonly pending: (accountId: string) => Effect.Effect<ReadonlyArray<Reservation>>
+  readonly pending: (accountId: AccountId) => Effect.Effect<ReadonlyArray<Reservation>>
 
   /**
    * Atomically, only if the reservation is pending: marks it settled (finished_at, charged,
@@ -303,17 +304,17 @@ export class LedgerStore extends Context.Service<LedgerStore, {
    * after it returns is checked against the new limit. A limit below what is spent already stops
    * the month's later priced calls; it takes nothing back.
    */
-  readonly setBudgetLimit: (accountId: string, budget: string, limit: bigint | null) => Effect.Effect<void>
+  readonly setBudgetLimit: (accountId: AccountId, budget: string, limit: bigint | null) => Effect.Effect<void>
 
   /**
    * The account's budgets in one month, by budget name: every budget with a limit set or anything
    * (non-zero) spent or held in that month.
    */
-  readonly budgets: (accountId: string, month: string) => Effect.Effect<ReadonlyArray<BudgetState>>
+  readonly budgets: (accountId: AccountId, month: string) => Effect.Effect<ReadonlyArray<BudgetState>>
 
   /**
    * The account's grants (docs/billing.md "Allowances and the trial"): every grant and period with
    * anything (non-zero) spent or held, by grant, then period.
    */
-  readonly grants: (accountId: string) => Effect.Effect<ReadonlyArray<GrantState>>
+  readonly grants: (accountId: AccountId) => Effect.Effect<ReadonlyArray<GrantState>>
 }>()("@model-platform/core/ledger/LedgerStore") {}

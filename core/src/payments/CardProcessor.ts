@@ -25,11 +25,12 @@
  * description for people.
  */
 import { Context, Data, type Effect } from "effect"
+import type { AccountId } from "../kernel/Ids.ts"
 
 /** What a checkout session is opened for. */
 export interface CheckoutRequest {
   readonly order_id: string
-  readonly account_id: string
+  readonly account_id: AccountId
   readonly title: string
   readonly amount_cents: bigint
   readonly currency: string
@@ -93,7 +94,7 @@ export type SaveCardOutcome =
 /** A charge of a saved card while the person is not present. */
 export interface OffSessionCharge {
   readonly reference: string
-  readonly account_id: string
+  readonly account_id: AccountId
   readonly amount_cents: bigint
   readonly currency: string
   readonly description: string
@@ -119,7 +120,7 @@ export type CheckoutResult =
     /** The order the session was opened for (Stripe: client_reference_id). */
     readonly order_id: string
     /** The account the session was opened for (Stripe: the session's metadata). */
-    readonly account_id: string
+    readonly account_id: AccountId
     readonly amount_cents: bigint
     /** Upper case, as orders keep it ("USD"). */
     readonly currency: string
@@ -134,7 +135,7 @@ export type CheckoutResult =
   | {
     readonly _tag: "CardSaved"
     readonly session_id: string
-    readonly account_id: string
+    readonly account_id: AccountId
     readonly card: SavedCardReference
     /** When the person opened the setup (epoch milliseconds): a later setup replaces an earlier one. */
     readonly opened_at: number
@@ -165,7 +166,7 @@ export class InvalidEvent extends Data.TaggedError("InvalidEvent")<{ readonly me
 
 /** What opening a card setup needs. */
 export interface CardSetupRequest {
-  readonly account_id: string
+  readonly account_id: AccountId
   /** Where the person comes back to, with `session_id=<the session>` added to its query. */
   readonly return_url: string
 }
@@ -190,7 +191,7 @@ export class CardProcessor extends Context.Service<CardProcessor, {
     idempotencyKey: string
   ) => Effect.Effect<CardOutcome>
   /** Platform pages: saves a card for later off-session charges: its reference, or declined (nothing saved). */
-  readonly saveCard: (accountId: string, card: CardDetails) => Effect.Effect<SaveCardOutcome>
+  readonly saveCard: (accountId: AccountId, card: CardDetails) => Effect.Effect<SaveCardOutcome>
   /** Charges a saved card off-session; idempotent on `idempotency_key` (a repeated key answers its first outcome). */
   readonly chargeSaved: (charge: OffSessionCharge) => Effect.Effect<CardOutcome>
   /** Processor pages: opens the page where a person saves a card for the account. */

@@ -25,7 +25,7 @@ import type { Charging } from "../catalogue/Charging.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { chargingGate } from "../catalogue/Charging.ts"
 import type { RedeemResponse, TicketList } from "../ledger/Credits.ts"
-import { generateId } from "../kernel/Ids.ts"
+import { type AccountId, generateId } from "../kernel/Ids.ts"
 import type { KeyErrorOf } from "../keys/KeyErrors.ts"
 import { requireWithin } from "../keys/KeyScope.ts"
 import { Ledger } from "../ledger/Ledger.ts"
@@ -158,7 +158,7 @@ export class Orders extends Context.Service<Orders, {
   /** GET /billing/receipts/{id}. */
   readonly receipt: (caller: Caller, receiptId: string) => Effect.Effect<Receipt, OrderErrorOf<"receipt_not_found">>
   /** Credits bought in total by an account (micro-credits), for its usage tier: less what refunds and disputes took back (Reversals.ts). */
-  readonly purchasedCredits: (accountId: string) => Effect.Effect<bigint>
+  readonly purchasedCredits: (accountId: AccountId) => Effect.Effect<bigint>
   /** The charging gate now (Billing summary's `charging`). */
   readonly charging: Effect.Effect<Charging>
   /** Completes the fulfilment of paid orders that have no receipt yet (after a crash); returns how many. */
@@ -186,7 +186,7 @@ export class Tickets extends Context.Service<Tickets, {
       const store = yield* OrderStore
       const ledger = yield* Ledger
 
-      const grant = (ticket: TicketRecord, accountId: string) =>
+      const grant = (ticket: TicketRecord, accountId: AccountId) =>
         ticket.credits > 0n
           ? Effect.asVoid(ledger.credit(accountId, {
             ref: ticketRef(ticket.code),

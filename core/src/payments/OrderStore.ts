@@ -17,6 +17,7 @@ import type { OrderStatus, OrderType } from "./Orders.ts"
 import type { OrderDetails } from "../plans/PlanStore.ts"
 import type { PaymentMethod } from "../catalogue/CatalogueConfig.ts"
 import type { Timestamp } from "../kernel/Time.ts"
+import type { AccountId } from "../kernel/Ids.ts"
 
 /** The deposit address opened for one order: where to send, what, and how much. */
 export interface DepositAddress {
@@ -34,7 +35,7 @@ export interface DepositAddress {
 export interface OrderRecord {
   readonly id: string
   /** The buyer. */
-  readonly account_id: string
+  readonly account_id: AccountId
   readonly type: OrderType
   readonly title: string
   readonly amount_cents: bigint
@@ -79,7 +80,7 @@ export interface TicketRecord {
   /** The order that paid for it; at most one ticket per order. */
   readonly order_id: string
   /** The buyer. */
-  readonly account_id: string
+  readonly account_id: AccountId
   readonly credits: bigint
   readonly machine_id: string | null
   readonly created_at: Timestamp
@@ -95,7 +96,7 @@ export type RedeemOutcome =
 /** One per paid order. */
 export interface ReceiptRecord {
   readonly id: string
-  readonly account_id: string
+  readonly account_id: AccountId
   /** Unique: a second receipt for an order is never written. */
   readonly order_id: string
   readonly kind: OrderType
@@ -144,11 +145,11 @@ export class OrderStore extends Context.Service<OrderStore, {
   /** Inserts a new order; a duplicate id is a defect. */
   readonly insertOrder: (order: OrderRecord) => Effect.Effect<void>
   /** The account's order, or undefined (unknown, or another account's). */
-  readonly getOrder: (accountId: string, orderId: string) => Effect.Effect<OrderRecord | undefined>
+  readonly getOrder: (accountId: AccountId, orderId: string) => Effect.Effect<OrderRecord | undefined>
   /** Any account's order by id (for payment callbacks). */
   readonly findOrder: (orderId: string) => Effect.Effect<OrderRecord | undefined>
   /** The account's orders, newest first (equal created_at: last inserted first), at most `limit`. */
-  readonly listOrders: (accountId: string, limit: number) => Effect.Effect<ReadonlyArray<OrderRecord>>
+  readonly listOrders: (accountId: AccountId, limit: number) => Effect.Effect<ReadonlyArray<OrderRecord>>
   readonly findByCardSession: (sessionId: string) => Effect.Effect<OrderRecord | undefined>
   readonly findByDepositAddress: (address: string) => Effect.Effect<OrderRecord | undefined>
   /**
@@ -183,22 +184,22 @@ export class OrderStore extends Context.Service<OrderStore, {
   readonly getTicket: (code: string) => Effect.Effect<TicketRecord | undefined>
   readonly ticketForOrder: (orderId: string) => Effect.Effect<TicketRecord | undefined>
   /** Tickets the account bought, newest first. */
-  readonly ticketsBoughtBy: (accountId: string) => Effect.Effect<ReadonlyArray<TicketRecord>>
+  readonly ticketsBoughtBy: (accountId: AccountId) => Effect.Effect<ReadonlyArray<TicketRecord>>
   /**
    * ATOMIC, conditional: sets redeemed_by and redeemed_at only when the ticket is unredeemed.
    * Of concurrent calls exactly one is "Redeemed"; the others see "AlreadyRedeemed" with the
    * winner's redeemer.
    */
-  readonly redeemTicket: (code: string, accountId: string, at: Timestamp) => Effect.Effect<RedeemOutcome>
+  readonly redeemTicket: (code: string, accountId: AccountId, at: Timestamp) => Effect.Effect<RedeemOutcome>
 
   // ---- receipts ----
   /** ATOMIC: stores the receipt unless its order has one ("exists": nothing changed). */
   readonly insertReceipt: (receipt: ReceiptRecord) => Effect.Effect<"inserted" | "exists">
   /** The account's receipts, newest paid first. */
-  readonly listReceipts: (accountId: string) => Effect.Effect<ReadonlyArray<ReceiptRecord>>
-  readonly getReceipt: (accountId: string, receiptId: string) => Effect.Effect<ReceiptRecord | undefined>
+  readonly listReceipts: (accountId: AccountId) => Effect.Effect<ReadonlyArray<ReceiptRecord>>
+  readonly getReceipt: (accountId: AccountId, receiptId: string) => Effect.Effect<ReceiptRecord | undefined>
   /** Credits bought in total (micro-credits): the sum of the credits of the account's receipts that count toward the tier. */
-  readonly purchasedCredits: (accountId: string) => Effect.Effect<bigint>
+  readonly purchasedCredits: (accountId: AccountId) => Effect.Effect<bigint>
 
   // ---- stablecoin deposits ----
   /** ATOMIC: records a transfer unless (chain, tx) was recorded ("duplicate": nothing changed). */

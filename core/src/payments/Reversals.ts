@@ -22,6 +22,7 @@ import type { Reversal } from "./CardProcessor.ts"
 import { LedgerStore } from "../ledger/LedgerStore.ts"
 import { OrderStore } from "./OrderStore.ts"
 import { Ledger } from "../ledger/Ledger.ts"
+import type { AccountId } from "../kernel/Ids.ts"
 
 /** What a reported reversal did. */
 export type ReversalApplied = "reversed" | "already_reversed" | "unknown_order" | "mismatch" | "nothing_to_take"
@@ -37,7 +38,7 @@ export const reversedCredits = (order: { readonly credits: bigint; readonly amou
  * Credits bought in total (the usage tier): the paid credit and package orders (their receipts),
  * less the credits refunds and disputes took back. Never below zero.
  */
-export const netPurchasedCredits = (orders: OrderStore["Service"], ledger: LedgerStore["Service"]) => (accountId: string) =>
+export const netPurchasedCredits = (orders: OrderStore["Service"], ledger: LedgerStore["Service"]) => (accountId: AccountId) =>
   Effect.zipWith(orders.purchasedCredits(accountId), ledger.creditTotals(accountId), (paid, totals) => {
     const reversed = totals.reduce((sum, t) => (t.type === "credit_reversed" ? sum + t.amount : sum), 0n)
     const net = paid + reversed

@@ -26,7 +26,7 @@
  * tool that moves no money): Stripe keeps them for every process.
  */
 import { Clock, Effect, Layer } from "effect"
-import { generateId } from "../kernel/Ids.ts"
+import { type AccountId, generateId } from "../kernel/Ids.ts"
 import {
   type CardDetails,
   type CardOutcome,
@@ -198,7 +198,7 @@ export const make = (options: TestCardProcessorOptions): CardProcessor["Service"
         if (decided._tag === "Declined") return decided
         return remember(idempotencyKey, { _tag: "Approved", charge_id: chargeId })
       }),
-    saveCard: (_accountId: string, card: CardDetails) =>
+    saveCard: (_accountId: AccountId, card: CardDetails) =>
       Effect.gen(function*() {
         const saved = saveTestCard(card, yield* Clock.currentTimeMillis)
         if (saved._tag === "Declined") return saved

@@ -17,6 +17,7 @@
 import { Context, type Effect } from "effect"
 import type { PaymentMethod } from "../catalogue/CatalogueConfig.ts"
 import type { Timestamp } from "../kernel/Time.ts"
+import type { AccountId } from "../kernel/Ids.ts"
 
 /** A plan: one machine's plan, paid per period. */
 /** What a rental or a subscription order buys: paying it makes the rental or the plan (PlanStore). */
@@ -40,7 +41,7 @@ export type OrderDetails =
 export interface SubscriptionRecord {
   /** Unique among plans. */
   readonly id: string
-  readonly account_id: string
+  readonly account_id: AccountId
   /** The order whose payment made it: unique among plans. */
   readonly order_id: string
   readonly machine_id: string
@@ -80,7 +81,7 @@ export type RenewOutcome = "renewed" | "already_renewed" | "stale" | "not_found"
 export interface RentalRecord {
   /** Unique among rentals. */
   readonly id: string
-  readonly account_id: string
+  readonly account_id: AccountId
   /** The order whose payment made it: unique among rentals. */
   readonly order_id: string
   readonly machine_id: string
@@ -104,14 +105,14 @@ export class PlanStore extends Context.Service<PlanStore, {
   /** The plan, if any (of any account: callers check the account). */
   readonly subscription: (id: string) => Effect.Effect<SubscriptionRecord | undefined>
   /** The account's plans, newest first (equal created_at: by id). */
-  readonly subscriptions: (accountId: string) => Effect.Effect<ReadonlyArray<SubscriptionRecord>>
+  readonly subscriptions: (accountId: AccountId) => Effect.Effect<ReadonlyArray<SubscriptionRecord>>
   /**
    * ATOMIC, conditional: sets the plan's auto_renews and cancel_at_period_end, only when it is the
    * account's. Answers the plan as it is afterwards, or undefined (unknown, or another account's:
    * nothing changed).
    */
   readonly setRenewal: (
-    accountId: string,
+    accountId: AccountId,
     id: string,
     renewal: Pick<SubscriptionRecord, "auto_renews" | "cancel_at_period_end">
   ) => Effect.Effect<SubscriptionRecord | undefined>
@@ -138,7 +139,7 @@ export class PlanStore extends Context.Service<PlanStore, {
   /** The rental, if any (of any account: callers check the account). */
   readonly rental: (id: string) => Effect.Effect<RentalRecord | undefined>
   /** The account's rentals, newest first (equal created_at: by id). */
-  readonly rentals: (accountId: string) => Effect.Effect<ReadonlyArray<RentalRecord>>
+  readonly rentals: (accountId: AccountId) => Effect.Effect<ReadonlyArray<RentalRecord>>
 }>()("@model-platform/core/plans/PlanStore") {}
 
 // ---------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import { Clock, Effect } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import { planError } from "./PlanErrors.ts"
 import { requireWithin } from "../keys/KeyScope.ts"
-import { generateId } from "../kernel/Ids.ts"
+import { type AccountId, generateId } from "../kernel/Ids.ts"
 import type { PaymentMethod } from "../catalogue/CatalogueConfig.ts"
 import { machineOfScope } from "./ScopeTargetsFromPlans.ts"
 import { type OrderDetails, PlanStore, type RentalRecord, type SubscriptionRecord } from "./PlanStore.ts"
@@ -40,7 +40,7 @@ export const RENEWAL_ORDER_DAYS = 30
 /** What plans read of a paid order (payments/OrderStore.ts OrderRecord is one). */
 export interface PlanOrder {
   readonly id: string
-  readonly account_id: string
+  readonly account_id: AccountId
   readonly machine_id: string | null
   readonly status: string
   readonly details: OrderDetails | null
@@ -200,7 +200,7 @@ export const makePlans = Effect.gen(function*() {
    * names (404 subscription_not_found; else 400 naming renew_subscription_id).
    */
   const checkRenewal = Effect.fn("Plans.checkRenewal")(function*(
-    accountId: string,
+    accountId: AccountId,
     body: { readonly renew_subscription_id: string; readonly machine_id: string; readonly plan_id: string }
   ) {
     const id = body.renew_subscription_id
