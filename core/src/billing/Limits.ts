@@ -24,7 +24,7 @@ import { OrderStore } from "../payments/OrderStore.ts"
 import type { KeyLimit, LimitsView, MonthSpend, SetLimits, UsageTier } from "./Schemas.ts"
 import { alertPointsOf, type BillingSettingsPatch } from "./Settings.ts"
 import { monthlyLimitAt, tierTable, usageTierFor } from "./Tiers.ts"
-import type { AccountId } from "../kernel/Ids.ts"
+import type { AccountId, KeyId } from "../kernel/Ids.ts"
 
 // ---- rules ---------------------------------------------------------------------------------
 
@@ -32,13 +32,13 @@ import type { AccountId } from "../kernel/Ids.ts"
 export const ACCOUNT_BUDGET = budgetName(BudgetScope.account)
 
 /** A key's budget (its name in the stores). */
-export const keyBudget = (keyId: string): string => budgetName(BudgetScope.key(keyId))
+export const keyBudget = (keyId: KeyId): string => budgetName(BudgetScope.key(keyId))
 
 /**
  * The budgets a priced call of `keyId` claims in `month`: the account's, whose limit is its own
  * or else `tierLimit` (the tier's, monthlyLimitAt), and the key's, limited only by its own.
  */
-export const budgetClaims = (keyId: string, month: string, tierLimit: bigint | null): ReadonlyArray<BudgetClaim> => [
+export const budgetClaims = (keyId: KeyId, month: string, tierLimit: bigint | null): ReadonlyArray<BudgetClaim> => [
   { budget: ACCOUNT_BUDGET, month, default_limit: tierLimit },
   { budget: keyBudget(keyId), month, default_limit: null }
 ]
@@ -151,7 +151,7 @@ export const makeLimits = Effect.gen(function*() {
   })
 
   /** POST /billing/keys/{id}/limit: a live key of the caller's account, else 404 as for an unknown one. */
-  const setKeyLimit = Effect.fn("Limits.setKeyLimit")(function*(caller: Caller, keyId: string, body: KeyLimit) {
+  const setKeyLimit = Effect.fn("Limits.setKeyLimit")(function*(caller: Caller, keyId: KeyId, body: KeyLimit) {
     const accountId = caller.account.id
     const key = yield* keys.get(accountId, keyId)
     if (key === undefined || key.account_id !== accountId || key.revoked_at !== null) {

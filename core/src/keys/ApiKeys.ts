@@ -7,7 +7,7 @@ import type { Caller } from "./Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { keyError, type KeyErrorOf } from "./KeyErrors.ts"
 import { type CreatedKey, generateSecret, hashSecret, type Key, type KeyRecord, looksLikeSecret, SECRET_PREFIX, toKey, VISIBLE_PREFIX_LENGTH } from "./Keys.ts"
-import { type AccountId, generateId } from "../kernel/Ids.ts"
+import { type AccountId, generateId, type KeyId } from "../kernel/Ids.ts"
 import { DEFAULT_PERMISSIONS, normalize, type Permission, ungrantable } from "./Permissions.ts"
 import { AccountStore } from "./AccountStore.ts"
 import { KeyStore } from "./KeyStore.ts"
@@ -59,7 +59,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
    */
   readonly identify: (secret: string) => Effect.Effect<Caller, KeyErrorOf<Unauthenticated>>
   /** Drops a key from identify's memory (it was found revoked). */
-  readonly forget: (keyId: string) => Effect.Effect<void>
+  readonly forget: (keyId: KeyId) => Effect.Effect<void>
   readonly create: (
     caller: Caller,
     input: CreateKeyInput
@@ -86,7 +86,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
     input: CreateKeyInput & { readonly permissions: ReadonlyArray<Permission> }
   ) => Effect.Effect<CreatedKey, MalformedSecret>
   readonly list: (caller: Caller) => Effect.Effect<ReadonlyArray<Key>>
-  readonly revoke: (caller: Caller, keyId: string) => Effect.Effect<{ id: string; revoked: true }, KeyErrorOf<"key_not_found" | "key_scope_too_narrow">>
+  readonly revoke: (caller: Caller, keyId: KeyId) => Effect.Effect<{ id: string; revoked: true }, KeyErrorOf<"key_not_found" | "key_scope_too_narrow">>
 }>()("@model-platform/core/keys/ApiKeys") {
   static readonly layer = Layer.effect(
     ApiKeys,
@@ -128,7 +128,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
 
       // identify's memory: secret hash -> caller and when it was read (insertion order = age).
       const identified = new Map<string, { readonly caller: Caller; readonly at: number }>()
-      const forgetKey = (keyId: string) => {
+      const forgetKey = (keyId: KeyId) => {
         for (const [hash, entry] of identified) if (entry.caller.key.id === keyId) identified.delete(hash)
       }
 
@@ -247,7 +247,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         issue,
         issueWithSecret,
         list: (caller) => Effect.map(keys.list(caller.account.id), (records) => records.map(toKey)),
-        revoke: Effect.fn("ApiKeys.revoke")(function*(caller: Caller, keyId: string) {
+        revoke: Effect.fn("ApiKeys.revoke")(function*(caller: Caller, keyId: KeyId) {
           const notFound = keyError("key_not_found", `No key "${keyId}".`)
           if (scopeOf(caller.key)._tag !== "Account") {
             const target = yield* keys.get(caller.account.id, keyId)

@@ -3,7 +3,7 @@ import { Context, type Effect } from "effect"
 import type { AccountRecord } from "./Account.ts"
 import type { KeyRecord } from "./Keys.ts"
 import type { Timestamp } from "../kernel/Time.ts"
-import type { AccountId } from "../kernel/Ids.ts"
+import type { AccountId, KeyId } from "../kernel/Ids.ts"
 
 export class KeyStore extends Context.Service<KeyStore, {
   /** Inserts a new key; its id and secret hash are unique. */
@@ -18,7 +18,7 @@ export class KeyStore extends Context.Service<KeyStore, {
   readonly findCaller?: (
     secretHash: string
   ) => Effect.Effect<{ readonly key: KeyRecord; readonly account: AccountRecord | undefined } | undefined>
-  readonly get: (accountId: AccountId, keyId: string) => Effect.Effect<KeyRecord | undefined>
+  readonly get: (accountId: AccountId, keyId: KeyId) => Effect.Effect<KeyRecord | undefined>
   /**
    * The keys whose visible prefix is this one (`prefix`, Keys.ts; revoked ones included), for an
    * operator finding whose a leaked key is. Not on any request's path: a store may scan.
@@ -30,7 +30,7 @@ export class KeyStore extends Context.Service<KeyStore, {
    * Sets revoked_at once: atomically, only when the key is not revoked yet. Returns the key as it
    * is afterwards (an already revoked key keeps its first revoked_at), or undefined when unknown.
    */
-  readonly revoke: (accountId: AccountId, keyId: string, at: Timestamp) => Effect.Effect<KeyRecord | undefined>
+  readonly revoke: (accountId: AccountId, keyId: KeyId, at: Timestamp) => Effect.Effect<KeyRecord | undefined>
   /** Records a use of the key; never moves last_used_at backwards. */
-  readonly touch: (keyId: string, at: Timestamp) => Effect.Effect<void>
+  readonly touch: (keyId: KeyId, at: Timestamp) => Effect.Effect<void>
 }>()("@model-platform/core/keys/KeyStore") {}

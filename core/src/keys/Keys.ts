@@ -7,7 +7,7 @@ import { Effect, Schema } from "effect"
 import { Permission } from "./Permissions.ts"
 import { sha256Hex, toHex } from "../kernel/Sha256.ts"
 import { Timestamp } from "../kernel/Time.ts"
-import { type AccountId, base64url, randomBytes } from "../kernel/Ids.ts"
+import { type AccountId, base64url, type KeyId, randomBytes } from "../kernel/Ids.ts"
 
 export const SECRET_PREFIX = "mpk_"
 /** How many leading characters of a secret the `prefix` field shows. */
@@ -43,7 +43,7 @@ export type CreatedKey = typeof CreatedKey.Type
 
 /** A key as the stores keep it: never the secret, only its hash. */
 export interface KeyRecord {
-  readonly id: string
+  readonly id: KeyId
   readonly account_id: AccountId
   readonly name: string
   readonly prefix: string
