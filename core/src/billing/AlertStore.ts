@@ -18,7 +18,7 @@
 import { Context, type Effect } from "effect"
 import type { Timestamp } from "../kernel/Time.ts"
 import { type AlertKind, AlertKindValues } from "./Schemas.ts"
-import type { AccountId } from "../kernel/Ids.ts"
+import type { AccountId, OrderId } from "../kernel/Ids.ts"
 
 
 export interface AlertRecord {
@@ -49,7 +49,7 @@ export interface TopUpState {
   readonly version: number
   readonly phase: "armed" | "charging" | "below"
   /** The top-up of the last crossing that charged (its order id, also the charge's idempotency key). */
-  readonly order_id: string | null
+  readonly order_id: OrderId | null
   /** The UTC day (YYYY-MM-DD) of the last charge, and how many charges were started on it. */
   readonly day: string
   readonly charges_on_day: number

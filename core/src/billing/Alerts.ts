@@ -12,7 +12,7 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import { billingError, type BillingErrorOf } from "./BillingErrors.ts"
-import { type AccountId, generateId } from "../kernel/Ids.ts"
+import { type AccountId, generateId, type OrderId } from "../kernel/Ids.ts"
 import { microToCredits } from "../kernel/Money.ts"
 import { centsToUsd } from "../payments/OrderRules.ts"
 import { AccountStore } from "../keys/AccountStore.ts"
@@ -73,7 +73,7 @@ export const lowBalanceAlert = (period: string, balance: bigint, level: bigint, 
   message: `The balance fell to ${credits(balance)} credits, below ${credits(level)}. ${why}`
 })
 
-export const autoReloadPaidAlert = (period: string, orderId: string, micro: bigint, cents: bigint): AlertDraft => ({
+export const autoReloadPaidAlert = (period: string, orderId: OrderId, micro: bigint, cents: bigint): AlertDraft => ({
   kind: "auto_reload_paid",
   target: orderId,
   period,
@@ -81,7 +81,7 @@ export const autoReloadPaidAlert = (period: string, orderId: string, micro: bigi
   message: `Automatic top-up paid: ${credits(micro)} credits for $${centsToUsd(cents).toFixed(2)} (order ${orderId}).`
 })
 
-export const autoReloadFailedAlert = (period: string, orderId: string, reason: string, linkMailed = false): AlertDraft => ({
+export const autoReloadFailedAlert = (period: string, orderId: OrderId, reason: string, linkMailed = false): AlertDraft => ({
   kind: "auto_reload_failed",
   target: orderId,
   period,

@@ -25,7 +25,7 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { Catalogue } from "../catalogue/Catalogue.ts"
-import { type AccountId, generateId } from "../kernel/Ids.ts"
+import { type AccountId, generateId, type OrderId } from "../kernel/Ids.ts"
 import type { Ledger } from "../ledger/Ledger.ts"
 import { MICRO_PER_CREDIT } from "../kernel/Money.ts"
 import { AUTO_RELOAD_ORDER_KIND, CURRENCY, PAYMENT_WINDOW_MS } from "../payments/OrderRules.ts"
@@ -96,7 +96,7 @@ const formatCredits = (micro: bigint) => (micro / MICRO_PER_CREDIT).toString().r
 const topUpTitle = (micro: bigint) => `Automatic top-up: ${formatCredits(micro)} credits`
 
 /** A top-up's order (pending), as charged off-session or, after a failure, paid by the person (PayLinks.ts). */
-export const topUpOrder = (accountId: AccountId, orderId: string, cents: bigint, micro: bigint, at: number): OrderRecord => ({
+export const topUpOrder = (accountId: AccountId, orderId: OrderId, cents: bigint, micro: bigint, at: number): OrderRecord => ({
   id: orderId, account_id: accountId, type: "credits", title: topUpTitle(micro), amount_cents: cents, currency: CURRENCY,
   credits: micro, machine_id: null, package_id: null, gift: false, details: null, status: "pending", payment_method: "card",
   card_session_id: null, checkout_url: null, deposit: null, created_at: Time.toTimestamp(at),

@@ -25,11 +25,11 @@
  * description for people.
  */
 import { Context, Data, type Effect } from "effect"
-import type { AccountId } from "../kernel/Ids.ts"
+import type { AccountId, OrderId } from "../kernel/Ids.ts"
 
 /** What a checkout session is opened for. */
 export interface CheckoutRequest {
-  readonly order_id: string
+  readonly order_id: OrderId
   readonly account_id: AccountId
   readonly title: string
   readonly amount_cents: bigint
@@ -118,7 +118,7 @@ export type CheckoutResult =
     /** Null when the report came from the payment itself (Stripe: payment_intent.succeeded). */
     readonly session_id: string | null
     /** The order the session was opened for (Stripe: client_reference_id). */
-    readonly order_id: string
+    readonly order_id: OrderId
     /** The account the session was opened for (Stripe: the session's metadata). */
     readonly account_id: AccountId
     readonly amount_cents: bigint
@@ -149,7 +149,7 @@ export interface Reversal {
   /** The payment it takes back. */
   readonly payment_id: string
   /** The order that payment paid (Stripe: the PaymentIntent's metadata), if the platform made it. */
-  readonly order_id: string | null
+  readonly order_id: OrderId | null
   readonly amount_cents: bigint
   readonly currency: string
 }

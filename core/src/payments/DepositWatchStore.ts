@@ -18,6 +18,7 @@
  */
 import { Context, type Effect } from "effect"
 import type { Timestamp } from "../kernel/Time.ts"
+import type { OrderId } from "../kernel/Ids.ts"
 
 /** A deposit address derived for one order. */
 export interface WatchedAddress {
@@ -25,7 +26,7 @@ export interface WatchedAddress {
   readonly address: string
   readonly chain: string
   readonly token: string
-  readonly order_id: string
+  readonly order_id: OrderId
   /** The extended public key it was derived from (its identifier, never the key) and its index. */
   readonly key_id: string
   readonly index: number

@@ -7,7 +7,7 @@
  * finishes a fulfilment a crash cut short.
  */
 import { Effect, Option } from "effect"
-import { generateId } from "../kernel/Ids.ts"
+import { generateId, type OrderId } from "../kernel/Ids.ts"
 import { makePlans } from "../plans/Plans.ts"
 import { type OrderRecord, OrderStore } from "./OrderStore.ts"
 import { Ledger } from "../ledger/Ledger.ts"
@@ -79,7 +79,7 @@ export const makeFulfilment = Effect.gen(function*() {
   })
 
   /** Reads the order back after a markPaid attempt and fulfils it when it is paid. */
-  const settleOrder = Effect.fnUntraced(function*(orderId: string, cardReference: string | null = null) {
+  const settleOrder = Effect.fnUntraced(function*(orderId: OrderId, cardReference: string | null = null) {
     const order = yield* store.findOrder(orderId)
     if (order === undefined) return yield* Effect.die(new Error(`order ${orderId} vanished`))
     yield* fulfil(order, cardReference)

@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import type { Receipt } from "./Orders.ts"
 import type { Ticket } from "../ledger/Credits.ts"
-import { randomBytes } from "../kernel/Ids.ts"
+import { type OrderId, randomBytes } from "../kernel/Ids.ts"
 import { scopeOf } from "../keys/KeyScope.ts"
 import { MICRO_PER_CREDIT, microToCredits } from "../kernel/Money.ts"
 import type { Order, OrderStatus, OrderType } from "./Orders.ts"
@@ -37,7 +37,7 @@ export const CURRENCY = "USD"
  * completed here (healPaid) writes their receipt with auto_reload too.
  */
 export const AUTO_RELOAD_ORDER_KIND = "ord_auto"
-export const isAutoReloadOrder = (orderId: string): boolean => orderId.startsWith(`${AUTO_RELOAD_ORDER_KIND}_`)
+export const isAutoReloadOrder = (orderId: OrderId): boolean => orderId.startsWith(`${AUTO_RELOAD_ORDER_KIND}_`)
 
 /**
  * Whether a receipt counts toward the usage tier (its credits are purchased credits): credits and
@@ -223,7 +223,7 @@ export const toOrder = (order: OrderRecord, nowMillis: number, ticket?: Ticket |
 
 /** What a stablecoin order's address has received and what is owed back (token units, exact strings). */
 export interface DepositSummary {
-  readonly order_id: string
+  readonly order_id: OrderId
   readonly status: OrderStatus
   readonly address: string
   readonly chain: string

@@ -25,7 +25,7 @@ import type { Charging } from "../catalogue/Charging.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { chargingGate } from "../catalogue/Charging.ts"
 import type { RedeemResponse, TicketList } from "../ledger/Credits.ts"
-import { type AccountId, generateId } from "../kernel/Ids.ts"
+import { type AccountId, generateId, type OrderId } from "../kernel/Ids.ts"
 import type { KeyErrorOf } from "../keys/KeyErrors.ts"
 import { requireWithin } from "../keys/KeyScope.ts"
 import { Ledger } from "../ledger/Ledger.ts"
@@ -126,7 +126,7 @@ export class Orders extends Context.Service<Orders, {
   /** GET /orders: newest first; limit 1 to 200, default 50, else 400 invalid_request. */
   readonly list: (caller: Caller, limit?: number | undefined) => Effect.Effect<OrderList, OrderErrorOf<"invalid_limit">>
   /** GET /orders/{id}, with `ticket` (the gift ticket of a paid gift order, else null). */
-  readonly get: (caller: Caller, orderId: string) => Effect.Effect<Order, OrderErrorOf<"order_not_found">>
+  readonly get: (caller: Caller, orderId: OrderId) => Effect.Effect<Order, OrderErrorOf<"order_not_found">>
   /**
    * POST /orders/{id}/pay: opens a card checkout (pay_url) or a deposit address (payment.deposit).
    * `keepCard`: a purchase on the billing page keeps the card it is paid with for automatic
@@ -134,7 +134,7 @@ export class Orders extends Context.Service<Orders, {
    */
   readonly pay: (
     caller: Caller,
-    orderId: string,
+    orderId: OrderId,
     body: PayOrder,
     options?: { readonly keepCard?: boolean }
   ) => Effect.Effect<Order, OrderErrorOf<PayRefusal> | KeyErrorOf<"key_scope_too_narrow">>
@@ -152,7 +152,7 @@ export class Orders extends Context.Service<Orders, {
   /** A transfer seen on a stablecoin rail (at least once; replays change nothing). */
   readonly recordDeposit: (transfer: Transfer) => Effect.Effect<DepositResult, OrderErrorOf<"invalid_transfer">>
   /** The deposit accounting of an order (operators, support; 404 when it has no deposit address). */
-  readonly deposits: (orderId: string) => Effect.Effect<DepositSummary, OrderErrorOf<"order_not_found">>
+  readonly deposits: (orderId: OrderId) => Effect.Effect<DepositSummary, OrderErrorOf<"order_not_found">>
   /** GET /billing/receipts: newest first. */
   readonly receipts: (caller: Caller) => Effect.Effect<ReceiptList>
   /** GET /billing/receipts/{id}. */
@@ -311,13 +311,13 @@ const makeOrders = Effect.gen(function*() {
     return { data: orders.map((o) => toOrder(o, now)) } satisfies OrderList
   })
 
-  const own = Effect.fnUntraced(function*(caller: Caller, orderId: string) {
+  const own = Effect.fnUntraced(function*(caller: Caller, orderId: OrderId) {
     const order = yield* store.getOrder(caller.account.id, orderId)
     if (order === undefined) return yield* orderError("order_not_found", `No order "${orderId}".`)
     return order
   })
 
-  const get = Effect.fn("Orders.get")(function*(caller: Caller, orderId: string) {
+  const get = Effect.fn("Orders.get")(function*(caller: Caller, orderId: OrderId) {
     const order = yield* own(caller, orderId)
     const ticket = order.gift && order.status === "paid" ? yield* store.ticketForOrder(order.id) : undefined
     return toOrder(order, yield* nowMillis, ticket === undefined ? null : toTicket(ticket, caller))
@@ -359,7 +359,7 @@ const makeOrders = Effect.gen(function*() {
   const optionsText = () =>
     (payments.stablecoin?.options ?? []).map((o) => `${o.token} on ${o.chain}`).join(", ")
 
-  const pay = Effect.fn("Orders.pay")(function*(caller: Caller, orderId: string, body: PayOrder, options?: { readonly keepCard?: boolean }) {
+  const pay = Effect.fn("Orders.pay")(function*(caller: Caller, orderId: OrderId, body: PayOrder, options?: { readonly keepCard?: boolean }) {
     const order = yield* own(caller, orderId)
     yield* requireWithin(machineOf, caller, { _tag: "Order", machine_id: order.machine_id })
     const now = yield* nowMillis
@@ -546,7 +546,7 @@ const makeOrders = Effect.gen(function*() {
     return { outcome: stored.outcome, recorded: written === "recorded", order: yield* summary(after) } satisfies DepositResult
   })
 
-  const deposits = Effect.fn("Orders.deposits")(function*(orderId: string) {
+  const deposits = Effect.fn("Orders.deposits")(function*(orderId: OrderId) {
     const order = yield* store.findOrder(orderId)
     if (order === undefined || order.deposit === null) {
       return yield* orderError("order_not_found", `No order "${orderId}" with a deposit address.`)

@@ -17,7 +17,7 @@ import type { OrderStatus, OrderType } from "./Orders.ts"
 import type { OrderDetails } from "../plans/PlanStore.ts"
 import type { PaymentMethod } from "../catalogue/CatalogueConfig.ts"
 import type { Timestamp } from "../kernel/Time.ts"
-import type { AccountId } from "../kernel/Ids.ts"
+import type { AccountId, OrderId } from "../kernel/Ids.ts"
 
 /** The deposit address opened for one order: where to send, what, and how much. */
 export interface DepositAddress {
@@ -33,7 +33,7 @@ export interface DepositAddress {
 }
 
 export interface OrderRecord {
-  readonly id: string
+  readonly id: OrderId
   /** The buyer. */
   readonly account_id: AccountId
   readonly type: OrderType
@@ -78,7 +78,7 @@ export interface TicketRecord {
   /** Normalised (payments/OrderRules.ts normalizeTicketCode): 4 upper-case groups of 5 joined by dashes. Unique. */
   readonly code: string
   /** The order that paid for it; at most one ticket per order. */
-  readonly order_id: string
+  readonly order_id: OrderId
   /** The buyer. */
   readonly account_id: AccountId
   readonly credits: bigint
@@ -98,7 +98,7 @@ export interface ReceiptRecord {
   readonly id: string
   readonly account_id: AccountId
   /** Unique: a second receipt for an order is never written. */
-  readonly order_id: string
+  readonly order_id: OrderId
   readonly kind: OrderType
   readonly title: string
   readonly paid_at: Timestamp
@@ -132,7 +132,7 @@ export interface DepositRecord {
   /** Token base units (e.g. USDC: 6 decimals), positive. */
   readonly amount: bigint
   /** The order owning the address, null when none does. */
-  readonly order_id: string | null
+  readonly order_id: OrderId | null
   readonly outcome: DepositOutcome
   /** When it happened on the chain. */
   readonly at: Timestamp
@@ -145,9 +145,9 @@ export class OrderStore extends Context.Service<OrderStore, {
   /** Inserts a new order; a duplicate id is a defect. */
   readonly insertOrder: (order: OrderRecord) => Effect.Effect<void>
   /** The account's order, or undefined (unknown, or another account's). */
-  readonly getOrder: (accountId: AccountId, orderId: string) => Effect.Effect<OrderRecord | undefined>
+  readonly getOrder: (accountId: AccountId, orderId: OrderId) => Effect.Effect<OrderRecord | undefined>
   /** Any account's order by id (for payment callbacks). */
-  readonly findOrder: (orderId: string) => Effect.Effect<OrderRecord | undefined>
+  readonly findOrder: (orderId: OrderId) => Effect.Effect<OrderRecord | undefined>
   /** The account's orders, newest first (equal created_at: last inserted first), at most `limit`. */
   readonly listOrders: (accountId: AccountId, limit: number) => Effect.Effect<ReadonlyArray<OrderRecord>>
   readonly findByCardSession: (sessionId: string) => Effect.Effect<OrderRecord | undefined>
@@ -161,7 +161,7 @@ export class OrderStore extends Context.Service<OrderStore, {
    * changed). A deposit address used by another order is a defect.
    */
   readonly startPayment: (
-    orderId: string,
+    orderId: OrderId,
     start: PaymentStart,
     expiresAt: Timestamp,
     now: Timestamp
@@ -171,7 +171,7 @@ export class OrderStore extends Context.Service<OrderStore, {
    * expires_at > paidAt. true for the one call that did it; false for every other (already paid,
    * expired, unknown), and nothing changed. Of concurrent calls exactly one answers true.
    */
-  readonly markPaid: (orderId: string, paidWith: PaymentMethod, paidAt: Timestamp) => Effect.Effect<boolean>
+  readonly markPaid: (orderId: OrderId, paidWith: PaymentMethod, paidAt: Timestamp) => Effect.Effect<boolean>
   /** Paid orders with no receipt yet (fulfilment interrupted), oldest paid first, at most `limit`. */
   readonly unfulfilled: (limit: number) => Effect.Effect<ReadonlyArray<OrderRecord>>
 
@@ -182,7 +182,7 @@ export class OrderStore extends Context.Service<OrderStore, {
    */
   readonly issueTicket: (ticket: TicketRecord) => Effect.Effect<TicketRecord>
   readonly getTicket: (code: string) => Effect.Effect<TicketRecord | undefined>
-  readonly ticketForOrder: (orderId: string) => Effect.Effect<TicketRecord | undefined>
+  readonly ticketForOrder: (orderId: OrderId) => Effect.Effect<TicketRecord | undefined>
   /** Tickets the account bought, newest first. */
   readonly ticketsBoughtBy: (accountId: AccountId) => Effect.Effect<ReadonlyArray<TicketRecord>>
   /**

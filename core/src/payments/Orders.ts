@@ -10,6 +10,7 @@ import { Timestamp } from "../kernel/Time.ts"
 import { Id, IntAtLeast } from "../kernel/Fields.ts"
 import { RentalOrderBody, SubscriptionOrderBody } from "../plans/Schemas.ts"
 import { PaymentMethod } from "../catalogue/CatalogueConfig.ts"
+import type { OrderId } from "../kernel/Ids.ts"
 
 export const OrderTypeValues = ["credits", "package", "rental", "subscription"] as const
 export const OrderType = Schema.Literals(OrderTypeValues)
@@ -195,7 +196,7 @@ export type ReceiptList = typeof ReceiptList.Type
 /** What the page shows about a checkout session (Orders.checkout). */
 export interface CheckoutInfo {
   readonly session_id: string
-  readonly order_id: string
+  readonly order_id: OrderId
   readonly title: string
   /** e.g. "$25.00" */
   readonly amount_text: string

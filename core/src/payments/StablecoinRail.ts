@@ -17,7 +17,7 @@
  * from an xpub); its transfers come from payments/DepositWatcher.ts, each with `tx` "<hash>:<log index>".
  */
 import { Context, Effect, Layer } from "effect"
-import { randomBytes } from "../kernel/Ids.ts"
+import { type OrderId, randomBytes } from "../kernel/Ids.ts"
 import type { Timestamp } from "../kernel/Time.ts"
 
 export interface DepositInstructions {
@@ -43,7 +43,7 @@ export class StablecoinRail extends Context.Service<StablecoinRail, {
   /** The rail's name, as the catalogue's payments.stablecoin.processor names it (e.g. "simulated"). */
   readonly processor: string
   /** A fresh address for an order's deposit on this chain and token. */
-  readonly depositAddress: (orderId: string, chain: string, token: string) => Effect.Effect<DepositInstructions>
+  readonly depositAddress: (orderId: OrderId, chain: string, token: string) => Effect.Effect<DepositInstructions>
 }>()("@model-platform/core/payments/StablecoinRail") {
   /** The built-in simulated rail: a random 20-byte address per order, no memo. */
   static readonly layerSimulated: Layer.Layer<StablecoinRail> = Layer.succeed(StablecoinRail, {

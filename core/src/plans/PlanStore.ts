@@ -17,7 +17,7 @@
 import { Context, type Effect } from "effect"
 import type { PaymentMethod } from "../catalogue/CatalogueConfig.ts"
 import type { Timestamp } from "../kernel/Time.ts"
-import type { AccountId } from "../kernel/Ids.ts"
+import type { AccountId, OrderId } from "../kernel/Ids.ts"
 
 /** A plan: one machine's plan, paid per period. */
 /** What a rental or a subscription order buys: paying it makes the rental or the plan (PlanStore). */
@@ -43,7 +43,7 @@ export interface SubscriptionRecord {
   readonly id: string
   readonly account_id: AccountId
   /** The order whose payment made it: unique among plans. */
-  readonly order_id: string
+  readonly order_id: OrderId
   readonly machine_id: string
   readonly plan_id: string
   /** How it was paid: card plans renew by themselves, stablecoin plans by a new order. */
@@ -63,7 +63,7 @@ export interface SubscriptionRecord {
 export interface PlanRenewal {
   readonly subscription_id: string
   /** The renewal's order: a plan is renewed once per order. */
-  readonly order_id: string
+  readonly order_id: OrderId
   /** The plan's current_period_end the renewal was computed from: it applies only while still so. */
   readonly after_period_end: Timestamp
   readonly current_period_start: Timestamp
@@ -83,7 +83,7 @@ export interface RentalRecord {
   readonly id: string
   readonly account_id: AccountId
   /** The order whose payment made it: unique among rentals. */
-  readonly order_id: string
+  readonly order_id: OrderId
   readonly machine_id: string
   readonly cpu_cores: number
   readonly memory_gb: number
