@@ -18,7 +18,7 @@ import { type Caller } from "../keys/Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { agentError, type AgentErrorOf } from "./AgentErrors.ts"
 import { type CreatedKey } from "../keys/Keys.ts"
-import { type AccountId, generateId } from "../kernel/Ids.ts"
+import { type AccountId, type AgentId, generateId } from "../kernel/Ids.ts"
 import { DEFAULT_PERMISSIONS, ungrantable } from "../keys/Permissions.ts"
 import { AgentApprovals, type ApprovalsUnavailable } from "./AgentApprovals.ts"
 import { AgentStore } from "./AgentStore.ts"
@@ -63,7 +63,7 @@ export const COLLECTED_WAIT_MS = 50
 
 // ---- use-cases -------------------------------------------------------------------------------
 
-const notFound = (id: string) => agentError("agent_not_found", `No agent "${id}" in this account.`)
+const notFound = (id: AgentId) => agentError("agent_not_found", `No agent "${id}" in this account.`)
 
 const approvalsUnavailable = (what: string) =>
   agentError(
@@ -71,7 +71,7 @@ const approvalsUnavailable = (what: string) =>
     `The account service, where the owner approves agents, cannot be reached now; ${what}. Try again in a minute.`
   )
 
-const refusal = (id: string, reason: "final" | "not_active" | "change_pending" | "nothing_pending") =>
+const refusal = (id: AgentId, reason: "final" | "not_active" | "change_pending" | "nothing_pending") =>
   reason === "change_pending"
     ? agentError(
       "change_pending",
@@ -96,7 +96,7 @@ export class Agents extends Context.Service<Agents, {
   /** GET /agents: the account's agents, newest first, each collected first. */
   readonly list: (caller: Caller) => Effect.Effect<AgentList>
   /** GET /agents/{id}: the agent, collected first, with its spend and network_key_held. */
-  readonly get: (caller: Caller, id: string) => Effect.Effect<Agent, AgentErrorOf<"agent_not_found">>
+  readonly get: (caller: Caller, id: AgentId) => Effect.Effect<Agent, AgentErrorOf<"agent_not_found">>
   /**
    * POST /agents. `accountsUrl`: the account service's base address, for the manage_url a refusal
    * names.
@@ -109,20 +109,20 @@ export class Agents extends Context.Service<Agents, {
   /** POST /agents/{id}/settings: an update for the owner to approve; the settings in force stay. */
   readonly changeSettings: (
     caller: Caller,
-    id: string,
+    id: AgentId,
     body: AgentSettings,
     accountsUrl: string
   ) => Effect.Effect<AgentProposalResponse, AgentErrorOf<Proposing | Changing>>
   /** POST /agents/{id}/revoke: a revocation for the owner to approve. */
   readonly revoke: (
     caller: Caller,
-    id: string,
+    id: AgentId,
     accountsUrl: string
   ) => Effect.Effect<AgentProposalResponse, AgentErrorOf<Proposing | Changing>>
   /** POST /agents/{id}/keys: a key of an active agent, its secret once. */
   readonly createKey: (
     caller: Caller,
-    id: string,
+    id: AgentId,
     body: CreateAgentKey
   ) => Effect.Effect<
     CreatedKey,
@@ -227,7 +227,7 @@ const makeAgents = (options: AgentsOptions) =>
     })
 
     /** The caller's agent, refreshed, or 404 agent_not_found (another account's too). */
-    const found = Effect.fnUntraced(function*(caller: Caller, id: string) {
+    const found = Effect.fnUntraced(function*(caller: Caller, id: AgentId) {
       const record = yield* store.get(id)
       if (record === undefined || record.account_id !== caller.account.id) return yield* notFound(id)
       return yield* refresh(record)
@@ -313,7 +313,7 @@ const makeAgents = (options: AgentsOptions) =>
       return { today: used(day, agentDayBudget(record.id)), total: used(total, agentTotalBudget(record.id)) }
     })
 
-    const get = Effect.fn("Agents.get")(function*(caller: Caller, id: string) {
+    const get = Effect.fn("Agents.get")(function*(caller: Caller, id: AgentId) {
       const record = yield* found(caller, id)
       const now = yield* Clock.currentTimeMillis
       return agentView(record, now, { spend: yield* spendOf(record, now) })
@@ -367,7 +367,7 @@ const makeAgents = (options: AgentsOptions) =>
      */
     const proposeStep = Effect.fnUntraced(function*(
       caller: Caller,
-      id: string,
+      id: AgentId,
       accountsUrl: string,
       event: "propose_update" | "propose_revoke",
       settingsOf: (record: AgentRecord) => AgentSettingsRecord | null
@@ -407,16 +407,16 @@ const makeAgents = (options: AgentsOptions) =>
     })
 
     const changeSettings = Effect.fn("Agents.changeSettings")(
-      (caller: Caller, id: string, body: AgentSettings, accountsUrl: string) =>
+      (caller: Caller, id: AgentId, body: AgentSettings, accountsUrl: string) =>
         proposeStep(caller, id, accountsUrl, "propose_update", (record) =>
           record.settings === null ? null : mergeSettings(record.settings, body))
     )
 
-    const revoke = Effect.fn("Agents.revoke")((caller: Caller, id: string, accountsUrl: string) =>
+    const revoke = Effect.fn("Agents.revoke")((caller: Caller, id: AgentId, accountsUrl: string) =>
       proposeStep(caller, id, accountsUrl, "propose_revoke", () => null)
     )
 
-    const createKey = Effect.fn("Agents.createKey")(function*(caller: Caller, id: string, body: CreateAgentKey) {
+    const createKey = Effect.fn("Agents.createKey")(function*(caller: Caller, id: AgentId, body: CreateAgentKey) {
       const record = yield* found(caller, id)
       if (record.status !== "active") {
         return yield* agentError("agent_not_active", `Agent ${id} is ${record.status}; only an active agent can be given keys.`)

@@ -15,9 +15,10 @@ import { dayOf } from "../kernel/Time.ts"
 import { budgetName, BudgetScope, budgetScopeOf } from "../ledger/BudgetScope.ts"
 import type { BudgetClaim } from "../ledger/LedgerStore.ts"
 import type { AgentRecord } from "./Records.ts"
+import type { AgentId } from "../kernel/Ids.ts"
 
-export const agentDayBudget = (agentId: string): string => budgetName(BudgetScope.agentDay(agentId))
-export const agentTotalBudget = (agentId: string): string => budgetName(BudgetScope.agentTotal(agentId))
+export const agentDayBudget = (agentId: AgentId): string => budgetName(BudgetScope.agentDay(agentId))
+export const agentTotalBudget = (agentId: AgentId): string => budgetName(BudgetScope.agentTotal(agentId))
 /** The period of every total budget. */
 export const TOTAL_PERIOD = "total"
 

@@ -23,6 +23,7 @@
  * Implementation: the simulated network in core/src/agents/SimulatedNetwork.ts.
  */
 import { Context, type Effect, Schema } from "effect"
+import type { AgentId } from "../kernel/Ids.ts"
 
 /** `did:svc:human:<id>` for an id (an account's id at the account service: no colon, no whitespace). */
 export const humanDid = (id: string): string => `did:svc:human:${id}`
@@ -40,7 +41,7 @@ export class NetworkUnavailable extends Schema.TaggedError<NetworkUnavailable>()
 }) {}
 
 /** `did:svc:machine:<owner_id>:<agent_id>`. */
-export const agentDid = (ownerId: string, agentId: string): string => `did:svc:machine:${ownerId}:${agentId}`
+export const agentDid = (ownerId: string, agentId: AgentId): string => `did:svc:machine:${ownerId}:${agentId}`
 
 /** A node of the network that serves agents. */
 export interface NetworkNode {

@@ -47,7 +47,7 @@ export const AgentApprovalRecord = Schema.Struct({
 export type AgentApprovalRecord = typeof AgentApprovalRecord.Type
 
 export const AgentRecord = Schema.Struct({
-  id: Schema.String,
+  id: IdString<"agent">(),
   account_id: IdString<"account">(),
   name: Schema.String,
   status: AgentStatus,

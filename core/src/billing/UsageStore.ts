@@ -18,7 +18,7 @@
 import { dayOf } from "../kernel/Time.ts"
 import { Context, Effect, Option, Stream } from "effect"
 import type { Timestamp } from "../kernel/Time.ts"
-import type { AccountId, KeyId } from "../kernel/Ids.ts"
+import type { AccountId, AgentId, KeyId } from "../kernel/Ids.ts"
 
 export interface UsageRecord {
   /** Unique per call (the ledger reservation ref of the call). */
@@ -27,7 +27,7 @@ export interface UsageRecord {
   /** When the call completed. */
   readonly at: Timestamp
   readonly key_id: KeyId
-  readonly agent_id: string | null
+  readonly agent_id: AgentId | null
   readonly machine_id: string
   /** The price table service the model is billed under (the model's `service`). */
   readonly service: string
@@ -172,7 +172,7 @@ export interface UsageRollup extends UsageTotals {
   readonly model: string
   readonly key_id: KeyId
   /** NO_AGENT for calls without an agent. */
-  readonly agent_id: string
+  readonly agent_id: AgentId
 }
 
 /** The rollup one record adds. */

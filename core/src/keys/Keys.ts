@@ -7,7 +7,7 @@ import { Effect, Schema } from "effect"
 import { Permission } from "./Permissions.ts"
 import { sha256Hex, toHex } from "../kernel/Sha256.ts"
 import { Timestamp } from "../kernel/Time.ts"
-import { type AccountId, base64url, type KeyId, randomBytes } from "../kernel/Ids.ts"
+import { type AccountId, type AgentId, base64url, type KeyId, randomBytes } from "../kernel/Ids.ts"
 
 export const SECRET_PREFIX = "mpk_"
 /** How many leading characters of a secret the `prefix` field shows. */
@@ -52,7 +52,7 @@ export interface KeyRecord {
   readonly machine_id: string | null
   readonly subscription_id: string | null
   readonly rental_id: string | null
-  readonly agent_id: string | null
+  readonly agent_id: AgentId | null
   readonly created_at: Timestamp
   readonly last_used_at: Timestamp | null
   readonly revoked_at: Timestamp | null

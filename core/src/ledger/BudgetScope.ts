@@ -1,4 +1,4 @@
-import type { KeyId } from "../kernel/Ids.ts"
+import type { AgentId, KeyId } from "../kernel/Ids.ts"
 /**
  * What a budget limits, as a tagged union, and its name in the stores (docs/architecture.md
  * "Money"): the account's monthly limit ("account"), a key's ("key:<id>"), an agent's per UTC day
@@ -9,14 +9,14 @@ import type { KeyId } from "../kernel/Ids.ts"
 export type BudgetScope =
   | { readonly _tag: "Account" }
   | { readonly _tag: "Key"; readonly key_id: KeyId }
-  | { readonly _tag: "AgentDay"; readonly agent_id: string }
-  | { readonly _tag: "AgentTotal"; readonly agent_id: string }
+  | { readonly _tag: "AgentDay"; readonly agent_id: AgentId }
+  | { readonly _tag: "AgentTotal"; readonly agent_id: AgentId }
 
 export const BudgetScope = {
   account: { _tag: "Account" } as BudgetScope,
   key: (key_id: KeyId): BudgetScope => ({ _tag: "Key", key_id }),
-  agentDay: (agent_id: string): BudgetScope => ({ _tag: "AgentDay", agent_id }),
-  agentTotal: (agent_id: string): BudgetScope => ({ _tag: "AgentTotal", agent_id })
+  agentDay: (agent_id: AgentId): BudgetScope => ({ _tag: "AgentDay", agent_id }),
+  agentTotal: (agent_id: AgentId): BudgetScope => ({ _tag: "AgentTotal", agent_id })
 } as const
 
 /** The budget's name in the stores. */
