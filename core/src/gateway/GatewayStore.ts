@@ -25,10 +25,11 @@ import {
 } from "../ledger/LedgerStore.ts"
 import { hitProblem, RateLimitStore } from "../kernel/RateLimitStore.ts"
 import { type UsageRecord, usageRecordProblem, UsageStore } from "../billing/UsageStore.ts"
+import type { AccountId, KeyId } from "../kernel/Ids.ts"
 
 export interface Admission {
-  readonly account_id: string
-  readonly key_id: string
+  readonly account_id: AccountId
+  readonly key_id: KeyId
   /** Set the key's last_used_at to this (never backwards); undefined: leave it. */
   readonly touch_at: Timestamp | undefined
   /** The rpm counter: `RateLimitStore.hit(bucket, window_start, window_ms)`; over `limit` refuses. */
