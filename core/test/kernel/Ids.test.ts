@@ -6,11 +6,50 @@
  */
 import { Effect, Schema } from "effect"
 import { describe, expect, it } from "vitest"
+import type { AgentRecord } from "../../src/agents/Records.ts"
+import type { Agents } from "../../src/agents/Agents.ts"
 import { type AccountId, type AgentId, generateId, IdString, type KeyId, type OrderId } from "../../src/kernel/Ids.ts"
+import type { AccountStore } from "../../src/keys/AccountStore.ts"
+import type { Caller } from "../../src/keys/Caller.ts"
+import type { KeyStore } from "../../src/keys/KeyStore.ts"
+import { BudgetScope } from "../../src/ledger/BudgetScope.ts"
+import type { OrderRecord, OrderStore } from "../../src/payments/OrderStore.ts"
 
 const accountOnly = (id: AccountId): AccountId => id
 const keyOnly = (id: KeyId): KeyId => id
 const plainOnly = (id: string): string => id
+
+/**
+ * The kinds as the records and ports carry them: only type-checked (never called), so a port or
+ * record that loses its kind fails `./platform check` on the `@ts-expect-error` above it.
+ */
+export const recordsAndPortsKeepTheirKinds = (
+  caller: Caller,
+  agent: AgentRecord,
+  order: OrderRecord,
+  ports: {
+    readonly accounts: AccountStore["Service"]
+    readonly keys: KeyStore["Service"]
+    readonly orders: OrderStore["Service"]
+    readonly agents: Agents["Service"]
+  }
+) => [
+  ports.accounts.get(caller.key.account_id),
+  // @ts-expect-error a key's id is not an account id
+  ports.accounts.get(caller.key.id),
+  ports.keys.get(caller.account.id, caller.key.id),
+  // @ts-expect-error the arguments are the account's id, then the key's
+  ports.keys.get(caller.key.id, caller.account.id),
+  ports.orders.getOrder(order.account_id, order.id),
+  // @ts-expect-error an agent's id is not an order id
+  ports.orders.getOrder(caller.account.id, agent.id),
+  ports.agents.get(caller, agent.id),
+  // @ts-expect-error an order's id is not an agent id
+  ports.agents.get(caller, order.id),
+  BudgetScope.key(caller.key.id),
+  // @ts-expect-error an agent's id is not a key id: its budgets are agentDay / agentTotal
+  BudgetScope.key(agent.id)
+]
 
 describe("Ids", () => {
   it("a plain string is accepted for any kind; an id of one kind is refused for another", () => {
