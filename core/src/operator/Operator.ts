@@ -29,6 +29,7 @@ import { PlanStore } from "../plans/PlanStore.ts"
 import { UsageStore } from "../billing/UsageStore.ts"
 import * as Time from "../kernel/Time.ts"
 import { audit, auditOf } from "./Audit.ts"
+import type { AccountId, KeyId } from "../kernel/Ids.ts"
 
 /** Why an operator request is refused: a status and a code in the platform's shape. */
 export class OperatorRefused extends Error {
@@ -65,10 +66,10 @@ export class Operator extends Context.Service<Operator, {
   readonly account: (id: string) => Effect.Effect<unknown, OperatorRefused>
   readonly adjustCredits: (
     operator: string,
-    accountId: string,
+    accountId: AccountId,
     input: { readonly amount_credits: number; readonly reason: string; readonly reference: string | undefined }
   ) => Effect.Effect<unknown, OperatorRefused>
-  readonly revokeKey: (operator: string, accountId: string, keyId: string, reason: string | null) => Effect.Effect<unknown, OperatorRefused>
+  readonly revokeKey: (operator: string, accountId: AccountId, keyId: KeyId, reason: string | null) => Effect.Effect<unknown, OperatorRefused>
   readonly machines: Effect.Effect<unknown>
   readonly call: (ref: string) => Effect.Effect<unknown, OperatorRefused>
   readonly audit: (month: string) => Effect.Effect<unknown>
@@ -121,7 +122,7 @@ export class Operator extends Context.Service<Operator, {
         Effect.flatMap(accounts.get(id), (account) =>
           account === undefined ? refuse(404, "account_not_found", `No account "${id}".`) : Effect.succeed(account))
 
-      const balanceOf = (accountId: string) =>
+      const balanceOf = (accountId: AccountId) =>
         Effect.map(ledgerStore.balances(accountId), (scopes) => ({
           available: scopes.reduce((n, s) => n + s.posted - s.held, 0n),
           held: scopes.reduce((n, s) => n + s.held, 0n)
@@ -149,7 +150,7 @@ export class Operator extends Context.Service<Operator, {
 
       const adjustCredits = Effect.fn("Operator.adjustCredits")(function*(
         operator: string,
-        accountId: string,
+        accountId: AccountId,
         input: { readonly amount_credits: number; readonly reason: string; readonly reference: string | undefined }
       ) {
         const amount = creditsToMicro(input.amount_credits)
@@ -183,7 +184,7 @@ export class Operator extends Context.Service<Operator, {
         }
       })
 
-      const revokeKey = Effect.fn("Operator.revokeKey")(function*(operator: string, accountId: string, keyId: string, reason: string | null) {
+      const revokeKey = Effect.fn("Operator.revokeKey")(function*(operator: string, accountId: AccountId, keyId: KeyId, reason: string | null) {
         const before = yield* keys.get(accountId, keyId)
         if (before === undefined) return yield* refuse(404, "key_not_found", `No key "${keyId}" in account "${accountId}".`)
         if (before.revoked_at !== null) return { key: keyView(before), revoked_now: false }
