@@ -7,6 +7,7 @@ import { assert, it } from "@effect/vitest"
 import type { Caller } from "@model-platform/core/keys"
 import { BlobStoreMemory, Datasets } from "@model-platform/core/datasets"
 import { CHALLENGE_TTL_MS, CHALLENGES_PER_MINUTE, Ingest, Projects, solve } from "@model-platform/core/fieldwork"
+import { ingestStatusOf } from "@model-platform/core/http"
 import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { DocumentStoresMemory } from "@model-platform/memory-stores/MemoryDocuments"
@@ -38,7 +39,7 @@ it.effect("a challenge works until 10 minutes after it was issued, and is refuse
     assert.match((yield* ingest.createParticipant(flow, body(inTime.challenge), undefined)).token, /^mpt_/)
     yield* TestClock.adjust(1)
     const refused = yield* Effect.flip(ingest.createParticipant(flow, body(late.challenge), undefined))
-    assert.deepStrictEqual([refused.status, refused.code], [400, "challenge_expired"])
+    assert.deepStrictEqual([ingestStatusOf(refused), refused.reason], [400, "challenge_expired"])
   }).pipe(Effect.provide(services)))
 
 it.effect("an ingest key is given at most CHALLENGES_PER_MINUTE challenges a minute, then 429 until the next minute", () =>
@@ -55,7 +56,7 @@ it.effect("an ingest key is given at most CHALLENGES_PER_MINUTE challenges a min
     const flow = yield* ingest.authenticate(key.key, "https://study.example")
     yield* Effect.forEach(Array.from({ length: CHALLENGES_PER_MINUTE }), () => ingest.challenge(flow), { discard: true })
     const refused = yield* Effect.flip(ingest.challenge(flow))
-    assert.deepStrictEqual([refused.status, refused.code], [429, "too_many_challenges"])
+    assert.deepStrictEqual([ingestStatusOf(refused), refused.reason], [429, "too_many_challenges"])
     yield* TestClock.adjust(60_000)
     assert.match((yield* ingest.challenge(flow)).challenge, /^ch_/)
   }).pipe(Effect.provide(services)))

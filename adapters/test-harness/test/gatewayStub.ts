@@ -178,13 +178,13 @@ export const newKey = (credits = 0n) =>
 export const call = (endpoint: Endpoint, auth: string, body: unknown) =>
   Effect.gen(function*() {
     const gateway = yield* Gateway
-    // The key's and its standing's refusals answer in the inference shape as http answers them.
+    // The gateway's, the key's and its standing's refusals answer in the inference shape as http answers them.
     const result = yield* Effect.result(
       gateway.call(endpoint, auth, typeof body === "string" ? body : JSON.stringify(body)).pipe(Effect.mapError(toInferenceError))
     )
     if (result._tag === "Failure") {
       const failure = result.failure
-      return "status" in failure ? { status: failure.status, text: JSON.stringify({ error: failure.error }) } : { status: 429, text: "" }
+      return { status: failure.status, text: JSON.stringify({ error: failure.error }) }
     }
     const response: GatewayResponse = result.success
     if (response._tag === "Events") {

@@ -1,8 +1,9 @@
 /**
  * The participant flow's use-cases (docs/fieldwork.md "The participant flow"), behind an ingest
  * key: the project as a participant sees it, challenges, participants, consent, takes and
- * withdrawal. Every refusal is an `IngestRefusal` (status, code, message) the routes answer in
- * the platform's error shape (TakeChecks.ts); a refused take stores nothing.
+ * withdrawal. Every refusal is an `IngestError` by reason (FieldworkErrors.ts), which the routes
+ * answer in the platform's error shape with the status of http/IngestRefusals.ts; a refused take
+ * stores nothing.
  */
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { Datasets } from "../datasets/Datasets.ts"
@@ -31,7 +32,8 @@ import {
   type ProjectRecord
 } from "./Records.ts"
 import { type CreateParticipant, DeviceId, type GiveConsent } from "./Schemas.ts"
-import { checkTake, IngestRefusal, refuse, type TakeUpload } from "./TakeChecks.ts"
+import { ingestError } from "./FieldworkErrors.ts"
+import { checkTake, refuse, type TakeUpload } from "./TakeChecks.ts"
 
 /** A challenge stays valid this long after it is issued. */
 export const CHALLENGE_TTL_MS = 10 * 60 * 1000
@@ -80,16 +82,15 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
   const authenticate = (bearer: string | undefined, origin: string | undefined) =>
     Effect.gen(function*() {
       if (bearer === undefined || bearer === "") {
-        return yield* refuse(401, "missing_ingest_key", "Send the project's ingest key as `Authorization: Bearer <key>`.")
+        return yield* refuse("missing_ingest_key", "Send the project's ingest key as `Authorization: Bearer <key>`.")
       }
-      const unknown = refuse(401, "invalid_ingest_key", "This ingest key is not valid (unknown or revoked).")
+      const unknown = refuse("invalid_ingest_key", "This ingest key is not valid (unknown or revoked).")
       if (!bearer.startsWith("mpi_") || bearer.length > 128) return yield* unknown
       const hash = yield* hashSecret(bearer)
       const key = yield* keys.get(idFromHash("ik", hash))
       if (key === undefined || key.key_hash !== hash || key.revoked_at !== null) return yield* unknown
       if (origin === undefined || !key.origins.includes(origin)) {
         return yield* refuse(
-          403,
           "origin_not_allowed",
           origin === undefined
             ? "This ingest key works only from the web origins listed on it, and the call named none."
@@ -110,7 +111,6 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
       const issued = yield* rateLimits.hit(`ingest-challenge:${caller.key.id}`, windowStartOf(at, 60_000), 60_000)
       if (issued > CHALLENGES_PER_MINUTE) {
         return yield* refuse(
-          429,
           "too_many_challenges",
           `This ingest key has been given ${CHALLENGES_PER_MINUTE} challenges this minute; ask again in a minute.`
         )
@@ -133,20 +133,19 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
     Effect.gen(function*() {
       const found = yield* challenges.get(id)
       if (found === undefined || found.project_id !== caller.project.id) {
-        return yield* refuse(400, "challenge_not_found", "Unknown challenge: get one from GET /ingest/challenge.")
+        return yield* refuse("challenge_not_found", "Unknown challenge: get one from GET /ingest/challenge.")
       }
       const at = yield* now
-      if (found.expires_at <= at) return yield* refuse(400, "challenge_expired", "This challenge has expired: get a new one.")
-      if (found.used_at !== null) return yield* refuse(409, "challenge_used", "This challenge has been used: get a new one.")
+      if (found.expires_at <= at) return yield* refuse("challenge_expired", "This challenge has expired: get a new one.")
+      if (found.used_at !== null) return yield* refuse("challenge_used", "This challenge has been used: get a new one.")
       if (!solves(found.id, nonce, found.difficulty)) {
         return yield* refuse(
-          400,
           "challenge_not_solved",
           `SHA-256 of challenge + nonce does not start with ${found.difficulty} zero bits.`
         )
       }
       if (!(yield* challenges.swap({ ...found, used_at: at, version: found.version + 1 }))) {
-        return yield* refuse(409, "challenge_used", "This challenge has been used: get a new one.")
+        return yield* refuse("challenge_used", "This challenge has been used: get a new one.")
       }
     })
 
@@ -154,7 +153,7 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
   const countOnDevice = (caller: IngestCaller, deviceId: string, participantId: string) =>
     Effect.gen(function*() {
       const limit = caller.project.limits.participants_per_device
-      const full = refuse(409, "device_limit_reached", `This device has started the ${limit} participant(s) the project allows.`)
+      const full = refuse("device_limit_reached", `This device has started the ${limit} participant(s) the project allows.`)
       const id = deviceRecordId(caller.project.id, deviceId)
       for (let attempt = 0; attempt < 5; attempt++) {
         const counted = yield* updateDocument(devices, id, (d) =>
@@ -179,11 +178,11 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
   const createParticipant = (caller: IngestCaller, body: CreateParticipant, deviceId: string | undefined) =>
     Effect.gen(function*() {
       if (deviceId !== undefined && !isDeviceId(deviceId)) {
-        return yield* refuse(400, "invalid_device_id", "X-Device-Id must be 16 to 64 characters of A-Z a-z 0-9 _ -.")
+        return yield* refuse("invalid_device_id", "X-Device-Id must be 16 to 64 characters of A-Z a-z 0-9 _ -.")
       }
       const answers = body.answers ?? {}
       const problem = answersProblem(caller.project.questions, answers)
-      if (problem !== undefined) return yield* refuse(400, "invalid_answers", problem)
+      if (problem !== undefined) return yield* refuse("invalid_answers", problem)
       yield* spendChallenge(caller, body.challenge, body.nonce)
       const token = PARTICIPANT_TOKEN_PREFIX + base64url(yield* randomBytes(32))
       const hash = yield* hashSecret(token)
@@ -213,9 +212,9 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
   const findParticipant = (caller: IngestCaller, token: string | undefined) =>
     Effect.gen(function*() {
       if (token === undefined || token === "") {
-        return yield* refuse(401, "missing_participant_token", "Send the participant's token as X-Participant-Token.")
+        return yield* refuse("missing_participant_token", "Send the participant's token as X-Participant-Token.")
       }
-      const invalid = refuse(401, "invalid_participant_token", "This participant token is not valid for this project.")
+      const invalid = refuse("invalid_participant_token", "This participant token is not valid for this project.")
       if (!token.startsWith(PARTICIPANT_TOKEN_PREFIX) || token.length > 128) return yield* invalid
       const hash = yield* hashSecret(token)
       const found = yield* participants.get(idFromHash("par", hash))
@@ -228,7 +227,7 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
     Effect.gen(function*() {
       const found = yield* findParticipant(caller, token)
       if (found.withdrawn_at !== null) {
-        return yield* refuse(401, "participant_withdrawn", "This participant has withdrawn; their recordings were deleted.")
+        return yield* refuse("participant_withdrawn", "This participant has withdrawn; their recordings were deleted.")
       }
       return found
     })
@@ -241,14 +240,14 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
       const found = yield* participantOf(caller, token)
       const text = caller.project.consent
       const unknown = Object.keys(body.given).find((scope) => !text.scopes.some((s) => s.id === scope))
-      if (unknown !== undefined) return yield* refuse(400, "invalid_request", `"${unknown.slice(0, 64)}" is not a consent scope of this project.`)
+      if (unknown !== undefined) return yield* refuse("invalid_request", `"${unknown.slice(0, 64)}" is not a consent scope of this project.`)
       const missing = text.scopes.filter((s) => s.required && body.given[s.id] !== true).map((s) => s.id)
-      if (missing.length > 0) return yield* refuse(400, "consent_incomplete", `Consent to ${missing.join(", ")} is required.`)
+      if (missing.length > 0) return yield* refuse("consent_incomplete", `Consent to ${missing.join(", ")} is required.`)
       const at = yield* now
       const given = Object.fromEntries(text.scopes.map((s) => [s.id, body.given[s.id] === true]))
       const updated = yield* updateDocument(participants, found.id, (p) =>
         p.withdrawn_at !== null
-          ? refuse(401, "participant_withdrawn", "This participant has withdrawn.")
+          ? refuse("participant_withdrawn", "This participant has withdrawn.")
           : Effect.succeed({ ...p, consent: { version: text.version, given, given_at: at } }))
       return participantView(caller.project, updated!)
     })
@@ -256,16 +255,15 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
   /** Reserves a place for the take on the participant, within the limits, or says why not. */
   const reserveTake = (caller: IngestCaller, participantId: string, takeId: string, promptId: string) =>
     updateDocument(participants, participantId, (p) => {
-      if (p.withdrawn_at !== null) return refuse(401, "participant_withdrawn", "This participant has withdrawn.")
+      if (p.withdrawn_at !== null) return refuse("participant_withdrawn", "This participant has withdrawn.")
       const state = participantState(caller.project, p)
       if (state === "needs_consent") {
-        return refuse(403, "consent_required", "Consent to the project's current text first (POST /ingest/participant/consent).")
+        return refuse("consent_required", "Consent to the project's current text first (POST /ingest/participant/consent).")
       }
       const limits = caller.project.limits
       const forPrompt = p.takes.filter((t) => t.prompt_id === promptId).length
       if (forPrompt >= limits.takes_per_prompt || p.takes.length >= limits.takes_per_participant) {
         return refuse(
-          409,
           "take_limit_reached",
           forPrompt >= limits.takes_per_prompt
             ? `Prompt ${promptId} has its ${limits.takes_per_prompt} take(s) already.`
@@ -306,13 +304,13 @@ const make = (options: IngestOptions) => Effect.gen(function*() {
       }
       yield* datasets.addItem(item, upload.body).pipe(
         Effect.tapError(() => releaseTake(found.id, takeId)),
-        Effect.mapError((e) => new IngestRefusal({ status: 409, code: e.reason, message: e.message }))
+        Effect.mapError((e) => ingestError(e.reason, e.message))
       )
       // A withdrawal that began while the take was written may have missed it: look again.
       const after = yield* participants.get(found.id)
       if (after === undefined || after.withdrawn_at !== null) {
         yield* datasets.removeItems(project.dataset_id, [takeId])
-        return yield* refuse(401, "participant_withdrawn", "This participant has withdrawn; the take was deleted.")
+        return yield* refuse("participant_withdrawn", "This participant has withdrawn; the take was deleted.")
       }
       return takeView(item)
     })

@@ -9,17 +9,14 @@ import type { ItemRecord } from "../datasets/Records.ts"
 import { exceedsJsonDepth } from "../kernel/Limits.ts"
 import { sha256, toHex } from "../kernel/Sha256.ts"
 import { textProblem } from "../kernel/Text.ts"
+import { type IngestError, ingestError, type IngestErrorReason } from "./FieldworkErrors.ts"
 import type { ProjectRecord } from "./Records.ts"
 import { TakeMeta } from "./Schemas.ts"
 import { readWav } from "./Wav.ts"
 
-export class IngestRefusal extends Schema.TaggedError<IngestRefusal>()("IngestRefusal", {
-  status: Schema.Int,
-  code: Schema.String,
-  message: Schema.String
-}) {}
-
-export const refuse = (status: number, code: string, message: string) => Effect.fail(new IngestRefusal({ status, code, message }))
+/** Fails with the ingest flow's refusal of this reason (FieldworkErrors.ts; its status: http/IngestRefusals.ts). */
+export const refuse = (reason: IngestErrorReason, message: string): Effect.Effect<never, IngestError> =>
+  Effect.fail(ingestError(reason, message))
 
 /** Bytes of X-Fieldwork-Meta at most (base64url text). */
 export const MAX_META_CHARS = 4096
@@ -69,52 +66,51 @@ const decodeTakeMeta = Schema.decodeUnknownOption(TakeMeta)
 export const checkTake = (project: ProjectRecord, upload: TakeUpload, maxTakeBytes: number) =>
   Effect.gen(function*() {
     if (upload.body.length > maxTakeBytes) {
-      return yield* refuse(413, "payload_too_large", `The take is larger than ${maxTakeBytes} bytes, the most this platform takes.`)
+      return yield* refuse("payload_too_large", `The take is larger than ${maxTakeBytes} bytes, the most this platform takes.`)
     }
     if ((upload.contentType ?? "").split(";")[0]!.trim().toLowerCase() !== "audio/wav") {
-      return yield* refuse(415, "unsupported_media_type", "Send the take as `Content-Type: audio/wav`.")
+      return yield* refuse("unsupported_media_type", "Send the take as `Content-Type: audio/wav`.")
     }
     if (upload.promptId === undefined || upload.promptId === "") {
-      return yield* refuse(400, "missing_prompt", "Name the prompt the take answers: POST /ingest/items?prompt=<prompt id>.")
+      return yield* refuse("missing_prompt", "Name the prompt the take answers: POST /ingest/items?prompt=<prompt id>.")
     }
     const promptId = upload.promptId
     if (!project.prompts.some((p) => p.id === promptId)) {
-      return yield* refuse(404, "prompt_not_found", `This project has no prompt ${promptId.slice(0, 64)}.`)
+      return yield* refuse("prompt_not_found", `This project has no prompt ${promptId.slice(0, 64)}.`)
     }
     if (upload.contentSha256 === undefined || !/^[0-9a-fA-F]{64}$/.test(upload.contentSha256)) {
-      return yield* refuse(400, "missing_content_sha256", "Send X-Content-Sha256: the hex SHA-256 of the body.")
+      return yield* refuse("missing_content_sha256", "Send X-Content-Sha256: the hex SHA-256 of the body.")
     }
     const digest = toHex(sha256(upload.body))
     if (digest !== upload.contentSha256.toLowerCase()) {
-      return yield* refuse(400, "checksum_mismatch", `The body's SHA-256 is ${digest}, not the X-Content-Sha256 sent.`)
+      return yield* refuse("checksum_mismatch", `The body's SHA-256 is ${digest}, not the X-Content-Sha256 sent.`)
     }
     let meta: ItemRecord["meta"] = null
     if (upload.meta !== undefined) {
       const decoded = decodeTakeMeta(decodeMeta(upload.meta))
       if (decoded._tag === "None") {
-        return yield* refuse(400, "invalid_meta", "X-Fieldwork-Meta must be base64url JSON {capture?, answers?} of at most 4 KB.")
+        return yield* refuse("invalid_meta", "X-Fieldwork-Meta must be base64url JSON {capture?, answers?} of at most 4 KB.")
       }
       meta = decoded.value
     }
     const wav = readWav(upload.body)
-    if ("code" in wav) return yield* refuse(400, wav.code, wav.message)
-    if (wav.channels !== 1) return yield* refuse(400, "wav_not_mono", `The take has ${wav.channels} channels; send mono (1 channel).`)
+    if ("code" in wav) return yield* refuse(wav.code, wav.message)
+    if (wav.channels !== 1) return yield* refuse("wav_not_mono", `The take has ${wav.channels} channels; send mono (1 channel).`)
     if (wav.bitsPerSample !== 16) {
-      return yield* refuse(400, "wav_not_16_bit", `The take has ${wav.bitsPerSample}-bit samples; send 16-bit PCM.`)
+      return yield* refuse("wav_not_16_bit", `The take has ${wav.bitsPerSample}-bit samples; send 16-bit PCM.`)
     }
     if (wav.sampleRateHz !== project.capture.sample_rate_hz) {
       return yield* refuse(
-        400,
         "wav_sample_rate",
         `The take is at ${wav.sampleRateHz} Hz; this project records at ${project.capture.sample_rate_hz} Hz.`
       )
     }
     const seconds = wav.durationMs / 1000
     if (project.capture.min_seconds !== null && seconds < project.capture.min_seconds) {
-      return yield* refuse(400, "take_too_short", `The take lasts ${seconds} s; at least ${project.capture.min_seconds} s.`)
+      return yield* refuse("take_too_short", `The take lasts ${seconds} s; at least ${project.capture.min_seconds} s.`)
     }
     if (project.capture.max_seconds !== null && seconds > project.capture.max_seconds) {
-      return yield* refuse(400, "take_too_long", `The take lasts ${seconds} s; at most ${project.capture.max_seconds} s.`)
+      return yield* refuse("take_too_long", `The take lasts ${seconds} s; at most ${project.capture.max_seconds} s.`)
     }
     return { digest, meta, promptId, wav }
   })

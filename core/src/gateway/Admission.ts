@@ -20,7 +20,7 @@
 import { agentBudgetClaims, agentLimitOf } from "../agents/Limits.ts"
 import type { AgentRecord } from "../agents/Records.ts"
 import { AgentStore } from "../agents/AgentStore.ts"
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { ApiKeys, TOUCH_INTERVAL_MS } from "../keys/ApiKeys.ts"
 import { type Caller } from "../keys/Caller.ts"
 import { makeBatcher } from "../kernel/Batcher.ts"
@@ -29,7 +29,7 @@ import { type AllowanceSource, allowanceTable, grantClaims } from "../billing/Al
 import { budgetClaims } from "../billing/Limits.ts"
 import { monthOf } from "../kernel/Time.ts"
 import { monthlyLimitAt, rpmAt, tierTable } from "../billing/Tiers.ts"
-import { inferenceError } from "../kernel/Errors.ts"
+import { gatewayError, rateLimited } from "./GatewayErrors.ts"
 import { generateId } from "../kernel/Ids.ts"
 import { spendingOrder } from "../ledger/LedgerRules.ts"
 import { microToCredits } from "../kernel/Money.ts"
@@ -41,12 +41,6 @@ import { netPurchasedCredits } from "../payments/Reversals.ts"
 import { LedgerStore } from "../ledger/LedgerStore.ts"
 import type { Held, Settlement } from "./Settlement.ts"
 import type { Endpoint } from "./Validation.ts"
-
-/** 429: the key's requests per minute are used up; retry after the window ends. */
-export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
-  error: Schema.Struct({ message: Schema.String, type: Schema.String, code: Schema.String }),
-  retry_after_seconds: Schema.Number
-}) {}
 
 export interface AdmissionConfig {
   readonly tierCacheMs: number
@@ -174,23 +168,18 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
           }))
           if (admission._tag === "KeyRevoked") {
             yield* apiKeys.forget(caller.key.id)
-            return yield* inferenceError(401, "invalid_api_key", "The API key was revoked.")
+            return yield* gatewayError("key_revoked", "The API key was revoked.")
           }
           if (admission._tag === "RateLimited") {
             const retryAfterSeconds = Math.max(1, Math.ceil((windowStart + config.rateWindowMs - now) / 1000))
-            return yield* new RateLimited({
-              error: {
-                message: `Rate limit reached: this key may make ${rpm} requests per minute at the account's tier; retry in ${retryAfterSeconds} s.`,
-                type: "rate_limit_error",
-                code: "rate_limited"
-              },
-              retry_after_seconds: retryAfterSeconds
-            })
+            return yield* rateLimited(
+              retryAfterSeconds,
+              `Rate limit reached: this key may make ${rpm} requests per minute at the account's tier; retry in ${retryAfterSeconds} s.`
+            )
           }
           const reserved = admission.reserved
           if (reserved?._tag === "insufficient") {
-            return yield* inferenceError(
-              402,
+            return yield* gatewayError(
               "insufficient_credit",
               `Insufficient credit: this call may cost up to ${microToCredits(bound ?? 0n)} credits and the balance usable on this machine (with what is left of this service's allowance and trial) is ${microToCredits(reserved.available)} credits. Add credits${endpoint === "/v1/chat/completions" ? ", or lower max_tokens" : ""}.`
             )
@@ -198,8 +187,7 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
           if (reserved?._tag === "over_budget" && agentLimitOf(reserved.budget) !== undefined) {
             // docs/agents.md "Agent keys at the gateway": the agent's daily or total limit.
             const daily = agentLimitOf(reserved.budget) === "daily"
-            return yield* inferenceError(
-              402,
+            return yield* gatewayError(
               daily ? "agent_daily_limit" : "agent_total_limit",
               `Agent limit reached: this call may cost up to ${microToCredits(bound ?? 0n)} credits and the agent may spend ${
                 microToCredits(reserved.limit)
@@ -213,8 +201,7 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
             const ofKey = reserved.budget !== "account"
             // Billing raises the limit-reached alert (once a month; docs/billing.md "Alerts").
             yield* settlement.limitReached(caller.account.id, reserved.budget, monthOf(now), reserved.limit)
-            return yield* inferenceError(
-              402,
+            return yield* gatewayError(
               ofKey ? "key_monthly_limit_reached" : "monthly_limit_reached",
               `Monthly limit reached: this call may cost up to ${microToCredits(bound ?? 0n)} credits and ${
                 ofKey ? "this key" : "the account"

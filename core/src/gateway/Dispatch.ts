@@ -11,7 +11,7 @@ import { type AllowanceSource, MONTHLY_ALLOWANCE, planAllowance } from "../billi
 import { Effect, Option, type Result } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import type { CatalogueConfig, MachineConfig } from "../catalogue/CatalogueConfig.ts"
-import { type InferenceError, inferenceError } from "../kernel/Errors.ts"
+import { type GatewayError, gatewayError } from "./GatewayErrors.ts"
 import type { MachineClient, MachineFailure, MachineResponse } from "./MachineClient.ts"
 import { MachineStatus } from "../catalogue/MachineStatus.ts"
 import { subscribeOfferOf } from "../plans/Offers.ts"
@@ -39,7 +39,7 @@ export interface Attempts {
   readonly discard: (response: MachineResponse) => Effect.Effect<string>
 }
 
-export const noCapacity = (message: string) => inferenceError(503, "no_capacity", message)
+export const noCapacity = (message: string) => gatewayError("no_capacity", message)
 
 const shapeOf = (call: ValidCall): CanaryShape => ({ endpoint: call.endpoint, model: call.model, stream: call.stream })
 
@@ -75,13 +75,12 @@ export const makeDispatch = (config: DispatchConfig, catalogue: CatalogueConfig,
      * account's month's).
      */
     const keyMachineOf = (caller: Caller, standing: Standing, call: ValidCall) =>
-      Effect.gen(function*(): Effect.fn.Return<{ readonly machine: string | null; readonly allowance: AllowanceSource }, InferenceError> {
+      Effect.gen(function*(): Effect.fn.Return<{ readonly machine: string | null; readonly allowance: AllowanceSource }, GatewayError> {
         const plan = standing.plan
         if (plan !== undefined) {
           const offered = plansOf.get(plan.machine_id)?.get(plan.plan_id)
           if (offered === undefined || !offered.models.includes(call.model.id)) {
-            return yield* inferenceError(
-              403,
+            return yield* gatewayError(
               "model_not_in_plan",
               `The plan behind this key (${plan.plan_id} on ${plan.machine_id}) does not include ${call.model.id}${
                 offered === undefined ? "" : `; it includes ${offered.models.join(", ")}`
@@ -108,8 +107,7 @@ export const makeDispatch = (config: DispatchConfig, catalogue: CatalogueConfig,
       Effect.gen(function*() {
         const model = call.model
         if (call.machine !== undefined && keyMachine !== null && call.machine !== keyMachine) {
-          return yield* inferenceError(
-            403,
+          return yield* gatewayError(
             "key_not_scoped_to_machine",
             `This key is pinned to machine "${keyMachine}"; it cannot call machine "${call.machine}".`
           )
@@ -118,7 +116,7 @@ export const makeDispatch = (config: DispatchConfig, catalogue: CatalogueConfig,
         if (target !== undefined) {
           const machine = machinesById.get(target)
           if (machine === undefined) {
-            return yield* inferenceError(404, "machine_not_found", `No machine "${target}".`)
+            return yield* gatewayError("machine_not_found", `No machine "${target}".`)
           }
           const state = yield* status.get(target)
           if (
@@ -151,7 +149,7 @@ export const makeDispatch = (config: DispatchConfig, catalogue: CatalogueConfig,
       Effect.gen(function*() {
         const { call } = input
         // Built when needed: an error object is costly (its stack), and most calls succeed.
-        let last: (() => InferenceError) | undefined
+        let last: (() => GatewayError) | undefined
         let attempt = 0
         for (const machine of input.candidates) {
           if (attempt >= config.maxAttempts) break
@@ -162,12 +160,11 @@ export const makeDispatch = (config: DispatchConfig, catalogue: CatalogueConfig,
             const reason = result.failure.reason
             if (reason === "unsendable") {
               // Nothing was sent: the body itself cannot be encoded, so no machine would take it.
-              return yield* inferenceError(400, "invalid_input", "The request body cannot be sent to a machine (it cannot be encoded as JSON).")
+              return yield* gatewayError("invalid_input", "The request body cannot be sent to a machine (it cannot be encoded as JSON).")
             }
             yield* suspect(machine, call)
             last = () =>
-              inferenceError(
-                502,
+              gatewayError(
                 "machine_unreachable",
                 `Machine ${machine.id} ${reason === "timeout" ? "did not answer in time" : "could not be reached"}; retry with backoff.`
               )
@@ -182,7 +179,7 @@ export const makeDispatch = (config: DispatchConfig, catalogue: CatalogueConfig,
             last = () =>
               answered === 503
                 ? noCapacity(`${call.model.id} is not serving on machine ${machine.id} now; retry later.`)
-                : inferenceError(502, "machine_error", `Machine ${machine.id} failed (status ${answered}); retry with backoff.`)
+                : gatewayError("machine_error", `Machine ${machine.id} failed (status ${answered}); retry with backoff.`)
             continue
           }
           return { machine, response }

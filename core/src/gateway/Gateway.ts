@@ -40,8 +40,7 @@ import type { KeyErrorOf } from "../keys/KeyErrors.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import type { MachineConfig } from "../catalogue/CatalogueConfig.ts"
 import { chargingGate } from "../catalogue/Charging.ts"
-import { type InferenceError, inferenceError } from "../kernel/Errors.ts"
-import type { StandingError } from "./GatewayErrors.ts"
+import { gatewayError, type GatewayError, type StandingError } from "./GatewayErrors.ts"
 import { makeStandingCheck } from "./KeyStanding.ts"
 import { Ledger } from "../ledger/Ledger.ts"
 import { MachineClient, type MachineFailure, type MachineResponse } from "./MachineClient.ts"
@@ -53,7 +52,7 @@ import { PlanStore } from "../plans/PlanStore.ts"
 import { boundOf, completionChars, costOf, estimatedUsage, isFree, type Prices, pricesOf, reportedUsage } from "./Metering.ts"
 import { shapeAnswer } from "./Answers.ts"
 import { machinePath, makeDispatch } from "./Dispatch.ts"
-import { makeAdmission, RateLimited } from "./Admission.ts"
+import { makeAdmission } from "./Admission.ts"
 import { type Held, makeSettlement } from "./Settlement.ts"
 import { startStream, type StreamOutcome } from "./Streaming.ts"
 import { type Endpoint, validateCall } from "./Validation.ts"
@@ -151,13 +150,12 @@ export type GatewayResponse =
   /** Server-sent events. */
   | { readonly _tag: "Events"; readonly stream: Stream.Stream<Uint8Array> }
 
-export { RateLimited }
-
 /**
- * Why a call is refused: the inference surface's own errors, and the refusals of the key and its
- * standing, which http answers in the inference shape (http/Refusals.ts toInferenceError).
+ * Why a call is refused: the gateway's own refusals (GatewayError: validation, admission,
+ * dispatch), and the refusals of the key and its standing; http answers each in the inference
+ * shape (http/InferenceRefusals.ts toInferenceError).
  */
-export type GatewayError = InferenceError | RateLimited | KeyErrorOf<"missing_api_key" | "invalid_api_key"> | StandingError
+export type CallFailure = GatewayError | KeyErrorOf<"missing_api_key" | "invalid_api_key"> | StandingError
 
 export class Gateway extends Context.Service<Gateway, {
   /**
@@ -168,7 +166,7 @@ export class Gateway extends Context.Service<Gateway, {
     endpoint: Endpoint,
     authorization: string | undefined,
     body: string
-  ) => Effect.Effect<GatewayResponse, GatewayError>
+  ) => Effect.Effect<GatewayResponse, CallFailure>
   /** Waits until every background settlement and stream drain has finished (tests, shutdown). */
   readonly idle: Effect.Effect<void>
   /** Machines currently skipped after failed canaries (for operators and tests). */
@@ -265,7 +263,7 @@ const make = (config: GatewayConfig) =>
       Effect.gen(function*() {
         const caller = yield* apiKeys.identify(bearerSecret(authorization))
         if (!caller.key.permissions.includes("inference")) {
-          return yield* inferenceError(403, "key_lacks_inference_permission", "This key lacks the \"inference\" permission.")
+          return yield* gatewayError("key_lacks_inference_permission", "This key lacks the \"inference\" permission.")
         }
         // What stands behind the key (its agent, plan or rental), read at every call: the same rule
         // as on the management API (KeyStanding.ts), checked before the body is looked at.
@@ -275,7 +273,7 @@ const make = (config: GatewayConfig) =>
         try {
           raw = JSON.parse(text)
         } catch {
-          return yield* inferenceError(400, "invalid_json", "The request body is not valid JSON.")
+          return yield* gatewayError("invalid_json", "The request body is not valid JSON.")
         }
         const vc = yield* validateCall(endpoint, raw, cfg)
         yield* noteCall({ model: vc.model.id })
@@ -398,7 +396,7 @@ const make = (config: GatewayConfig) =>
           const read = yield* Effect.result(readAll(response.body))
           if (read._tag === "Failure") {
             yield* dispatch.suspect(machine, vc)
-            return yield* inferenceError(502, "machine_error", `Machine ${machine.id} broke off its answer; retry with backoff.`)
+            return yield* gatewayError("machine_error", `Machine ${machine.id} broke off its answer; retry with backoff.`)
           }
           const bytes = read.success
           let json: unknown
@@ -406,13 +404,13 @@ const make = (config: GatewayConfig) =>
             json = JSON.parse(decoder.decode(bytes))
           } catch {
             yield* dispatch.suspect(machine, vc)
-            return yield* inferenceError(502, "machine_error", `Machine ${machine.id} answered with a body that is not JSON.`)
+            return yield* gatewayError("machine_error", `Machine ${machine.id} answered with a body that is not JSON.`)
           }
           // Forecasts and embeddings are held to the spec's shape (Answers.ts); the rest goes on as it came.
           const answer = shapeAnswer(vc, json)
           if (answer._tag === "Broken") {
             yield* dispatch.suspect(machine, vc)
-            return yield* inferenceError(502, "machine_error", `Machine ${machine.id} answered with ${answer.reason}; nothing is charged, retry with backoff.`)
+            return yield* gatewayError("machine_error", `Machine ${machine.id} answered with ${answer.reason}; nothing is charged, retry with backoff.`)
           }
           const answered = answer._tag === "Rewritten" ? encoder.encode(JSON.stringify(answer.json)) : bytes
           const reported = reportedUsage(vc, json)

@@ -5,7 +5,7 @@
  * prepares what the engine needs: the model, the machine asked for, the body to send on, and the
  * bounds used for metering. docs/gateway.md ("Validation") lists the rules.
  *
- * Never throws and never dies: every bad input is an InferenceError of status 400 or 404.
+ * Never throws and never dies: every bad input is a GatewayError (answered 400, or 404 for an unknown model or machine).
  */
 import { Effect, Result, Schema, SchemaIssue } from "effect"
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from "../kernel/Limits.ts"
@@ -18,7 +18,7 @@ import {
   maxInputsOf,
   type ModelConfig
 } from "../catalogue/CatalogueConfig.ts"
-import { type InferenceError, inferenceError } from "../kernel/Errors.ts"
+import { type GatewayError, gatewayError, type GatewayErrorReason } from "./GatewayErrors.ts"
 import {
   CHAT_FIELDS_NOT_SENT,
   ChatRequest,
@@ -83,7 +83,7 @@ const ENDPOINT_KIND: Record<Endpoint, string> = {
   "/v1/images/generations": "an image model"
 }
 
-const bad = (code: string, message: string) => inferenceError(400, code, message)
+const bad = (reason: GatewayErrorReason, message: string) => gatewayError(reason, message)
 const invalid = (message: string) => bad("invalid_input", message)
 
 const isRecord = (u: unknown): u is Record<string, unknown> =>
@@ -137,12 +137,12 @@ const describeIssues = (issues: ReadonlyArray<Issue>): string => {
   return (shown.join("; ") + more).replace(/\s*\n\s*/g, " ")
 }
 
-/** Decodes with every issue collected; fails with one InferenceError whose code follows `codeOf`. */
+/** Decodes with every issue collected; fails with one GatewayError whose code follows `codeOf`. */
 const decode = <S extends Schema.Top & { readonly DecodingServices: never }>(
   schema: S,
   raw: unknown,
-  codeOf: (path: string) => string = () => "invalid_input"
-): Effect.Effect<S["Type"], InferenceError> => {
+  codeOf: (path: string) => GatewayErrorReason = () => "invalid_input"
+): Effect.Effect<S["Type"], GatewayError> => {
   let result: Result.Result<S["Type"], Schema.SchemaError>
   try {
     result = Schema.decodeUnknownResult(schema as any)(raw, { errors: "all" }) as any
@@ -166,7 +166,7 @@ interface Located {
   readonly machine: string | undefined
 }
 
-const locate = (endpoint: Endpoint, raw: unknown, config: CatalogueConfig): Effect.Effect<Located, InferenceError> => {
+const locate = (endpoint: Endpoint, raw: unknown, config: CatalogueConfig): Effect.Effect<Located, GatewayError> => {
   if (!isRecord(raw)) {
     return Effect.fail(invalid("The request body must be a JSON object."))
   }
@@ -182,7 +182,7 @@ const locate = (endpoint: Endpoint, raw: unknown, config: CatalogueConfig): Effe
   }
   const model = config.models.find((m) => m.id === modelId)
   if (model === undefined) {
-    return Effect.fail(inferenceError(404, "model_not_found", `No model "${modelId}"; GET /v1/models lists them.`))
+    return Effect.fail(gatewayError("model_not_found", `No model "${modelId}"; GET /v1/models lists them.`))
   }
   if (model.endpoint !== endpoint) {
     return Effect.fail(bad(
@@ -196,7 +196,7 @@ const locate = (endpoint: Endpoint, raw: unknown, config: CatalogueConfig): Effe
     return Effect.fail(invalid("machine: must be a machine id (a non-empty string), or left out."))
   }
   if (!config.machines.some((m) => m.id === machine)) {
-    return Effect.fail(inferenceError(404, "machine_not_found", `No machine "${machine}"; GET /machines lists them.`))
+    return Effect.fail(gatewayError("machine_not_found", `No machine "${machine}"; GET /machines lists them.`))
   }
   return Effect.succeed({ raw, model, machine })
 }
@@ -213,7 +213,7 @@ const fieldNames = (names: ReadonlyArray<string>): string => {
  * machine do work the platform neither checks nor bills; dropped, the client would believe it took
  * effect. docs/gateway.md "Validation".
  */
-const refuseUnknownFields = (endpoint: Endpoint, raw: Record<string, unknown>): Effect.Effect<void, InferenceError> => {
+const refuseUnknownFields = (endpoint: Endpoint, raw: Record<string, unknown>): Effect.Effect<void, GatewayError> => {
   const fields = ENDPOINT_SCHEMA[endpoint].fields
   const unknown = Object.keys(raw).filter((name) => !Object.hasOwn(fields, name))
   if (unknown.length === 0) return Effect.void
@@ -326,7 +326,7 @@ const embeddings = Effect.fnUntraced(function*({ raw, model, machine }: Located)
   } satisfies ValidCall
 })
 
-const forecastCode = (path: string) => {
+const forecastCode = (path: string): GatewayErrorReason => {
   const top = topField(path)
   return top === "history" ? "invalid_history" : top === "horizon" ? "invalid_horizon" : "invalid_input"
 }
@@ -369,7 +369,7 @@ const forecasts = Effect.fnUntraced(function*({ raw, model, machine }: Located) 
   } satisfies ValidCall
 })
 
-const imageCode = (path: string) => (topField(path) === "size" ? "invalid_size" : "invalid_input")
+const imageCode = (path: string): GatewayErrorReason => (topField(path) === "size" ? "invalid_size" : "invalid_input")
 
 const images = Effect.fnUntraced(function*({ raw, model, machine }: Located) {
   const req = yield* decode(ImageRequest, raw, imageCode)
@@ -400,13 +400,13 @@ export const validateCall = (
   endpoint: Endpoint,
   raw: unknown,
   config: CatalogueConfig
-): Effect.Effect<ValidCall, InferenceError> => {
+): Effect.Effect<ValidCall, GatewayError> => {
   // Depth first, before any decoding: schema decoding, JSON.stringify and every recursive walk of
   // a body nested thousands of levels would overflow the stack.
   if (exceedsJsonDepth(raw)) {
     return Effect.fail(invalid(`The request body nests deeper than ${MAX_JSON_DEPTH} levels of objects and arrays.`))
   }
-  return Effect.flatMap(locate(endpoint, raw, config), (located): Effect.Effect<ValidCall, InferenceError> => {
+  return Effect.flatMap(locate(endpoint, raw, config), (located): Effect.Effect<ValidCall, GatewayError> => {
     const known = refuseUnknownFields(endpoint, located.raw)
     switch (endpoint) {
       case "/v1/chat/completions":

@@ -8,11 +8,11 @@
  */
 import { Effect, Layer } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
-import { Gateway, type GatewayError, type GatewayResponse, RateLimited } from "../gateway/Gateway.ts"
+import { type CallFailure, Gateway, type GatewayResponse } from "../gateway/Gateway.ts"
 import type { Endpoint } from "../gateway/Validation.ts"
 import { InferenceCatalogueRoutes } from "./InferenceApi.ts"
 import { answerFailure } from "./ErrorShape.ts"
-import { type AreaError, toInferenceError } from "./Refusals.ts"
+import { retryAfterOf, toInferenceError } from "./InferenceRefusals.ts"
 
 const SSE_HEADERS = {
   "cache-control": "no-cache",
@@ -25,13 +25,13 @@ const toResponse = (result: GatewayResponse): HttpServerResponse.HttpServerRespo
     ? HttpServerResponse.uint8Array(result.body, { status: result.status, contentType: result.contentType })
     : HttpServerResponse.stream(result.stream, { contentType: "text/event-stream", headers: SSE_HEADERS })
 
-const errorResponse = (error: Exclude<GatewayError, AreaError>): HttpServerResponse.HttpServerResponse =>
-  error instanceof RateLimited
-    ? HttpServerResponse.jsonUnsafe({ error: error.error }, {
-      status: 429,
-      headers: { "retry-after": String(error.retry_after_seconds) }
-    })
-    : HttpServerResponse.jsonUnsafe({ error: error.error }, { status: error.status })
+const errorResponse = (failure: CallFailure): HttpServerResponse.HttpServerResponse => {
+  const { error, status } = toInferenceError(failure)
+  const retryAfter = retryAfterOf(failure)
+  return retryAfter === undefined
+    ? HttpServerResponse.jsonUnsafe({ error }, { status })
+    : HttpServerResponse.jsonUnsafe({ error }, { status, headers: { "retry-after": String(retryAfter) } })
+}
 
 /**
  * The answer to one call, failures in the inference error shape (ErrorShape.ts answerFailure for
@@ -45,7 +45,6 @@ export const answerCall = (
   body: string
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
   gateway.call(endpoint, authorization, body).pipe(
-    Effect.mapError(toInferenceError),
     Effect.match({ onFailure: errorResponse, onSuccess: toResponse }),
     Effect.catchCause(answerFailure(endpoint))
   )

@@ -9,7 +9,8 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { errorResponse } from "./ErrorShape.ts"
 import { INGEST_ITEMS_PATH } from "../fieldwork/IngestViews.ts"
 import { Ingest, type IngestCaller } from "../fieldwork/Ingest.ts"
-import { IngestRefusal } from "../fieldwork/TakeChecks.ts"
+import { type IngestError, ingestError } from "../fieldwork/FieldworkErrors.ts"
+import { ingestStatusOf } from "./IngestRefusals.ts"
 import { INGEST_ENDPOINTS } from "../fieldwork/IngestViews.ts"
 import { CreateParticipant, GiveConsent } from "../fieldwork/Schemas.ts"
 
@@ -62,13 +63,13 @@ const jsonBody = <A, I>(request: HttpServerRequest.HttpServerRequest, schema: Sc
     try {
       value = JSON.parse(text)
     } catch {
-      return yield* Effect.fail(new IngestRefusal({ status: 400, code: "invalid_json", message: "The request body is not valid JSON." }))
+      return yield* Effect.fail(ingestError("invalid_json", "The request body is not valid JSON."))
     }
     return yield* Schema.decodeUnknownEffect(schema)(value).pipe(
       Effect.mapError((error) => {
         const issues = formatter(error.issue).issues
         const message = issues.map((i) => `${i.path?.length ? `${i.path.join(".")}: ` : ""}${i.message}`).join("; ")
-        return new IngestRefusal({ status: 400, code: "invalid_request", message: message || "The request body is not valid." })
+        return ingestError("invalid_request", message || "The request body is not valid.")
       })
     )
   })
@@ -77,7 +78,7 @@ type Handler = (
   ingest: Ingest["Service"],
   caller: IngestCaller,
   request: HttpServerRequest.HttpServerRequest
-) => Effect.Effect<unknown, IngestRefusal>
+) => Effect.Effect<unknown, IngestError>
 
 /** A flow route: authenticates the key from its origin, runs `handle`, answers with CORS. */
 const flowRoute = (method: "GET" | "POST", path: HttpRouter.PathInput, status: number, handle: Handler) =>
@@ -96,7 +97,7 @@ const flowRoute = (method: "GET" | "POST", path: HttpRouter.PathInput, status: n
         : HttpServerResponse.setHeaders(refusalResponse(path, answer.failure), headers)
     }))
 
-const refusalResponse = (path: string, refusal: IngestRefusal) => errorResponse(path, refusal.status, refusal.message, refusal.code)
+const refusalResponse = (path: string, refusal: IngestError) => errorResponse(path, ingestStatusOf(refusal), refusal.message, refusal.reason)
 
 const participantToken = (request: HttpServerRequest.HttpServerRequest) => header(request, "x-participant-token")
 

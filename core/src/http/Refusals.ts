@@ -207,13 +207,6 @@ export const toPlatformError = (error: AreaError): Answer => {
 
 const toHttpError = <E>(error: E) => (isAreaError(error) ? toPlatformError(error) : error)
 
-/** An area error on the inference surface (/v1): the same status and code, in its error shape. */
-export const toInferenceError = <E>(error: E): Exclude<E, AreaError> | Errors.InferenceError => {
-  if (!isAreaError(error)) return error as Exclude<E, AreaError>
-  const { code, status } = refusalOf(error)
-  return Errors.inferenceError(status, code, error.message)
-}
-
 /** The platform error class of each status. */
 interface ClassOfStatus {
   400: Errors.BadRequest

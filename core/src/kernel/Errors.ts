@@ -1,8 +1,9 @@
 /**
  * The inference surface's error shape (/v1): {error: {message, type, code}}, with OpenAI's `type`
- * per status, so OpenAI clients classify our errors as theirs. The gateway's answers are in it.
- * (The management surface's errors are http's: http/Errors.ts; the areas refuse with their own
- * refusals, kernel/Refusal.ts, mapped in http/Refusals.ts.)
+ * per status, so OpenAI clients classify our errors as theirs. http answers the gateway's
+ * refusals (GatewayError) and the key's in it: http/InferenceRefusals.ts. (The management
+ * surface's errors are http's: http/Errors.ts; the areas refuse with their own refusals,
+ * kernel/Refusal.ts, mapped in http/Refusals.ts.)
  */
 import { Schema } from "effect"
 

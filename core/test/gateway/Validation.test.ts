@@ -1,7 +1,7 @@
 /**
  * validateCall (core/src/gateway/Validation.ts): every error code with a body a user would send,
  * the caps, history trimming, bodies exactly as OpenAI's SDK sends them, and a property: for any
- * JSON body it succeeds or fails with a 400/404 InferenceError, never a defect.
+ * JSON body it succeeds or fails with a GatewayError answered 400/404, never a defect.
  */
 import { Cause, Effect, Exit } from "effect"
 import fc from "fast-check"
@@ -9,7 +9,9 @@ import { readFileSync } from "node:fs"
 import { resolve } from "node:path"
 import { describe, expect, it } from "vitest"
 import { type CatalogueConfig, parseCatalogue } from "../../src/catalogue/CatalogueConfig.ts"
-import { InferenceError } from "../../src/kernel/Errors.ts"
+import { GatewayError } from "../../src/gateway/GatewayErrors.ts"
+import { toInferenceError } from "../../src/http/InferenceRefusals.ts"
+import type { InferenceError } from "../../src/kernel/Errors.ts"
 import { type Endpoint, utf8Bytes, type ValidCall, validateCall } from "../../src/gateway/Validation.ts"
 
 const demoText = readFileSync(resolve(import.meta.dirname, "../../../adapters/node-http/catalogue.demo.json"), "utf8")
@@ -59,7 +61,9 @@ const fail = (endpoint: Endpoint, body: unknown): InferenceError => {
   if (Exit.isSuccess(exit)) throw new Error(`expected failure, got ${JSON.stringify(exit.value.body)}`)
   const error = Cause.findErrorOption(exit.cause)
   if (error._tag !== "Some") throw new Error(`expected a failure, got ${Cause.pretty(exit.cause)}`)
-  return error.value
+  expect(error.value).toBeInstanceOf(GatewayError)
+  // As the inference surface answers it (http/InferenceRefusals.ts).
+  return toInferenceError(error.value)
 }
 
 const user = (content: string) => ({ role: "user", content })
@@ -190,7 +194,6 @@ describe("validateCall: error codes", () => {
 
   it.each(cases)("%s", (_name, endpoint, body, status, code, message) => {
     const error = fail(endpoint, body)
-    expect(error).toBeInstanceOf(InferenceError)
     expect({ status: error.status, code: error.error.code }).toEqual({ status, code })
     expect(error.error.type).toBe(status === 404 ? "not_found_error" : "invalid_request_error")
     expect(error.error.message).toMatch(message)
@@ -448,7 +451,7 @@ describe("validateCall: never dies", () => {
   // Bodies as JSON.parse makes them (own "__proto__" keys and all).
   const parsed = body.map((b) => JSON.parse(JSON.stringify(b) ?? "null") as unknown)
 
-  it("answers any JSON body with a call or a 400/404 InferenceError", () => {
+  it("answers any JSON body with a call or a GatewayError answered 400/404", () => {
     fc.assert(
       fc.property(fc.constantFrom(...endpoints), parsed, (endpoint, raw) => {
         const exit = run(endpoint, raw)
@@ -463,9 +466,10 @@ describe("validateCall: never dies", () => {
         const error = Cause.findErrorOption(exit.cause)
         expect(error._tag).toBe("Some")
         if (error._tag === "Some") {
-          expect(error.value).toBeInstanceOf(InferenceError)
-          expect([400, 404]).toContain(error.value.status)
-          expect(error.value.error.message.length).toBeGreaterThan(0)
+          expect(error.value).toBeInstanceOf(GatewayError)
+          const answered = toInferenceError(error.value)
+          expect([400, 404]).toContain(answered.status)
+          expect(answered.error.message.length).toBeGreaterThan(0)
         }
       }),
       { numRuns: 2000 }

@@ -21,6 +21,12 @@ import * as payments from "../../src/payments/index.ts"
 import * as plans from "../../src/plans/index.ts"
 import * as Errors from "../../src/http/Errors.ts"
 import { answered, AreaErrorClasses, REFUSALS, refusalOf, toPlatformError } from "../../src/http/Refusals.ts"
+import { INFERENCE_REFUSALS, InferenceErrorClasses, toInferenceError } from "../../src/http/InferenceRefusals.ts"
+import { INGEST_REFUSALS, IngestErrorClasses, ingestStatusOf } from "../../src/http/IngestRefusals.ts"
+import { GatewayError, rateLimited } from "../../src/gateway/GatewayErrors.ts"
+import { IngestError } from "../../src/fieldwork/FieldworkErrors.ts"
+import { inferenceTypeForStatus } from "../../src/kernel/Errors.ts"
+import { standingError } from "../../src/gateway/GatewayErrors.ts"
 import { keyError } from "../../src/keys/KeyErrors.ts"
 import { OrderError } from "../../src/payments/PaymentErrors.ts"
 
@@ -53,9 +59,9 @@ const STATUS_OF_CLASS = new Map<unknown, number>([
 ])
 
 describe("area errors -> HTTP", () => {
-  it("every area error an area exports is in the mapping, and nothing else is", () => {
+  it("every area error an area exports is in a mapping (the platform's, the inference surface's or the ingest flow's), and nothing else is", () => {
     expect(exportedAreaErrors.length).toBeGreaterThan(0)
-    expect(new Set<unknown>(exportedAreaErrors)).toEqual(new Set<unknown>(AreaErrorClasses))
+    expect(new Set<unknown>(exportedAreaErrors)).toEqual(new Set<unknown>([...AreaErrorClasses, ...InferenceErrorClasses, ...IngestErrorClasses]))
     const tags = (AreaErrorClasses as unknown as ReadonlyArray<ReasonClass>).map((C) => new C({ reason: reasonsOf(C)[0]!, message: "" })._tag)
     expect(Object.keys(REFUSALS).sort()).toEqual(tags.sort())
   })
@@ -103,5 +109,46 @@ describe("area errors -> HTTP", () => {
       new Errors.Forbidden({ error: { code: "key_lacks_permission", message: "lacks manage", scope: "manage" } })
     )
     expect(toPlatformError(keyError("key_not_found", "No key \"k\".")).error).toEqual({ code: "key_not_found", message: "No key \"k\"." })
+  })
+})
+
+describe("the inference surface's refusals (/v1) -> status, OpenAI type and code", () => {
+  const SPEC_STATUSES = [400, 401, 402, 403, 404, 429, 502, 503]
+
+  it("every reason of the gateway's refusal has exactly one entry, and the table names no other reason", () => {
+    expect(Object.keys(INFERENCE_REFUSALS).sort()).toEqual(InferenceErrorClasses.map((C) => C.name).sort())
+    expect(Object.keys(INFERENCE_REFUSALS.GatewayError).sort()).toEqual([...GatewayError.reasons].sort())
+    expect(GatewayError.fields.reason.literals).toEqual(GatewayError.reasons)
+  })
+
+  it("each reason answers with its status, OpenAI's type of that status, its code and the message as given", () => {
+    for (const reason of GatewayError.reasons) {
+      const answered = toInferenceError(new GatewayError({ reason, message: `why ${reason}` }))
+      expect(SPEC_STATUSES, reason).toContain(answered.status)
+      expect(answered.error).toEqual({ message: `why ${reason}`, type: inferenceTypeForStatus(answered.status), code: answered.error.code })
+      // The code is the reason, but for a key revoked mid-call: answered as any unknown key.
+      expect(answered.error.code).toBe(reason === "key_revoked" ? "invalid_api_key" : reason)
+    }
+    expect(toInferenceError(rateLimited(7, "slow down"))).toMatchObject({ status: 429, error: { type: "rate_limit_error", code: "rate_limited" } })
+    expect(toInferenceError(new GatewayError({ reason: "insufficient_credit", message: "m" })).error.type).toBe("insufficient_quota")
+    expect(toInferenceError(new GatewayError({ reason: "no_capacity", message: "m" })).error.type).toBe("server_error")
+  })
+
+  it("the key's and its standing's refusals answer with the platform's table in the inference shape", () => {
+    expect(toInferenceError(standingError("agent_revoked", "revoked"))).toMatchObject({
+      status: 401,
+      error: { message: "revoked", type: "authentication_error", code: "invalid_api_key" }
+    })
+    expect(toInferenceError(keyError("missing_api_key", "none")).status).toBe(401)
+  })
+})
+
+describe("the ingest flow's refusals -> status and code", () => {
+  it("every reason of the ingest refusal has exactly one status, and the table names no other reason", () => {
+    expect(Object.keys(INGEST_REFUSALS).sort()).toEqual([...IngestError.reasons].sort())
+    expect(IngestError.fields.reason.literals).toEqual(IngestError.reasons)
+    for (const reason of IngestError.reasons) {
+      expect([400, 401, 403, 404, 409, 413, 415, 429], reason).toContain(ingestStatusOf(new IngestError({ reason, message: "" })))
+    }
   })
 })

@@ -17,7 +17,7 @@ import { type CallFacts, CurrentCall, OPERATIONS } from "../../gateway/CallFacts
 import { CurrentActivity } from "../../gateway/Activity.ts"
 import { tracing } from "./Tracing.ts"
 import { callsInFlight, genAiRequestDuration, genAiTimeToFirstToken } from "../../observability/Metrics.ts"
-import { isAreaError, refusalOf } from "../Refusals.ts"
+import { toInferenceError } from "../InferenceRefusals.ts"
 
 const decoder = new TextDecoder()
 const COLON = 0x3a
@@ -83,7 +83,7 @@ const observe = (gateway: Gateway["Service"]): Gateway["Service"] => ({
       const result = yield* Effect.exit(span === undefined ? call : Effect.withParentSpan(call, span))
       if (Exit.isFailure(result)) {
         const error = Cause.findErrorOption(result.cause)
-        const code = Option.isSome(error) ? (isAreaError(error.value) ? refusalOf(error.value).code : error.value.error.code) : Cause.hasInterruptsOnly(result.cause) ? "client_closed" : "internal_error"
+        const code = Option.isSome(error) ? toInferenceError(error.value).error.code : Cause.hasInterruptsOnly(result.cause) ? "client_closed" : "internal_error"
         yield* finish(code, result)
         return yield* result
       }
