@@ -7,6 +7,7 @@
  * allowance suite has its own catalogue.
  */
 import type { CatalogueConfig } from "@model-platform/core/catalogue"
+import { euCPlans, propertyCatalogue } from "@model-platform/contract-kit/PropertyCatalogue"
 
 const hardware = { gpus: [{ model: "L40S", count: 2, vram_gb: 48 }], cpu_cores: 32, memory_gb: 256, storage_gb: 2000 }
 const cpuOnly = { gpus: [], cpu_cores: 8, memory_gb: 32, storage_gb: 200 }
@@ -22,12 +23,8 @@ export const usBRent = {
   max: { cpu_cores: 32, memory_gb: 256, gpu: 2, storage_gb: 2000 }
 }
 
-/** EU C's subscribe offer (plans/Offers.ts SubscribeOffer). */
-export const euCPlans = {
-  currency: "USD",
-  period_days: 30,
-  plans: [{ id: "basic", name: "Basic", usd_per_period: 9.99, models: ["chat-small"], payment_methods: ["card", "stablecoin"] }]
-}
+/** EU C's subscribe offer (plans/Offers.ts SubscribeOffer): the kit's properties run with the same one. */
+export { euCPlans }
 
 export const fixtureCatalogue: CatalogueConfig = {
   operators: [
@@ -93,9 +90,6 @@ export const fixtureCatalogue: CatalogueConfig = {
       { service: "embeddings", group: "inference", name: "Embeddings", unit: "mtok", unit_label: "million tokens", credits_per_unit: 0.02, allowances: zeroAllowances }
     ]
   },
-  tiers: [
-    { tier: 0, name: "Starter", purchased_credits: 0, rpm: 60, monthly_limit_credits: 1000 },
-    { tier: 1, name: "Builder", purchased_credits: 10000, rpm: 300, monthly_limit_credits: 50000 },
-    { tier: 2, name: "Scale", purchased_credits: 100000, rpm: 1200, monthly_limit_credits: 500000 }
-  ]
+  // The kit's properties run with the same tiers (contract-kit PropertyCatalogue.ts).
+  tiers: propertyCatalogue.tiers
 }
