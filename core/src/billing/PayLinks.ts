@@ -19,6 +19,7 @@ import { AccountStore } from "../keys/AccountStore.ts"
 import { CardProcessor } from "../payments/CardProcessor.ts"
 import { EmailSender } from "../kernel/EmailSender.ts"
 import { type OrderRecord, OrderStore } from "../payments/OrderStore.ts"
+import { storeOrderOnce } from "../payments/StoreOrderOnce.ts"
 import * as Time from "../kernel/Time.ts"
 
 /** The mail offering the link (plain text). */
@@ -62,12 +63,7 @@ export class PayLinks extends Context.Service<PayLinks, {
             )
             return undefined
           }
-          if ((yield* store.findOrder(order.id)) === undefined) {
-            // Another process offering the same order may have stored it meanwhile: then it is there.
-            yield* store.insertOrder(order).pipe(
-              Effect.catchDefect((defect) => Effect.flatMap(store.findOrder(order.id), (found) => (found === undefined ? Effect.die(defect) : Effect.void)))
-            )
-          }
+          yield* storeOrderOnce(store, order)
           const stored = (yield* store.findOrder(order.id)) ?? order
           const now = yield* Clock.currentTimeMillis
           if (!payableAt(stored, now)) return undefined

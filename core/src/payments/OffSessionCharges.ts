@@ -14,6 +14,7 @@ import * as Time from "../kernel/Time.ts"
 import { CardProcessor, type DeclineReason } from "./CardProcessor.ts"
 import { makeFulfilment } from "./Fulfilment.ts"
 import { type OrderRecord, OrderStore } from "./OrderStore.ts"
+import { storeOrderOnce } from "./StoreOrderOnce.ts"
 
 /** What an off-session charge came to: its order paid and fulfilled, or the processor's refusal. */
 export type OffSessionOutcome =
@@ -24,15 +25,6 @@ export const makeOffSessionCharges = Effect.gen(function*() {
   const store = yield* OrderStore
   const processor = yield* CardProcessor
   const { settleOrder } = yield* makeFulfilment
-
-  /** Stores the pending order unless it is there (another process resuming it may have stored it meanwhile). */
-  const ensureStored = Effect.fnUntraced(function*(order: OrderRecord) {
-    if ((yield* store.findOrder(order.id)) !== undefined) return
-    yield* store.insertOrder(order).pipe(
-      Effect.catchDefect((defect) =>
-        Effect.flatMap(store.findOrder(order.id), (found) => (found === undefined ? Effect.die(defect) : Effect.void)))
-    )
-  })
 
   /**
    * Charges `order` (pending, as it is to be stored: its amount, title as the charge's description)
@@ -50,7 +42,7 @@ export const makeOffSessionCharges = Effect.gen(function*() {
     })
     if (outcome._tag === "Declined") return outcome satisfies OffSessionOutcome
     const paidAt = yield* Clock.currentTimeMillis
-    yield* ensureStored(order)
+    yield* storeOrderOnce(store, order)
     yield* store.markPaid(order.id, "card", Time.toTimestamp(paidAt))
     const paid = yield* settleOrder(order.id)
     // The card was charged: an order that cannot be paid (its window closed before it was
