@@ -9,6 +9,7 @@
 import { Effect, Option } from "effect"
 import { generateId, type OrderId } from "../kernel/Ids.ts"
 import { makePlans } from "../plans/Plans.ts"
+import { PlanStore } from "../plans/PlanStore.ts"
 import { type OrderRecord, OrderStore } from "./OrderStore.ts"
 import { Ledger } from "../ledger/Ledger.ts"
 import { CardProcessor } from "./CardProcessor.ts"
@@ -18,6 +19,7 @@ export const makeFulfilment = Effect.gen(function*() {
   const store = yield* OrderStore
   const ledger = yield* Ledger
   const plans = yield* makePlans
+  const planStore = yield* PlanStore
   const processor = Option.getOrUndefined(yield* Effect.serviceOption(CardProcessor))
 
   /**
@@ -33,6 +35,8 @@ export const makeFulfilment = Effect.gen(function*() {
     if (cardReference !== null || !newCardPlan || processor?.pages !== "processor" || order.card_session_id === null) {
       return cardReference
     }
+    // Made already (a person viewing the return page again): nothing to ask the processor for.
+    if ((yield* planStore.subscriptions(order.account_id)).some((plan) => plan.order_id === order.id)) return null
     const result = yield* processor.checkoutResult(order.card_session_id)
     return result._tag === "Paid" && result.order_id === order.id ? result.saved_card?.reference ?? null : null
   })
