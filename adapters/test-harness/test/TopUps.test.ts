@@ -2,7 +2,8 @@
  * Automatic top-ups after a crash (core/src/billing/TopUp.ts), on memory stores: a claim left
  * charging is taken over only once it is stale, and the takeover repeats the same charge (the
  * processor answers the first outcome: no second charge) and completes the order, credits and
- * receipt once; Orders.healPaid writes a top-up's missing receipt with auto_reload.
+ * receipt once; a charge whose answer was lost is run again by its process at once; Orders.healPaid
+ * writes a top-up's missing receipt with auto_reload.
  */
 import { assert, describe, it } from "@effect/vitest"
 import {
@@ -10,6 +11,7 @@ import {
   AlertStore,
   BillingSettingsStore,
   DEFAULT_BILLING_SETTINGS,
+  CHARGE_RETRY_MS,
   STALE_CHARGE_MS,
   TopUps
 } from "@model-platform/core/billing"
@@ -25,7 +27,8 @@ import {
   StablecoinRail,
   TestCardProcessor
 } from "@model-platform/core/payments"
-import { Clock, Effect, Layer } from "effect"
+import { Clock, Effect, Fiber, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import { fixtureCatalogue } from "../src/Fixtures.ts"
 import { AlertStoreMemory } from "@model-platform/memory-stores/MemoryAlertStore"
 import { BillingSettingsStoreMemory } from "@model-platform/memory-stores/MemoryBillingSettingsStore"
@@ -42,13 +45,27 @@ const counting = CardProcessor.of({
   chargeSaved: (charge) => Effect.tap(processor.chargeSaved(charge), () => Effect.sync(() => charges.push(charge.idempotency_key)))
 })
 
+/** Charges the card, then loses the answer the first time each key is charged (the connection dropped). */
+const answered = new Set<string>()
+const losing = CardProcessor.of({
+  ...counting,
+  chargeSaved: (charge) =>
+    Effect.flatMap(counting.chargeSaved(charge), (outcome) => {
+      if (answered.has(charge.idempotency_key)) return Effect.succeed(outcome)
+      answered.add(charge.idempotency_key)
+      return Effect.die(new Error("socket hang up"))
+    })
+})
+
 const stores = Layer.mergeAll(MemoryStores, AlertStoreMemory, LedgerStoreMemory, OrderStoreMemory, PlanStoreMemory, BillingSettingsStoreMemory)
-const services = Layer.mergeAll(TopUps.layer, Orders.layer).pipe(
-  Layer.provideMerge(Alerts.layer),
-  Layer.provideMerge(Ledger.layer),
-  Layer.provide(Layer.mergeAll(Layer.succeed(CardProcessor, counting), StablecoinRail.layerSimulated, Catalogue.layer(fixtureCatalogue))),
-  Layer.provideMerge(stores)
-)
+const servicesWith = (cards: CardProcessor["Service"]) =>
+  Layer.mergeAll(TopUps.layer, Orders.layer).pipe(
+    Layer.provideMerge(Alerts.layer),
+    Layer.provideMerge(Ledger.layer),
+    Layer.provide(Layer.mergeAll(Layer.succeed(CardProcessor, cards), StablecoinRail.layerSimulated, Catalogue.layer(fixtureCatalogue))),
+    Layer.provideMerge(stores)
+  )
+const services = servicesWith(counting)
 
 /** An account below the threshold with top-ups on and a saved 4242 card. */
 const accountBelow = Effect.gen(function*() {
@@ -104,6 +121,24 @@ describe("automatic top-ups after a crash", () => {
       assert.strictEqual(state?.phase, "armed")
       assert.strictEqual(state?.charges_on_day, 1)
     }).pipe(Effect.provide(services)))
+
+  it.effect("a charge whose answer was lost is run again by its process at once: paid at that check, charged once", () =>
+    Effect.gen(function*() {
+      const { account, auto } = yield* accountBelow
+      const topUps = yield* TopUps
+      const before = charges.length
+      const check = yield* Effect.forkChild(topUps.check(account, auto))
+      yield* TestClock.adjust(CHARGE_RETRY_MS)
+      yield* Fiber.join(check)
+      const keys = charges.slice(before)
+      assert.strictEqual(keys.length, 2, "asked twice")
+      assert.strictEqual(new Set(keys).size, 1, "with one key: one charge")
+      const receipts = (yield* (yield* OrderStore).listReceipts(account)).filter((r) => r.auto_reload)
+      assert.deepStrictEqual(receipts.map((r) => r.order_id), [keys[0]])
+      assert.strictEqual(yield* posted(account), THRESHOLD - 1n + 5_000n * MICRO_PER_CREDIT)
+      assert.deepStrictEqual((yield* (yield* AlertStore).list(account, 10)).map((a) => a.kind), ["auto_reload_paid"])
+      assert.strictEqual((yield* topUps.state(account))?.phase, "armed")
+    }).pipe(Effect.provide(servicesWith(losing))))
 
   it.effect("Orders.healPaid completes a paid top-up without its receipt, with auto_reload", () =>
     Effect.gen(function*() {

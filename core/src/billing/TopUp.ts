@@ -10,7 +10,8 @@
  * on its version, so of the processes that see the same crossing exactly one claims it. The
  * claim names the order (a fresh id, also the charge's idempotency key): a charge resumed after
  * a crash, or by another process once the claim is stale, is the same charge at the processor,
- * the same order, the same ledger ref and the same receipt. A check reads the state BEFORE the
+ * the same order, the same ledger ref and the same receipt; so is one its own process runs again
+ * after a step failed (CHARGE_ATTEMPTS). A check reads the state BEFORE the
  * balance, so a balance it acts on was read after the state it swaps from:
  * - re-arming (below -> armed) needs a balance at or above the threshold seen after the crossing;
  * - a crossing (armed -> claimed) needs a balance below it seen after the last re-arm.
@@ -23,7 +24,7 @@
  * card (`resume`). At most MAX_TOP_UPS_PER_DAY
  * charges are started per account and UTC day.
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Cause, Clock, Context, Effect, Exit, Layer } from "effect"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { type AccountId, generateId, type OrderId } from "../kernel/Ids.ts"
 import type { Ledger } from "../ledger/Ledger.ts"
@@ -47,6 +48,15 @@ export const MAX_TOP_UPS_PER_DAY = 3
 
 /** A claim still charging after this long is taken over (its process died or hangs). */
 export const STALE_CHARGE_MS = 2 * 60_000
+
+/**
+ * A claim's charge that failed part way (the processor unreachable, a store write refused) is run
+ * again by its own process this many times in all, CHARGE_RETRY_MS apart and more: the same order
+ * id is the same charge, so this is safe, and the top-up need not wait STALE_CHARGE_MS for a
+ * takeover.
+ */
+export const CHARGE_ATTEMPTS = 3
+export const CHARGE_RETRY_MS = 500
 
 
 // ---- pure rules ---------------------------------------------------------------------------
@@ -172,6 +182,17 @@ const makeTopUps = Effect.gen(function*() {
     yield* swap(accountId, claim, { phase: posted >= auto.threshold ? "armed" : "below", last_error: null }, yield* Clock.currentTimeMillis)
   })
 
+  /** `charge`, run again after a failure (CHARGE_ATTEMPTS); still failing, the claim waits for a takeover. */
+  const chargeClaim = (accountId: AccountId, auto: AutoReloadSettings, claim: TopUpState) =>
+    Effect.gen(function*() {
+      for (let attempt = 1;; attempt++) {
+        const exit = yield* Effect.exit(charge(accountId, auto, claim))
+        if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause) || attempt >= CHARGE_ATTEMPTS) return yield* exit
+        yield* Effect.logWarning(`automatic top-up of ${accountId}: the charge of order ${claim.order_id} failed part way; running it again`, exit.cause)
+        yield* Effect.sleep(CHARGE_RETRY_MS * attempt)
+      }
+    })
+
   const check = (accountId: AccountId, auto: AutoReloadSettings) =>
     Effect.gen(function*() {
       const state = yield* store.topUp(accountId)
@@ -184,7 +205,7 @@ const makeTopUps = Effect.gen(function*() {
           return yield* Effect.asVoid(swap(accountId, state, { phase: "armed" }, now))
         case "resume": {
           const claim = yield* swap(accountId, state, {}, now)
-          if (claim !== undefined) yield* charge(accountId, auto, claim)
+          if (claim !== undefined) yield* chargeClaim(accountId, auto, claim)
           return
         }
         case "cross": {
@@ -202,7 +223,7 @@ const makeTopUps = Effect.gen(function*() {
             day: today,
             charges_on_day: plan.chargesOnDay
           }, now)
-          if (claim !== undefined) yield* charge(accountId, auto, claim)
+          if (claim !== undefined) yield* chargeClaim(accountId, auto, claim)
         }
       }
     }).pipe(Effect.withSpan("TopUps.check"))
