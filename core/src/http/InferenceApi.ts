@@ -200,8 +200,9 @@ export class InferenceApi extends HttpApi.make("inference")
   }))
 {}
 
-/** The OpenAPI 3.1 document of the inference surface, computed once. */
-export const inferenceOpenApiDocument: object = OpenApi.fromApi(InferenceApi)
+/** The OpenAPI 3.1 document of the inference surface, computed once at its first use (not at start: a cold start pays for it otherwise). */
+let openApiDocument: object | undefined
+export const inferenceOpenApiDocument = (): object => (openApiDocument ??= OpenApi.fromApi(InferenceApi))
 
 // ---- Routes needing no key ----------------------------------------------------------------
 
@@ -215,6 +216,6 @@ export const InferenceCatalogueRoutes = Layer.unwrap(Effect.gen(function*() {
   const list = inferenceModels(catalogue.config).pipe(Effect.provideService(MachineStatus, status))
   return Layer.mergeAll(
     HttpRouter.add("GET", "/v1/models", Effect.map(list, (body) => HttpServerResponse.jsonUnsafe(body))),
-    HttpRouter.add("GET", INFERENCE_OPENAPI_PATH, HttpServerResponse.jsonUnsafe(inferenceOpenApiDocument))
+    HttpRouter.add("GET", INFERENCE_OPENAPI_PATH, Effect.sync(() => HttpServerResponse.jsonUnsafe(inferenceOpenApiDocument())))
   )
 }))

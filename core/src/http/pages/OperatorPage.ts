@@ -6,8 +6,7 @@
  */
 import { Effect } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
-import { base64url } from "../../kernel/Ids.ts"
-import { sha256 } from "../../kernel/Sha256.ts"
+import { scriptSource } from "./InlineScript.ts"
 
 export const OPERATOR_PAGE_PATH = "/admin"
 
@@ -275,23 +274,20 @@ const PAGE = `<!doctype html>
 </html>
 `
 
-const scriptHash = (text: string) => {
-  const b64 = base64url(sha256(new TextEncoder().encode(text))).replaceAll("-", "+").replaceAll("_", "/")
-  return `'sha256-${b64}${"=".repeat((4 - b64.length % 4) % 4)}'`
-}
+const script = scriptSource(SCRIPT)
 
-const HEADERS = {
+const headers = () => ({
   "cache-control": "no-store",
   "x-frame-options": "DENY",
   "referrer-policy": "no-referrer",
   "x-content-type-options": "nosniff",
-  "content-security-policy": `default-src 'none'; script-src ${scriptHash(SCRIPT)}; style-src 'unsafe-inline'; ` +
+  "content-security-policy": `default-src 'none'; script-src ${script()}; style-src 'unsafe-inline'; ` +
     "connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
-}
+})
 
 /** GET /admin: the operator's page. */
 export const OperatorPageRoute = HttpRouter.add(
   "GET",
   OPERATOR_PAGE_PATH,
-  Effect.sync(() => HttpServerResponse.setHeaders(HttpServerResponse.html(PAGE), HEADERS))
+  Effect.sync(() => HttpServerResponse.setHeaders(HttpServerResponse.html(PAGE), headers()))
 )

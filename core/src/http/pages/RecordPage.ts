@@ -10,8 +10,7 @@
  */
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { Effect } from "effect"
-import { base64url } from "../../kernel/Ids.ts"
-import { sha256 } from "../../kernel/Sha256.ts"
+import { scriptSource } from "./InlineScript.ts"
 import { AUDIO_SCRIPT } from "./RecordPageAudio.ts"
 import { FLOW_SCRIPT } from "./RecordPageScript.ts"
 
@@ -174,13 +173,9 @@ ${BODY}
 </html>
 `
 
-/** CSP source of an inline script: 'sha256-<base64 of its UTF-8 bytes' digest>'. */
-const scriptHash = (text: string) => {
-  const b64 = base64url(sha256(new TextEncoder().encode(text))).replaceAll("-", "+").replaceAll("_", "/")
-  return `'sha256-${b64}${"=".repeat((4 - b64.length % 4) % 4)}'`
-}
+const script = scriptSource(SCRIPT)
 
-const HEADERS = {
+const headers = () => ({
   "cache-control": "no-store",
   "x-frame-options": "DENY",
   // Not no-referrer: with it Chromium sends `Origin: null` on the page's own POSTs, and the ingest
@@ -188,13 +183,13 @@ const HEADERS = {
   "referrer-policy": "same-origin",
   "x-content-type-options": "nosniff",
   "permissions-policy": "microphone=(self), camera=(), geolocation=()",
-  "content-security-policy": `default-src 'none'; script-src ${scriptHash(SCRIPT)}; style-src 'unsafe-inline'; ` +
+  "content-security-policy": `default-src 'none'; script-src ${script()}; style-src 'unsafe-inline'; ` +
     "connect-src 'self'; media-src blob:; img-src data:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
-}
+})
 
 /** GET /fieldwork/record: the participant page. */
 export const RecordPageRoute = HttpRouter.add(
   "GET",
   RECORD_PAGE_PATH,
-  Effect.sync(() => HttpServerResponse.setHeaders(HttpServerResponse.html(RECORD_PAGE_HTML), HEADERS))
+  Effect.sync(() => HttpServerResponse.setHeaders(HttpServerResponse.html(RECORD_PAGE_HTML), headers()))
 )
