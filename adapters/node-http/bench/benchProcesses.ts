@@ -33,7 +33,10 @@ export const num = (name: string, fallback: number) => {
 
 const modelList = JSON.stringify({ object: "list", data: [{ id: BENCH_MODEL, object: "model", created: 1_700_000_000, owned_by: "bench" }] })
 
-/** The mock machine on a free port of 127.0.0.1: a fixed completion (or its events) after `delayMs`. */
+/**
+ * The mock machine on a free port of 127.0.0.1: a fixed completion after `delayMs`; or its first
+ * event after `delayMs` and the others `delayMs` later (so a client's first byte is the first event's).
+ */
 export const startMock = (delayMs: number): Promise<{ server: Http.Server; port: number; served: () => number }> => {
   let served = 0
   const server = Http.createServer((req, res) => {
@@ -62,8 +65,11 @@ export const startMock = (delayMs: number): Promise<{ server: Http.Server; port:
           return
         }
         res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
-        for (const event of BENCH_STREAM) res.write(event)
-        res.end()
+        res.write(BENCH_STREAM[0])
+        setTimeout(() => {
+          for (const event of BENCH_STREAM.slice(1)) res.write(event)
+          res.end()
+        }, delayMs)
       }, delayMs)
     })
   })

@@ -41,7 +41,8 @@
  *   --warmup 1000      warm-up calls per side and scenario (at concurrency 16)
  *   --rounds 4         rounds the measured calls are split into
  *   --delay-ms 2       the mock machine's fixed latency
- *   --stream-n 0       calls of a streaming run (stream: true) at c=1 and c=16; 0 skips it
+ *   --stream-n 0       calls of a streaming run (stream: true) at c=1 and c=16, with the time to
+ *                      the first body byte (the first event) added over the direct call; 0 skips it
  *   --mock-in child    where the mock runs: child (own process) or loadgen (this process)
  *   --workers 1        server processes (node:cluster workers on one port and one database, as
  *                      `./platform start --workers N` runs them); CPU per call sums them all
@@ -89,7 +90,7 @@ const ENTRY = fileURLToPath(import.meta.url)
 const COST_PER_CALL = BigInt(Math.ceil((BENCH_USAGE.prompt_tokens * BENCH_PRICE.input * 1e6 + BENCH_USAGE.completion_tokens * BENCH_PRICE.output * 1e6) / 1e6))
 
 /** The goals of docs/performance.md (issue 23). */
-const GOALS = { floorShare: 0.5, c1AddedP50Ms: 1, c1AddedP99Ms: 3, cpuPerCallUs: 300 } as const
+const GOALS = { floorShare: 0.5, c1AddedP50Ms: 1, c1AddedP99Ms: 3, cpuPerCallUs: 300, streamFirstByteAddedMs: 0.5 } as const
 
 // ---- Roles: mock, floor -----------------------------------------------------------------------
 
@@ -122,8 +123,11 @@ interface Target {
   next: number
 }
 
-const request = (target: Target, body: string, stream: boolean): Promise<void> =>
+/** One call; answers when its first body byte arrived (ms after it was sent). */
+const request = (target: Target, body: string, stream: boolean): Promise<number> =>
   new Promise((resolve, reject) => {
+    const sent = performance.now()
+    let firstByte = NaN
     const headers: Record<string, string> = { "content-type": "application/json" }
     if (target.secrets.length > 0) headers.authorization = `Bearer ${target.secrets[target.next++ % target.secrets.length]}`
     const req = Http.request(
@@ -131,13 +135,16 @@ const request = (target: Target, body: string, stream: boolean): Promise<void> =
       (res) => {
         let text = ""
         res.setEncoding("utf8")
-        res.on("data", (c: string) => (text += c))
+        res.on("data", (c: string) => {
+          if (text === "") firstByte = performance.now() - sent
+          text += c
+        })
         res.on("end", () => {
           if (res.statusCode !== 200) return reject(new Error(`${target.name}: status ${res.statusCode}: ${text.slice(0, 300)}`))
           if (stream ? !text.includes("data: [DONE]") : !text.includes(`"usage"`)) {
             return reject(new Error(`${target.name}: unexpected answer: ${text.slice(0, 300)}`))
           }
-          resolve()
+          resolve(firstByte)
         })
         res.on("error", reject)
       }
@@ -146,9 +153,10 @@ const request = (target: Target, body: string, stream: boolean): Promise<void> =
     req.end(body)
   })
 
-/** `n` calls from `concurrency` workers; latencies in ms, in completion order. */
+/** `n` calls from `concurrency` workers; latencies and first bytes in ms, in completion order. */
 const load = async (target: Target, body: string, stream: boolean, concurrency: number, n: number) => {
   const latencies = new Float64Array(n)
+  const firstBytes = new Float64Array(n)
   let next = 0
   let done = 0
   const t0 = performance.now()
@@ -156,11 +164,12 @@ const load = async (target: Target, body: string, stream: boolean, concurrency: 
     while (next < n) {
       next++
       const s = performance.now()
-      await request(target, body, stream)
+      const firstByte = await request(target, body, stream)
+      firstBytes[done] = firstByte
       latencies[done++] = performance.now() - s
     }
   }))
-  return { latencies, elapsedMs: performance.now() - t0 }
+  return { latencies, firstBytes, elapsedMs: performance.now() - t0 }
 }
 
 const percentile = (sorted: Float64Array, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!
@@ -168,25 +177,34 @@ const ms = (x: number) => x.toFixed(2)
 
 interface SideResult {
   readonly latencies: Float64Array
+  readonly firstBytes: Float64Array
   readonly elapsedMs: number
   /** For the platform: the time until every settlement and usage record of the run was written. */
   readonly meteredMs: number
 }
 
-const merge = (sides: ReadonlyArray<SideResult>) => {
-  const all = new Float64Array(sides.reduce((s, x) => s + x.latencies.length, 0))
+/** The sides' values of `pick` in one sorted array. */
+const sorted = (sides: ReadonlyArray<SideResult>, pick: (side: SideResult) => Float64Array) => {
+  const all = new Float64Array(sides.reduce((s, x) => s + pick(x).length, 0))
   let o = 0
   for (const s of sides) {
-    all.set(s.latencies, o)
-    o += s.latencies.length
+    all.set(pick(s), o)
+    o += pick(s).length
   }
-  all.sort()
+  return all.sort()
+}
+
+const merge = (sides: ReadonlyArray<SideResult>) => {
+  const all = sorted(sides, (s) => s.latencies)
+  const firstBytes = sorted(sides, (s) => s.firstBytes)
   const elapsed = sides.reduce((s, x) => s + x.elapsedMs, 0)
   const metered = sides.reduce((s, x) => s + x.meteredMs, 0)
   return {
     calls: all.length,
     p50: percentile(all, 0.5),
     p99: percentile(all, 0.99),
+    firstByteP50: percentile(firstBytes, 0.5),
+    firstByteP99: percentile(firstBytes, 0.99),
     perSecond: all.length / (elapsed / 1000),
     meteredPerSecond: all.length / (metered / 1000)
   }
@@ -276,7 +294,7 @@ const main = async () => {
     const platformPort = Number(new URL(ready.url).port)
     const cpuOf = async (child: Child) => (await child.ask<{ cpu: number }>("cpu")).cpu
 
-    const summaries: Array<{ scenario: string; c1: ReturnType<typeof row>; c16: ReturnType<typeof row> }> = []
+    const summaries: Array<{ scenario: string; c1: ReturnType<typeof row>; c16: ReturnType<typeof row>; stream1: ReturnType<typeof row> | undefined }> = []
     let failed = false
 
     type Row = ReturnType<typeof row>
@@ -372,6 +390,12 @@ const main = async () => {
             `(${((pp.meteredPerSecond / ff.perSecond) * 100).toFixed(0)}% of the floor)  added p50 ${ms(pp.p50 - dd.p50)} / p99 ${ms(pp.p99 - dd.p99)} ms  ` +
             `CPU server ${cpu.server.toFixed(0)}${cpu.postgres === undefined ? "" : ` + Postgres ${cpu.postgres.toFixed(0)}`} µs/call`
         )
+        if (stream) {
+          console.log(
+            `  first byte  direct p50 ${ms(dd.firstByteP50)} ms, floor ${ms(ff.firstByteP50)} ms, platform ${ms(pp.firstByteP50)} ms: ` +
+              `added p50 ${ms(pp.firstByteP50 - dd.firstByteP50)} / p99 ${ms(pp.firstByteP99 - dd.firstByteP99)} ms (floor ${ms(ff.firstByteP50 - dd.firstByteP50)})`
+          )
+        }
         if (has("spans")) {
           const spans = await server.ask<ReadonlyArray<{ name: string; count: number; totalUs: number }>>("spans")
           console.log(`  spans (wall time per platform call, mean; statements run per call):`)
@@ -384,11 +408,9 @@ const main = async () => {
 
       const c1 = await measure("chat", body, false, 1, n1)
       const c16 = await measure("chat", body, false, 16, n16)
-      if (streamN > 0) {
-        await measure("chat stream", streamBody, true, 1, streamN)
-        await measure("chat stream", streamBody, true, 16, streamN)
-      }
-      summaries.push({ scenario, c1, c16 })
+      const stream1 = streamN > 0 ? await measure("chat stream", streamBody, true, 1, streamN) : undefined
+      if (streamN > 0) await measure("chat stream", streamBody, true, 16, streamN)
+      summaries.push({ scenario, c1, c16, stream1 })
 
       // Metering really happened: one usage record and entry per call, the balance down by exactly their charge.
       await server.ask("idle")
@@ -411,9 +433,9 @@ const main = async () => {
 
     // The goals (docs/performance.md), per scenario.
     console.log("\ngoals (docs/performance.md): metered calls/s at c=16 >= 50% of the floor; added at c=1 p50 <= 1 ms, p99 <= 3 ms; CPU per call at c=16 (server + Postgres) <= 300 µs")
-    console.log("| scenario | c=16 metered/s (floor) | share | c=1 added p50 / p99 | CPU per call c=16 |")
-    console.log("|---|---|---|---|---|")
-    for (const { scenario, c1, c16 } of summaries) {
+    console.log("| scenario | c=16 metered/s (floor) | share | c=1 added p50 / p99 | CPU per call c=16 | stream first byte added p50, c=1 |")
+    console.log("|---|---|---|---|---|---|")
+    for (const { scenario, c1, c16, stream1 } of summaries) {
       const share = c16.platform.meteredPerSecond / c16.floor.perSecond
       const p50 = c1.platform.p50 - c1.direct.p50
       const p99 = c1.platform.p99 - c1.direct.p99
@@ -422,7 +444,10 @@ const main = async () => {
       console.log(
         `| ${scenario} | ${c16.platform.meteredPerSecond.toFixed(0)} (${c16.floor.perSecond.toFixed(0)}) | ${(share * 100).toFixed(0)}% ${mark(share >= GOALS.floorShare)} | ` +
           `${ms(p50)} / ${ms(p99)} ms ${mark(p50 <= GOALS.c1AddedP50Ms && p99 <= GOALS.c1AddedP99Ms)} | ` +
-          `${c16.cpu.server.toFixed(0)} + ${c16.cpu.postgres?.toFixed(0) ?? "?"} = ${cpu.toFixed(0)} µs ${mark(cpu <= GOALS.cpuPerCallUs)} |`
+          `${c16.cpu.server.toFixed(0)} + ${c16.cpu.postgres?.toFixed(0) ?? "?"} = ${cpu.toFixed(0)} µs ${mark(cpu <= GOALS.cpuPerCallUs)} | ` +
+          (stream1 === undefined
+            ? "not run (--stream-n) |"
+            : `${ms(stream1.platform.firstByteP50 - stream1.direct.firstByteP50)} ms ${mark(stream1.platform.firstByteP50 - stream1.direct.firstByteP50 <= GOALS.streamFirstByteAddedMs)} |`)
       )
     }
     if (failed) process.exitCode = 1
