@@ -4,7 +4,8 @@
  * `Orders` prices order bodies (quote), creates pending orders, starts payments (a card checkout
  * session or a stablecoin deposit address), and applies what the rails report: a card checkout
  * approved or declined (`completeCardPayment`), a transfer seen on a chain (`recordDeposit`).
- * `Tickets` lists the gift tickets an account bought and redeems them.
+ * Gift tickets are redeemed by `Tickets` (Tickets.ts); transfers are recorded by
+ * StablecoinDeposits.ts.
  *
  * Money moves exactly once, by construction:
  * - an order is paid by ONE conditional write (OrderStore.markPaid: pending -> paid while its
@@ -24,25 +25,16 @@ import type { Receipt, ReceiptList } from "./Orders.ts"
 import type { Charging } from "../catalogue/Charging.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { chargingGate } from "../catalogue/Charging.ts"
-import type { RedeemResponse, TicketList } from "../ledger/Credits.ts"
 import { type AccountId, generateId, type OrderId } from "../kernel/Ids.ts"
 import type { KeyErrorOf } from "../keys/KeyErrors.ts"
 import { requireWithin } from "../keys/KeyScope.ts"
 import { Ledger } from "../ledger/Ledger.ts"
-import { microToCredits } from "../kernel/Money.ts"
 import type { CheckoutInfo, CreateOrder, Order, OrderList, PayOrder, Quote } from "./Orders.ts"
 import { PublicAddress } from "../kernel/RequestBaseUrl.ts"
 import { RequestBaseUrl } from "../kernel/RequestBaseUrl.ts"
 import { makePlans } from "../plans/Plans.ts"
 import { type CardDetails, CardProcessor, type CheckoutRequest } from "./CardProcessor.ts"
-import {
-  type DepositAddress,
-  type DepositOutcome,
-  type DepositRecord,
-  type OrderRecord,
-  OrderStore,
-  type TicketRecord
-} from "./OrderStore.ts"
+import { type DepositAddress, type OrderRecord, OrderStore } from "./OrderStore.ts"
 import { LedgerStore } from "../ledger/LedgerStore.ts"
 import { PlanStore } from "../plans/PlanStore.ts"
 import type { PlanErrorOf } from "../plans/PlanErrors.ts"
@@ -50,28 +42,24 @@ import { machineOfScope } from "../plans/ScopeTargetsFromPlans.ts"
 import { StablecoinRail, type Transfer } from "./StablecoinRail.ts"
 import * as Time from "../kernel/Time.ts"
 import {
-  coveredAt,
   checkoutInfoOf,
   CURRENCY,
   type DepositSummary,
   formatUsd,
-  normalizeTicketCode,
   ORDERS_DEFAULT_LIMIT,
   ORDERS_MAX_LIMIT,
-  parseUnits,
   payableAt,
   PAYMENT_WINDOW_MS,
   statusAt,
-  summarizeDeposits,
-  ticketRef,
   toOrder,
   toReceipt,
   toTicket,
   usdToBaseUnits
 } from "./OrderRules.ts"
 import { makeFulfilment } from "./Fulfilment.ts"
+import { type DepositResult, makeStablecoinDeposits } from "./StablecoinDeposits.ts"
 import { makePricing } from "./OrderPricing.ts"
-import { orderError, type OrderErrorOf, type TicketError, ticketError } from "./PaymentErrors.ts"
+import { orderError, type OrderErrorOf } from "./PaymentErrors.ts"
 import { netPurchasedCredits } from "./Reversals.ts"
 
 // ---------------------------------------------------------------------------------------------
@@ -86,15 +74,6 @@ export type CardPaymentResult =
     readonly message: string
     readonly checkout: CheckoutInfo
   }
-
-export interface DepositResult {
-  /** How this transfer was classified (for a replay: as first recorded). */
-  readonly outcome: DepositOutcome
-  /** false when the transfer had been recorded before (a replay): nothing new was written. */
-  readonly recorded: boolean
-  /** The address's order after the transfer, null for an address no order owns. */
-  readonly order: DepositSummary | null
-}
 
 // ---------------------------------------------------------------------------------------------
 // the services
@@ -169,73 +148,6 @@ export class Orders extends Context.Service<Orders, {
     never,
     OrderStore | PlanStore | Ledger | LedgerStore | Catalogue | CardProcessor | StablecoinRail
   > = Layer.effect(Orders, Effect.suspend(() => makeOrders))
-}
-
-export class Tickets extends Context.Service<Tickets, {
-  /** GET /tickets: tickets this account bought, newest first, redeemed or not; codes as OrderRules.ticketCodeFor shows them. */
-  readonly list: (caller: Caller) => Effect.Effect<TicketList>
-  /**
-   * POST /credits/redeem: once per ticket, by any account. 404 ticket_not_found for an unknown
-   * (or malformed) code, 409 ticket_already_redeemed after the first redemption.
-   */
-  readonly redeem: (caller: Caller, code: string) => Effect.Effect<RedeemResponse, TicketError>
-}>()("@model-platform/core/OrderService/Tickets") {
-  static readonly layer: Layer.Layer<Tickets, never, OrderStore | Ledger> = Layer.effect(
-    Tickets,
-    Effect.gen(function*() {
-      const store = yield* OrderStore
-      const ledger = yield* Ledger
-
-      const grant = (ticket: TicketRecord, accountId: AccountId) =>
-        ticket.credits > 0n
-          ? Effect.asVoid(ledger.credit(accountId, {
-            ref: ticketRef(ticket.code),
-            machine_id: ticket.machine_id,
-            amount: ticket.credits,
-            type: "credit_added"
-          }))
-          : Effect.void
-
-      const notFound = ticketError("ticket_not_found", "No ticket has this code.")
-
-      const redeem = Effect.fn("Tickets.redeem")(function*(caller: Caller, typed: string) {
-        const code = normalizeTicketCode(typed)
-        if (code === undefined) return yield* notFound
-        const outcome = yield* store.redeemTicket(code, caller.account.id, yield* Time.now)
-        switch (outcome._tag) {
-          case "NotFound":
-            return yield* notFound
-          case "AlreadyRedeemed": {
-            // The redeemer asking again: complete a grant a crash may have cut short (a no-op
-            // otherwise: the ledger ignores a ref it has), then say it was used.
-            if (outcome.ticket.redeemed_by === caller.account.id) yield* grant(outcome.ticket, caller.account.id)
-            return yield* ticketError(
-              "ticket_already_redeemed",
-              outcome.ticket.redeemed_by === caller.account.id
-                ? "You have already redeemed this ticket."
-                : "This ticket has already been redeemed."
-            )
-          }
-          case "Redeemed": {
-            yield* grant(outcome.ticket, caller.account.id)
-            return {
-              redeemed: true,
-              credits: microToCredits(outcome.ticket.credits),
-              machine_id: outcome.ticket.machine_id
-            } satisfies RedeemResponse
-          }
-        }
-      })
-
-      return Tickets.of({
-        list: (caller) =>
-          Effect.map(store.ticketsBoughtBy(caller.account.id), (tickets) => ({
-            data: tickets.map((t) => toTicket(t, caller))
-          })),
-        redeem
-      })
-    })
-  )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -486,73 +398,7 @@ const makeOrders = Effect.gen(function*() {
     return { _tag: "Paid", order: toOrder(after, paidAt), checkout: checkoutInfo(after, paidAt) } satisfies CardPaymentResult
   })
 
-  // ---- stablecoin ----
-
-  const invalidTransfer = (message: string) => orderError("invalid_transfer", message)
-
-  const summary = Effect.fnUntraced(function*(order: OrderRecord) {
-    const deposit = order.deposit
-    if (deposit === null) return yield* Effect.die(new Error(`order ${order.id} has no deposit address`))
-    return summarizeDeposits({ ...order, deposit }, yield* store.depositsTo(deposit.address), yield* nowMillis)
-  })
-
-  const recordDeposit = Effect.fn("Orders.recordDeposit")(function*(transfer: Transfer) {
-    const atMillis = Date.parse(transfer.at)
-    if (Number.isNaN(atMillis)) return yield* invalidTransfer(`Transfer ${transfer.tx}: at is not a timestamp.`)
-    const order = yield* store.findByDepositAddress(transfer.to)
-    const deposit = order?.deposit ?? null
-    const sameAsset = deposit !== null && deposit.chain === transfer.chain && deposit.token === transfer.token
-    const decimals = sameAsset
-      ? deposit.decimals
-      : payments.stablecoin?.options.find((o) => o.chain === transfer.chain && o.token === transfer.token)?.decimals
-    if (decimals === undefined) {
-      return yield* invalidTransfer(`Transfer ${transfer.tx}: ${transfer.token} on ${transfer.chain} is not an accepted asset.`)
-    }
-    const amount = parseUnits(transfer.amount, decimals)
-    if (amount === undefined || amount <= 0n) {
-      return yield* invalidTransfer(
-        `Transfer ${transfer.tx}: amount ${JSON.stringify(transfer.amount)} is not a positive amount with at most ${decimals} decimals.`
-      )
-    }
-    const outcome: DepositOutcome = order === undefined || deposit === null
-      ? "unmatched"
-      : !sameAsset
-      ? "wrong_asset"
-      : payableAt(order, atMillis)
-      ? "counted"
-      : "late"
-    const record: DepositRecord = {
-      tx: transfer.tx,
-      chain: transfer.chain,
-      token: transfer.token,
-      address: transfer.to,
-      amount,
-      order_id: order?.id ?? null,
-      outcome,
-      at: Time.toTimestamp(atMillis),
-      recorded_at: yield* Time.now
-    }
-    const written = yield* store.recordDeposit(record)
-    const stored = written === "recorded" ? record : ((yield* store.getDeposit(transfer.chain, transfer.tx)) ?? record)
-    if (order === undefined || deposit === null) {
-      return { outcome: stored.outcome, recorded: written === "recorded", order: null } satisfies DepositResult
-    }
-    // Pay the order when its counted deposits cover it (a replay re-runs this: markPaid answers
-    // false and fulfilment writes nothing new).
-    const all = yield* store.depositsTo(deposit.address)
-    const paidAt = coveredAt(all.filter((x) => x.chain === deposit.chain && x.token === deposit.token), deposit.amount)
-    if (paidAt !== undefined) yield* store.markPaid(order.id, "stablecoin", paidAt)
-    const after = yield* settleOrder(order.id)
-    return { outcome: stored.outcome, recorded: written === "recorded", order: yield* summary(after) } satisfies DepositResult
-  })
-
-  const deposits = Effect.fn("Orders.deposits")(function*(orderId: OrderId) {
-    const order = yield* store.findOrder(orderId)
-    if (order === undefined || order.deposit === null) {
-      return yield* orderError("order_not_found", `No order "${orderId}" with a deposit address.`)
-    }
-    return yield* summary(order)
-  })
+  const { recordDeposit, deposits } = yield* makeStablecoinDeposits(settleOrder)
 
   // ---- receipts, tiers, gate ----
 
