@@ -1,4 +1,4 @@
-/** Group commit (core/src/kernel/Batcher.ts): what waits goes together, each gets its own result, a bad item fails alone. */
+/** Group commit (core/src/kernel/Batcher.ts): what waits goes together (after a linger when asked), each gets its own result, a bad item fails alone. */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber } from "effect"
 import fc from "fast-check"
@@ -25,6 +25,19 @@ describe("Batcher", () => {
       assert.strictEqual(yield* batcher.submit(1), 10)
       assert.strictEqual(yield* batcher.submit(2), 20)
       assert.deepStrictEqual(batches, [[1], [2]])
+    }))
+
+  it.live("with a linger, an item alone waits that long, and what arrives meanwhile goes in its batch", () =>
+    Effect.gen(function*() {
+      const { batches, write } = recordingWrite()
+      const batcher = makeBatcher(write, 8, 20)
+      const first = yield* Effect.forkChild(batcher.submit(1), { startImmediately: true })
+      yield* Effect.sleep(5)
+      assert.deepStrictEqual(batches, [], "nothing is written during the linger")
+      const second = yield* Effect.forkChild(batcher.submit(2), { startImmediately: true })
+      assert.strictEqual(yield* Fiber.join(first), 10)
+      assert.strictEqual(yield* Fiber.join(second), 20)
+      assert.deepStrictEqual(batches, [[1, 2]])
     }))
 
   it.effect("items submitted while a batch is written wait and go together, at most maxBatch at a time", () =>

@@ -58,6 +58,12 @@ export interface SettlementConfig {
 /** Backoff between attempts while the store is unavailable: from 50 ms, doubling, at most 2 s, jittered. */
 const RETRY_FIRST_MS = 50
 const RETRY_MAX_MS = 2_000
+/**
+ * Metering in the background waits this long before writing a batch alone: the client's next
+ * request, sent right after the answer, is read and sent on to the machine first, and the write
+ * runs while that call waits for the machine (docs/performance.md "Metering after a linger").
+ */
+const METERING_LINGER_MS = 1
 /** How often the journals of processes that died are looked for, after the first time at start. */
 const RECOVER_EVERY_MS = 30_000
 /** A failure that is not the store being unavailable (a bug, a refused write) is tried this often more. */
@@ -134,7 +140,8 @@ export const makeSettlement = (config: SettlementConfig) =>
         watch === undefined
           ? store.commit(calls)
           : Effect.tap(store.commit(calls), (results) => afterward(watch.settled(chargedAccounts(calls, results)))),
-      config.storeBatch
+      config.storeBatch,
+      config.settleInline ? 0 : METERING_LINGER_MS
     )
 
     /**

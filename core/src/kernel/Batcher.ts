@@ -1,7 +1,9 @@
 /**
  * Group commit: writes submitted while a batch is being written wait, and go together in the next
- * batch. Alone, a write goes at once; under load, many share one store round trip (the gateway's
- * admission and metering: docs/gateway.md "Admission in one store step").
+ * batch. Alone, a write goes at once, or after `lingerMs` when asked (what arrives meanwhile joins
+ * its batch); under load, many share one store round trip (the gateway's admission and metering:
+ * docs/gateway.md "Admission in one store step"). The linger is the host's time (a timer), not the
+ * platform's clock: it orders work, it measures nothing.
  *
  * The fiber that finds no batch being written writes batches until none is waiting; the others
  * wait for their result. When a batch fails, its items are written one by one, so one bad item
@@ -17,8 +19,13 @@ export interface Batcher<A, B> {
 export const makeBatcher = <A, B>(
   /** Writes a batch; answers one result per item, in order. */
   write: (items: ReadonlyArray<A>) => Effect.Effect<ReadonlyArray<B>>,
-  maxBatch: number
+  maxBatch: number,
+  lingerMs = 0
 ): Batcher<A, B> => {
+  const linger = Effect.callback<void>((resume) => {
+    const timer = setTimeout(() => resume(Effect.void), lingerMs)
+    return Effect.sync(() => clearTimeout(timer))
+  })
   const waiting: Array<{ readonly item: A; readonly result: Deferred.Deferred<B> }> = []
   let writing = false
 
@@ -52,7 +59,8 @@ export const makeBatcher = <A, B>(
         waiting.push({ item, result })
         if (writing) return Deferred.await(result)
         writing = true
-        return Effect.andThen(Effect.uninterruptible(drain), Deferred.await(result))
+        const start = lingerMs > 0 ? Effect.andThen(linger, drain) : drain
+        return Effect.andThen(Effect.uninterruptible(start), Deferred.await(result))
       })
   }
 }
