@@ -45,7 +45,7 @@ const RECORDED = {
     batch16: { roundTrips: 0.125, statements: 1.75, rowsTotal: 4.625, scannedTotal: 0 }
   },
   budgeted: {
-    c1: { roundTrips: 6, statements: 32, rowsTotal: 18, scannedTotal: 0 },
+    c1: { roundTrips: 5, statements: 31, rowsTotal: 18, scannedTotal: 0 },
     batch16: { roundTrips: 0.125, statements: 1.75, rowsTotal: 4.875, scannedTotal: 0 }
   }
 } as const

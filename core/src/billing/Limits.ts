@@ -11,7 +11,7 @@
  * for the gateway and for GET /billing.
  */
 import { monthOf } from "../kernel/Time.ts"
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Option } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { billingError, type BillingErrorOf } from "./BillingErrors.ts"
@@ -24,6 +24,7 @@ import { OrderStore } from "../payments/OrderStore.ts"
 import type { KeyLimit, LimitsView, MonthSpend, SetLimits, UsageTier } from "./Schemas.ts"
 import { alertPointsOf, type BillingSettingsPatch } from "./Settings.ts"
 import { monthlyLimitAt, tierTable, usageTierFor } from "./Tiers.ts"
+import { BillingWatch } from "./Watch.ts"
 import type { AccountId, KeyId } from "../kernel/Ids.ts"
 
 // ---- rules ---------------------------------------------------------------------------------
@@ -76,6 +77,8 @@ const monthSpendOf = (
 export const makeLimits = Effect.gen(function*() {
   const ledger = yield* LedgerStore
   const settingsStore = yield* BillingSettingsStore
+  // Told when the alert settings change, so that its next check reads them (billing/Watch.ts).
+  const watch = Option.getOrUndefined(yield* Effect.serviceOption(BillingWatch))
   const keys = yield* KeyStore
   const orders = yield* OrderStore
   const catalogue = yield* Catalogue
@@ -146,7 +149,10 @@ export const makeLimits = Effect.gen(function*() {
       ...(body.alert_points === undefined ? {} : { alert_points: alertPointsOf(body.alert_points) }),
       ...(body.alert_email === undefined ? {} : { alert_email: body.alert_email })
     }
-    if (Object.keys(patch).length > 0) yield* settingsStore.update(accountId, patch)
+    if (Object.keys(patch).length > 0) {
+      yield* settingsStore.update(accountId, patch)
+      if (watch !== undefined) yield* watch.forget(accountId)
+    }
     return yield* view(caller)
   })
 

@@ -7,9 +7,10 @@
  * - `refused`: a priced call refused at a monthly limit raises monthly_limit_reached or
  *   key_monthly_limit_reached (once per month).
  *
- * Cheap on the hot path: an account with no alert points, no threshold and top-ups off costs one
- * read of its billing settings, and then none for SETTINGS_CACHE_MS (that answer is kept; a
- * change made in this process forgets it at once, one made elsewhere is seen within that time).
+ * Cheap on the hot path: an account's billing settings are read once per SETTINGS_CACHE_MS (a
+ * change made in this process forgets them at once, one made elsewhere is seen within that time),
+ * so an account with no alert points, no threshold and top-ups off costs no read at all, and one
+ * with alert points only the read of its month's spend.
  * Checks of one account never overlap in a process: batches settling while one runs ask for one
  * more run, at least RECHECK_MS after the last one started, so a stream of batches costs at most
  * one check at a time per account and a few a second. The checks are level-triggered (spend >=
@@ -19,6 +20,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { BillingSettingsStore } from "./BillingSettingsStore.ts"
+import type { BillingSettings } from "./Settings.ts"
 import { LedgerStore } from "../ledger/LedgerStore.ts"
 import { OrderStore } from "../payments/OrderStore.ts"
 import { Alerts, limitReachedAlert, orgSpendAlert, pointsPassed } from "./Alerts.ts"
@@ -30,7 +32,7 @@ import type { AccountId } from "../kernel/Ids.ts"
 
 /** How long an account's tier limit (from its purchased credits) is reused, as admission caches it. */
 const TIER_CACHE_MS = 10_000
-/** How long "this account configured nothing" is believed without reading its settings again. */
+/** How long an account's billing settings are used without reading them again. */
 export const SETTINGS_CACHE_MS = 5_000
 /** The least time between the starts of two checks of one account in a process. */
 export const RECHECK_MS = 200
@@ -84,24 +86,26 @@ const makeWatch = Effect.gen(function*() {
     }
   })
 
-  /** Accounts seen with nothing configured, and when. */
-  const unconfigured = new Map<string, number>()
+  /** Accounts' settings as last read, and when. */
+  const known = new Map<string, { readonly settings: BillingSettings; readonly at: number }>()
+  const settingsOf = (accountId: AccountId, now: number) => {
+    const cached = known.get(accountId)
+    if (cached !== undefined && now - cached.at < SETTINGS_CACHE_MS) return Effect.succeed(cached.settings)
+    return Effect.map(settingsStore.get(accountId), (settings) => {
+      if (known.size >= 10_000) known.clear()
+      known.set(accountId, { settings, at: now })
+      return settings
+    })
+  }
 
   const check = (accountId: AccountId) =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      const seen = unconfigured.get(accountId)
-      if (seen !== undefined && now - seen < SETTINGS_CACHE_MS) return
-      const settings = yield* settingsStore.get(accountId)
+      const settings = yield* settingsOf(accountId, now)
       const auto = settings.auto_reload
       const watchSpend = settings.alert_points.length > 0
       const watchBalance = auto.enabled || auto.threshold > 0n
-      if (!watchSpend && !watchBalance) {
-        if (unconfigured.size >= 10_000) unconfigured.clear()
-        unconfigured.set(accountId, now)
-        return
-      }
-      unconfigured.delete(accountId)
+      if (!watchSpend && !watchBalance) return
       yield* Effect.all([
         watchSpend ? spend(accountId, settings.alert_points) : Effect.void,
         watchBalance ? topUps.check(accountId, auto) : Effect.void
@@ -149,6 +153,6 @@ const makeWatch = Effect.gen(function*() {
   return BillingWatch.of({
     settled: (accountIds) => Effect.forEach(new Set(accountIds), watch, { concurrency: "unbounded", discard: true }),
     refused: (accountId, budget, month, limit) => Effect.asVoid(alerts.raise(accountId, limitReachedAlert(budget, month, limit))),
-    forget: (accountId) => Effect.sync(() => void unconfigured.delete(accountId))
+    forget: (accountId) => Effect.sync(() => void known.delete(accountId))
   })
 })
