@@ -3,15 +3,17 @@
  * charging is taken over only once it is stale, and the takeover repeats the same charge (the
  * processor answers the first outcome: no second charge) and completes the order, credits and
  * receipt once; a charge whose answer was lost is run again by its process at once; Orders.healPaid
- * writes a top-up's missing receipt with auto_reload.
+ * writes a top-up's missing receipt with auto_reload. And through billing's watch: top-ups turned
+ * off in another process are not charged from the settings the watch keeps.
  */
 import { assert, describe, it } from "@effect/vitest"
 import {
   Alerts,
   AlertStore,
   BillingSettingsStore,
-  DEFAULT_BILLING_SETTINGS,
+  BillingWatch,
   CHARGE_RETRY_MS,
+  DEFAULT_BILLING_SETTINGS,
   STALE_CHARGE_MS,
   TopUps
 } from "@model-platform/core/billing"
@@ -66,6 +68,7 @@ const servicesWith = (cards: CardProcessor["Service"]) =>
     Layer.provideMerge(stores)
   )
 const services = servicesWith(counting)
+const withWatch = BillingWatch.layer.pipe(Layer.provide(Catalogue.layer(fixtureCatalogue)), Layer.provideMerge(services))
 
 /** An account below the threshold with top-ups on and a saved 4242 card. */
 const accountBelow = Effect.gen(function*() {
@@ -158,4 +161,30 @@ describe("automatic top-ups after a crash", () => {
       assert.strictEqual(receipt?.auto_reload, true)
       assert.strictEqual(yield* posted(account), 5_000n * MICRO_PER_CREDIT)
     }).pipe(Effect.provide(services)))
+})
+
+describe("automatic top-ups through billing's watch", () => {
+  it.effect("turned off through another process: a crossing here charges nothing, whatever settings the watch kept", () =>
+    Effect.gen(function*() {
+      const { account, auto } = yield* accountBelow
+      const ledger = yield* Ledger
+      const watch = yield* BillingWatch
+      yield* ledger.credit(account, { ref: "more", machine_id: null, amount: 10n * MICRO_PER_CREDIT, type: "credit_added" })
+      // Above the threshold: the watch reads the settings (top-ups on) and keeps them.
+      yield* watch.settled([account])
+      // Turned off in another process: straight into the store; this process is not told.
+      yield* (yield* BillingSettingsStore).update(account, { auto_reload: { ...auto, enabled: false } })
+      // A settlement here takes the balance below the threshold.
+      const expiresAt = Time.toTimestamp((yield* Clock.currentTimeMillis) + 3_600_000)
+      const reserved = yield* ledger.reserve(account, null, 20n * MICRO_PER_CREDIT, expiresAt)
+      if (reserved._tag !== "Reserved") return yield* Effect.die(new Error(`reserve: ${reserved._tag}`))
+      yield* ledger.settle(reserved.ref, 20n * MICRO_PER_CREDIT)
+      const before = charges.length
+      yield* watch.settled([account])
+      assert.strictEqual(charges.length, before, "no charge at the processor")
+      assert.deepStrictEqual((yield* (yield* OrderStore).listReceipts(account)).filter((r) => r.auto_reload), [])
+      const alerts = yield* (yield* AlertStore).list(account, 10)
+      assert.deepStrictEqual(alerts.map((a) => a.kind), ["low_balance"])
+      assert.include(alerts[0]!.message, "Automatic top-ups are off.")
+    }).pipe(Effect.provide(withWatch)))
 })

@@ -7,10 +7,12 @@
  * - `refused`: a priced call refused at a monthly limit raises monthly_limit_reached or
  *   key_monthly_limit_reached (once per month).
  *
- * Cheap on the hot path: an account's billing settings are read once per SETTINGS_CACHE_MS (a
- * change made in this process forgets them at once, one made elsewhere is seen within that time),
- * so an account with no alert points, no threshold and top-ups off costs no read at all, and one
- * with alert points only the read of its month's spend.
+ * Cheap on the hot path: what to check is decided on an account's billing settings as read at
+ * most SETTINGS_CACHE_MS ago (a change made in this process forgets them at once, one made
+ * elsewhere is seen within that time), so an account with no alert points, no threshold and
+ * top-ups off costs no read at all, and one with alert points only the read of its month's spend.
+ * A top-up check reads the settings afresh, and acts on those: a card removed or top-ups turned off
+ * through another process is never charged from a copy kept here.
  * Checks of one account never overlap in a process: batches settling while one runs ask for one
  * more run, at least RECHECK_MS after the last one started, so a stream of batches costs at most
  * one check at a time per account and a few a second. The checks are level-triggered (spend >=
@@ -88,15 +90,19 @@ const makeWatch = Effect.gen(function*() {
 
   /** Accounts' settings as last read, and when. */
   const known = new Map<string, { readonly settings: BillingSettings; readonly at: number }>()
-  const settingsOf = (accountId: AccountId, now: number) => {
-    const cached = known.get(accountId)
-    if (cached !== undefined && now - cached.at < SETTINGS_CACHE_MS) return Effect.succeed(cached.settings)
-    return Effect.map(settingsStore.get(accountId), (settings) => {
+  const read = (accountId: AccountId, now: number) =>
+    Effect.map(settingsStore.get(accountId), (settings) => {
       if (known.size >= 10_000) known.clear()
       known.set(accountId, { settings, at: now })
       return settings
     })
+  const settingsOf = (accountId: AccountId, now: number) => {
+    const cached = known.get(accountId)
+    return cached !== undefined && now - cached.at < SETTINGS_CACHE_MS ? Effect.succeed(cached.settings) : read(accountId, now)
   }
+  /** The top-up check, on settings read now: it may charge a card. */
+  const topUp = (accountId: AccountId, now: number) =>
+    Effect.flatMap(read(accountId, now), (fresh) => topUps.check(accountId, fresh.auto_reload))
 
   const check = (accountId: AccountId) =>
     Effect.gen(function*() {
@@ -108,7 +114,7 @@ const makeWatch = Effect.gen(function*() {
       if (!watchSpend && !watchBalance) return
       yield* Effect.all([
         watchSpend ? spend(accountId, settings.alert_points) : Effect.void,
-        watchBalance ? topUps.check(accountId, auto) : Effect.void
+        watchBalance ? topUp(accountId, now) : Effect.void
       ], { concurrency: 2, discard: true })
     }).pipe(
       Effect.catchCause((cause) => Effect.logError(`billing watch: the check of ${accountId} failed; its next settlement checks again`, cause)),
