@@ -259,6 +259,10 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}): Promise<
       json(response, 500, { error: { type: "api_error", message: String(error) } })
     })
   })
+  // Idle connections are kept a minute (Node's default is 5 s), so that the official client, which
+  // keeps its sockets alive and is given no network retries here, never sends a request on a socket
+  // the server is closing at that moment (it would be reset).
+  server.keepAliveTimeout = 60_000
   await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening))
   const port = (server.address() as Net.AddressInfo).port
   baseUrl = `http://127.0.0.1:${port}`
