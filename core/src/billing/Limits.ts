@@ -23,14 +23,11 @@ import { type BudgetClaim, type BudgetState, LedgerStore } from "../ledger/Ledge
 import { OrderStore } from "../payments/OrderStore.ts"
 import type { KeyLimit, LimitsView, MonthSpend, SetLimits, UsageTier } from "./Schemas.ts"
 import { alertPointsOf, type BillingSettingsPatch } from "./Settings.ts"
-import { monthlyLimitAt, tierTable, usageTierFor } from "./Tiers.ts"
+import { ACCOUNT_BUDGET, monthlyLimitAt, tierTable, usageTierFor } from "./Tiers.ts"
 import { BillingWatch } from "./Watch.ts"
 import type { AccountId, KeyId } from "../kernel/Ids.ts"
 
 // ---- rules ---------------------------------------------------------------------------------
-
-/** The account's budget (its name in the stores). */
-export const ACCOUNT_BUDGET = budgetName(BudgetScope.account)
 
 /** A key's budget (its name in the stores). */
 export const keyBudget = (keyId: KeyId): string => budgetName(BudgetScope.key(keyId))

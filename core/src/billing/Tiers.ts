@@ -12,6 +12,10 @@
 import type { CatalogueConfig } from "../catalogue/CatalogueConfig.ts"
 import { creditsToMicro, MICRO_PER_CREDIT, microToCredits } from "../kernel/Money.ts"
 import type { UsageTier } from "./Schemas.ts"
+import { budgetName, BudgetScope } from "../ledger/BudgetScope.ts"
+
+/** The account's monthly budget (its name in the stores), whose limit defaults to its tier's. */
+export const ACCOUNT_BUDGET = budgetName(BudgetScope.account)
 
 export type TierConfig = CatalogueConfig["tiers"][number]
 

@@ -1,7 +1,8 @@
 /** The rules of monthly limits (billing/Limits.ts): the month a call counts in, the claims, the tier bound. */
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { ACCOUNT_BUDGET, budgetClaims, keyBudget, limitProblem } from "../../src/billing/Limits.ts"
+import { budgetClaims, keyBudget, limitProblem } from "../../src/billing/Limits.ts"
+import { ACCOUNT_BUDGET } from "../../src/billing/Tiers.ts"
 import { monthOf } from "../../src/kernel/Time.ts"
 import { budgetClaimsProblem } from "../../src/ledger/LedgerStoreRules.ts"
 
