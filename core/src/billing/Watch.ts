@@ -95,25 +95,28 @@ const makeWatch = Effect.gen(function*() {
       known.set(accountId, { settings, at: now })
       return settings
     })
+  /** The kept settings while fresh enough (`read: false`), else read now. */
   const settingsOf = (accountId: AccountId, now: number) => {
     const cached = known.get(accountId)
-    return cached !== undefined && now - cached.at < SETTINGS_CACHE_MS ? Effect.succeed(cached.settings) : read(accountId, now)
+    return cached !== undefined && now - cached.at < SETTINGS_CACHE_MS
+      ? Effect.succeed({ settings: cached.settings, read: false })
+      : Effect.map(read(accountId, now), (settings) => ({ settings, read: true }))
   }
-  /** The top-up check, on settings read now: it may charge a card. */
-  const topUp = (accountId: AccountId, now: number) =>
-    Effect.flatMap(read(accountId, now), (fresh) => topUps.check(accountId, fresh.auto_reload))
+  /** The top-up check, on settings read in this check (read now unless they just were): it may charge a card. */
+  const topUp = (accountId: AccountId, settings: BillingSettings, justRead: boolean, now: number) =>
+    Effect.flatMap(justRead ? Effect.succeed(settings) : read(accountId, now), (fresh) => topUps.check(accountId, fresh.auto_reload))
 
   const check = (accountId: AccountId) =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      const settings = yield* settingsOf(accountId, now)
+      const { settings, read: justRead } = yield* settingsOf(accountId, now)
       const auto = settings.auto_reload
       const watchSpend = settings.alert_points.length > 0
       const watchBalance = auto.enabled || auto.threshold > 0n
       if (!watchSpend && !watchBalance) return
       yield* Effect.all([
         watchSpend ? spend(accountId, settings.alert_points) : Effect.void,
-        watchBalance ? topUp(accountId, now) : Effect.void
+        watchBalance ? topUp(accountId, settings, justRead, now) : Effect.void
       ], { concurrency: 2, discard: true })
     }).pipe(
       Effect.catchCause((cause) => Effect.logError(`billing watch: the check of ${accountId} failed; its next settlement checks again`, cause)),
