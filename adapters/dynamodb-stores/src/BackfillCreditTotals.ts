@@ -28,11 +28,11 @@
  * also refuses a write after an older post that does not (credits are positive, so they always
  * change the amount).
  */
-import { type AttributeValue, ScanCommand } from "@aws-sdk/client-dynamodb"
+import type { AttributeValue } from "@aws-sdk/client-dynamodb"
 import { type CreditEntryType, type CreditTotal, creditTotalsOf } from "@model-platform/core/ledger"
 import { Duration, Effect, Random, Schema } from "effect"
 import { BigIntAttr, decode, keyOf, literalAttr, num, str, StringAttr } from "./DynamoAttributes.ts"
-import { call, makeItemTable } from "./DynamoErrors.ts"
+import { makeItemTable } from "./DynamoErrors.ts"
 import { EntryItem, LEDGER_PREFIX, LedgerKeys, ledgerPk, toEntry } from "./DynamoLedgerStore.ts"
 import { DynamoConfig } from "./DynamoTable.ts"
 
@@ -125,7 +125,7 @@ const byMonthThenType = (a: TotalChange, b: TotalChange) => totalKey(a) < totalK
  */
 const makeBackfill = Effect.gen(function*() {
   const { client, tableName } = yield* DynamoConfig
-  const { queryItems, transact } = makeItemTable(client, tableName, "BackfillCreditTotals")
+  const { queryItems, scanItems, transact } = makeItemTable(client, tableName, "BackfillCreditTotals")
   const decodeTotal = decode(TotalItem)
   const decodeEntry = decode(EntryItem)
   const decodeAccountId = decode(AccountIdItem)
@@ -211,29 +211,17 @@ const makeBackfill = Effect.gen(function*() {
    */
   const creditAccounts = Effect.gen(function*() {
     const accounts = new Set<string>()
-    let startKey: Record<string, AttributeValue> | undefined
-    do {
-      const exclusiveStartKey = startKey
-      const page = yield* Effect.orDie(call((signal) =>
-        client.send(
-          new ScanCommand({
-            TableName: tableName,
-            FilterExpression: "begins_with(sk, :prefix) AND #type IN (:added, :plan)",
-            ProjectionExpression: "#account",
-            ExpressionAttributeNames: { "#type": "type", "#account": "account_id" },
-            ExpressionAttributeValues: {
-              ":prefix": str(LEDGER_PREFIX.entry),
-              ":added": str("credit_added"),
-              ":plan": str("plan_credit_granted")
-            },
-            ...(exclusiveStartKey === undefined ? {} : { ExclusiveStartKey: exclusiveStartKey })
-          }),
-          { abortSignal: signal }
-        )
-      ))
-      for (const item of page.Items ?? []) accounts.add((yield* decodeAccountId(item)).account_id)
-      startKey = page.LastEvaluatedKey
-    } while (startKey !== undefined)
+    const items = yield* scanItems({
+      FilterExpression: "begins_with(sk, :prefix) AND #type IN (:added, :plan)",
+      ProjectionExpression: "#account",
+      ExpressionAttributeNames: { "#type": "type", "#account": "account_id" },
+      ExpressionAttributeValues: {
+        ":prefix": str(LEDGER_PREFIX.entry),
+        ":added": str("credit_added"),
+        ":plan": str("plan_credit_granted")
+      }
+    })
+    for (const item of items) accounts.add((yield* decodeAccountId(item)).account_id)
     return [...accounts].sort()
   })
 

@@ -23,10 +23,9 @@
  * nothing. Writes go one at a time: they all land in the one `PLANRENEWING` partition, which the
  * live code writes too. Assumes the store that keeps the index is deployed to every function.
  */
-import { type AttributeValue, ScanCommand } from "@aws-sdk/client-dynamodb"
 import { Effect, Schema } from "effect"
 import { bool, decode, keyOf, str, StringAttr, TimestampAttr } from "./DynamoAttributes.ts"
-import { call, makeItemTable } from "./DynamoErrors.ts"
+import { makeItemTable } from "./DynamoErrors.ts"
 import { RenewalKeys } from "./DynamoPlanRenewals.ts"
 import { PlanKeys } from "./DynamoPlanStore.ts"
 import { DynamoConfig } from "./DynamoTable.ts"
@@ -71,40 +70,28 @@ export const backfillPlanRenewals = Effect.fn("BackfillPlanRenewals")(function*(
   options: BackfillPlanRenewalsOptions = {}
 ) {
   const { client, tableName } = yield* DynamoConfig
-  const { transact } = makeItemTable(client, tableName, "BackfillPlanRenewals")
+  const { scanItems, transact } = makeItemTable(client, tableName, "BackfillPlanRenewals")
   const decodePlan = decode(PlanItem)
   const decodeIndex = decode(IndexItem)
 
   // Step 1. `sk = "SUBSCRIPTION"` keeps `SUBSCRIPTIONORDER#` items out of the prefix match.
   const plans: Array<typeof PlanItem.Type> = []
   const indexed = new Set<string>()
-  let startKey: Record<string, AttributeValue> | undefined
-  do {
-    const exclusiveStartKey = startKey
-    const page = yield* Effect.orDie(call((signal) =>
-      client.send(
-        new ScanCommand({
-          TableName: tableName,
-          FilterExpression: "pk = :renewing OR (begins_with(pk, :plan) AND sk = :planSk AND #renews = :true)",
-          ProjectionExpression: "pk, sk, #id, #end",
-          ExpressionAttributeNames: { "#id": "id", "#end": "current_period_end", "#renews": "auto_renews" },
-          ExpressionAttributeValues: {
-            ":renewing": str(RENEWING_PK),
-            ":plan": str(PLAN_KEY.pk),
-            ":planSk": str(PLAN_KEY.sk),
-            ":true": bool(true)
-          },
-          ...(exclusiveStartKey === undefined ? {} : { ExclusiveStartKey: exclusiveStartKey })
-        }),
-        { abortSignal: signal }
-      )
-    ))
-    for (const item of page.Items ?? []) {
-      if (item.pk?.S === RENEWING_PK) indexed.add((yield* decodeIndex(item)).sk)
-      else plans.push(yield* decodePlan(item))
+  const items = yield* scanItems({
+    FilterExpression: "pk = :renewing OR (begins_with(pk, :plan) AND sk = :planSk AND #renews = :true)",
+    ProjectionExpression: "pk, sk, #id, #end",
+    ExpressionAttributeNames: { "#id": "id", "#end": "current_period_end", "#renews": "auto_renews" },
+    ExpressionAttributeValues: {
+      ":renewing": str(RENEWING_PK),
+      ":plan": str(PLAN_KEY.pk),
+      ":planSk": str(PLAN_KEY.sk),
+      ":true": bool(true)
     }
-    startKey = page.LastEvaluatedKey
-  } while (startKey !== undefined)
+  })
+  for (const item of items) {
+    if (item.pk?.S === RENEWING_PK) indexed.add((yield* decodeIndex(item)).sk)
+    else plans.push(yield* decodePlan(item))
+  }
 
   // Step 2, one plan at a time, in id order (a stable report).
   const missing = plans

@@ -11,6 +11,8 @@ import {
   GetItemCommand,
   QueryCommand,
   type QueryCommandInput,
+  ScanCommand,
+  type ScanCommandInput,
   TransactWriteItemsCommand,
   type TransactWriteItem
 } from "@aws-sdk/client-dynamodb"
@@ -124,6 +126,32 @@ export const makeQueryItems = (client: DynamoSettings["client"], tableName: stri
     return items
   })
 
+/**
+ * Every item a Scan of `tableName` keeps (eventually consistent, as Scans are here: the backfills),
+ * following LastEvaluatedKey across pages. Failures are defects.
+ */
+export const makeScanItems = (client: DynamoSettings["client"], tableName: string) =>
+  Effect.fnUntraced(function*(input: Omit<ScanCommandInput, "TableName" | "ExclusiveStartKey">) {
+    const items: Array<Item> = []
+    let startKey: Item | undefined
+    do {
+      const exclusiveStartKey = startKey
+      const page = yield* Effect.orDie(call((signal) =>
+        client.send(
+          new ScanCommand({
+            ...input,
+            TableName: tableName,
+            ...(exclusiveStartKey === undefined ? {} : { ExclusiveStartKey: exclusiveStartKey })
+          }),
+          { abortSignal: signal }
+        )
+      ))
+      items.push(...(page.Items ?? []))
+      startKey = page.LastEvaluatedKey
+    } while (startKey !== undefined)
+    return items
+  })
+
 /** At most 100 items per TransactWriteItems. */
 const MAX_TRANSACTION_ITEMS = 100
 
@@ -176,6 +204,7 @@ export const makeItemTable = (client: DynamoSettings["client"], tableName: strin
     })
   }),
   queryItems: makeQueryItems(client, tableName),
+  scanItems: makeScanItems(client, tableName),
   /**
    * One all-or-nothing write, tried again while it conflicts with other transactions. A fresh
    * command (and so a fresh ClientRequestToken) per attempt: a cancelled attempt wrote nothing.
