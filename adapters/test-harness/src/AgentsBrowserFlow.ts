@@ -77,8 +77,14 @@ export const agentsBrowserFlow = (options: FlowOptions) => {
       expect(spend.today_credits).toBeGreaterThan(0)
       expect(spend.today_credits).toBeLessThanOrEqual(DAILY_LIMIT)
 
-      // Spent up to the limit (what the 32 left), so the next call is refused.
-      for (let i = 0; i < 20 && (await chat(botKey)).status === 200; i++) { /* spend what is left */ }
+      // Spent up to the limit (what the 32 left), so the next call is refused. A call holds its
+      // bound until it is metered, just after its answer (docs/agents.md: "spent or held"), so a
+      // refusal right after an answer may be that hold: only one after a pause counts.
+      for (let i = 0; i < 40; i++) {
+        if ((await chat(botKey)).status === 200) continue
+        await new Promise((settled) => setTimeout(settled, 200))
+        if ((await chat(botKey)).status !== 200) break
+      }
       expect((await chat(botKey)).body.error?.code).toBe("agent_daily_limit")
 
       // A change waits for the owner: the old limit holds until it is approved.
