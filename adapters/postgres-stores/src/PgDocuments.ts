@@ -42,6 +42,7 @@ import {
 } from "@model-platform/core/kernel"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { batchedById } from "./PgReadBatch.ts"
 
 interface DocumentRow {
   readonly record: unknown
@@ -77,12 +78,16 @@ const storeOn = <R extends VersionedRecord>(sql: SqlClient.SqlClient, kind: Docu
       )
     }).pipe(Effect.withSpan(`${name}.insert`))
 
-  const get = (id: string) =>
-    sql<DocumentRow>`SELECT record FROM documents WHERE kind = ${kind.kind} AND id = ${id}`.pipe(
-      Effect.orDie,
-      Effect.flatMap((rows) => (rows[0] === undefined ? Effect.succeed(undefined) : decoded(rows[0]))),
-      Effect.withSpan(`${name}.get`)
-    )
+  // Concurrent reads in one statement (PgReadBatch.ts): an agent is read at every call of its keys.
+  const getBatched = batchedById(
+    (ids) =>
+      sql<DocumentRow>`SELECT record FROM documents WHERE kind = ${kind.kind} AND id IN ${sql.in(ids)}`.pipe(
+        Effect.orDie,
+        Effect.flatMap((rows) => Effect.forEach(rows, decoded))
+      ),
+    (record: R) => record.id
+  )
+  const get = (id: string) => getBatched(id).pipe(Effect.withSpan(`${name}.get`))
 
   const list = (owner: string) =>
     sql<DocumentRow>`

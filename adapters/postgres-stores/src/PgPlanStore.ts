@@ -47,6 +47,7 @@ import {
 import type { PaymentMethod } from "@model-platform/core/catalogue"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { batchedById } from "./PgReadBatch.ts"
 
 const iso = (date: Date): string => date.toISOString()
 
@@ -183,11 +184,15 @@ export const PlanStorePg: Layer.Layer<PlanStore, never, SqlClient.SqlClient> = L
       )
     }
 
-    const subscription = (id: string) =>
-      sql<SubscriptionRow>`SELECT ${subscriptionColumns} FROM subscriptions WHERE id = ${id}`.pipe(
-        Effect.orDie,
-        Effect.flatMap(oneSubscription)
-      )
+    // Concurrent reads in one statement (PgReadBatch.ts): a plan key's plan is read at every call.
+    const subscription = batchedById(
+      (ids) =>
+        sql<SubscriptionRow>`SELECT ${subscriptionColumns} FROM subscriptions WHERE id IN ${sql.in(ids)}`.pipe(
+          Effect.orDie,
+          Effect.flatMap(manySubscriptions)
+        ),
+      (record) => record.id
+    )
 
     const subscriptions = (accountId: string) =>
       sql<SubscriptionRow>`SELECT ${subscriptionColumns} FROM subscriptions WHERE account_id = ${accountId}
@@ -298,11 +303,15 @@ export const PlanStorePg: Layer.Layer<PlanStore, never, SqlClient.SqlClient> = L
       )
     }
 
-    const rental = (id: string) =>
-      sql<RentalRow>`SELECT ${rentalColumns} FROM rentals WHERE id = ${id}`.pipe(
-        Effect.orDie,
-        Effect.flatMap(oneRental)
-      )
+    // As `subscription`: a rental key's rental is read at every call.
+    const rental = batchedById(
+      (ids) =>
+        sql<RentalRow>`SELECT ${rentalColumns} FROM rentals WHERE id IN ${sql.in(ids)}`.pipe(
+          Effect.orDie,
+          Effect.flatMap(manyRentals)
+        ),
+      (record) => record.id
+    )
 
     const rentals = (accountId: string) =>
       sql<RentalRow>`SELECT ${rentalColumns} FROM rentals WHERE account_id = ${accountId}

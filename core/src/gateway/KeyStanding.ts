@@ -38,10 +38,17 @@ const NOTHING_BEHIND: Standing = { agent: undefined, plan: undefined, rental: un
 export const standingOf = (key: KeyRecord, now: number) =>
   Effect.gen(function*(): Effect.fn.Return<Standing, KeyRefused, AgentStore | PlanStore> {
     if (key.agent_id === null && key.subscription_id === null && key.rental_id === null) return NOTHING_BEHIND
+    // Read together (one round trip's wait, not three), judged in this order.
+    const agents = yield* AgentStore
+    const plans = yield* PlanStore
+    const [foundAgent, foundPlan, foundRental] = yield* Effect.all([
+      key.agent_id === null ? Effect.undefined : agents.get(key.agent_id),
+      key.subscription_id === null ? Effect.undefined : plans.subscription(key.subscription_id),
+      key.rental_id === null ? Effect.undefined : plans.rental(key.rental_id)
+    ], { concurrency: "unbounded" })
     let agent: AgentRecord | undefined
     if (key.agent_id !== null) {
-      const found = yield* (yield* AgentStore).get(key.agent_id)
-      const own = found?.account_id === key.account_id ? found : undefined
+      const own = foundAgent?.account_id === key.account_id ? foundAgent : undefined
       switch (agentGate(own, now)) {
         case "revoked":
           return yield* standingError("agent_revoked", "The agent of this key was revoked.")
@@ -53,19 +60,17 @@ export const standingOf = (key: KeyRecord, now: number) =>
     }
     let plan: SubscriptionRecord | undefined
     if (key.subscription_id !== null) {
-      const found = yield* (yield* PlanStore).subscription(key.subscription_id)
-      if (found === undefined || found.account_id !== key.account_id || subscriptionView(found, now).status !== "active") {
+      if (foundPlan === undefined || foundPlan.account_id !== key.account_id || subscriptionView(foundPlan, now).status !== "active") {
         return yield* standingError("subscription_inactive", `The plan behind this key (${key.subscription_id}) is not active.`)
       }
-      plan = found
+      plan = foundPlan
     }
     let rental: RentalRecord | undefined
     if (key.rental_id !== null) {
-      const found = yield* (yield* PlanStore).rental(key.rental_id)
-      if (found === undefined || found.account_id !== key.account_id || rentalView(found, now).status !== "active") {
+      if (foundRental === undefined || foundRental.account_id !== key.account_id || rentalView(foundRental, now).status !== "active") {
         return yield* standingError("rental_ended", `The rental behind this key (${key.rental_id}) is not running.`)
       }
-      rental = found
+      rental = foundRental
     }
     return { agent, plan, rental }
   })
