@@ -129,6 +129,33 @@ export const MetricsRegistry: Layer.Layer<never> = Layer.sync(Metric.MetricRegis
 
 // ---- Recording ------------------------------------------------------------------------------
 
+/** Attribute sets kept per metric by `seriesOf` before it starts over. */
+const SERIES_KEPT = 1_000
+
+/**
+ * `Metric.withAttributes(metric, attributes)`, made once per attribute set and kept: a metric
+ * instance keys its series by a JSON string it builds when first used, so an instance made afresh
+ * per call builds that string per call. The sets are few (operations, models, machines, error
+ * types, statuses); past SERIES_KEPT the kept ones are dropped and made again.
+ */
+export const seriesOf = <Input, State>(metric: Metric.Metric<Input, State>) => {
+  const kept = new Map<string, Metric.Metric<Input, State>>()
+  return (attributes: Readonly<Record<string, string>>): Metric.Metric<Input, State> => {
+    let key = ""
+    for (const name in attributes) key += `${name}\u0000${attributes[name]}\u0001`
+    let series = kept.get(key)
+    if (series === undefined) {
+      if (kept.size >= SERIES_KEPT) kept.clear()
+      series = Metric.withAttributes(metric, attributes)
+      kept.set(key, series)
+    }
+    return series
+  }
+}
+
+const httpRequestSeries = seriesOf(httpRequestDuration)
+const storeUnavailableSeries = seriesOf(storeUnavailable)
+
 export interface HttpRequestLabels {
   readonly method: string
   /** The route's template ("/keys/:id"), "unmatched" when none answered. */
@@ -141,7 +168,7 @@ const HTTP_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT",
 
 export const recordHttpRequest = (labels: HttpRequestLabels, seconds: number): Effect.Effect<void> =>
   Metric.update(
-    Metric.withAttributes(httpRequestDuration, {
+    httpRequestSeries({
       "http.request.method": HTTP_METHODS.has(labels.method) ? labels.method : "_OTHER",
       "http.route": labels.route,
       "http.response.status_code": String(labels.status)
@@ -153,7 +180,7 @@ export const recordHttpRequest = (labels: HttpRequestLabels, seconds: number): E
 export const countStoreUnavailable = (cause: Cause.Cause<unknown>): Effect.Effect<void> => {
   for (const reason of cause.reasons) {
     const found = Cause.isDieReason(reason) ? reason.defect : Cause.isFailReason(reason) ? reason.error : undefined
-    if (isStoreUnavailable(found)) return Metric.update(Metric.withAttributes(storeUnavailable, { store: found.store }), 1)
+    if (isStoreUnavailable(found)) return Metric.update(storeUnavailableSeries({ store: found.store }), 1)
   }
   return Effect.void
 }

@@ -16,7 +16,7 @@ import { Gateway, type GatewayResponse } from "../../gateway/Gateway.ts"
 import { type CallFacts, CurrentCall, OPERATIONS } from "../../gateway/CallFacts.ts"
 import { CurrentActivity } from "../../gateway/Activity.ts"
 import { tracing } from "./Tracing.ts"
-import { callsInFlight, genAiRequestDuration, genAiTimeToFirstToken } from "../../observability/Metrics.ts"
+import { callsInFlight, genAiRequestDuration, genAiTimeToFirstToken, seriesOf } from "../../observability/Metrics.ts"
 import { toInferenceError } from "../InferenceRefusals.ts"
 
 const decoder = new TextDecoder()
@@ -37,6 +37,10 @@ const streamErrorCode = (chunk: Uint8Array): string | undefined => {
 
 const seconds = (from: bigint, to: bigint) => Number(to - from) / 1e9
 
+const inFlightSeries = seriesOf(callsInFlight)
+const durationSeries = seriesOf(genAiRequestDuration)
+const firstTokenSeries = seriesOf(genAiTimeToFirstToken)
+
 const observe = (gateway: Gateway["Service"]): Gateway["Service"] => ({
   ...gateway,
   call: (endpoint, authorization, body) =>
@@ -50,7 +54,7 @@ const observe = (gateway: Gateway["Service"]): Gateway["Service"] => ({
       const span = (yield* tracing)
         ? yield* Effect.makeSpan(operation, { kind: "internal", attributes: { "gen_ai.operation.name": operation } })
         : undefined
-      const inFlight = Metric.withAttributes(callsInFlight, { "gen_ai.operation.name": operation })
+      const inFlight = inFlightSeries({ "gen_ai.operation.name": operation })
       yield* Metric.modify(inFlight, 1)
 
       const labels = (errorType: string | undefined) => ({
@@ -72,11 +76,11 @@ const observe = (gateway: Gateway["Service"]): Gateway["Service"] => ({
           }
           return Effect.andThen(
             Metric.modify(inFlight, -1),
-            Metric.update(Metric.withAttributes(genAiRequestDuration, labels(errorType)), seconds(started, now))
+            Metric.update(durationSeries(labels(errorType)), seconds(started, now))
           )
         })
       const firstToken = Effect.suspend(() =>
-        Metric.update(Metric.withAttributes(genAiTimeToFirstToken, labels(undefined)), seconds(started, clock.currentTimeNanosUnsafe()))
+        Metric.update(firstTokenSeries(labels(undefined)), seconds(started, clock.currentTimeNanosUnsafe()))
       )
 
       const call = Effect.provideService(gateway.call(endpoint, authorization, body), CurrentCall, facts)

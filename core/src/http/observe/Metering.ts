@@ -14,7 +14,10 @@ import { GatewayStore } from "../../gateway/GatewayStore.ts"
 import { MeteringJournal } from "../../gateway/MeteringJournal.ts"
 import { CurrentActivity } from "../../gateway/Activity.ts"
 import { OPERATIONS } from "../../gateway/CallFacts.ts"
-import { creditsCharged, genAiTokenUsage } from "../../observability/Metrics.ts"
+import { creditsCharged, genAiTokenUsage, seriesOf } from "../../observability/Metrics.ts"
+
+const tokenUsage = seriesOf(genAiTokenUsage)
+const charged = seriesOf(creditsCharged)
 
 /** The GatewayStore from the context, observed; needs the Catalogue (a model's operation). */
 export const observeGatewayStore: Layer.Layer<GatewayStore, never, GatewayStore | Catalogue> = Layer.effect(
@@ -32,12 +35,12 @@ export const observeGatewayStore: Layer.Layer<GatewayStore, never, GatewayStore 
             if (result === undefined || result.record !== "Recorded") return Effect.void
             const model = { "gen_ai.operation.name": operationOf.get(record.model) ?? "unknown", "gen_ai.request.model": record.model }
             const tokens = Effect.andThen(
-              Metric.update(Metric.withAttributes(genAiTokenUsage, { ...model, "gen_ai.token.type": "input" }), Number(record.input_tokens)),
-              Metric.update(Metric.withAttributes(genAiTokenUsage, { ...model, "gen_ai.token.type": "output" }), Number(record.output_tokens))
+              Metric.update(tokenUsage({ ...model, "gen_ai.token.type": "input" }), Number(record.input_tokens)),
+              Metric.update(tokenUsage({ ...model, "gen_ai.token.type": "output" }), Number(record.output_tokens))
             )
             // Only a settlement that charged says what was charged: the record's credits are then its.
             return result.settlement === "settled"
-              ? Effect.andThen(tokens, Metric.update(Metric.withAttributes(creditsCharged, model), record.credits))
+              ? Effect.andThen(tokens, Metric.update(charged(model), record.credits))
               : tokens
           }, { discard: true }))
     })
