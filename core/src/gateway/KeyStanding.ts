@@ -11,7 +11,7 @@
  * A key with none of these (the common case) costs no read. The records read are handed on, so the
  * gateway does not read them again (the agent's limits, the plan's models and allowance).
  */
-import { Context, Effect } from "effect"
+import { Effect } from "effect"
 import { agentGate } from "../agents/Limits.ts"
 import { type StandingError, standingError } from "./GatewayErrors.ts"
 import type { AgentRecord } from "../agents/Records.ts"
@@ -34,13 +34,12 @@ export type KeyRefused = StandingError
 
 const NOTHING_BEHIND: Standing = { agent: undefined, plan: undefined, rental: undefined }
 
-/** The standing of `key` (of account `accountId`) at `now`, or why it is refused. */
-export const standingOf = (key: KeyRecord, now: number) =>
-  Effect.gen(function*(): Effect.fn.Return<Standing, KeyRefused, AgentStore | PlanStore> {
+/** The standing of `key` at `now`, read from these stores, or why it is refused. */
+const standingIn = (agents: AgentStore["Service"], plans: PlanStore["Service"]) =>
+(key: KeyRecord, now: number): Effect.Effect<Standing, KeyRefused> =>
+  Effect.gen(function*() {
     if (key.agent_id === null && key.subscription_id === null && key.rental_id === null) return NOTHING_BEHIND
     // Read together (one round trip's wait, not three), judged in this order.
-    const agents = yield* AgentStore
-    const plans = yield* PlanStore
     const [foundAgent, foundPlan, foundRental] = yield* Effect.all([
       key.agent_id === null ? Effect.undefined : agents.get(key.agent_id),
       key.subscription_id === null ? Effect.undefined : plans.subscription(key.subscription_id),
@@ -75,8 +74,16 @@ export const standingOf = (key: KeyRecord, now: number) =>
     return { agent, plan, rental }
   })
 
-/** `standingOf` with its stores taken now, for a surface that checks every request. */
+/** The standing of `key` (of account `accountId`) at `now`, or why it is refused. */
+export const standingOf = (key: KeyRecord, now: number): Effect.Effect<Standing, KeyRefused, AgentStore | PlanStore> =>
+  Effect.gen(function*() {
+    return yield* standingIn(yield* AgentStore, yield* PlanStore)(key, now)
+  })
+
+/**
+ * `standingOf` with its stores taken now, for a surface that checks every request: the stores are
+ * passed in, not provided per request (providing a context copies the request's whole context).
+ */
 export const makeStandingCheck = Effect.gen(function*() {
-  const records = Context.make(AgentStore, yield* AgentStore).pipe(Context.add(PlanStore, yield* PlanStore))
-  return (key: KeyRecord, now: number): Effect.Effect<Standing, KeyRefused> => Effect.provide(standingOf(key, now), records)
+  return standingIn(yield* AgentStore, yield* PlanStore)
 })
