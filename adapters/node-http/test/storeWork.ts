@@ -3,7 +3,7 @@
  * - round trips: SQL statements the client sends (spans carrying `db.query.text`: a tracer);
  * - statements: what the server runs, those inside functions and triggers too (pg_stat_statements
  *   with `track = all`, when the server preloads it: scripts/ci-postgres.sh does; undefined when
- *   it does not);
+ *   it does not), and how many of them it planned (`track_planning`);
  * - rows written: inserted, updated and deleted, by table, and rows read by sequential scans
  *   (pg_stat_user_tables, after asking the one connection to flush its counts).
  * For one database reached through ONE connection, so that every count is the platform's and the
@@ -20,6 +20,11 @@ export interface Work {
   readonly roundTrips: number
   /** Statements the server ran; undefined without pg_stat_statements. */
   readonly statements: number | undefined
+  /**
+   * Statements the server planned (a statement whose plan is kept is planned once per connection);
+   * undefined without pg_stat_statements.
+   */
+  readonly plans: number | undefined
   /** Rows inserted, updated or deleted, by table (tables with none left out). */
   readonly rows: Readonly<Record<string, number>>
   readonly rowsTotal: number
@@ -62,6 +67,7 @@ export const meteredDatabase = async (url: string) => {
     if (!row!.libs.split(",").map((l) => l.trim()).includes("pg_stat_statements")) return false
     yield* sql`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`
     yield* sql.unsafe(`ALTER DATABASE "${name}" SET pg_stat_statements.track = 'all'`)
+    yield* sql.unsafe(`ALTER DATABASE "${name}" SET pg_stat_statements.track_planning = on`)
     return true
   }).pipe(Effect.provide(admin), Effect.scoped))
   const client = PgClient.layer({ url: Redacted.make(url), maxConnections: 1, minConnections: 1 })
@@ -71,6 +77,7 @@ export const meteredDatabase = async (url: string) => {
   type Snapshot = {
     readonly sent: number
     readonly statements: number | undefined
+    readonly plans: number | undefined
     readonly rows: Map<string, number>
     readonly scanned: Map<string, number>
   }
@@ -79,11 +86,12 @@ export const meteredDatabase = async (url: string) => {
     yield* sql`SELECT pg_stat_force_next_flush()`
     const rows = yield* sql<{ readonly relname: string; readonly written: bigint | number; readonly scanned: bigint | number }>`
       SELECT relname, n_tup_ins + n_tup_upd + n_tup_del AS written, seq_tup_read AS scanned FROM pg_stat_user_tables`
-    const statements = !tracked ? undefined : Number((yield* sql<{ readonly n: bigint | number }>`
-      SELECT coalesce(sum(calls), 0) AS n FROM pg_stat_statements
-      WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '%pg_stat%'`)[0]!.n)
+    const counted = !tracked ? undefined : (yield* sql<{ readonly n: bigint | number; readonly plans: bigint | number }>`
+      SELECT coalesce(sum(calls), 0) AS n, coalesce(sum(plans), 0) AS plans FROM pg_stat_statements
+      WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '%pg_stat%'`)[0]!
     return {
-      statements,
+      statements: counted === undefined ? undefined : Number(counted.n),
+      plans: counted === undefined ? undefined : Number(counted.plans),
       rows: new Map(rows.map((r) => [r.relname, Number(r.written)])),
       scanned: new Map(rows.map((r) => [r.relname, Number(r.scanned)]))
     }
@@ -112,6 +120,7 @@ export const meteredDatabase = async (url: string) => {
       const work: Work = {
         roundTrips: (sent - before.sent) / per,
         statements: s1.statements === undefined || before.statements === undefined ? undefined : (s1.statements - before.statements) / per,
+        plans: s1.plans === undefined || before.plans === undefined ? undefined : (s1.plans - before.plans) / per,
         rows: written.byTable,
         rowsTotal: written.total,
         scanned: scanned.byTable,
@@ -126,6 +135,7 @@ export const meteredDatabase = async (url: string) => {
 /** One line of a Work, for logs and the bench. */
 export const describeWork = (work: Work): string =>
   `${work.roundTrips} round trips, ${work.statements === undefined ? "? (no pg_stat_statements)" : work.statements} statements, ` +
+  `${work.plans === undefined ? "?" : work.plans} planned, ` +
   `${work.rowsTotal} rows written (${byTable(work.rows)}), ${work.scannedTotal} rows read by sequential scans (${byTable(work.scanned)})`
 
 const byTable = (counts: Readonly<Record<string, number>>) =>

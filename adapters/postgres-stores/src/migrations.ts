@@ -25,6 +25,7 @@ import { depositWatch } from "./migrations/0022_deposit_watch.ts"
 import { ledgerReversals } from "./migrations/0023_ledger_reversals.ts"
 import { ledgerBatches } from "./migrations/0024_ledger_batches.ts"
 import { receiptTierFlag } from "./migrations/0025_receipt_tier_flag.ts"
+import { genericPlans } from "./migrations/0026_generic_plans.ts"
 
 const accountsKeysIdempotency = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -629,7 +630,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0022_deposit_watch": depositWatch,
   "0023_ledger_reversals": ledgerReversals,
   "0024_ledger_batches": ledgerBatches,
-  "0025_receipt_tier_flag": receiptTierFlag
+  "0025_receipt_tier_flag": receiptTierFlag,
+  "0026_generic_plans": genericPlans
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */
