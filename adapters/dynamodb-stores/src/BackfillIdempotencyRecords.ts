@@ -18,7 +18,7 @@ import { ERASED_RESPONSE_BODY } from "@model-platform/core/http"
 import { Timestamp } from "@model-platform/core/kernel"
 import { Effect, Schema } from "effect"
 import { decode } from "./DynamoAttributes.ts"
-import { call, isConditionFailed } from "./DynamoErrors.ts"
+import { allPages, call, isConditionFailed, startingAt } from "./DynamoErrors.ts"
 import { idempotencyTtl } from "./DynamoStores.ts"
 import { DynamoConfig, ItemKeys, TTL_ATTRIBUTE } from "./DynamoTable.ts"
 
@@ -49,11 +49,8 @@ export const backfillIdempotencyRecords = Effect.fn("BackfillIdempotencyRecords"
   const { client, tableName } = yield* DynamoConfig
   const decodeItem = decode(LegacyItem)
 
-  const legacy: Array<typeof LegacyItem.Type> = []
-  let startKey: Record<string, unknown> | undefined
-  do {
-    const exclusiveStartKey = startKey
-    const page = yield* Effect.orDie(call((signal) =>
+  const items = yield* allPages((startKey: Record<string, unknown> | undefined) =>
+    call((signal) =>
       client.send(
         new ScanCommand({
           TableName: tableName,
@@ -61,14 +58,14 @@ export const backfillIdempotencyRecords = Effect.fn("BackfillIdempotencyRecords"
           ProjectionExpression: "#scope, #key, created_at, response_body",
           ExpressionAttributeNames: { "#ttl": TTL_ATTRIBUTE, "#scope": "scope", "#key": "key" },
           ExpressionAttributeValues: { ":idem": IDEM_PREFIX },
-          ...(exclusiveStartKey === undefined ? {} : { ExclusiveStartKey: exclusiveStartKey })
+          ...startingAt(startKey)
         }),
         { abortSignal: signal }
       )
-    ))
-    for (const item of page.Items ?? []) legacy.push(yield* Effect.orDie(decodeItem(item)))
-    startKey = page.LastEvaluatedKey
-  } while (startKey !== undefined)
+    )
+  )
+  const legacy: Array<typeof LegacyItem.Type> = []
+  for (const item of items) legacy.push(yield* Effect.orDie(decodeItem(item)))
 
   let written = 0
   if (options.dryRun !== true) {

@@ -22,7 +22,7 @@ import {
   type TopUpState
 } from "@model-platform/core/billing"
 import { Effect, Layer } from "effect"
-import { call, failedConditionsAllowingNone, isConditionFailed, retryConflicts } from "./DynamoErrors.ts"
+import { allPages, call, failedConditionsAllowingNone, isConditionFailed, retryConflicts, startingAt } from "./DynamoErrors.ts"
 import { DynamoConfig, type ItemKey } from "./DynamoTable.ts"
 
 const ALERT_PREFIX = "ALERT#"
@@ -109,11 +109,8 @@ export const AlertStoreDynamo: Layer.Layer<AlertStore, never, DynamoConfig> = La
     })
 
     const list = Effect.fn("AlertStore.list")(function*(accountId: string, limit: number) {
-      const alerts: Array<AlertRecord> = []
-      let startKey: Item | undefined
-      do {
-        const exclusiveStartKey = startKey
-        const page = yield* Effect.orDie(call((signal) =>
+      const items = yield* allPages((startKey: Item | undefined, taken) =>
+        call((signal) =>
           client.send(
             new QueryCommand({
               TableName: tableName,
@@ -121,16 +118,13 @@ export const AlertStoreDynamo: Layer.Layer<AlertStore, never, DynamoConfig> = La
               ExpressionAttributeValues: { ":pk": `ALERTS#${accountId}`, ":prefix": ALERT_PREFIX },
               ScanIndexForward: false,
               ConsistentRead: true,
-              Limit: limit - alerts.length,
-              ...(exclusiveStartKey === undefined ? {} : { ExclusiveStartKey: exclusiveStartKey })
+              Limit: limit - taken,
+              ...startingAt(startKey)
             }),
             { abortSignal: signal }
           )
-        ))
-        alerts.push(...(page.Items ?? []).map(toAlert))
-        startKey = page.LastEvaluatedKey
-      } while (startKey !== undefined && alerts.length < limit)
-      return alerts
+        ), { limit })
+      return items.map(toAlert)
     })
 
     /** Marks one alert seen when it is the account's and not seen yet; whether it changed. */

@@ -94,63 +94,71 @@ export const retryConflictsBriefly = <A, E, R>(effect: Effect.Effect<A, E, R>) =
 
 type Item = Record<string, AttributeValue>
 
+/** One page of a Query or a Scan, through either client: its items and where the next one starts. */
+interface Page<I, K> {
+  readonly Items?: ReadonlyArray<I> | undefined
+  readonly LastEvaluatedKey?: K | undefined
+}
+
 /**
- * Every item a query on `tableName` finds (or the first `limit`), strongly consistent, following
- * LastEvaluatedKey across pages. Failures are defects.
+ * The items of a Query or a Scan across its pages, through either client (the low-level one or the
+ * document client): `read(startKey, taken)` sends one request from `startKey` (undefined: the
+ * start, or `from`), `taken` being the items in hand (for a Limit of what is left). Follows
+ * LastEvaluatedKey until no page follows, or until `limit` items are in hand. Failures are defects.
+ */
+export const allPages = <I, K>(
+  read: (startKey: K | undefined, taken: number) => Effect.Effect<Page<I, K>, unknown>,
+  options: { readonly limit?: number | undefined; readonly from?: K | undefined } = {}
+): Effect.Effect<Array<I>> =>
+  Effect.gen(function*() {
+    const items: Array<I> = []
+    let startKey = options.from
+    do {
+      const page = yield* Effect.orDie(read(startKey, items.length))
+      items.push(...(page.Items ?? []))
+      startKey = page.LastEvaluatedKey
+    } while (startKey !== undefined && (options.limit === undefined || items.length < options.limit))
+    return items
+  })
+
+/** A request's ExclusiveStartKey: none for the first page. */
+export const startingAt = <K>(startKey: K | undefined): { readonly ExclusiveStartKey?: K } =>
+  startKey === undefined ? {} : { ExclusiveStartKey: startKey }
+
+/**
+ * Every item a query on `tableName` finds (or the first `limit`), strongly consistent, across its
+ * pages. Failures are defects.
  */
 export const makeQueryItems = (client: DynamoSettings["client"], tableName: string) =>
-  Effect.fnUntraced(function*(
+  (
     input: Omit<QueryCommandInput, "TableName" | "ConsistentRead" | "ExclusiveStartKey" | "Limit">,
     limit?: number
-  ) {
-    const items: Array<Item> = []
-    let startKey: Item | undefined
-    do {
-      const exclusiveStartKey = startKey
-      const remaining = limit === undefined ? undefined : limit - items.length
-      const page = yield* Effect.orDie(call((signal) =>
+  ): Effect.Effect<Array<Item>> =>
+    allPages((startKey: Item | undefined, taken) =>
+      call((signal) =>
         client.send(
           new QueryCommand({
             ...input,
             TableName: tableName,
             ConsistentRead: true,
-            ...(remaining === undefined ? {} : { Limit: remaining }),
-            ...(exclusiveStartKey === undefined ? {} : { ExclusiveStartKey: exclusiveStartKey })
+            ...(limit === undefined ? {} : { Limit: limit - taken }),
+            ...startingAt(startKey)
           }),
           { abortSignal: signal }
         )
-      ))
-      items.push(...(page.Items ?? []))
-      startKey = page.LastEvaluatedKey
-    } while (startKey !== undefined && (limit === undefined || items.length < limit))
-    return items
-  })
+      ), { limit })
 
 /**
  * Every item a Scan of `tableName` keeps (eventually consistent, as Scans are here: the backfills),
- * following LastEvaluatedKey across pages. Failures are defects.
+ * across its pages. Failures are defects.
  */
 export const makeScanItems = (client: DynamoSettings["client"], tableName: string) =>
-  Effect.fnUntraced(function*(input: Omit<ScanCommandInput, "TableName" | "ExclusiveStartKey">) {
-    const items: Array<Item> = []
-    let startKey: Item | undefined
-    do {
-      const exclusiveStartKey = startKey
-      const page = yield* Effect.orDie(call((signal) =>
-        client.send(
-          new ScanCommand({
-            ...input,
-            TableName: tableName,
-            ...(exclusiveStartKey === undefined ? {} : { ExclusiveStartKey: exclusiveStartKey })
-          }),
-          { abortSignal: signal }
-        )
-      ))
-      items.push(...(page.Items ?? []))
-      startKey = page.LastEvaluatedKey
-    } while (startKey !== undefined)
-    return items
-  })
+  (input: Omit<ScanCommandInput, "TableName" | "ExclusiveStartKey">): Effect.Effect<Array<Item>> =>
+    allPages((startKey: Item | undefined) =>
+      call((signal) =>
+        client.send(new ScanCommand({ ...input, TableName: tableName, ...startingAt(startKey) }), { abortSignal: signal })
+      )
+    )
 
 /** At most 100 items per TransactWriteItems. */
 const MAX_TRANSACTION_ITEMS = 100

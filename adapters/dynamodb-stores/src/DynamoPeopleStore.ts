@@ -52,7 +52,7 @@ import {
 } from "@model-platform/core/accounts"
 import type { Timestamp } from "@model-platform/core/kernel"
 import { Effect, Layer, Schema } from "effect"
-import { call, failedConditionsAllowingNone, isConditionFailed, retryConflicts } from "./DynamoErrors.ts"
+import { allPages, call, failedConditionsAllowingNone, isConditionFailed, retryConflicts, startingAt } from "./DynamoErrors.ts"
 import { DynamoConfig, type ItemKey, TTL_ATTRIBUTE } from "./DynamoTable.ts"
 
 export const PeopleKeys = {
@@ -158,28 +158,21 @@ export const PeopleStoreDynamo: Layer.Layer<PeopleStore, never, DynamoConfig> = 
     const queryPerson = (personId: string, prefix: string) => queryPartition(PeopleKeys.person(personId).pk, prefix)
 
     /** Items of the partition `pk` whose sort key begins with `prefix`, every page, in sort key order. */
-    const queryPartition = Effect.fnUntraced(function*(pk: string, prefix: string) {
-      const items: Array<Item> = []
-      let startKey: Item | undefined
-      do {
-        const exclusiveStartKey = startKey
-        const page = yield* Effect.orDie(call((signal) =>
+    const queryPartition = (pk: string, prefix: string) =>
+      allPages((startKey: Item | undefined) =>
+        call((signal) =>
           client.send(
             new QueryCommand({
               TableName: tableName,
               KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
               ExpressionAttributeValues: { ":pk": pk, ":prefix": prefix },
               ConsistentRead: true,
-              ...(exclusiveStartKey === undefined ? {} : { ExclusiveStartKey: exclusiveStartKey })
+              ...startingAt(startKey)
             }),
             { abortSignal: signal }
           )
-        ))
-        items.push(...(page.Items ?? []))
-        startKey = page.LastEvaluatedKey
-      } while (startKey !== undefined)
-      return items
-    })
+        )
+      )
 
     // -------------------------------------------------------------------------------------------
     // people

@@ -32,7 +32,7 @@ import {
 import { Timestamp } from "@model-platform/core/kernel"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { decode } from "./DynamoAttributes.ts"
-import { call, failedConditionsAllowingNone, isConditionFailed, retryConflictsBriefly } from "./DynamoErrors.ts"
+import { allPages, call, failedConditionsAllowingNone, isConditionFailed, retryConflictsBriefly, startingAt } from "./DynamoErrors.ts"
 import { ACCOUNT_KEY_PREFIX, DynamoConfig, type DynamoSettings, type ItemKey, ItemKeys, TTL_ATTRIBUTE } from "./DynamoTable.ts"
 
 // ---------------------------------------------------------------------------------------------
@@ -251,25 +251,22 @@ export const KeyStoreDynamo: Layer.Layer<KeyStore, never, DynamoConfig> = Layer.
     })
 
     const list = Effect.fn("KeyStore.list")(function*(accountId: string) {
-      const ids: Array<string> = []
-      let startKey: Record<string, unknown> | undefined
-      do {
-        const exclusiveStartKey = startKey
-        const page = yield* Effect.orDie(call((signal) =>
+      const pointers = yield* allPages((startKey: Record<string, unknown> | undefined) =>
+        call((signal) =>
           client.send(
             new QueryCommand({
               TableName: tableName,
               KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
               ExpressionAttributeValues: { ":pk": ItemKeys.account(accountId).pk, ":prefix": ACCOUNT_KEY_PREFIX },
               ConsistentRead: true,
-              ...(exclusiveStartKey === undefined ? {} : { ExclusiveStartKey: exclusiveStartKey })
+              ...startingAt(startKey)
             }),
             { abortSignal: signal }
           )
-        ))
-        for (const item of page.Items ?? []) ids.push((yield* decodePointer(item)).key_id)
-        startKey = page.LastEvaluatedKey
-      } while (startKey !== undefined)
+        )
+      )
+      const ids: Array<string> = []
+      for (const item of pointers) ids.push((yield* decodePointer(item)).key_id)
       const items = yield* Effect.orDie(getItems(client, tableName, ids.map(ItemKeys.key)))
       const keys = new Map<string, KeyRecord>()
       for (const item of items) {
@@ -330,25 +327,22 @@ export const KeyStoreDynamo: Layer.Layer<KeyStore, never, DynamoConfig> = Layer.
 
     // No index by prefix: a scan of the key items (an operator's lookup, never a request's).
     const findByPrefix = Effect.fn("KeyStore.findByPrefix")(function*(prefix: string) {
-      const found: Array<KeyRecord> = []
-      let startKey: Record<string, unknown> | undefined
-      do {
-        const exclusiveStartKey = startKey
-        const page = yield* Effect.orDie(call((signal) =>
+      const items = yield* allPages((startKey: Record<string, unknown> | undefined) =>
+        call((signal) =>
           client.send(
             new ScanCommand({
               TableName: tableName,
               FilterExpression: "sk = :sk AND prefix = :prefix",
               ExpressionAttributeValues: { ":sk": ItemKeys.key("").sk, ":prefix": prefix },
               ConsistentRead: true,
-              ...(exclusiveStartKey === undefined ? {} : { ExclusiveStartKey: exclusiveStartKey })
+              ...startingAt(startKey)
             }),
             { abortSignal: signal }
           )
-        ))
-        for (const item of page.Items ?? []) found.push(yield* decodeKey(item))
-        startKey = page.LastEvaluatedKey
-      } while (startKey !== undefined)
+        )
+      )
+      const found: Array<KeyRecord> = []
+      for (const item of items) found.push(yield* decodeKey(item))
       return found.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id))
     })
 

@@ -37,7 +37,7 @@ import { groupRollups, NO_AGENT, pagedUsageStream, type UsageCursor, type UsageD
 import { dayOf } from "@model-platform/core/kernel"
 import { Effect, Layer, Schema } from "effect"
 import { BigIntAttr, decode, type Item, keyOf, num, str, StringAttr, TimestampAttr } from "./DynamoAttributes.ts"
-import { call, failedConditions, makeQueryItems, retryConflicts } from "./DynamoErrors.ts"
+import { allPages, call, failedConditions, makeQueryItems, retryConflicts, startingAt } from "./DynamoErrors.ts"
 import { DynamoConfig, type ItemKey } from "./DynamoTable.ts"
 
 /** The key of every usage item. */
@@ -256,11 +256,8 @@ export const UsageStoreDynamo: Layer.Layer<UsageStore, never, DynamoConfig> = La
           ...(q.key_id === undefined ? [] : ["#key_id = :key_id"]),
           ...(q.service === undefined ? [] : ["#service = :service"])
         ]
-        const records: Array<UsageRecord> = []
-        let startKey = after === undefined ? undefined : keyOf(UsageKeys.listed(q.account_id, after.at, after.ref))
-        do {
-          const exclusiveStartKey = startKey
-          const output = yield* Effect.orDie(call((signal) =>
+        const items = yield* allPages((startKey: Item | undefined, taken) =>
+          call((signal) =>
             client.send(
               new QueryCommand({
                 TableName: tableName,
@@ -280,15 +277,14 @@ export const UsageStoreDynamo: Layer.Layer<UsageStore, never, DynamoConfig> = La
                   ...(q.key_id === undefined ? {} : { ":key_id": str(q.key_id) }),
                   ...(q.service === undefined ? {} : { ":service": str(q.service) })
                 },
-                Limit: limit - records.length,
-                ...(exclusiveStartKey === undefined ? {} : { ExclusiveStartKey: exclusiveStartKey })
+                Limit: limit - taken,
+                ...startingAt(startKey)
               }),
               { abortSignal: signal }
             )
-          ))
-          for (const item of output.Items ?? []) records.push(toRecord(yield* decodeUsage(item)))
-          startKey = output.LastEvaluatedKey
-        } while (startKey !== undefined && records.length < limit)
+          ), { limit, from: after === undefined ? undefined : keyOf(UsageKeys.listed(q.account_id, after.at, after.ref)) })
+        const records: Array<UsageRecord> = []
+        for (const item of items) records.push(toRecord(yield* decodeUsage(item)))
         return records
       }).pipe(Effect.withSpan("UsageStore.page"))
 
