@@ -84,8 +84,7 @@ const storeOn = <R extends VersionedRecord>(sql: SqlClient.SqlClient, kind: Docu
       sql<DocumentRow>`SELECT record FROM documents WHERE kind = ${kind.kind} AND id IN ${sql.in(ids)}`.pipe(
         Effect.orDie,
         Effect.flatMap((rows) => Effect.forEach(rows, decoded))
-      ),
-    (record: R) => record.id
+      )
   )
   const get = (id: string) => getBatched(id).pipe(Effect.withSpan(`${name}.get`))
 

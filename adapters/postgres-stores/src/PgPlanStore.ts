@@ -190,8 +190,7 @@ export const PlanStorePg: Layer.Layer<PlanStore, never, SqlClient.SqlClient> = L
         sql<SubscriptionRow>`SELECT ${subscriptionColumns} FROM subscriptions WHERE id IN ${sql.in(ids)}`.pipe(
           Effect.orDie,
           Effect.flatMap(manySubscriptions)
-        ),
-      (record) => record.id
+        )
     )
 
     const subscriptions = (accountId: string) =>
@@ -309,8 +308,7 @@ export const PlanStorePg: Layer.Layer<PlanStore, never, SqlClient.SqlClient> = L
         sql<RentalRow>`SELECT ${rentalColumns} FROM rentals WHERE id IN ${sql.in(ids)}`.pipe(
           Effect.orDie,
           Effect.flatMap(manyRentals)
-        ),
-      (record) => record.id
+        )
     )
 
     const rentals = (accountId: string) =>
