@@ -49,6 +49,7 @@
  *   --workers 1        server processes (node:cluster workers on one port and one database, as
  *                      `./platform start --workers N` runs them); CPU per call sums them all
  *   --cpu-prof DIR     write a V8 CPU profile of the server process into DIR
+ *   --server-v8 "ARGS" Node/V8 flags for the server process only, e.g. "--max-semi-space-size=64"
  *   --stores memory    the stores in memory instead of Postgres (bench/fastStores.ts: what the
  *                      gateway costs without a database; a diagnostic)
  *   --server proxy     the server only forwards each call (the same Effect HTTP server and machine
@@ -268,7 +269,10 @@ const main = async () => {
     const mockUrl = `http://127.0.0.1:${mockPort}`
     const floor = await startChild(ENTRY, "floor", { BENCH_MOCK_URL: mockUrl })
     children.push(floor)
-    const profArgs = cpuProf === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProf}`]
+    const profArgs = [
+      ...(cpuProf === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProf}`]),
+      ...(flag("server-v8") ?? "").split(" ").filter((a) => a !== "")
+    ]
     const server = await startChild(ENTRY, "server", { BENCH_DB_URL: benchDbUrl ?? "", BENCH_MOCK_URL: mockUrl }, profArgs)
     children.push(server)
     const ready = server.ready as { url: string; database: string }

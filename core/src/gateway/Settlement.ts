@@ -27,7 +27,7 @@
  * top-ups), and at a refusal at a monthly limit (`limitReached`). In the background, or inline
  * before the answer where the host freezes after a response (settleInline).
  */
-import { Cause, Clock, Effect, Exit, FiberSet, Option, Random, type Scope } from "effect"
+import { Cause, Clock, Effect, Exit, FiberSet, Option, Random, Scope } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import { makeBatcher } from "../kernel/Batcher.ts"
 import { grantParts } from "../billing/Allowances.ts"
@@ -243,27 +243,31 @@ export const makeSettlement = (config: SettlementConfig) =>
     /**
      * The call's reservation, acquired by `admit` (undefined when it reserves nothing), held for
      * the life of the scope: released when the scope closes unless metering took it over.
+     * As `Effect.acquireRelease`, but the release is added to the scope as it is: acquireRelease
+     * runs it under the context captured at acquisition, which copies the fiber's whole context
+     * (every service) at every call (docs/performance.md "A context copied per call").
      */
     const hold = <E, R>(admit: Effect.Effect<Held | undefined, E, R>): Effect.Effect<Hold, E, R | Scope.Scope> =>
-      Effect.acquireRelease(
-        Effect.map(admit, (first): Hold => {
-          let held = first
-          if (first !== undefined) activity.reservationHeld(first)
-          return {
-            current: () => held,
-            take: () => {
-              const taken = held
-              held = undefined
-              return taken
-            },
-            put: (next) => {
-              held = next
-              activity.reservationHeld(next)
+      Effect.uninterruptible(Effect.flatMap(Effect.scope, (scope) =>
+        Effect.tap(
+          Effect.map(admit, (first): Hold => {
+            let held = first
+            if (first !== undefined) activity.reservationHeld(first)
+            return {
+              current: () => held,
+              take: () => {
+                const taken = held
+                held = undefined
+                return taken
+              },
+              put: (next) => {
+                held = next
+                activity.reservationHeld(next)
+              }
             }
-          }
-        }),
-        (h) => Effect.suspend(() => release(h.take()))
-      )
+          }),
+          (h) => Scope.addFinalizer(scope, Effect.suspend(() => release(h.take())))
+        )))
 
     /**
      * A journaled reservation ref that did not become the call's reservation. Admission refused it
