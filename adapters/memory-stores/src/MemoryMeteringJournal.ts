@@ -29,9 +29,9 @@ export const makeMemoryJournal = (
   let left = [...orphans]
   const append = (entry: JournalEntry) => Effect.sync(() => void entries.push(entry))
   const service: MeteringJournalShape = {
-    opened: (ref) => append({ _tag: "opened", ref }),
+    opened: (refs) => Effect.forEach(refs, (ref) => append({ _tag: "opened", ref }), { discard: true }),
     completed: (metered) => append({ _tag: "completed", metered }),
-    closed: (ref) => append({ _tag: "closed", ref }),
+    closed: (refs) => Effect.forEach(refs, (ref) => append({ _tag: "closed", ref }), { discard: true }),
     orphans: Effect.sync(() =>
       left.map((orphan): Orphan => ({
         name: orphan.name,

@@ -7,9 +7,10 @@
  * @model-platform/postgres-stores/database: pid + token) and an append-only file `journal` of JSON
  * lines. Several processes may share the directory.
  *
- * - An append is one write(2) of a whole line, done before it returns: in the kernel, so it
- *   survives the process being killed (kill -9, a crash, OOM). Without `fsync` it does not survive
- *   the machine losing power or its kernel crashing; with it, every append waits for the disk.
+ * - An append is one write(2) of whole lines (a batch's entries together), done before it
+ *   returns: in the kernel, so it survives the process being killed (kill -9, a crash, OOM).
+ *   Without `fsync` it does not survive the machine losing power or its kernel crashing; with it,
+ *   every append waits for the disk.
  * - A torn last line (the process died inside a write) is skipped when read.
  * - The file is compacted when it grows past `compactBytes`: rewritten with only the open entries
  *   (written aside, then renamed over), so it stays small however long the process runs.
@@ -113,22 +114,27 @@ export const layer = (options: FileJournalOptions): Layer.Layer<MeteringJournal>
         size = Buffer.byteLength(text)
       }
 
-      const append = (entry: JournalEntry) =>
+      /** The entries' lines in one write(2): a batch's entries cost one system call. */
+      const append = (entries: ReadonlyArray<JournalEntry>) =>
         Effect.sync(() => {
-          const line = encodeEntry(entry)
-          Fs.writeSync(fd, line)
+          if (entries.length === 0) return
+          const lines = entries.map(encodeEntry)
+          const text = lines.join("")
+          Fs.writeSync(fd, text)
           if (options.fsync === true) Fs.fdatasyncSync(fd)
-          size += line.length
-          const ref = refOf(entry)
-          if (entry._tag === "closed") open.delete(ref)
-          else open.set(ref, line)
+          size += text.length
+          entries.forEach((entry, i) => {
+            const ref = refOf(entry)
+            if (entry._tag === "closed") open.delete(ref)
+            else open.set(ref, lines[i]!)
+          })
           if (size > compactBytes) compact()
         })
 
       return MeteringJournal.of({
-        opened: (ref) => append({ _tag: "opened", ref }),
-        completed: (metered) => append({ _tag: "completed", metered }),
-        closed: (ref) => append({ _tag: "closed", ref }),
+        opened: (refs) => append(refs.map((ref) => ({ _tag: "opened", ref }))),
+        completed: (metered) => append([{ _tag: "completed", metered }]),
+        closed: (refs) => append(refs.map((ref) => ({ _tag: "closed", ref }))),
         orphans: Scope.provide(scope)(takeOver(directory)).pipe(Effect.orDie),
         // Every process's journal in the directory: a line names its call's ref.
         entriesOf: (ref) =>

@@ -42,11 +42,10 @@ describe("FileMeteringJournal", () => {
     const first = open(dir)
     const j1 = await journalOf(first)
     await first.runPromise(Effect.gen(function*() {
-      yield* j1.opened("usage_1")
-      yield* j1.opened("usage_2")
-      yield* j1.opened("usage_3")
+      yield* j1.opened(["usage_1", "usage_2"])
+      yield* j1.opened(["usage_3"])
       yield* j1.completed(metered("usage_1"))
-      yield* j1.closed("usage_3")
+      yield* j1.closed(["usage_3"])
       yield* j1.completed(metered("usage_free"))
     }))
     expect(await first.runPromise(j1.orphans)).toEqual([])
@@ -68,7 +67,7 @@ describe("FileMeteringJournal", () => {
     const dir = Path.join(root, "b")
     const live = open(dir)
     const j = await journalOf(live)
-    await live.runPromise(j.opened("usage_live"))
+    await live.runPromise(j.opened(["usage_live"]))
     const other = open(dir)
     expect(await other.runPromise(Effect.flatMap(MeteringJournal, (x) => x.orphans))).toEqual([])
     await other.dispose()
@@ -97,8 +96,8 @@ describe("FileMeteringJournal", () => {
     const j = await journalOf(runtime)
     await runtime.runPromise(Effect.gen(function*() {
       for (let i = 0; i < 200; i++) {
-        yield* j.opened(`usage_${i}`)
-        if (i % 50 !== 0) yield* j.closed(`usage_${i}`)
+        yield* j.opened([`usage_${i}`])
+        if (i % 50 !== 0) yield* j.closed([`usage_${i}`])
       }
     }))
     const [sub] = Fs.readdirSync(dir)

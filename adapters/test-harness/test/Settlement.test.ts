@@ -13,7 +13,7 @@ import { ApiKeysLive } from "@model-platform/core/http"
 import { AccountStore, ApiKeys } from "@model-platform/core/keys"
 import { Catalogue } from "@model-platform/core/catalogue"
 import type { CatalogueConfig, ModelConfig } from "@model-platform/core/catalogue"
-import { Gateway, type GatewayConfig, GatewayStore, MachineClient, type MachineResponse } from "@model-platform/core/gateway"
+import { Gateway, type GatewayConfig, GatewayStore, MachineClient, type MachineResponse, MeteringJournal } from "@model-platform/core/gateway"
 import { Ledger, LedgerStore } from "@model-platform/core/ledger"
 import { isStoreUnavailableCause, StoreUnavailable } from "@model-platform/core/kernel"
 import { UsageStore } from "@model-platform/core/billing"
@@ -277,6 +277,36 @@ describe("the metering journal, replayed at start", () => {
       await runtime.runPromise(Effect.flatMap(Gateway, (g) => g.idle))
       expect(openOf(journal)).toEqual({ opened: [], completed: [] })
       expect(journal.entries.filter((e) => e._tag === "completed").length).toBe(2)
+    } finally {
+      await runtime.dispose()
+    }
+  })
+
+  it("closes a metering batch in one append: as many appends as batches written, each call's ref once", async () => {
+    const stores = await buildStores()
+    const journal = makeMemoryJournal()
+    const closedAppends: Array<number> = []
+    const counting = {
+      ...journal,
+      layer: Layer.succeed(MeteringJournal, {
+        ...journal.service,
+        closed: (refs) => Effect.andThen(Effect.sync(() => closedAppends.push(refs.length)), journal.service.closed(refs))
+      })
+    }
+    const faults = { n: 0, hang: false, attempts: 0 }
+    const runtime = gatewayOn(stores, faults, {}, counting)
+    try {
+      const { auth } = await runtime.runPromise(newKey)
+      const exits = await runtime.runPromise(Effect.all(Array.from({ length: 16 }, () => callOnce(auth)), { concurrency: "unbounded" }))
+      expect(exits.every(Exit.isSuccess)).toBe(true)
+      await runtime.runPromise(Effect.flatMap(Gateway, (g) => g.idle))
+      expect(openOf(journal)).toEqual({ opened: [], completed: [] })
+      const closed = journal.entries.filter((e) => e._tag === "closed").map((e) => e._tag === "closed" ? e.ref : "")
+      expect(new Set(closed).size).toBe(16)
+      expect(closed.length).toBe(16)
+      // One append per batch the store wrote, and the calls did share batches.
+      expect(closedAppends.length).toBe(faults.attempts)
+      expect(closedAppends.length).toBeLessThan(16)
     } finally {
       await runtime.dispose()
     }

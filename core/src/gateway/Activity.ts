@@ -72,9 +72,9 @@ export class GatewayActivity {
   /** The journal, counting its open entries as it writes them. */
   observeJournal(journal: MeteringJournalShape): MeteringJournalShape {
     return {
-      opened: (ref) => Effect.tap(journal.opened(ref), () => Effect.sync(() => this.journalOpen.add(ref))),
+      opened: (refs) => Effect.tap(journal.opened(refs), () => Effect.sync(() => refs.forEach((ref) => this.journalOpen.add(ref)))),
       completed: (metered) => Effect.tap(journal.completed(metered), () => Effect.sync(() => this.journalOpen.add(metered.record.ref))),
-      closed: (ref) => Effect.tap(journal.closed(ref), () => Effect.sync(() => this.journalOpen.delete(ref))),
+      closed: (refs) => Effect.tap(journal.closed(refs), () => Effect.sync(() => refs.forEach((ref) => this.journalOpen.delete(ref)))),
       orphans: journal.orphans,
       ...(journal.entriesOf === undefined ? {} : { entriesOf: journal.entriesOf })
     }

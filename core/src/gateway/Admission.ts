@@ -135,7 +135,13 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
     const likelyAdmitted = (caller: Caller, now: number) =>
       config.speculativeDispatch && now - stateOf(caller).admittedAt < config.speculationWindowMs
 
-    const admissions = makeBatcher((batch: ReadonlyArray<Admission>) => store.admit(batch), config.storeBatch)
+    // The batch's reservation refs are journaled (one append) before the store is asked for them:
+    // a process killed from there on has them released at restart.
+    const admissions = makeBatcher(
+      (batch: ReadonlyArray<Admission>) =>
+        Effect.andThen(settlement.opened(batch.flatMap((a) => a.reservation === undefined ? [] : [a.reservation.ref])), store.admit(batch)),
+      config.storeBatch
+    )
 
     /** Admits a call: its first reservation (undefined when it reserves nothing), or why not. */
     const admit = ({ agent, allowance, bound, caller, endpoint, first, now, service }: Candidate) =>
@@ -146,8 +152,6 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
           const bought = yield* purchasedOf(caller.account.id, now)
           const rpm = rpmAt(tiers, bought)
           const windowStart = windowStartOf(now, config.rateWindowMs)
-          // Journaled first: a process killed from here on has the reservation released at restart.
-          if (ref !== undefined) yield* settlement.opened(ref)
           // Uninterruptible: a client leaving meanwhile waits for the store's answer, so that a
           // reservation made for it is seen (and released), never left to expire.
           const admission: AdmissionResult = yield* Effect.uninterruptible(admissions.submit({

@@ -294,7 +294,7 @@ const make = (config: GatewayConfig) =>
               r._tag === "Reserved"
                 ? { ref: r.ref, machineId, allocations: r.allocations, grants: r.grants, expiresAt: now + reservationTtlMs } satisfies Held
                 : r
-          ).pipe(Effect.tap((r) => ("_tag" in r ? Effect.void : settlement.opened(r.ref))))
+          ).pipe(Effect.tap((r) => ("_tag" in r ? Effect.void : settlement.opened([r.ref]))))
 
         const body = vc.stream
           ? { ...vc.body, stream_options: { ...(typeof vc.body.stream_options === "object" ? vc.body.stream_options : {}), include_usage: true } }

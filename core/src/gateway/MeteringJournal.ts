@@ -3,10 +3,12 @@
  * survives faults"), so that a process killed between an answer and its metering loses nothing.
  *
  * The gateway writes, per call:
- *  - `opened(ref)` before it asks the store for a reservation (so a restart can release it);
+ *  - `opened` before it asks the store for a reservation (so a restart can release it): the refs of
+ *    a whole admission batch in one append;
  *  - `completed(metered)` when the machine has answered, before the answer's last bytes are handed
  *    over (a stream: right after them), with everything metering will write;
- *  - `closed(ref)` once the store has the call's settlement and record, or its reservation voided.
+ *  - `closed` once the store has the call's settlement and record (a whole metering batch in one
+ *    append), or its reservation voided.
  * An entry is open from `opened`/`completed` until `closed`. At start the gateway takes over the
  * journals of processes that are gone (`orphans`): it meters each completed call again and voids
  * each reservation whose call never completed (and again periodically, for siblings that died), both idempotent by ref (GatewayStore.commit
@@ -37,9 +39,11 @@ export interface Orphan {
 }
 
 export interface MeteringJournalShape {
-  readonly opened: (ref: string) => Effect.Effect<void>
+  /** One entry per ref, appended together (one write for a batch). */
+  readonly opened: (refs: ReadonlyArray<string>) => Effect.Effect<void>
   readonly completed: (metered: Metered) => Effect.Effect<void>
-  readonly closed: (ref: string) => Effect.Effect<void>
+  /** One entry per ref, appended together (one write for a batch). */
+  readonly closed: (refs: ReadonlyArray<string>) => Effect.Effect<void>
   /**
    * The journals left by processes that are gone, taken over by this one (asked at start and then
    * periodically); one being replayed is not answered again until released.

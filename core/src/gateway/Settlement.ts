@@ -135,11 +135,23 @@ export const makeSettlement = (config: SettlementConfig) =>
     /** Billing's follow-up: inline when settling inline (the host may freeze after the answer), else in the background. */
     const afterward = (effect: Effect.Effect<void>) => config.settleInline ? effect : fork(Effect.interruptible(effect))
 
+    /** The store has the settlements and records of these calls, or their reservations voided. */
+    const closed = (refs: ReadonlyArray<string>) => {
+      for (const ref of refs) activity.reservationClosed(ref)
+      return journal === undefined ? Effect.void : journal.closed(refs)
+    }
+
+    /** Before reservations are asked for: journaled, so that a restart releases those whose call never completes. */
+    const opened = (refs: ReadonlyArray<string>) => journal === undefined || refs.length === 0 ? Effect.void : journal.opened(refs)
+
+    // A written batch is closed in the journal in one append.
     const metering = makeBatcher(
       (calls: ReadonlyArray<Metered>) =>
-        watch === undefined
-          ? store.commit(calls)
-          : Effect.tap(store.commit(calls), (results) => afterward(watch.settled(chargedAccounts(calls, results)))),
+        Effect.tap(store.commit(calls), (results) =>
+          Effect.andThen(
+            closed(calls.map((call) => call.record.ref)),
+            watch === undefined ? Effect.void : afterward(watch.settled(chargedAccounts(calls, results)))
+          )),
       config.storeBatch,
       config.settleInline ? 0 : METERING_LINGER_MS
     )
@@ -163,14 +175,6 @@ export const makeSettlement = (config: SettlementConfig) =>
           delay = Math.min(delay * 2, RETRY_MAX_MS)
         }
       })
-
-    const closed = (ref: string) => {
-      activity.reservationClosed(ref)
-      return journal === undefined ? Effect.void : journal.closed(ref)
-    }
-
-    /** Before a reservation is asked for: journaled, so that a restart releases it if the call never completes. */
-    const opened = (ref: string) => journal === undefined ? Effect.void : journal.opened(ref)
 
     const meteredOf = (c: Completion) =>
       Effect.gen(function*() {
@@ -221,7 +225,8 @@ export const makeSettlement = (config: SettlementConfig) =>
         const warn = exit.value.settlement === "not_pending" && exit.value.record === "Recorded"
           ? Effect.logWarning(`gateway: reservation ${ref} was no longer pending at settlement; nothing charged`)
           : Effect.void
-        return Effect.as(Effect.andThen(warn, closed(ref)), true)
+        // Closed in the journal by its batch (`metering`).
+        return Effect.as(warn, true)
       })
 
     /**
@@ -230,7 +235,7 @@ export const makeSettlement = (config: SettlementConfig) =>
      */
     const release = (held: Held | undefined): Effect.Effect<void> => {
       if (held === undefined) return Effect.void
-      const done = Effect.andThen(Effect.asVoid(ledger.void(held.ref)), closed(held.ref))
+      const done = Effect.andThen(Effect.asVoid(ledger.void(held.ref)), closed([held.ref]))
       return Effect.catchCause(Effect.uninterruptible(done), (cause) =>
         isStoreUnavailableCause(cause)
           ? forkRetries(Effect.flatMap(persist(done, held.expiresAt), (exit) =>
@@ -279,7 +284,7 @@ export const makeSettlement = (config: SettlementConfig) =>
       Exit.isFailure(exit) && (Cause.hasDies(exit.cause) || Cause.hasInterrupts(exit.cause))
         ? Effect.flatMap(Clock.currentTimeMillis, (now) =>
           release({ ref, machineId: "", allocations: [], grants: [], expiresAt: now + config.reservationTtlMs }))
-        : closed(ref)
+        : closed([ref])
 
     /**
      * A completed call: charged exactly once. In the background (after the answer), or inline
