@@ -134,6 +134,8 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
     /** A key whose last admission here succeeded lately is expected to be admitted again. */
     const likelyAdmitted = (caller: Caller, now: number) =>
       config.speculativeDispatch && now - stateOf(caller).admittedAt < config.speculationWindowMs
+    /** A call of this key was refused: no speculation for it until one is admitted again. */
+    const refused = (caller: Caller) => Effect.sync(() => void (stateOf(caller).admittedAt = 0))
 
     // The batch's reservation refs are journaled (one append) before the store is asked for them:
     // a process killed from there on has them released at restart.
@@ -228,9 +230,9 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
           Effect.onExit((exit) =>
             ref === undefined || (exit._tag === "Success" && exit.value !== undefined) ? Effect.void : settlement.abandon(ref, exit)
           ),
-          Effect.onError(() => Effect.sync(() => void (stateOf(caller).admittedAt = 0)))
+          Effect.onError(() => refused(caller))
         )
       })
 
-    return { admit, likelyAdmitted, claimsFor } as const
+    return { admit, likelyAdmitted, refused, claimsFor } as const
   })

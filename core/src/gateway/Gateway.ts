@@ -34,14 +34,14 @@
  * after it (metering), each shared with the other calls of its batch. Purchased credits (for the
  * tier) are cached in process for tierCacheMs.
  */
-import { Clock, Context, Effect, Fiber, Layer, Semaphore, Stream } from "effect"
+import { Clock, Context, Effect, Exit, Fiber, Layer, type Result, Semaphore, Stream } from "effect"
 import { ApiKeys } from "../keys/ApiKeys.ts"
 import type { KeyErrorOf } from "../keys/KeyErrors.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import type { MachineConfig } from "../catalogue/CatalogueConfig.ts"
 import { chargingGate } from "../catalogue/Charging.ts"
 import { gatewayError, type GatewayError, type StandingError } from "./GatewayErrors.ts"
-import { makeStandingCheck } from "./KeyStanding.ts"
+import { hasStanding, makeStandingCheck, NOTHING_BEHIND, type Standing } from "./KeyStanding.ts"
 import { Ledger } from "../ledger/Ledger.ts"
 import { MachineClient, type MachineFailure, type MachineResponse } from "./MachineClient.ts"
 import * as Time from "../kernel/Time.ts"
@@ -55,7 +55,7 @@ import { machinePath, makeDispatch } from "./Dispatch.ts"
 import { makeAdmission } from "./Admission.ts"
 import { type Held, makeSettlement } from "./Settlement.ts"
 import { startStream, type StreamOutcome } from "./Streaming.ts"
-import { type Endpoint, validateCall } from "./Validation.ts"
+import { type Endpoint, validateCall, type ValidCall } from "./Validation.ts"
 
 // ---- Configuration ------------------------------------------------------------------------
 
@@ -205,6 +205,12 @@ const concat = (chunks: ReadonlyArray<Uint8Array>): Uint8Array => {
 const decoder = new TextDecoder()
 const encoder = new TextEncoder()
 
+/** A request sent to a machine speculatively, before the call was admitted. */
+interface Early {
+  readonly machine: MachineConfig
+  readonly fiber: Fiber.Fiber<Result.Result<MachineResponse, MachineFailure>>
+}
+
 /** Whether a reservation made for one machine may pay a call on another (no pinned credits in it). */
 const usableOn = (held: Held, machineId: string) =>
   held.machineId === machineId || held.allocations.every((a) => a.machine_id === null)
@@ -259,6 +265,13 @@ const make = (config: GatewayConfig) =>
       )
 
     // -- one call --
+    /**
+     * The standing each key had at its last call (bounded as admission's key state), to guess its
+     * machine while the standing is read again: for routing a speculative request only, never for
+     * money or for a refusal.
+     */
+    const lastStanding = new Map<string, Standing>()
+
     const call = (endpoint: Endpoint, authorization: string | undefined, text: string) =>
       Effect.gen(function*() {
         const caller = yield* apiKeys.identify(bearerSecret(authorization))
@@ -266,18 +279,66 @@ const make = (config: GatewayConfig) =>
           return yield* gatewayError("key_lacks_inference_permission", "This key lacks the \"inference\" permission.")
         }
         // What stands behind the key (its agent, plan or rental), read at every call: the same rule
-        // as on the management API (KeyStanding.ts), checked before the body is looked at.
+        // as on the management API (KeyStanding.ts). Its refusal comes before anything the body says.
+        // For a key with something behind it the read runs while the body is read, and, for a key
+        // admitted lately, while the machine is called speculatively (below).
         const now = yield* Clock.currentTimeMillis
-        const standing = yield* standingOf(caller.key, now)
-        let raw: unknown
-        try {
-          raw = JSON.parse(text)
-        } catch {
-          return yield* gatewayError("invalid_json", "The request body is not valid JSON.")
+        const reading = hasStanding(caller.key)
+          ? yield* Effect.forkChild(standingOf(caller.key, now), { startImmediately: true })
+          : undefined
+        const validated = yield* Effect.exit(Effect.suspend(() => {
+          let raw: unknown
+          try {
+            raw = JSON.parse(text)
+          } catch {
+            return gatewayError("invalid_json", "The request body is not valid JSON.")
+          }
+          return validateCall(endpoint, raw, cfg)
+        }))
+        const path = machinePath(endpoint)
+        const bodyOf = (vc: ValidCall) =>
+          vc.stream
+            ? { ...vc.body, stream_options: { ...(typeof vc.body.stream_options === "object" ? vc.body.stream_options : {}), include_usage: true } }
+            : vc.body
+        const post = (machine: MachineConfig, vc: ValidCall) =>
+          Effect.result(machines.post(machine, path, bodyOf(vc), { firstByteTimeoutMs: config.firstByteTimeoutMs }))
+
+        // Speculative dispatch: for a key admitted lately, the first machine is called while
+        // admission runs (and the key's standing is read); nothing of its answer reaches the client
+        // unless the call is admitted, and a refused call's request is aborted (docs/gateway.md
+        // "Admission in one store step").
+        const likely = admission.likelyAdmitted(caller, now)
+        const speculate = (vc: ValidCall, machine: MachineConfig) =>
+          Effect.map(Effect.forkChild(post(machine, vc), { startImmediately: true }), (fiber) => ({ machine, fiber }))
+        /** Aborts a speculative request (its answer, if it came, read and dropped). */
+        const abandonEarly = (early: Early | undefined) =>
+          early === undefined ? Effect.void : Effect.gen(function*() {
+            yield* Fiber.interrupt(early.fiber)
+            const exit = yield* Fiber.await(early.fiber)
+            if (exit._tag === "Success" && exit.value._tag === "Success") yield* forkAfter(Effect.asVoid(discard(exit.value.success)))
+          })
+
+        let early: Early | undefined
+        let standing = NOTHING_BEHIND
+        if (reading !== undefined) {
+          // The machine of the key's last standing, called while this one is read.
+          const guess = lastStanding.get(caller.key.id)
+          if (likely && guess !== undefined && Exit.isSuccess(validated)) {
+            const guessed = yield* Effect.exit(dispatch.candidatesFor(validated.value, caller, guess, now))
+            if (Exit.isSuccess(guessed)) early = yield* speculate(validated.value, guessed.value.machines[0]!)
+          }
+          // Refused: what was sent is aborted, and the key is not speculated for until admitted again.
+          standing = yield* Fiber.join(reading).pipe(Effect.onError(() => Effect.andThen(abandonEarly(early), admission.refused(caller))))
+          if (lastStanding.size >= 10_000) lastStanding.clear()
+          lastStanding.set(caller.key.id, standing)
         }
-        const vc = yield* validateCall(endpoint, raw, cfg)
+        // (Nothing was called speculatively for a body that failed.)
+        if (Exit.isFailure(validated)) return yield* Effect.failCause(validated.cause)
+        const vc = validated.value
         yield* noteCall({ model: vc.model.id })
-        const { allowance, machines: candidates } = yield* dispatch.candidatesFor(vc, caller, standing, now)
+        const { allowance, machines: candidates } = yield* dispatch.candidatesFor(vc, caller, standing, now).pipe(
+          Effect.onError(() => Effect.andThen(abandonEarly(early), admission.refused(caller)))
+        )
         const agent = standing.agent
         const price = prices.get(vc.model.id)!
         const charging = chargingGate(cfg.payments, now).open
@@ -296,25 +357,15 @@ const make = (config: GatewayConfig) =>
                 : r
           ).pipe(Effect.tap((r) => ("_tag" in r ? Effect.void : settlement.opened([r.ref]))))
 
-        const body = vc.stream
-          ? { ...vc.body, stream_options: { ...(typeof vc.body.stream_options === "object" ? vc.body.stream_options : {}), include_usage: true } }
-          : vc.body
-        const path = machinePath(endpoint)
-        const post = (machine: MachineConfig) =>
-          Effect.result(machines.post(machine, path, body, { firstByteTimeoutMs: config.firstByteTimeoutMs }))
-
-        // Speculative dispatch: for a key admitted lately, the first machine is called while
-        // admission runs; nothing of its answer reaches the client unless the call is admitted,
-        // and a refused call's request is aborted (docs/gateway.md "Admission in one store step").
         const first = candidates[0]!
-        const early = admission.likelyAdmitted(caller, now)
-          ? yield* Effect.forkChild(post(first), { startImmediately: true })
-          : undefined
-        const abandon = early === undefined ? Effect.void : Effect.gen(function*() {
-          yield* Fiber.interrupt(early)
-          const exit = yield* Fiber.await(early)
-          if (exit._tag === "Success" && exit.value._tag === "Success") yield* forkAfter(Effect.asVoid(discard(exit.value.success)))
-        })
+        // A guess that routed elsewhere than the standing read: its request is aborted.
+        if (early !== undefined && early.machine !== first) {
+          yield* abandonEarly(early)
+          early = undefined
+        }
+        if (early === undefined && likely) early = yield* speculate(vc, first)
+        const speculated = early
+        const abandon = abandonEarly(speculated)
 
         // The call's reservation, a scoped resource: released when the call ends, unless metering took it.
         const held = yield* settlement.hold(admission.admit({ caller, endpoint, now, first, bound, service: vc.model.service, allowance, agent }).pipe(Effect.onError(() => abandon)))
@@ -334,7 +385,7 @@ const make = (config: GatewayConfig) =>
               held.put(r)
               return true
             })),
-          send: (machine, attempt) => attempt === 1 && machine === first && early !== undefined ? Fiber.join(early) : post(machine),
+          send: (machine, attempt) => attempt === 1 && machine === first && speculated !== undefined ? Fiber.join(speculated.fiber) : post(machine, vc),
           discard
         })
 

@@ -32,13 +32,18 @@ export interface Standing {
 /** Why a live key may not authorise a call (GatewayErrors.ts; each surface answers it through http/Refusals.ts). */
 export type KeyRefused = StandingError
 
-const NOTHING_BEHIND: Standing = { agent: undefined, plan: undefined, rental: undefined }
+/** The standing of a key with nothing behind it. */
+export const NOTHING_BEHIND: Standing = { agent: undefined, plan: undefined, rental: undefined }
+
+/** Whether anything stands behind `key` (an agent, a plan or a rental): only then is there a standing to read. */
+export const hasStanding = (key: KeyRecord): boolean =>
+  key.agent_id !== null || key.subscription_id !== null || key.rental_id !== null
 
 /** The standing of `key` at `now`, read from these stores, or why it is refused. */
 const standingIn = (agents: AgentStore["Service"], plans: PlanStore["Service"]) =>
 (key: KeyRecord, now: number): Effect.Effect<Standing, KeyRefused> =>
   Effect.gen(function*() {
-    if (key.agent_id === null && key.subscription_id === null && key.rental_id === null) return NOTHING_BEHIND
+    if (!hasStanding(key)) return NOTHING_BEHIND
     // Read together (one round trip's wait, not three), judged in this order.
     const [foundAgent, foundPlan, foundRental] = yield* Effect.all([
       key.agent_id === null ? Effect.undefined : agents.get(key.agent_id),
