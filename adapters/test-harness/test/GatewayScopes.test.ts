@@ -9,21 +9,10 @@ import { AccountStore, ApiKeys } from "@model-platform/core/keys"
 import { PlanStore, RENEWAL_GRACE_MS } from "@model-platform/core/plans"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { call, startStubGateway, stubCatalogue } from "./gatewayStub.ts"
+import { call, planCatalogue, startStubGateway } from "./gatewayStub.ts"
 
 const HOUR = 3_600_000
-const base = stubCatalogue()
-const catalogue = {
-  ...base,
-  machines: base.machines.map((m) => ({
-    ...m,
-    subscribe: {
-      currency: "USD",
-      period_days: 30,
-      plans: [{ id: "p", name: "P", usd_per_period: 5, models: ["chat"], payment_methods: ["card"] }]
-    }
-  }))
-}
+const catalogue = planCatalogue()
 
 let runtime: ReturnType<typeof startStubGateway>
 const run = <A, E>(effect: Effect.Effect<A, E, any>): Promise<A> => runtime.runPromise(effect as Effect.Effect<A, E, never>)

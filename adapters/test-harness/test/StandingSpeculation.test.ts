@@ -14,21 +14,10 @@ import { PlanStore } from "@model-platform/core/plans"
 import { Deferred, Effect, Fiber, Layer, ManagedRuntime } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
-import { call, healthy, stubCatalogue } from "./gatewayStub.ts"
+import { call, healthy, planCatalogue } from "./gatewayStub.ts"
 
 const HOUR = 3_600_000
-const base = stubCatalogue()
-const catalogue = {
-  ...base,
-  machines: base.machines.map((m) => ({
-    ...m,
-    subscribe: {
-      currency: "USD",
-      period_days: 30,
-      plans: [{ id: "p", name: "P", usd_per_period: 5, models: ["chat"], payment_methods: ["card"] }]
-    }
-  }))
-}
+const catalogue = planCatalogue()
 const chat = { model: "chat", messages: [{ role: "user", content: "hi" }] }
 
 /** What the test controls: the plan read held until released, the plan seen as ended, the machine held. */

@@ -147,6 +147,22 @@ export const stubCatalogue = (options: { readonly forecastCreditsPerRequest?: nu
   tiers: [{ tier: 0, name: "t", purchased_credits: 0, rpm: 100_000, monthly_limit_credits: 1_000_000 }]
 })
 
+/** `stubCatalogue` with a plan "p" of chat on its machine, for keys scoped to a plan. */
+export const planCatalogue = (): CatalogueConfig => {
+  const base = stubCatalogue()
+  return {
+    ...base,
+    machines: base.machines.map((m) => ({
+      ...m,
+      subscribe: {
+        currency: "USD",
+        period_days: 30,
+        plans: [{ id: "p", name: "P", usd_per_period: 5, models: ["chat"], payment_methods: ["card"] }]
+      }
+    }))
+  }
+}
+
 /** The gateway's runtime (dispose it after); `stub` may be changed while it runs. */
 export const startStubGateway = (
   stub: StubMachine = { alwaysFail: false, answers: {} },
