@@ -1,9 +1,9 @@
 /**
  * Reads by id that many requests make at the same moment, one statement per batch: a key's agent
  * and plan are read at every inference call (core gateway/KeyStanding.ts), so under load 16 calls
- * would cost 16 round trips for each of them. Grouped by core's Batcher (kernel/Batcher.ts), a read alone goes
- * at once, and reads asked while one batch runs go together in the next: each read is still made
- * after it was asked, so it never answers from before its request.
+ * would cost 16 round trips for each kind of record. Grouped by core's Batcher (kernel/Batcher.ts),
+ * a read alone goes at once, and reads asked while one batch runs go together in the next: each
+ * read is still made after it was asked, so it never answers from before its request.
  */
 import { makeBatcher } from "@model-platform/core/kernel"
 import { Effect } from "effect"

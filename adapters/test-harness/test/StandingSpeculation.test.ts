@@ -91,11 +91,17 @@ afterEach(async () => {
   runtime = undefined
 })
 
+/** A gateway over fresh controls: nothing held, the plan ended or not. */
+const start = (planEnded = false) => {
+  const controls: Controls = { planRead: undefined, planEnded, machineHeld: undefined, requests: 0, interrupted: 0 }
+  runtime = gatewayWith(controls)
+  return { controls, gateway: runtime }
+}
+
 describe("the standing of a key admitted lately is read while its machine is called", () => {
   it("the machine has the request before the plan's read answers; the call is answered once it does", async () => {
-    const controls: Controls = { planRead: undefined, planEnded: false, machineHeld: undefined, requests: 0, interrupted: 0 }
-    runtime = gatewayWith(controls)
-    const result = await runtime.runPromise(Effect.gen(function*() {
+    const { controls, gateway } = start()
+    const result = await gateway.runPromise(Effect.gen(function*() {
       const auth = yield* planKey
       expect((yield* call("/v1/chat/completions", auth, chat)).status).toBe(200)
       controls.planRead = yield* Deferred.make<void>()
@@ -109,9 +115,8 @@ describe("the standing of a key admitted lately is read while its machine is cal
   })
 
   it("a plan that ended since the last call: 403 subscription_inactive, the request sent meanwhile aborted, and no more sent", async () => {
-    const controls: Controls = { planRead: undefined, planEnded: false, machineHeld: undefined, requests: 0, interrupted: 0 }
-    runtime = gatewayWith(controls)
-    const answer = await runtime.runPromise(Effect.gen(function*() {
+    const { controls, gateway } = start()
+    const answer = await gateway.runPromise(Effect.gen(function*() {
       const auth = yield* planKey
       expect((yield* call("/v1/chat/completions", auth, chat)).status).toBe(200)
       controls.planEnded = true
@@ -136,9 +141,8 @@ describe("the standing of a key admitted lately is read while its machine is cal
   })
 
   it("a key's first call reads its standing before anything is sent", async () => {
-    const controls: Controls = { planRead: undefined, planEnded: true, machineHeld: undefined, requests: 0, interrupted: 0 }
-    runtime = gatewayWith(controls)
-    const answer = await runtime.runPromise(Effect.flatMap(planKey, (auth) => call("/v1/chat/completions", auth, chat)))
+    const { controls, gateway } = start(true)
+    const answer = await gateway.runPromise(Effect.flatMap(planKey, (auth) => call("/v1/chat/completions", auth, chat)))
     expect([answer.status, JSON.parse(answer.text).error.code]).toEqual([403, "subscription_inactive"])
     expect(controls.requests).toBe(0)
   })

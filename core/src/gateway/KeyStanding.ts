@@ -79,7 +79,7 @@ const standingIn = (agents: AgentStore["Service"], plans: PlanStore["Service"]) 
     return { agent, plan, rental }
   })
 
-/** The standing of `key` (of account `accountId`) at `now`, or why it is refused. */
+/** The standing of `key` at `now`, or why it is refused, read from the stores in the context. */
 export const standingOf = (key: KeyRecord, now: number): Effect.Effect<Standing, KeyRefused, AgentStore | PlanStore> =>
   Effect.gen(function*() {
     return yield* standingIn(yield* AgentStore, yield* PlanStore)(key, now)
