@@ -7,8 +7,9 @@
  * @model-platform/postgres-stores/database: pid + token) and an append-only file `journal` of JSON
  * lines. Several processes may share the directory.
  *
- * - An append is one write(2) of whole lines (a batch's entries together), done before it
- *   returns: in the kernel, so it survives the process being killed (kill -9, a crash, OOM).
+ * - Appends are group-committed: those asked for in one turn of the event loop are one write(2)
+ *   of whole lines, and each returns once that write is done: in the kernel, so it survives the
+ *   process being killed (kill -9, a crash, OOM).
  *   Without `fsync` it does not survive the machine losing power or its kernel crashing; with it,
  *   every append waits for the disk.
  * - A torn last line (the process died inside a write) is skipped when read.
@@ -95,7 +96,6 @@ export const layer = (options: FileJournalOptions): Layer.Layer<MeteringJournal>
       const file = Path.join(own, JOURNAL)
       let fd = Fs.openSync(file, "a")
       let size = 0
-      yield* Effect.addFinalizer(() => Effect.sync(() => Fs.closeSync(fd)))
       // The open entries' lines, by ref: what a compaction keeps.
       const open = new Map<string, string>()
 
@@ -114,22 +114,54 @@ export const layer = (options: FileJournalOptions): Layer.Layer<MeteringJournal>
         size = Buffer.byteLength(text)
       }
 
-      /** The entries' lines in one write(2): a batch's entries cost one system call. */
-      const append = (entries: ReadonlyArray<JournalEntry>) =>
-        Effect.sync(() => {
-          if (entries.length === 0) return
-          const lines = entries.map(encodeEntry)
-          const text = lines.join("")
-          Fs.writeSync(fd, text)
-          if (options.fsync === true) Fs.fdatasyncSync(fd)
-          size += text.length
-          entries.forEach((entry, i) => {
-            const ref = refOf(entry)
-            if (entry._tag === "closed") open.delete(ref)
-            else open.set(ref, lines[i]!)
-          })
-          if (size > compactBytes) compact()
+      /** The entries' lines in one write(2). */
+      const write = (entries: ReadonlyArray<JournalEntry>) => {
+        const lines = entries.map(encodeEntry)
+        const text = lines.join("")
+        Fs.writeSync(fd, text)
+        if (options.fsync === true) Fs.fdatasyncSync(fd)
+        size += text.length
+        entries.forEach((entry, i) => {
+          const ref = refOf(entry)
+          if (entry._tag === "closed") open.delete(ref)
+          else open.set(ref, lines[i]!)
         })
+        if (size > compactBytes) compact()
+      }
+
+      // Group commit: the appends asked for in one turn of the event loop (the calls whose machines
+      // answered in the same poll, an admission batch, a metering batch) are written together, once
+      // that turn's I/O callbacks have run, and each append returns once its entries are written.
+      let pending: Array<JournalEntry> = []
+      let waiting: Array<(failure: unknown) => void> = []
+      const flush = () => {
+        if (waiting.length === 0) return
+        const entries = pending
+        const waiters = waiting
+        pending = []
+        waiting = []
+        let failure: unknown = undefined
+        try {
+          write(entries)
+        } catch (error) {
+          failure = error ?? new Error("the metering journal's write failed")
+        }
+        for (const resume of waiters) resume(failure)
+      }
+      const append = (entries: ReadonlyArray<JournalEntry>) =>
+        entries.length === 0 ? Effect.void : Effect.callback<void>((resume) => {
+          if (waiting.length === 0) setImmediate(flush)
+          for (const entry of entries) pending.push(entry)
+          // A journal that cannot append is a defect (MeteringJournal.ts).
+          waiting.push((failure) => resume(failure === undefined ? Effect.void : Effect.die(failure)))
+        })
+      // What is asked for before the journal closes is written first.
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          flush()
+          Fs.closeSync(fd)
+        })
+      )
 
       return MeteringJournal.of({
         opened: (refs) => append(refs.map((ref) => ({ _tag: "opened", ref }))),

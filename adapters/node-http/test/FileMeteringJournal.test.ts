@@ -1,15 +1,17 @@
 /**
  * The metering journal on disk (src/FileMeteringJournal.ts): what a process leaves open is what the
  * next one finds (torn last lines skipped), compaction keeps only open entries, and the journal of
- * a live process is never taken over.
+ * a live process is never taken over; the appends of one turn of the event loop are one write.
  */
 import type { Metered } from "@model-platform/core/gateway"
 import { MeteringJournal } from "@model-platform/core/gateway"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import * as Fs from "node:fs"
+import fs from "node:fs"
+import { syncBuiltinESMExports } from "node:module"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it, vi } from "vitest"
 import { FileMeteringJournal } from "../src/FileMeteringJournal.ts"
 
 const metered = (ref: string): Metered => ({
@@ -108,5 +110,35 @@ describe("FileMeteringJournal", () => {
     const orphans = await next.runPromise(Effect.flatMap(MeteringJournal, (x) => x.orphans))
     expect(orphans[0]!.entries.opened).toEqual(["usage_0", "usage_50", "usage_100", "usage_150"])
     await next.dispose()
+  })
+
+  it("the appends of one turn are one write, each returning once it is written", async () => {
+    const dir = Path.join(root, "e")
+    const runtime = open(dir)
+    const j = await journalOf(runtime)
+    const [sub] = Fs.readdirSync(dir)
+    const file = Path.join(dir, sub!, "journal")
+    const writes = vi.spyOn(fs, "writeSync")
+    syncBuiltinESMExports()
+    try {
+      const lines = await runtime.runPromise(Effect.gen(function*() {
+        yield* Effect.all([
+          j.opened(["usage_a", "usage_b"]),
+          ...Array.from({ length: 16 }, (_, i) => j.completed(metered(`usage_${i}`))),
+          j.closed(["usage_c"])
+        ], { concurrency: "unbounded" })
+        // Every append has returned: all its lines are in the file already.
+        return Fs.readFileSync(file, "utf8").split("\n").filter((line) => line !== "").length
+      }))
+      expect(lines).toBe(19)
+      expect(writes.mock.calls.length).toBe(1)
+      // A later turn is a write of its own.
+      await runtime.runPromise(j.closed(["usage_a"]))
+      expect(writes.mock.calls.length).toBe(2)
+    } finally {
+      writes.mockRestore()
+      syncBuiltinESMExports()
+    }
+    await runtime.dispose()
   })
 })
