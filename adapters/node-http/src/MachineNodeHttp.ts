@@ -171,6 +171,32 @@ export const makeMachineNodeHttp = (options: MachineNodeHttpOptions = {}): Machi
       onError: (error) => dropped(machine, `The answer of machine ${machine.id} broke off: ${describe(error)}`)
     })
 
+  /** The whole body, collected as node:http hands it over (no stream machinery: a chat answer is read so). */
+  const bytesOf = (machine: MachineTarget, res: Http.IncomingMessage): Effect.Effect<Uint8Array, MachineFailure> =>
+    Effect.callback<Uint8Array, MachineFailure>((resume) => {
+      const chunks: Array<Buffer> = []
+      let length = 0
+      let done = false
+      const finish = (effect: Effect.Effect<Uint8Array, MachineFailure>) => {
+        if (done) return
+        done = true
+        resume(effect)
+      }
+      const broke = (reason: string) =>
+        finish(Effect.fail(dropped(machine, `The answer of machine ${machine.id} broke off: ${reason}`)))
+      res.on("data", (chunk: Buffer) => {
+        chunks.push(chunk)
+        length += chunk.length
+      })
+      res.on("end", () => finish(Effect.succeed(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length))))
+      res.on("error", (error) => broke(describe(error)))
+      // Closed before its end (its connection lost): the answer is cut short.
+      res.on("close", () => {
+        if (!res.complete) broke("the connection closed before the end of the answer")
+      })
+      return Effect.sync(() => res.destroy())
+    })
+
   const post: MachineClient["Service"]["post"] = (machine, path, body, options) =>
     Effect.suspend(() => {
       // A body JSON cannot encode fails as "unsendable", never as a defect.
@@ -178,7 +204,12 @@ export const makeMachineNodeHttp = (options: MachineNodeHttpOptions = {}): Machi
       if (Result.isFailure(text)) return Effect.fail(text.failure)
       return Effect.map(
         send(machine, path, "POST", Buffer.from(text.success), options.firstByteTimeoutMs, options.headers),
-        (res): MachineResponse => ({ status: res.statusCode ?? 0, headers: headersOf(res.headers), body: bodyOf(machine, res) })
+        (res): MachineResponse => ({
+          status: res.statusCode ?? 0,
+          headers: headersOf(res.headers),
+          body: bodyOf(machine, res),
+          bytes: bytesOf(machine, res)
+        })
       )
     })
 

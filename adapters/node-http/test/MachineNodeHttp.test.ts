@@ -1,7 +1,7 @@
 /**
  * The machine clients' failure mapping against raw node:http servers that misbehave on purpose:
  * the Node shell's node:http client (MachineNodeHttp.ts) and, for the same semantics, core's
- * fetch client (MachineHttp.ts).
+ * fetch client (MachineHttp.ts); the node:http client's body read whole (`bytes`).
  */
 import { makeMachineHttp } from "@model-platform/core/gateway"
 import type { MachineClient, MachineTarget } from "@model-platform/core/gateway"
@@ -160,6 +160,58 @@ describe.each(clients)("machine client $name", ({ make, name }) => {
       yield* Stream.runForEach(response.body, () => Effect.sync(() => void chunks++))
     }))
     await waitFor(() => chunks === 1)
+    await Effect.runPromise(Fiber.interrupt(fiber))
+    await waitFor(() => closed)
+  })
+
+  // The whole body at once (MachineClient.ts `bytes`), where a client offers it.
+  const bytesOf = (response: { readonly bytes?: Effect.Effect<Uint8Array, { readonly reason: string }> }) =>
+    response.bytes === undefined ? Effect.die(new Error(`${name} offers no bytes`)) : response.bytes
+
+  it.runIf(name.startsWith("node:http"))("the body read whole: every chunk, in order, once the answer has ended", async () => {
+    const { target } = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" })
+      res.write(`{"a":`)
+      setTimeout(() => res.end(`"${"x".repeat(100_000)}"}`), 20)
+    })
+    fresh()
+    const body = await Effect.runPromise(Effect.gen(function*() {
+      const response = yield* client.post(target, "/chat/completions", {}, { firstByteTimeoutMs: 5_000 })
+      return yield* bytesOf(response)
+    }))
+    expect(JSON.parse(Buffer.from(body).toString("utf8"))).toEqual({ a: "x".repeat(100_000) })
+  })
+
+  it.runIf(name.startsWith("node:http"))("the body read whole, its connection destroyed mid-body: MachineFailure dropped", async () => {
+    const { target } = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json", "content-length": "1000" })
+      res.write(`{"partial":`)
+      setTimeout(() => res.socket?.destroy(), 20)
+    })
+    fresh()
+    const exit = await Effect.runPromiseExit(Effect.gen(function*() {
+      const response = yield* client.post(target, "/chat/completions", {}, { firstByteTimeoutMs: 5_000 })
+      return yield* bytesOf(response)
+    }))
+    expect(failureOf(exit)).toMatchObject({ _tag: "MachineFailure", machine_id: "m", reason: "dropped" })
+  })
+
+  it.runIf(name.startsWith("node:http"))("interrupting the body read whole aborts the request: the machine sees its socket close", async () => {
+    let closed = false
+    let sent = false
+    const { target } = await serve((req, res) => {
+      req.socket.on("close", () => (closed = true))
+      res.writeHead(200, { "content-type": "application/json" })
+      res.write(`{"partial":`)
+      sent = true
+    })
+    fresh()
+    const fiber = Effect.runFork(Effect.gen(function*() {
+      const response = yield* client.post(target, "/chat/completions", {}, { firstByteTimeoutMs: 5_000 })
+      return yield* bytesOf(response)
+    }))
+    await waitFor(() => sent)
+    await new Promise((r) => setTimeout(r, 20))
     await Effect.runPromise(Fiber.interrupt(fiber))
     await waitFor(() => closed)
   })

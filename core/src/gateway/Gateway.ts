@@ -249,12 +249,13 @@ const make = (config: GatewayConfig) =>
       reservationTtlMs
     }, cfg, settlement)
 
-    const readAll = (body: Stream.Stream<Uint8Array, MachineFailure>) =>
-      Effect.map(Stream.runCollect(body), (chunks) => concat(Array.from(chunks)))
+    /** The whole body of an answer: at once where the client can (MachineClient.ts `bytes`). */
+    const readAll = (response: MachineResponse) =>
+      response.bytes ?? Effect.map(Stream.runCollect(response.body), (chunks) => concat(Array.from(chunks)))
 
     /** Reads (and forgets) the body of an answer we do not pass on, briefly, so the connection is reused. */
     const discard = (response: MachineResponse) =>
-      readAll(response.body).pipe(
+      readAll(response).pipe(
         Effect.map((bytes) => decoder.decode(bytes).slice(0, 300)),
         Effect.timeoutOption(1_000),
         Effect.catch(() => Effect.succeedNone),
@@ -391,7 +392,7 @@ const make = (config: GatewayConfig) =>
           yield* noteCall({ machine: machine.id })
           if (response.status >= 400) {
             // The client's own error (400, 413, ...): passed on, not charged.
-            const bytes = yield* readAll(response.body).pipe(Effect.orElseSucceed(() => new Uint8Array()))
+            const bytes = yield* readAll(response).pipe(Effect.orElseSucceed(() => new Uint8Array()))
             yield* release(held.take())
             return {
               _tag: "Body",
@@ -441,7 +442,7 @@ const make = (config: GatewayConfig) =>
               return { _tag: "Events", stream } satisfies GatewayResponse as GatewayResponse
             }))
           }
-          const read = yield* Effect.result(readAll(response.body))
+          const read = yield* Effect.result(readAll(response))
           if (read._tag === "Failure") {
             yield* dispatch.suspect(machine, vc)
             return yield* gatewayError("machine_error", `Machine ${machine.id} broke off its answer; retry with backoff.`)

@@ -30,6 +30,12 @@ export interface MachineResponse {
   readonly headers: Readonly<Record<string, string>>
   /** The body as it arrives, chunk by chunk; consuming it is the caller's job. */
   readonly body: Stream.Stream<Uint8Array, MachineFailure>
+  /**
+   * Optional: the whole body at once, for a client that reads it cheaper so than as a stream
+   * (the gateway reads a non-streamed answer whole: docs/performance.md "The answer read whole").
+   * Fails as `body` would; interrupting it aborts the request. A caller uses this or `body`, not both.
+   */
+  readonly bytes?: Effect.Effect<Uint8Array, MachineFailure>
 }
 
 export interface PostOptions {
