@@ -342,13 +342,12 @@ const make = (config: GatewayConfig) =>
         const charging = chargingGate(cfg.payments, now).open
         const priced = charging && !isFree(price)
         const bound = priced ? costOf(price, boundOf(vc)) : undefined
-        const expiresAt = Time.toTimestamp(now + reservationTtlMs)
 
         // A reservation made again for another machine claims the call's monthly limits too.
         const reserve = (machineId: string) =>
           Effect.map(
             Effect.flatMap(admission.claimsFor(caller, vc.model.service, now, allowance, agent), ({ budgets, grants }) =>
-              ledger.reserve(caller.account.id, machineId, bound ?? 0n, expiresAt, budgets, grants)),
+              ledger.reserve(caller.account.id, machineId, bound ?? 0n, Time.toTimestamp(now + reservationTtlMs), budgets, grants)),
             (r) =>
               r._tag === "Reserved"
                 ? { ref: r.ref, machineId, allocations: r.allocations, grants: r.grants, expiresAt: now + reservationTtlMs } satisfies Held

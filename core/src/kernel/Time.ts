@@ -11,7 +11,18 @@ export const Timestamp = Schema.String.check(
 )
 export type Timestamp = typeof Timestamp.Type
 
-export const toTimestamp = (millis: number): Timestamp => new Date(millis).toISOString()
+// The instant formatted last: a gateway call formats its one `now` several times (its
+// reservation, the month of its limits and allowance, its record).
+let lastMillis = Number.NaN
+let lastTimestamp = ""
+
+export const toTimestamp = (millis: number): Timestamp => {
+  if (millis !== lastMillis) {
+    lastTimestamp = new Date(millis).toISOString()
+    lastMillis = millis
+  }
+  return lastTimestamp
+}
 
 /** The current time as a Timestamp. */
 export const now: Effect.Effect<Timestamp> = Effect.map(Clock.currentTimeMillis, toTimestamp)
