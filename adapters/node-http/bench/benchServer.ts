@@ -189,6 +189,7 @@ export const runServer = async () => {
   // SqlClient stays visible (merged) for the database version, the backends and nothing else.
   const stores = memory ? FastMemoryStores : PgPlatformStores.pipe(Layer.provideMerge(database))
   const machineClient = flag("machine-client") === "fetch" ? MachineHttpLayer : MachineNodeHttpLayer
+  const journalDirectory = Fs.mkdtempSync(`${Os.tmpdir()}/bench-journal-`)
   let app
   if (flag("server") === "proxy") {
     // The floor of the stack: the same Effect HTTP server and machine client, forwarding only.
@@ -231,7 +232,7 @@ export const runServer = async () => {
         // As main.ts: the metering journal on local disk, unless --no-journal.
         meteringJournal: has("no-journal")
           ? undefined
-          : FileMeteringJournal.layer({ directory: Fs.mkdtempSync(`${Os.tmpdir()}/bench-journal-`) })
+          : FileMeteringJournal.layer({ directory: journalDirectory })
       }
     }, stores)
   }
@@ -287,6 +288,8 @@ export const runServer = async () => {
         return await runtime.runPromise(meteringOf(arg as ReadonlyArray<string>))
       case "stop":
         await runtime.dispose()
+        // The journal holds nothing open once the runtime is down (every call metered): not kept.
+        Fs.rmSync(journalDirectory, { recursive: true, force: true })
         setImmediate(() => process.exit(0))
         return null
     }
