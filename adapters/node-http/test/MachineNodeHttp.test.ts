@@ -33,6 +33,14 @@ afterEach(async () => {
   }
 })
 
+/** A machine that sends part of an answer and then loses its connection. */
+const serveCutMidBody = () =>
+  serve((_req, res) => {
+    res.writeHead(200, { "content-type": "application/json", "content-length": "1000" })
+    res.write(`{"partial":`)
+    setTimeout(() => res.socket?.destroy(), 20)
+  })
+
 const failureOf = <A>(exit: Exit.Exit<A, { readonly reason: string }>) =>
   Exit.isFailure(exit) ? exit.cause.reasons.find((r) => r._tag === "Fail")?.error : undefined
 
@@ -119,11 +127,7 @@ describe.each(clients)("machine client $name", ({ make, name }) => {
   })
 
   it("the connection destroyed mid-body: the body stream fails with MachineFailure dropped", async () => {
-    const { target } = await serve((_req, res) => {
-      res.writeHead(200, { "content-type": "application/json", "content-length": "1000" })
-      res.write(`{"partial":`)
-      setTimeout(() => res.socket?.destroy(), 20)
-    })
+    const { target } = await serveCutMidBody()
     fresh()
     const exit = await Effect.runPromiseExit(Effect.gen(function*() {
       const response = yield* client.post(target, "/chat/completions", {}, { firstByteTimeoutMs: 5_000 })
@@ -183,11 +187,7 @@ describe.each(clients)("machine client $name", ({ make, name }) => {
   })
 
   it.runIf(name.startsWith("node:http"))("the body read whole, its connection destroyed mid-body: MachineFailure dropped", async () => {
-    const { target } = await serve((_req, res) => {
-      res.writeHead(200, { "content-type": "application/json", "content-length": "1000" })
-      res.write(`{"partial":`)
-      setTimeout(() => res.socket?.destroy(), 20)
-    })
+    const { target } = await serveCutMidBody()
     fresh()
     const exit = await Effect.runPromiseExit(Effect.gen(function*() {
       const response = yield* client.post(target, "/chat/completions", {}, { firstByteTimeoutMs: 5_000 })
