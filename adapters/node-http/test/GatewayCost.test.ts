@@ -31,6 +31,7 @@ import { Clock, Effect, Layer, ManagedRuntime, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { PgPlatformStores } from "@model-platform/postgres-stores"
+import { withPlan } from "@model-platform/test-harness/CataloguePlans"
 import { gatewayCatalogue } from "./gatewaySupport.ts"
 import { freshDatabaseUrl } from "./support.ts"
 import { describeWork, dropDatabase, meteredDatabase, type Work } from "./storeWork.ts"
@@ -97,17 +98,12 @@ const CALLS = 8
 
 /** The chat allowances (200 micro-credits; a builder plan's too) and the trial (100) are spent in the warm-up. */
 const catalogue = (): CatalogueConfig => {
-  const base = gatewayCatalogue([{ id: MACHINE, url: "http://127.0.0.1:9", score: 1 }])
+  const base = withPlan(
+    gatewayCatalogue([{ id: MACHINE, url: "http://127.0.0.1:9", score: 1 }]),
+    { id: "builder", name: "Builder", usd_per_period: 20, models: [MODEL], payment_methods: ["card"] }
+  )
   return {
     ...base,
-    machines: base.machines.map((m) => ({
-      ...m,
-      subscribe: {
-        currency: "USD",
-        period_days: 30,
-        plans: [{ id: "builder", name: "Builder", usd_per_period: 20, models: [MODEL], payment_methods: ["card"] }]
-      }
-    })),
     prices: {
       ...base.prices,
       services: base.prices.services.map((s) =>

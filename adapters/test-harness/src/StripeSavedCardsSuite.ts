@@ -25,6 +25,7 @@ import { randomBytes } from "node:crypto"
 import Stripe from "stripe"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ALERTS_MODEL, alertsCatalogue } from "./BillingAlertsSuite.ts"
+import { type TestPlan, withPlan } from "./CataloguePlans.ts"
 import { type FakeStripe, startFakeStripe } from "./FakeStripe.ts"
 import { type Forwarder, startForwarder } from "./HttpForwarder.ts"
 import type { ShellUnderTest } from "./HttpSuite.ts"
@@ -54,16 +55,12 @@ export interface StripeCardsSetup {
   readonly renewPlans: { readonly intervalMs: number }
 }
 
-const PLAN = { id: "basic", name: "Basic", usd_per_period: 9.99, models: [ALERTS_MODEL], payment_methods: ["card", "stablecoin"] as Array<"card" | "stablecoin"> }
+const PLAN: TestPlan = { id: "basic", name: "Basic", usd_per_period: 9.99, models: [ALERTS_MODEL], payment_methods: ["card", "stablecoin"] }
 
 /** alertsCatalogue (one credit a call) with Stripe for cards and a card plan on its machine. */
 export const stripeCardsCatalogue = (machineUrl: string): CatalogueConfig => {
-  const base = alertsCatalogue(machineUrl)
-  return {
-    ...base,
-    payments: { ...base.payments, card: { processor: "stripe" } },
-    machines: base.machines.map((m) => ({ ...m, subscribe: { currency: "USD", period_days: 30, plans: [PLAN] } }))
-  }
+  const base = withPlan(alertsCatalogue(machineUrl), PLAN)
+  return { ...base, payments: { ...base.payments, card: { processor: "stripe" } } }
 }
 
 export const stripeSavedCardsSuite = (shell: string, processorFor: StripeProcessorFor, start: (setup: StripeCardsSetup) => Promise<StripeCardsShell>) =>

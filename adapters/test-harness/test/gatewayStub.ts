@@ -21,6 +21,7 @@ import type { Endpoint } from "@model-platform/core/gateway"
 import { Ledger } from "@model-platform/core/ledger"
 import { Effect, Layer, ManagedRuntime, Stream } from "effect"
 import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
+import { withPlan } from "../src/CataloguePlans.ts"
 
 export const POISONS = ["reset", "timeout", "500", "502", "503", "429", "404", "broken-body", "not-json", "drop-stream", "nulls"] as const
 export type Poison = (typeof POISONS)[number]
@@ -148,20 +149,8 @@ export const stubCatalogue = (options: { readonly forecastCreditsPerRequest?: nu
 })
 
 /** `stubCatalogue` with a plan "p" of chat on its machine, for keys scoped to a plan. */
-export const planCatalogue = (): CatalogueConfig => {
-  const base = stubCatalogue()
-  return {
-    ...base,
-    machines: base.machines.map((m) => ({
-      ...m,
-      subscribe: {
-        currency: "USD",
-        period_days: 30,
-        plans: [{ id: "p", name: "P", usd_per_period: 5, models: ["chat"], payment_methods: ["card"] }]
-      }
-    }))
-  }
-}
+export const planCatalogue = (): CatalogueConfig =>
+  withPlan(stubCatalogue(), { id: "p", name: "P", usd_per_period: 5, models: ["chat"], payment_methods: ["card"] })
 
 /** The gateway's runtime (dispose it after); `stub` may be changed while it runs. */
 export const startStubGateway = (
