@@ -6,8 +6,8 @@
 import type { Metered } from "@model-platform/core/gateway"
 import { MeteringJournal } from "@model-platform/core/gateway"
 import { Effect, Layer, ManagedRuntime } from "effect"
-import * as Fs from "node:fs"
-import fs from "node:fs"
+// The default export: the object a spy can replace `writeSync` on (syncBuiltinESMExports).
+import Fs from "node:fs"
 import { syncBuiltinESMExports } from "node:module"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -118,7 +118,7 @@ describe("FileMeteringJournal", () => {
     const j = await journalOf(runtime)
     const [sub] = Fs.readdirSync(dir)
     const file = Path.join(dir, sub!, "journal")
-    const writes = vi.spyOn(fs, "writeSync")
+    const writes = vi.spyOn(Fs, "writeSync")
     syncBuiltinESMExports()
     try {
       const lines = await runtime.runPromise(Effect.gen(function*() {
