@@ -213,16 +213,9 @@ export const makeMachineNodeHttp = (options: MachineNodeHttpOptions = {}): Machi
       )
     })
 
-  /** The whole body as text, or a failure ("dropped") when it breaks off. */
+  /** The whole body as text (`bytesOf`), or a failure ("dropped") when it breaks off. */
   const readText = (machine: MachineTarget, res: Http.IncomingMessage): Effect.Effect<string, MachineFailure> =>
-    Effect.callback<string, MachineFailure>((resume) => {
-      const parts: Array<Buffer> = []
-      res.on("data", (chunk: Buffer) => parts.push(chunk))
-      res.on("end", () => resume(Effect.succeed(Buffer.concat(parts).toString("utf8"))))
-      res.on("error", (error) => resume(Effect.fail(dropped(machine, `Machine ${machine.id} broke off its GET /models answer: ${describe(error)}`))))
-      res.on("aborted", () => resume(Effect.fail(dropped(machine, `Machine ${machine.id} broke off its GET /models answer.`))))
-      return Effect.sync(() => res.destroy())
-    })
+    Effect.map(bytesOf(machine, res), (bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"))
 
   const models: MachineClient["Service"]["models"] = (machine, timeoutMs) =>
     Effect.gen(function*() {
