@@ -53,11 +53,16 @@ const freePort = (): Promise<number> =>
     })
   })
 
-/** Any HTTP answer (DynamoDB Local answers 400 to an empty POST) means it is up. */
+/**
+ * DynamoDB Local answers an empty POST with its own 400 (MissingAuthenticationToken). Only that
+ * answer means it is up: the port was free when picked, but another test process may have bound it
+ * before Java did, and its server's answer must not pass for DynamoDB Local's (Java then fails to
+ * bind and exits, and the suite would meet ECONNREFUSED later).
+ */
 const answers = async (endpoint: string): Promise<boolean> => {
   try {
-    await fetch(endpoint, { method: "POST", signal: AbortSignal.timeout(1_000) })
-    return true
+    const response = await fetch(endpoint, { method: "POST", signal: AbortSignal.timeout(1_000) })
+    return (await response.text()).includes("com.amazonaws.dynamodb")
   } catch {
     return false
   }
@@ -146,13 +151,15 @@ const startOnce = async (timeoutMs: number): Promise<DynamoLocal> => {
   return { endpoint, startupMs: Math.round(performance.now() - started), stop }
 }
 
-/** Starts DynamoDB Local on a free port; tries again on another port if the first one was taken. */
+/** Starts DynamoDB Local on a free port; tries again on another port (twice) if one was taken. */
 export const startDynamoLocal = async (options: { readonly timeoutMs?: number } = {}): Promise<DynamoLocal> => {
   const timeoutMs = options.timeoutMs ?? 30_000
-  try {
-    return await startOnce(timeoutMs)
-  } catch {
-    return await startOnce(timeoutMs)
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(timeoutMs)
+    } catch (error) {
+      if (attempt === 3) throw error
+    }
   }
 }
 
