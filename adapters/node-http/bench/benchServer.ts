@@ -32,7 +32,7 @@ import * as Os from "node:os"
 import { FileMeteringJournal } from "../src/FileMeteringJournal.ts"
 import { MachineNodeHttpLayer } from "../src/MachineNodeHttp.ts"
 import { Database } from "@model-platform/postgres-stores/database"
-import { PgPlatformStores } from "@model-platform/postgres-stores"
+import { AccountNoticesPg, PgPlatformStores } from "@model-platform/postgres-stores"
 import { serverLayer } from "../src/Server.ts"
 import cluster from "node:cluster"
 import { cpuMicros, flag, has, num, serveParent } from "./benchProcesses.ts"
@@ -187,7 +187,9 @@ export const runServer = async () => {
   const catalogue = await benchCatalogue(`${mockUrl}/v1`)
   const database = Database.layer({ databaseUrl, dataDir: Database.MEMORY })
   // SqlClient stays visible (merged) for the database version, the backends and nothing else.
-  const stores = memory ? FastMemoryStores : PgPlatformStores.pipe(Layer.provideMerge(database))
+  // As `./platform start` on a server, account notices unless --no-notices (to measure them).
+  const pgStores = databaseUrl !== undefined && !has("no-notices") ? Layer.merge(PgPlatformStores, AccountNoticesPg) : PgPlatformStores
+  const stores = memory ? FastMemoryStores : pgStores.pipe(Layer.provideMerge(database))
   const machineClient = flag("machine-client") === "fetch" ? MachineHttpLayer : MachineNodeHttpLayer
   const journalDirectory = Fs.mkdtempSync(`${Os.tmpdir()}/bench-journal-`)
   let app

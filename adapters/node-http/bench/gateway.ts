@@ -57,6 +57,8 @@
  *   --machine-client fetch  the server calls the machine with core's fetch client (Lambda's)
  *   --no-tracing       the server runs with Effect's tracer disabled
  *   --no-journal       the server keeps no metering journal (main.ts keeps one)
+ *   --no-notices       the server hears no account notices (main.ts does on PostgreSQL): the tier
+ *                      and billing settings are read again every few seconds per account
  *   --keep-db          do not drop the benchmark's database at the end
  *   --alerts           every account has alert points (50, 80, 100) and a low-balance threshold,
  *                      so billing's check after each settled batch makes all its reads
@@ -289,6 +291,7 @@ const main = async () => {
       flag("machine-client") === "fetch" ? "--machine-client fetch" : undefined,
       has("no-tracing") ? "--no-tracing" : undefined,
       has("no-journal") ? "--no-journal" : undefined,
+      has("no-notices") ? "--no-notices" : undefined,
       has("alerts") ? "--alerts" : undefined,
       has("spans") ? "--spans: spans recorded (slower)" : undefined
     ].filter((v) => v !== undefined)

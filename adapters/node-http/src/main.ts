@@ -29,7 +29,7 @@ import { ServerConfig, startProblem } from "./Config.ts"
 import { EmailConfig, emailSenderLayer, outboxDirectory } from "./Email.ts"
 import { FileMeteringJournal } from "./FileMeteringJournal.ts"
 import { Database } from "@model-platform/postgres-stores/database"
-import { PgPlatformStores } from "@model-platform/postgres-stores"
+import { AccountNoticesPg, PgPlatformStores } from "@model-platform/postgres-stores"
 import { BlobStoreDisk } from "./DiskBlobStore.ts"
 import { listenForStopSignals, shutdownSettings, teardown } from "./Shutdown.ts"
 import { serveReloadable } from "./Reload.ts"
@@ -129,7 +129,12 @@ const main = (logging: LoggingSettings, role: Role) => Effect.gen(function*() {
 
   // What outlives a catalogue reload (Reload.ts), built once: the database, the metering journal,
   // the network, the metrics.
-  const stores = yield* Layer.build(PgPlatformStores.pipe(Layer.provide(database)))
+  // On a PostgreSQL server, every process hears at once of a change to an account's tier or
+  // billing settings (PgAccountNotices.ts); the embedded database has one connection to spare.
+  const onServer = Option.isSome(config.databaseUrl) && config.databaseUrl.value !== ""
+  const stores = yield* Layer.build(
+    (onServer ? Layer.merge(PgPlatformStores, AccountNoticesPg) : PgPlatformStores).pipe(Layer.provide(database))
+  )
   // An in-memory database (tests) keeps no journal unless one is named.
   const journal = Option.isNone(config.meteringJournalDir) && config.dataDir === Database.MEMORY
     ? undefined

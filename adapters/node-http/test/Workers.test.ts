@@ -2,11 +2,13 @@
  * Several server processes on one PostgreSQL (docs/operations.md "Several processes"): main.ts
  * started with `--workers 2`, called with the official `openai` client. Calls land on both workers
  * (each access line carries its worker's pid); metering is exact across them; an rpm limit and a
- * monthly limit hold across the two, since both live in the store; SIGTERM to the primary drains
+ * monthly limit hold across the two, since both live in the store; a purchase raises both workers'
+ * rpm at once (account notices); SIGTERM to the primary drains
  * both, a stream in flight runs to its end, and the primary exits 0. One server for the file.
  */
 import { startReferenceMachine, type ReferenceMachine } from "@model-platform/reference-machine/ReferenceMachine"
 import { LedgerStore } from "@model-platform/core/ledger"
+import { OrderStore } from "@model-platform/core/payments"
 import { newOperatorKey } from "@model-platform/core/operator"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
@@ -174,6 +176,44 @@ describe.skipIf(serverUrl === undefined)("main.ts --workers 2 on PostgreSQL", ()
     expect(new Set(limited.map((c) => c.code))).toEqual(new Set(["rate_limited"]))
     // Both workers answered some of them, so neither kept a count of its own.
     expect(new Set(await answeredBy(calls.map((c) => c.requestId)))).toEqual(new Set(workerPids()))
+  }, 60_000)
+
+  it("a purchase made elsewhere raises the rpm on both workers at once, not when their kept tier runs out", async () => {
+    const [account] = await ledger.runPromise(newAccounts(1))
+    await awayFromMinuteEdge()
+    // The window's rpm used up at the first tier; both workers now keep the account's tier.
+    const first = await burst(account!.auth, RPM)
+    expect(first.map((c) => c.status)).toEqual(Array(RPM).fill(200))
+    expect(new Set(await answeredBy(first.map((c) => c.requestId)))).toEqual(new Set(workerPids()))
+    expect((await burst(account!.auth, 1))[0]!.status).toBe(429)
+    // Another process records a payment that reaches the next tier (5,000 rpm).
+    await ledger.runPromise(Effect.gen(function*() {
+      yield* (yield* OrderStore).insertReceipt({
+        id: `rcpt_${crypto.randomUUID()}`,
+        account_id: account!.accountId as never,
+        order_id: `ord_${crypto.randomUUID()}` as never,
+        kind: "credits",
+        title: "Credits",
+        paid_at: new Date().toISOString() as never,
+        amount_cents: 1_000n,
+        currency: "usd",
+        credits: 10_000_000_000n,
+        paid_with: "card",
+        auto_reload: false,
+        counts_toward_tier: true
+      })
+    }))
+    // Each worker kept the tier for 10 s; its notice reaches both within moments.
+    const paidAt = Date.now()
+    let after = await burst(account!.auth, 8)
+    while (after.some((c) => c.status !== 200) && Date.now() - paidAt < 2_000) {
+      await new Promise((r) => setTimeout(r, 50))
+      after = await burst(account!.auth, 8)
+    }
+    expect(after.map((c) => c.status)).toEqual(Array(8).fill(200))
+    const both = await burst(account!.auth, 16)
+    expect(both.map((c) => c.status)).toEqual(Array(16).fill(200))
+    expect(new Set(await answeredBy(both.map((c) => c.requestId)))).toEqual(new Set(workerPids()))
   }, 60_000)
 
   it("a monthly limit holds across the two processes: concurrent calls never spend past it", async () => {

@@ -19,3 +19,4 @@ export { AgentStorePg, ApprovalStorePg, DocumentStoresPg } from "./PgDocuments.t
 export { DepositWatchStorePg } from "./PgDepositWatchStore.ts"
 export { migrate, migrations } from "./migrations.ts"
 export { isPgUnavailable } from "./PgUnavailable.ts"
+export { AccountNoticesPg } from "./PgAccountNotices.ts"

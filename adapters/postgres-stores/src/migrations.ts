@@ -26,6 +26,7 @@ import { ledgerReversals } from "./migrations/0023_ledger_reversals.ts"
 import { ledgerBatches } from "./migrations/0024_ledger_batches.ts"
 import { receiptTierFlag } from "./migrations/0025_receipt_tier_flag.ts"
 import { genericPlans } from "./migrations/0026_generic_plans.ts"
+import { accountNotices } from "./migrations/0027_account_notices.ts"
 
 const accountsKeysIdempotency = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -631,7 +632,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0023_ledger_reversals": ledgerReversals,
   "0024_ledger_batches": ledgerBatches,
   "0025_receipt_tier_flag": receiptTierFlag,
-  "0026_generic_plans": genericPlans
+  "0026_generic_plans": genericPlans,
+  "0027_account_notices": accountNotices
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */

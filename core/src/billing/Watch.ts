@@ -9,7 +9,8 @@
  *
  * Cheap on the hot path: what to check is decided on an account's billing settings as read at
  * most SETTINGS_CACHE_MS ago (a change made in this process forgets them at once, one made
- * elsewhere is seen within that time), so an account with no alert points, no threshold and
+ * elsewhere is seen within that time, or at its notice where the shell sends them:
+ * kernel/AccountCache.ts), so an account with no alert points, no threshold and
  * top-ups off costs no read at all, and one with alert points only the read of its month's spend.
  * A top-up check reads the settings afresh, and acts on those: a card removed or top-ups turned off
  * through another process is never charged from a copy kept here.
@@ -19,7 +20,8 @@
  * point, balance < threshold, read fresh each time), so a check skipped, delayed or failed is
  * made good by a later one.
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { makeAccountCache } from "../kernel/AccountCache.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { BillingSettingsStore } from "./BillingSettingsStore.ts"
 import type { BillingSettings } from "./Settings.ts"
@@ -62,17 +64,12 @@ const makeWatch = Effect.gen(function*() {
   const topUps = yield* TopUps
   const tiers = tierTable(catalogue.config.tiers)
 
-  const tierLimits = new Map<string, { readonly limit: bigint | null; readonly at: number }>()
-  const tierLimitOf = (accountId: AccountId, now: number) => {
-    const cached = tierLimits.get(accountId)
-    if (cached !== undefined && now - cached.at < TIER_CACHE_MS) return Effect.succeed(cached.limit)
-    return Effect.map(orders.purchasedCredits(accountId), (purchased) => {
-      if (tierLimits.size >= 10_000) tierLimits.clear()
-      const limit = monthlyLimitAt(tiers, purchased)
-      tierLimits.set(accountId, { limit, at: now })
-      return limit
-    })
-  }
+  // Per account, kept as kernel/AccountCache.ts says: the tier's limit and the billing settings.
+  const tierLimits = yield* makeAccountCache(
+    TIER_CACHE_MS,
+    (accountId: AccountId) => Effect.map(orders.purchasedCredits(accountId), (purchased) => monthlyLimitAt(tiers, purchased))
+  )
+  const known = yield* makeAccountCache(SETTINGS_CACHE_MS, settingsStore.get)
 
   /** org_spend for every alert point the month's spend has passed (raised once each). */
   const spend = Effect.fnUntraced(function*(accountId: AccountId, points: ReadonlyArray<number>) {
@@ -80,31 +77,23 @@ const makeWatch = Effect.gen(function*() {
     const month = monthOf(now)
     const account = (yield* ledger.budgets(accountId, month)).find((b) => b.budget === ACCOUNT_BUDGET)
     if (account === undefined || account.spent <= 0n) return
-    const limit = account.limit ?? (yield* tierLimitOf(accountId, now))
+    const limit = account.limit ?? (yield* tierLimits.through(accountId, now))
     if (limit === null) return
     for (const point of pointsPassed(points, account.spent, limit)) {
       yield* alerts.raise(accountId, orgSpendAlert(month, point, account.spent, limit))
     }
   })
 
-  /** Accounts' settings as last read, and when. */
-  const known = new Map<string, { readonly settings: BillingSettings; readonly at: number }>()
-  const read = (accountId: AccountId, now: number) =>
-    Effect.map(settingsStore.get(accountId), (settings) => {
-      if (known.size >= 10_000) known.clear()
-      known.set(accountId, { settings, at: now })
-      return settings
-    })
   /** The kept settings while fresh enough (`read: false`), else read now. */
   const settingsOf = (accountId: AccountId, now: number) => {
-    const cached = known.get(accountId)
-    return cached !== undefined && now - cached.at < SETTINGS_CACHE_MS
-      ? Effect.succeed({ settings: cached.settings, read: false })
-      : Effect.map(read(accountId, now), (settings) => ({ settings, read: true }))
+    const cached = known.get(accountId, now)
+    return Option.isSome(cached)
+      ? Effect.succeed({ settings: cached.value, read: false })
+      : Effect.map(known.read(accountId, now), (settings) => ({ settings, read: true }))
   }
   /** The top-up check, on settings read in this check (read now unless they just were): it may charge a card. */
   const topUp = (accountId: AccountId, settings: BillingSettings, justRead: boolean, now: number) =>
-    Effect.flatMap(justRead ? Effect.succeed(settings) : read(accountId, now), (fresh) => topUps.check(accountId, fresh.auto_reload))
+    Effect.flatMap(justRead ? Effect.succeed(settings) : known.read(accountId, now), (fresh) => topUps.check(accountId, fresh.auto_reload))
 
   const check = (accountId: AccountId) =>
     Effect.gen(function*() {
@@ -161,6 +150,6 @@ const makeWatch = Effect.gen(function*() {
   return BillingWatch.of({
     settled: (accountIds) => Effect.forEach(new Set(accountIds), watch, { concurrency: "unbounded", discard: true }),
     refused: (accountId, budget, month, limit) => Effect.asVoid(alerts.raise(accountId, limitReachedAlert(budget, month, limit))),
-    forget: (accountId) => Effect.sync(() => void known.delete(accountId))
+    forget: (accountId) => Effect.sync(() => known.forget(accountId))
   })
 })

@@ -3,7 +3,8 @@
  * call reaches a machine, in one store step shared with the admissions of its batch
  * (GatewayStore.admit, group commit), the key is confirmed live (else 401, and forgotten), its use
  * recorded (`last_used_at`, at most once per TOUCH_INTERVAL_MS), the call counted against the key's
- * rpm (the tier from purchased credits, cached per account for tierCacheMs; past it 429
+ * rpm (the tier from purchased credits, kept per account for tierCacheMs or until its notice:
+ * kernel/AccountCache.ts; past it 429
  * rate_limited with Retry-After) and, for a priced call, the upper bound of its cost reserved for
  * the first machine (402 insufficient_credit) against the account's and the key's monthly limits
  * of this UTC month, the account's at the tier's limit from the same cached purchases (past one,
@@ -30,8 +31,9 @@ import { budgetClaims } from "../billing/Limits.ts"
 import { monthOf } from "../kernel/Time.ts"
 import { monthlyLimitAt, rpmAt, tierTable } from "../billing/Tiers.ts"
 import { gatewayError, rateLimited } from "./GatewayErrors.ts"
-import { generateId } from "../kernel/Ids.ts"
+import { type AccountId, generateId } from "../kernel/Ids.ts"
 import { spendingOrder } from "../ledger/LedgerRules.ts"
+import { makeAccountCache } from "../kernel/AccountCache.ts"
 import { microToCredits } from "../kernel/Money.ts"
 import { type Admission, type AdmissionResult, GatewayStore } from "./GatewayStore.ts"
 import { OrderStore } from "../payments/OrderStore.ts"
@@ -79,16 +81,9 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
     const tiers = tierTable(catalogue.tiers)
     const allowances = allowanceTable(catalogue)
 
-    // -- tiers (purchased credits cached per account): the rpm and the monthly limit --
-    const purchased = new Map<string, { value: bigint; at: number }>()
-    const purchasedOf = (accountId: string, now: number) =>
-      Effect.gen(function*() {
-        const cached = purchased.get(accountId)
-        if (cached !== undefined && now - cached.at < config.tierCacheMs) return cached.value
-        const value = yield* purchasedCredits(accountId)
-        purchased.set(accountId, { value, at: now })
-        return value
-      })
+    // -- tiers (purchased credits kept per account, kernel/AccountCache.ts): the rpm and the monthly limit --
+    const purchased = yield* makeAccountCache(config.tierCacheMs, purchasedCredits)
+    const purchasedOf = (accountId: AccountId, now: number) => purchased.through(accountId, now)
     /**
      * What a priced call of `caller` on `service` admitted at `now` reserves against: the monthly
      * limits it counts against (billing/Limits.ts budgetClaims: the account's, at the tier's limit

@@ -32,7 +32,7 @@
  *
  * Store round trips per call (non-streaming, PostgreSQL): one before the answer (admission), one
  * after it (metering), each shared with the other calls of its batch. Purchased credits (for the
- * tier) are cached in process for tierCacheMs.
+ * tier) are kept in process for tierCacheMs, or until their account's notice (kernel/AccountCache.ts).
  */
 import { Clock, Context, Effect, Exit, Fiber, Layer, type Result, Semaphore, Stream } from "effect"
 import { ApiKeys } from "../keys/ApiKeys.ts"

@@ -1,0 +1,108 @@
+/**
+ * Account notices on a PostgreSQL server (PgAccountNotices.ts, migration 0027): a process that
+ * follows them hears, as each commits, the accounts whose billing settings, receipts or reversed
+ * credits another process changed; not their usage. A lost listener says so (everything kept is
+ * to be forgotten) and listens again. PGlite is left out: the embedded database does not listen.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { AccountNotices } from "@model-platform/core/kernel"
+import { BillingSettingsStore } from "@model-platform/core/billing"
+import { LedgerStore } from "@model-platform/core/ledger"
+import { OrderStore } from "@model-platform/core/payments"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import * as Database from "../src/database/Database.ts"
+import { AccountNoticesPg } from "../src/PgAccountNotices.ts"
+import { BillingSettingsStorePg } from "../src/PgBillingSettingsStore.ts"
+import { LedgerStorePg } from "../src/PgLedgerStore.ts"
+import { OrderStorePg } from "../src/PgOrderStore.ts"
+import { freshDatabaseUrl } from "./freshDatabase.ts"
+
+const databaseUrl = process.env["TEST_DATABASE_URL"]
+
+/** What a follower heard, in order: an account id, or "missed". */
+const followed = Effect.gen(function*() {
+  const notices = yield* AccountNotices
+  const heard: Array<string> = []
+  yield* notices.follow({ changed: (accountId) => heard.push(accountId), missed: () => heard.push("missed") })
+  return { heard, live: notices.live }
+})
+
+const until = (what: string, ok: () => boolean) =>
+  Effect.gen(function*() {
+    for (let waited = 0; waited < 5_000; waited += 10) {
+      if (ok()) return
+      yield* Effect.sleep(10)
+    }
+    return yield* Effect.die(new Error(`not within 5 s: ${what}`))
+  })
+
+describe.skipIf(databaseUrl === undefined)("account notices on PostgreSQL (TEST_DATABASE_URL)", () => {
+  if (databaseUrl === undefined) return
+  const url = Effect.runSync(Effect.cached(Effect.promise(() => freshDatabaseUrl(databaseUrl))))
+  // Two processes' worth of connections on one database: one follows, the other writes.
+  const follower = Layer.unwrap(Effect.map(url, (url) =>
+    AccountNoticesPg.pipe(Layer.provideMerge(Database.layer({ databaseUrl: url, dataDir: "unused" })))
+  ))
+  const writer = Layer.unwrap(Effect.map(url, (url) =>
+    Layer.mergeAll(BillingSettingsStorePg, OrderStorePg, LedgerStorePg).pipe(Layer.provideMerge(Database.layer({ databaseUrl: url, dataDir: "unused" })))
+  ))
+
+  it.live("hears the accounts whose settings, receipts or reversed credits changed elsewhere, not their usage", () =>
+    Effect.gen(function*() {
+      const { heard, live } = yield* followed
+      yield* until("listening", live)
+      heard.length = 0
+      const accountId = `acct_${crypto.randomUUID()}`
+      yield* Effect.gen(function*() {
+        const ledger = yield* LedgerStore
+        const at = new Date().toISOString() as never
+        // Credits added and usage do not move the tier or the settings: no notice. (A usage entry is
+        // written by the gateway's commit statement, as here: an insert of its own.)
+        yield* ledger.post({ id: crypto.randomUUID(), account_id: accountId as never, machine_id: null, amount: 5_000_000n, type: "credit_added", ref: "order_1", created_at: at })
+        yield* (yield* SqlClient.SqlClient)`
+          INSERT INTO ledger_entries (id, account_id, machine_id, amount, type, ref, created_at)
+          VALUES (${crypto.randomUUID()}, ${accountId}, NULL, -1000, 'usage', 'usage_1', now())`
+        yield* (yield* BillingSettingsStore).update(accountId as never, { alert_points: [50] })
+        yield* ledger.post({ id: crypto.randomUUID(), account_id: accountId as never, machine_id: null, amount: -2_000_000n, type: "credit_reversed", ref: "refund:re_1", created_at: at })
+        yield* (yield* OrderStore).insertReceipt({
+          id: `rcpt_${crypto.randomUUID()}`,
+          account_id: accountId as never,
+          order_id: `ord_${crypto.randomUUID()}` as never,
+          kind: "credits",
+          title: "Credits",
+          paid_at: at,
+          amount_cents: 500n,
+          currency: "usd",
+          credits: 5_000_000n,
+          paid_with: "card",
+          auto_reload: false,
+          counts_toward_tier: true
+        })
+      }).pipe(Effect.provide(writer))
+      yield* until("three notices", () => heard.length >= 3)
+      yield* Effect.sleep(100)
+      expect(heard).toEqual([accountId, accountId, accountId])
+    }).pipe(Effect.provide(follower)))
+
+  it.live("says when its listener is lost, and listens again", () =>
+    Effect.gen(function*() {
+      const { heard, live } = yield* followed
+      yield* until("listening", live)
+      heard.length = 0
+      const sql = yield* SqlClient.SqlClient
+      // Another process ends the listening connection (a failover, a restarted pooler).
+      yield* Effect.provide(
+        Effect.flatMap(SqlClient.SqlClient, (other) =>
+          other`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database()`),
+        writer
+      )
+      yield* until("lost", () => !live())
+      expect(heard).toEqual(["missed"])
+      yield* until("listening again", live)
+      expect(heard).toEqual(["missed", "missed"])
+      yield* sql`SELECT pg_notify('account_state', 'acct_after')`
+      yield* until("a notice after", () => heard.length === 3)
+      expect(heard[2]).toBe("acct_after")
+    }).pipe(Effect.provide(follower)))
+})
