@@ -28,14 +28,14 @@ export const AccountNoticesPg: Layer.Layer<AccountNotices, never, PgClient.PgCli
     const missed = () => {
       for (const follower of followers) follower.missed()
     }
+    const changed = (accountId: string) => {
+      for (const follower of followers) follower.changed(accountId)
+    }
     const listen = Effect.scoped(Effect.gen(function*() {
       const notices = yield* pg.listen(ACCOUNT_NOTICE_CHANNEL)
       live = true
       missed()
-      for (;;) {
-        const { payload } = yield* Queue.take(notices)
-        for (const follower of followers) follower.changed(payload)
-      }
+      for (;;) changed((yield* Queue.take(notices)).payload)
     }))
     const lost = (cause: unknown) =>
       Effect.andThen(
@@ -52,6 +52,7 @@ export const AccountNoticesPg: Layer.Layer<AccountNotices, never, PgClient.PgCli
     )))
     return AccountNotices.of({
       live: () => live,
+      tell: (accountId) => Effect.sync(() => changed(accountId)),
       follow: (follower) =>
         Effect.asVoid(Effect.acquireRelease(
           Effect.sync(() => followers.add(follower)),

@@ -1,7 +1,7 @@
 /**
  * Account notices on a PostgreSQL server (PgAccountNotices.ts, migration 0027): a process that
- * follows them hears, as each commits, the accounts whose billing settings, receipts or reversed
- * credits another process changed; not their usage. A lost listener says so (everything kept is
+ * follows them hears, as each commits, the accounts whose billing settings, receipts, reversed
+ * credits, agents, plans or rentals another process changed; not their usage or other documents. A lost listener says so (everything kept is
  * to be forgotten) and listens again. PGlite is left out: the embedded database does not listen.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -48,7 +48,7 @@ describe.skipIf(databaseUrl === undefined)("account notices on PostgreSQL (TEST_
     Layer.mergeAll(BillingSettingsStorePg, OrderStorePg, LedgerStorePg).pipe(Layer.provideMerge(Database.layer({ databaseUrl: url, dataDir: "unused" })))
   ))
 
-  it.live("hears the accounts whose settings, receipts or reversed credits changed elsewhere, not their usage", () =>
+  it.live("hears the accounts whose settings, tier, agents, plans or rentals changed elsewhere, not their usage or other documents", () =>
     Effect.gen(function*() {
       const { heard, live } = yield* followed
       yield* until("listening", live)
@@ -79,10 +79,28 @@ describe.skipIf(databaseUrl === undefined)("account notices on PostgreSQL (TEST_
           auto_reload: false,
           counts_toward_tier: true
         })
+        // What stands behind its keys: a plan, a rental, an agent; a document of another kind is not.
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`
+          INSERT INTO subscriptions (id, account_id, order_id, machine_id, plan_id, paid_with, auto_renews,
+                                     cancel_at_period_end, current_period_start, current_period_end, created_at)
+          VALUES (${`sub_${crypto.randomUUID()}`}, ${accountId}, ${`ord_${crypto.randomUUID()}`}, 'm', 'p', 'card', true,
+                  false, now(), now() + interval '30 days', now())`
+        yield* sql`
+          INSERT INTO rentals (id, account_id, order_id, machine_id, cpu_cores, memory_gb, gpu, storage_gb, hours,
+                               starts_at, ends_at, created_at)
+          VALUES (${`rent_${crypto.randomUUID()}`}, ${accountId}, ${`ord_${crypto.randomUUID()}`}, 'm', 1, 1, 0, 0, 1,
+                  now(), now() + interval '1 hour', now())`
+        yield* sql`
+          INSERT INTO documents (kind, id, owner_id, created_at, version, record)
+          VALUES ('approval', ${crypto.randomUUID()}, ${accountId}, now(), 0, '{}'::jsonb)`
+        yield* sql`
+          INSERT INTO documents (kind, id, owner_id, created_at, version, record)
+          VALUES ('agent', ${crypto.randomUUID()}, ${accountId}, now(), 0, '{}'::jsonb)`
       }).pipe(Effect.provide(writer))
-      yield* until("three notices", () => heard.length >= 3)
+      yield* until("six notices", () => heard.length >= 6)
       yield* Effect.sleep(100)
-      expect(heard).toEqual([accountId, accountId, accountId])
+      expect(heard).toEqual(Array(6).fill(accountId))
     }).pipe(Effect.provide(follower)))
 
   it.live("says when its listener is lost, and listens again", () =>

@@ -19,6 +19,7 @@ import { Catalogue } from "../catalogue/Catalogue.ts"
 import { agentError, type AgentErrorOf } from "./AgentErrors.ts"
 import { type CreatedKey } from "../keys/Keys.ts"
 import { type AccountId, type AgentId, generateId } from "../kernel/Ids.ts"
+import { accountTeller } from "../kernel/AccountNotices.ts"
 import { DEFAULT_PERMISSIONS, ungrantable } from "../keys/Permissions.ts"
 import { AgentApprovals, type ApprovalsUnavailable } from "./AgentApprovals.ts"
 import { AgentStore } from "./AgentStore.ts"
@@ -144,6 +145,8 @@ const makeAgents = (options: AgentsOptions) =>
     const apiKeys = yield* ApiKeys
     const approvals = yield* AgentApprovals
     const network = yield* Network
+    // A change to an agent binds its keys at their next call, in this process at once (KeyStanding.ts).
+    const tell = yield* accountTeller
 
     /**
      * Writes `decide(current)` by swap, deciding again from the record as stored after a lost
@@ -158,7 +161,10 @@ const makeAgents = (options: AgentsOptions) =>
       for (let attempt = 0; attempt < SWAP_ATTEMPTS; attempt++) {
         const next = decide(current)
         if (next === undefined) return { record: current, applied: false }
-        if (yield* store.swap(next)) return { record: next, applied: true }
+        if (yield* store.swap(next)) {
+          yield* tell(next.account_id)
+          return { record: next, applied: true }
+        }
         const again = yield* store.get(record.id)
         if (again === undefined) return yield* Effect.die(new Error(`agent ${record.id} vanished while being written`))
         current = again

@@ -19,6 +19,7 @@
 import { Clock, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { Alerts, planRenewalFailedAlert } from "./Alerts.ts"
 import { monthOf } from "../kernel/Time.ts"
+import { accountTeller } from "../kernel/AccountNotices.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { makeOffSessionCharges } from "../payments/OffSessionCharges.ts"
 import { CURRENCY, PAYMENT_WINDOW_MS } from "../payments/OrderRules.ts"
@@ -50,6 +51,8 @@ export type RenewalResult = "renewed" | "failed" | "skipped"
 
 export const makeRenewals = Effect.gen(function*() {
   const store = yield* PlanStore
+  // The plan's keys see it end at their next call, in this process at once (KeyStanding.ts).
+  const tell = yield* accountTeller
   const offSession = yield* makeOffSessionCharges
   const catalogue = yield* Catalogue
   const alerts = Option.getOrUndefined(yield* Effect.serviceOption(Alerts))
@@ -62,6 +65,7 @@ export const makeRenewals = Effect.gen(function*() {
   const fail = Effect.fnUntraced(function*(plan: SubscriptionRecord, planName: string, reason: string, now: number, unpaid?: OrderRecord) {
     const applied = yield* store.failRenewal(plan.id, plan.current_period_end, reason)
     if (!applied) return "failed" as const
+    yield* tell(plan.account_id)
     const link = unpaid === undefined || payLinks === undefined
       ? undefined
       : yield* payLinks.offer(unpaid, `The ${planName} plan (${plan.id}) could not be renewed: ${reason}`)

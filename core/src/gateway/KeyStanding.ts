@@ -11,7 +11,8 @@
  * A key with none of these (the common case) costs no read. The records read are handed on, so the
  * gateway does not read them again (the agent's limits, the plan's models and allowance).
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { makeKeptCache } from "../kernel/AccountCache.ts"
 import { agentGate } from "../agents/Limits.ts"
 import { type StandingError, standingError } from "./GatewayErrors.ts"
 import type { AgentRecord } from "../agents/Records.ts"
@@ -39,17 +40,20 @@ export const NOTHING_BEHIND: Standing = { agent: undefined, plan: undefined, ren
 export const hasStanding = (key: KeyRecord): boolean =>
   key.agent_id !== null || key.subscription_id !== null || key.rental_id !== null
 
-/** The standing of `key` at `now`, read from these stores, or why it is refused. */
-const standingIn = (agents: AgentStore["Service"], plans: PlanStore["Service"]) =>
-(key: KeyRecord, now: number): Effect.Effect<Standing, KeyRefused> =>
+/** The records behind a key, as read (each undefined when the key has none, or it is gone). */
+type Behind = readonly [AgentRecord | undefined, SubscriptionRecord | undefined, RentalRecord | undefined]
+
+/** The records behind `key`, read from these stores together (one round trip's wait, not three). */
+const readBehind = (agents: AgentStore["Service"], plans: PlanStore["Service"], key: KeyRecord): Effect.Effect<Behind> =>
+  Effect.all([
+    key.agent_id === null ? Effect.undefined : agents.get(key.agent_id),
+    key.subscription_id === null ? Effect.undefined : plans.subscription(key.subscription_id),
+    key.rental_id === null ? Effect.undefined : plans.rental(key.rental_id)
+  ], { concurrency: "unbounded" })
+
+/** The standing of `key` at `now` from the records behind it, or why it is refused; judged in this order. */
+const judge = (key: KeyRecord, [foundAgent, foundPlan, foundRental]: Behind, now: number): Effect.Effect<Standing, KeyRefused> =>
   Effect.gen(function*() {
-    if (!hasStanding(key)) return NOTHING_BEHIND
-    // Read together (one round trip's wait, not three), judged in this order.
-    const [foundAgent, foundPlan, foundRental] = yield* Effect.all([
-      key.agent_id === null ? Effect.undefined : agents.get(key.agent_id),
-      key.subscription_id === null ? Effect.undefined : plans.subscription(key.subscription_id),
-      key.rental_id === null ? Effect.undefined : plans.rental(key.rental_id)
-    ], { concurrency: "unbounded" })
     let agent: AgentRecord | undefined
     if (key.agent_id !== null) {
       const own = foundAgent?.account_id === key.account_id ? foundAgent : undefined
@@ -79,6 +83,11 @@ const standingIn = (agents: AgentStore["Service"], plans: PlanStore["Service"]) 
     return { agent, plan, rental }
   })
 
+/** The standing of `key` at `now`, read from these stores, or why it is refused. */
+const standingIn = (agents: AgentStore["Service"], plans: PlanStore["Service"]) =>
+(key: KeyRecord, now: number): Effect.Effect<Standing, KeyRefused> =>
+  hasStanding(key) ? Effect.flatMap(readBehind(agents, plans, key), (behind) => judge(key, behind, now)) : Effect.succeed(NOTHING_BEHIND)
+
 /** The standing of `key` at `now`, or why it is refused, read from the stores in the context. */
 export const standingOf = (key: KeyRecord, now: number): Effect.Effect<Standing, KeyRefused, AgentStore | PlanStore> =>
   Effect.gen(function*() {
@@ -88,7 +97,20 @@ export const standingOf = (key: KeyRecord, now: number): Effect.Effect<Standing,
 /**
  * `standingOf` with its stores taken now, for a surface that checks every request: the stores are
  * passed in, not provided per request (providing a context copies the request's whole context).
+ * The records behind each key are read at every check, unless the shell sends account notices:
+ * then they are kept until a notice of their account (kernel/AccountCache.ts; an agent revoked or
+ * changed, a plan or rental changed), and judged afresh at each check (a delegation or a period
+ * that ends meanwhile ends on time).
  */
 export const makeStandingCheck = Effect.gen(function*() {
-  return standingIn(yield* AgentStore, yield* PlanStore)
+  const agents = yield* AgentStore
+  const plans = yield* PlanStore
+  const kept = yield* makeKeptCache<Behind>(0)
+  return (key: KeyRecord, now: number): Effect.Effect<Standing, KeyRefused> => {
+    if (!hasStanding(key)) return Effect.succeed(NOTHING_BEHIND)
+    const hit = kept.get(key.id, now)
+    return Option.isSome(hit)
+      ? judge(key, hit.value, now)
+      : Effect.flatMap(kept.read(key.id, key.account_id, now, readBehind(agents, plans, key)), (behind) => judge(key, behind, now))
+  }
 })

@@ -21,6 +21,7 @@ import type { Caller } from "../keys/Caller.ts"
 import { planError } from "./PlanErrors.ts"
 import { requireWithin } from "../keys/KeyScope.ts"
 import { type AccountId, generateId } from "../kernel/Ids.ts"
+import { accountTeller } from "../kernel/AccountNotices.ts"
 import type { PaymentMethod } from "../catalogue/CatalogueConfig.ts"
 import { machineOfScope } from "./ScopeTargetsFromPlans.ts"
 import { type OrderDetails, PlanStore, type RentalRecord, type SubscriptionRecord } from "./PlanStore.ts"
@@ -160,6 +161,8 @@ export const recordOfPaidOrder = (
 /** The plans use-cases over the plan store; built once by the handlers and by order fulfilment. */
 export const makePlans = Effect.gen(function*() {
   const store = yield* PlanStore
+  // A change to a plan binds the keys scoped to it at their next call, in this process at once (KeyStanding.ts).
+  const tell = yield* accountTeller
 
   /** Moves the plan a paid renewal order renews to its next period, once per order. */
   const renewByOrder = Effect.fnUntraced(function*(order: PlanOrder, subscriptionId: string, days: number) {
@@ -174,7 +177,10 @@ export const makePlans = Effect.gen(function*() {
         after_period_end: plan.current_period_end,
         ...nextPeriod(plan, paidAt, days)
       })
-      if (outcome !== "stale") return outcome
+      if (outcome !== "stale") {
+        yield* tell(plan.account_id)
+        return outcome
+      }
     }
     return yield* Effect.die(new Error(`renewal order ${order.id}: plan ${subscriptionId} kept moving`))
   })
@@ -254,6 +260,7 @@ export const makePlans = Effect.gen(function*() {
       const { auto_renews, cancel_at_period_end } = move.state
       const changed = yield* store.setRenewal(caller.account.id, id, { auto_renews, cancel_at_period_end })
       if (changed === undefined) return yield* planError("subscription_not_found", `No plan "${id}" in this account.`)
+      yield* tell(changed.account_id)
       const view = subscriptionView(changed, now)
       return {
         id: view.id,

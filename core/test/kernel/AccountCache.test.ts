@@ -29,15 +29,17 @@ const counter = () => {
 const handNotices = () => {
   const followers = new Set<NoticeFollower>()
   const state = { live: true }
+  const changed = (accountId: string) => followers.forEach((f) => f.changed(accountId))
   const layer = Layer.succeed(AccountNotices, AccountNotices.of({
     live: () => state.live,
+    tell: (accountId) => Effect.sync(() => changed(accountId)),
     follow: (follower) =>
       Effect.asVoid(Effect.acquireRelease(Effect.sync(() => followers.add(follower)), () => Effect.sync(() => followers.delete(follower))))
   }))
   return {
     layer,
     state,
-    changed: (accountId: string) => followers.forEach((f) => f.changed(accountId)),
+    changed,
     missed: () => followers.forEach((f) => f.missed()),
     followers: () => followers.size
   }
