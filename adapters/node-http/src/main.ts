@@ -129,8 +129,9 @@ const main = (logging: LoggingSettings, role: Role) => Effect.gen(function*() {
 
   // What outlives a catalogue reload (Reload.ts), built once: the database, the metering journal,
   // the network, the metrics.
-  // On a PostgreSQL server, every process hears at once of a change to an account's tier or
-  // billing settings (PgAccountNotices.ts); the embedded database has one connection to spare.
+  // On a PostgreSQL server, every process hears at once of a change to an account's tier, billing
+  // settings, agents or plans (PgAccountNotices.ts), and keeps those until then; the embedded
+  // database has no connection to spare for the listener.
   const onServer = Option.isSome(config.databaseUrl) && config.databaseUrl.value !== ""
   const stores = yield* Layer.build(
     (onServer ? Layer.merge(PgPlatformStores, AccountNoticesPg) : PgPlatformStores).pipe(Layer.provide(database))
