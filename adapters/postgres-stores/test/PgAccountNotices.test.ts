@@ -9,6 +9,7 @@ import { AccountNotices } from "@model-platform/core/kernel"
 import { BillingSettingsStore } from "@model-platform/core/billing"
 import { LedgerStore } from "@model-platform/core/ledger"
 import { OrderStore } from "@model-platform/core/payments"
+import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Database from "../src/database/Database.ts"
@@ -102,6 +103,24 @@ describe.skipIf(databaseUrl === undefined)("account notices on PostgreSQL (TEST_
       yield* Effect.sleep(100)
       expect(heard).toEqual(Array(6).fill(accountId))
     }).pipe(Effect.provide(follower)))
+
+  it.live("a listener that hears nothing (a proxy that does not carry notices) never counts as live", () =>
+    Effect.gen(function*() {
+      const { heard, live } = yield* followed
+      yield* Effect.sleep(1_500)
+      expect(live()).toBe(false)
+      expect(heard).toEqual([])
+    }).pipe(Effect.provide(Layer.unwrap(Effect.map(url, (url) =>
+      // The listener's session gets nothing: it listens where nobody notifies.
+      AccountNoticesPg.pipe(
+        Layer.provide(Layer.effect(
+          PgClient.PgClient,
+          Effect.map(PgClient.PgClient, (pg) =>
+            new Proxy(pg, { get: (target, name) => name === "listen" ? (channel: string) => target.listen(`${channel}_elsewhere`) : Reflect.get(target, name) }))
+        )),
+        Layer.provideMerge(Database.layer({ databaseUrl: url, dataDir: "unused" }))
+      )
+    )))))
 
   it.live("says when its listener is lost, and listens again", () =>
     Effect.gen(function*() {
