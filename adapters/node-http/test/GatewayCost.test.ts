@@ -51,7 +51,9 @@ const RECORDED = {
   },
   budgeted: {
     c1: { roundTrips: 5, statements: 31, plans: 3, rowsTotal: 18, scannedTotal: 0 },
-    // The key's agent and plan, read at every call, in two batched reads each (16 alone: 2 each).
+    // The key's agent and plan, read at every call, in two batched reads each (16 alone: 2 each):
+    // these stores send no account notices, so this is the dearer case (docs/performance.md
+    // "Per-account state, told when it changes"; with them the standing is kept and not read).
     batch16: { roundTrips: 0.375, statements: 2, plans: 0.5, rowsTotal: 4.875, scannedTotal: 0 }
   }
 } as const
