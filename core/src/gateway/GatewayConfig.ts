@@ -54,6 +54,10 @@ export interface GatewayConfig {
    * (docs/gateway.md "Admission in one store step"). Off: the machine is called after admission.
    */
   readonly speculativeDispatch: boolean
+  /**
+   * How lately a key's call must have been admitted for its next to be speculated. The cost of a
+   * wrong guess is bounded by the rule, not by this window: once per key after each admitted call.
+   */
   readonly speculationWindowMs: number
   /** At most this many admissions, or calls' settlements and usage records, go in one store step. */
   readonly storeBatch: number
@@ -81,7 +85,7 @@ export const defaultGatewayConfig: GatewayConfig = {
   rateWindowMs: 60_000,
   settleInline: false,
   speculativeDispatch: true,
-  speculationWindowMs: 10_000,
+  speculationWindowMs: 60_000,
   storeBatch: 64,
   inlineRetryMs: 5_000
 }
