@@ -25,9 +25,9 @@ import { ACCOUNT_NOTICE_CHANNEL } from "./migrations/0027_account_notices.ts"
 /** How long after losing its connection the listener tries again. */
 const RELISTEN_MS = 1_000
 /** How often this process checks that it hears its own notices. */
-export const HEARTBEAT_MS = 10_000
+const HEARTBEAT_MS = 10_000
 /** How long a heartbeat may take to come back before the notices count as not live. */
-export const HEARTBEAT_WAIT_MS = 2_000
+const HEARTBEAT_WAIT_MS = 2_000
 /** The heartbeats' payloads start so; an account id never does (ids are `<kind>_...`). */
 const HEARTBEAT = "heartbeat:"
 

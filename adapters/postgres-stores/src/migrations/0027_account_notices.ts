@@ -19,37 +19,26 @@ export const ACCOUNT_NOTICE_CHANNEL = "account_state"
 
 export const accountNotices = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  // The trigger's argument names the row's account column (a document's is owner_id: an agent is
+  // owned by its account, core agents/Records.ts). Only on these rare writes is the row made jsonb.
   yield* sql.unsafe(`
     CREATE FUNCTION account_state_notice() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-      PERFORM pg_notify('${ACCOUNT_NOTICE_CHANNEL}', CASE WHEN TG_OP = 'DELETE' THEN OLD.account_id ELSE NEW.account_id END);
+      PERFORM pg_notify('${ACCOUNT_NOTICE_CHANNEL}', to_jsonb(CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END) ->> TG_ARGV[0]);
       RETURN NULL;
     END $$`)
-  yield* sql`
-    CREATE TRIGGER billing_settings_notice AFTER INSERT OR UPDATE OR DELETE ON billing_settings
-      FOR EACH ROW EXECUTE FUNCTION account_state_notice()`
-  yield* sql`
-    CREATE TRIGGER receipts_notice AFTER INSERT OR UPDATE OR DELETE ON receipts
-      FOR EACH ROW EXECUTE FUNCTION account_state_notice()`
-  yield* sql`
-    CREATE TRIGGER ledger_reversal_notice AFTER INSERT ON ledger_entries
-      FOR EACH ROW WHEN (NEW.type = 'credit_reversed') EXECUTE FUNCTION account_state_notice()`
-  for (const table of ["subscriptions", "rentals"]) {
+  for (const table of ["billing_settings", "receipts", "subscriptions", "rentals"]) {
     yield* sql.unsafe(`
       CREATE TRIGGER ${table}_notice AFTER INSERT OR UPDATE OR DELETE ON ${table}
-        FOR EACH ROW EXECUTE FUNCTION account_state_notice()`)
+        FOR EACH ROW EXECUTE FUNCTION account_state_notice('account_id')`)
   }
-  // A document's account is its owner_id (an agent is owned by its account: core agents/Records.ts).
-  yield* sql.unsafe(`
-    CREATE FUNCTION account_document_notice() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-      PERFORM pg_notify('${ACCOUNT_NOTICE_CHANNEL}', CASE WHEN TG_OP = 'DELETE' THEN OLD.owner_id ELSE NEW.owner_id END);
-      RETURN NULL;
-    END $$`)
+  yield* sql`
+    CREATE TRIGGER ledger_reversal_notice AFTER INSERT ON ledger_entries
+      FOR EACH ROW WHEN (NEW.type = 'credit_reversed') EXECUTE FUNCTION account_state_notice('account_id')`
   yield* sql`
     CREATE TRIGGER agent_notice AFTER INSERT OR UPDATE ON documents
-      FOR EACH ROW WHEN (NEW.kind = 'agent') EXECUTE FUNCTION account_document_notice()`
+      FOR EACH ROW WHEN (NEW.kind = 'agent') EXECUTE FUNCTION account_state_notice('owner_id')`
   yield* sql`
     CREATE TRIGGER agent_deleted_notice AFTER DELETE ON documents
-      FOR EACH ROW WHEN (OLD.kind = 'agent') EXECUTE FUNCTION account_document_notice()`
+      FOR EACH ROW WHEN (OLD.kind = 'agent') EXECUTE FUNCTION account_state_notice('owner_id')`
 })
