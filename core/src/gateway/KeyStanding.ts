@@ -11,7 +11,7 @@
  * A key with none of these (the common case) costs no read. The records read are handed on, so the
  * gateway does not read them again (the agent's limits, the plan's models and allowance).
  */
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
 import { makeKeptCache } from "../kernel/AccountCache.ts"
 import { agentGate } from "../agents/Limits.ts"
 import { type StandingError, standingError } from "./GatewayErrors.ts"
@@ -83,15 +83,17 @@ const judge = (key: KeyRecord, [foundAgent, foundPlan, foundRental]: Behind, now
     return { agent, plan, rental }
   })
 
-/** The standing of `key` at `now`, read from these stores, or why it is refused. */
-const standingIn = (agents: AgentStore["Service"], plans: PlanStore["Service"]) =>
+/** The standing of `key` at `now` from the records `behind` gives, or why it is refused. */
+const standingFrom = (behind: (key: KeyRecord, now: number) => Effect.Effect<Behind>) =>
 (key: KeyRecord, now: number): Effect.Effect<Standing, KeyRefused> =>
-  hasStanding(key) ? Effect.flatMap(readBehind(agents, plans, key), (behind) => judge(key, behind, now)) : Effect.succeed(NOTHING_BEHIND)
+  hasStanding(key) ? Effect.flatMap(behind(key, now), (records) => judge(key, records, now)) : Effect.succeed(NOTHING_BEHIND)
 
 /** The standing of `key` at `now`, or why it is refused, read from the stores in the context. */
 export const standingOf = (key: KeyRecord, now: number): Effect.Effect<Standing, KeyRefused, AgentStore | PlanStore> =>
   Effect.gen(function*() {
-    return yield* standingIn(yield* AgentStore, yield* PlanStore)(key, now)
+    const agents = yield* AgentStore
+    const plans = yield* PlanStore
+    return yield* standingFrom((key) => readBehind(agents, plans, key))(key, now)
   })
 
 /**
@@ -106,11 +108,5 @@ export const makeStandingCheck = Effect.gen(function*() {
   const agents = yield* AgentStore
   const plans = yield* PlanStore
   const kept = yield* makeKeptCache<Behind>(0)
-  return (key: KeyRecord, now: number): Effect.Effect<Standing, KeyRefused> => {
-    if (!hasStanding(key)) return Effect.succeed(NOTHING_BEHIND)
-    const hit = kept.get(key.id, now)
-    return Option.isSome(hit)
-      ? judge(key, hit.value, now)
-      : Effect.flatMap(kept.read(key.id, key.account_id, now, readBehind(agents, plans, key)), (behind) => judge(key, behind, now))
-  }
+  return standingFrom((key, now) => kept.through(key.id, key.account_id, now, () => readBehind(agents, plans, key)))
 })

@@ -23,6 +23,8 @@ export interface KeptCache<A> {
   readonly get: (id: string, now: number) => Option.Option<A>
   /** Runs `read` now (whatever is kept) and keeps its value under `id`, as state of `accountId`. */
   readonly read: <E>(id: string, accountId: string, now: number, read: Effect.Effect<A, E>) => Effect.Effect<A, E>
+  /** The value kept under `id` while fresh at `now` (looked up when called), else `read()` run now and kept. */
+  readonly through: <E>(id: string, accountId: string, now: number, read: () => Effect.Effect<A, E>) => Effect.Effect<A, E>
   /** `id` changed in this process: read it again next time. */
   readonly forget: (id: string) => void
 }
@@ -55,23 +57,29 @@ export const makeKeptCache = <A>(ttlMs: number): Effect.Effect<KeptCache<A>, nev
         }
       })
     }
+    const get = (id: string, now: number): Option.Option<A> => {
+      const entry = kept.get(id)
+      if (entry === undefined) return Option.none()
+      const ttl = entry.followed && notices?.live() === true ? FOLLOWED_TTL_MS : ttlMs
+      return now - entry.at < ttl ? Option.some(entry.value) : Option.none()
+    }
+    const read = <E>(id: string, accountId: string, now: number, effect: Effect.Effect<A, E>) =>
+      Effect.suspend(() => {
+        const before = heard
+        const live = notices?.live() === true
+        return Effect.map(effect, (value) => {
+          if (kept.size >= MAX_KEPT) kept.clear()
+          kept.set(id, { value, accountId, at: now, followed: live && heard === before })
+          return value
+        })
+      })
     return {
-      get: (id, now) => {
-        const entry = kept.get(id)
-        if (entry === undefined) return Option.none()
-        const ttl = entry.followed && notices?.live() === true ? FOLLOWED_TTL_MS : ttlMs
-        return now - entry.at < ttl ? Option.some(entry.value) : Option.none()
+      get,
+      read,
+      through: (id, accountId, now, effect) => {
+        const hit = get(id, now)
+        return Option.isSome(hit) ? Effect.succeed(hit.value) : read(id, accountId, now, effect())
       },
-      read: (id, accountId, now, read) =>
-        Effect.suspend(() => {
-          const before = heard
-          const live = notices?.live() === true
-          return Effect.map(read, (value) => {
-            if (kept.size >= MAX_KEPT) kept.clear()
-            kept.set(id, { value, accountId, at: now, followed: live && heard === before })
-            return value
-          })
-        }),
       forget: (id) => void kept.delete(id)
     }
   })
@@ -93,15 +101,9 @@ export const makeAccountCache = <K extends string, A, E>(
   ttlMs: number,
   reader: (accountId: K) => Effect.Effect<A, E>
 ): Effect.Effect<AccountCache<K, A, E>, never, Scope.Scope> =>
-  Effect.map(makeKeptCache<A>(ttlMs), (cache) => {
-    const read = (accountId: K, now: number) => cache.read(accountId, accountId, now, reader(accountId))
-    return {
-      get: cache.get,
-      read,
-      through: (accountId, now) => {
-        const hit = cache.get(accountId, now)
-        return Option.isSome(hit) ? Effect.succeed(hit.value) : read(accountId, now)
-      },
-      forget: cache.forget
-    }
-  })
+  Effect.map(makeKeptCache<A>(ttlMs), (cache) => ({
+    get: cache.get,
+    read: (accountId, now) => cache.read(accountId, accountId, now, reader(accountId)),
+    through: (accountId, now) => cache.through(accountId, accountId, now, () => reader(accountId)),
+    forget: cache.forget
+  }))
