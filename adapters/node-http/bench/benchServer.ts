@@ -185,10 +185,11 @@ export const runServer = async () => {
   const memory = flag("stores") === "memory"
   const mockUrl = process.env.BENCH_MOCK_URL!
   const catalogue = await benchCatalogue(`${mockUrl}/v1`)
-  const database = Database.layer({ databaseUrl, dataDir: Database.MEMORY })
+  const databaseOptions = { databaseUrl, dataDir: Database.MEMORY }
+  const database = Database.layer(databaseOptions)
   // SqlClient stays visible (merged) for the database version, the backends and nothing else.
   // As `./platform start` on a server, account notices unless --no-notices (to measure them).
-  const pgStores = databaseUrl !== undefined && !has("no-notices") ? Layer.merge(PgPlatformStores, AccountNoticesPg) : PgPlatformStores
+  const pgStores = Database.onServer(databaseOptions) && !has("no-notices") ? Layer.merge(PgPlatformStores, AccountNoticesPg) : PgPlatformStores
   const stores = memory ? FastMemoryStores : pgStores.pipe(Layer.provideMerge(database))
   const machineClient = flag("machine-client") === "fetch" ? MachineHttpLayer : MachineNodeHttpLayer
   const journalDirectory = Fs.mkdtempSync(`${Os.tmpdir()}/bench-journal-`)

@@ -111,7 +111,8 @@ const main = (logging: LoggingSettings, role: Role) => Effect.gen(function*() {
   }
   // payments.card.processor "stripe": STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET (docs/payments.md).
   const cardProcessor = yield* shellCardProcessor(catalogue, stripeSecretsFromEnv)
-  const database = Database.layer({ databaseUrl: Option.getOrUndefined(config.databaseUrl), dataDir: config.dataDir })
+  const databaseOptions = { databaseUrl: Option.getOrUndefined(config.databaseUrl), dataDir: config.dataDir }
+  const database = Database.layer(databaseOptions)
   const email = yield* EmailConfig
   const accountsUrl = (yield* AccountsServerConfig).accountsUrl
   // Without SMTP, an operator confirms a sign-up from the outbox: say where it is.
@@ -132,9 +133,8 @@ const main = (logging: LoggingSettings, role: Role) => Effect.gen(function*() {
   // On a PostgreSQL server, every process hears at once of a change to an account's tier, billing
   // settings, agents or plans (PgAccountNotices.ts), and keeps those until then; the embedded
   // database has no connection to spare for the listener.
-  const onServer = Option.isSome(config.databaseUrl) && config.databaseUrl.value !== ""
   const stores = yield* Layer.build(
-    (onServer ? Layer.merge(PgPlatformStores, AccountNoticesPg) : PgPlatformStores).pipe(Layer.provide(database))
+    (Database.onServer(databaseOptions) ? Layer.merge(PgPlatformStores, AccountNoticesPg) : PgPlatformStores).pipe(Layer.provide(database))
   )
   // An in-memory database (tests) keeps no journal unless one is named.
   const journal = Option.isNone(config.meteringJournalDir) && config.dataDir === Database.MEMORY

@@ -142,13 +142,13 @@ const migrations = Layer.effectDiscard(
   migrate.pipe(Effect.mapError((cause) => new DatabaseError({ message: "Database migrations failed", cause })))
 )
 
+/** Whether these options open a PostgreSQL server (a `databaseUrl`), not the embedded database. */
+export const onServer = (options: Options): options is Options & { readonly databaseUrl: string } =>
+  options.databaseUrl !== undefined && options.databaseUrl !== ""
+
 /** The migrated database: a server when `databaseUrl` is set, else the embedded one in `dataDir`. */
 export const layer = (options: Options): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, OpenError> =>
-  migrations.pipe(
-    Layer.provideMerge(
-      options.databaseUrl !== undefined && options.databaseUrl !== "" ? server(options.databaseUrl) : embedded(options.dataDir)
-    )
-  )
+  migrations.pipe(Layer.provideMerge(onServer(options) ? server(options.databaseUrl) : embedded(options.dataDir)))
 
 /** The module as one value, for `Database.layer(...)` at the call sites. */
-export const Database = { layer, MEMORY } as const
+export const Database = { layer, onServer, MEMORY } as const
