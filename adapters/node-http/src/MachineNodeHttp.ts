@@ -197,6 +197,30 @@ export const makeMachineNodeHttp = (options: MachineNodeHttpOptions = {}): Machi
       return Effect.sync(() => res.destroy())
     })
 
+  /**
+   * An answer whose body is made into a stream only when read so: a chat answer is read whole
+   * (`bytes`), and a stream made per call keeps the call's state alive past the young generation's
+   * collections (docs/performance.md "Generators made per call").
+   */
+  class NodeMachineResponse implements MachineResponse {
+    readonly status: number
+    readonly headers: Readonly<Record<string, string>>
+    readonly machine: MachineTarget
+    readonly res: Http.IncomingMessage
+    constructor(machine: MachineTarget, res: Http.IncomingMessage) {
+      this.status = res.statusCode ?? 0
+      this.headers = headersOf(res.headers)
+      this.machine = machine
+      this.res = res
+    }
+    get body() {
+      return bodyOf(this.machine, this.res)
+    }
+    get bytes() {
+      return bytesOf(this.machine, this.res)
+    }
+  }
+
   const post: MachineClient["Service"]["post"] = (machine, path, body, options) =>
     Effect.suspend(() => {
       // A body JSON cannot encode fails as "unsendable", never as a defect.
@@ -204,12 +228,7 @@ export const makeMachineNodeHttp = (options: MachineNodeHttpOptions = {}): Machi
       if (Result.isFailure(text)) return Effect.fail(text.failure)
       return Effect.map(
         send(machine, path, "POST", Buffer.from(text.success), options.firstByteTimeoutMs, options.headers),
-        (res): MachineResponse => ({
-          status: res.statusCode ?? 0,
-          headers: headersOf(res.headers),
-          body: bodyOf(machine, res),
-          bytes: bytesOf(machine, res)
-        })
+        (res): MachineResponse => new NodeMachineResponse(machine, res)
       )
     })
 

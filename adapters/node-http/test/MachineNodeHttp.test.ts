@@ -7,6 +7,8 @@ import { makeMachineHttp } from "@model-platform/core/gateway"
 import type { MachineClient, MachineTarget } from "@model-platform/core/gateway"
 import { Effect, Exit, Fiber, Stream } from "effect"
 import * as Http from "node:http"
+import * as V8 from "node:v8"
+import * as Vm from "node:vm"
 import type { AddressInfo, Socket } from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
 import { makeMachineNodeHttp } from "../src/MachineNodeHttp.ts"
@@ -45,6 +47,10 @@ const failureOf = <A>(exit: Exit.Exit<A, { readonly reason: string }>) =>
   Exit.isFailure(exit) ? exit.cause.reasons.find((r) => r._tag === "Fail")?.error : undefined
 
 const text = (chunks: ReadonlyArray<Uint8Array>) => Buffer.concat(chunks).toString("utf8")
+
+// A full collection on demand, without starting the test runner with --expose-gc.
+V8.setFlagsFromString("--expose-gc")
+const collectGarbage = Vm.runInNewContext("gc") as () => void
 
 const waitFor = async (condition: () => boolean, ms = 2_000) => {
   const until = Date.now() + ms
@@ -86,6 +92,24 @@ describe.each(clients)("machine client $name", ({ make, name }) => {
     expect(out.headers["content-type"]).toBe("application/json")
     expect(out.headers["x-thing"]).toBe("1")
     expect(out.body).toBe(`{"error":{"code":"busy"}}`)
+  })
+
+  it("the body is whole when read after garbage collections: the answer keeps what it reads from alive", async () => {
+    // Node's fetch cancels the body of a Response that is collected; an answer read after its head
+    // (admission runs in between) must not lose its body to a collection meanwhile.
+    const { target } = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" })
+      res.end(`{"answer":"whole"}`)
+    })
+    fresh()
+    const response = await Effect.runPromise(client.post(target, "/chat/completions", { model: "x" }, { firstByteTimeoutMs: 5_000 }))
+    for (let i = 0; i < 3; i++) {
+      collectGarbage()
+      // FinalizationRegistry callbacks run in a later task.
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    const chunks = await Effect.runPromise(Stream.runCollect(response.body))
+    expect(text(Array.from(chunks))).toBe(`{"answer":"whole"}`)
   })
 
   it("resolves at the head, before the body has come: chunks arrive as they are sent", async () => {

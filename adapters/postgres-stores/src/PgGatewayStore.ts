@@ -166,17 +166,19 @@ export const GatewayStorePg: Layer.Layer<GatewayStore, never, SqlClient.SqlClien
           }
         }
       }))
-      // One statement: the function admits the elements in the array's order.
-      return Effect.gen(function*() {
-        const rows = yield* sql<AdmitRow & { readonly n: number }>`
-          SELECT n, result, hits, scopes, amounts, available, budget, lim, used, grant_names, grant_periods, grant_amounts
-          FROM gateway_admit_batch(${items}::jsonb) ORDER BY n`.pipe(Effect.orDie)
-        const results = new Array<AdmissionResult>(admissions.length)
-        for (const row of rows) results[order[row.n - 1]!] = toAdmission(row)
-        for (const a of admissions) yield* pruneAfterHit(a.rate.window_start)
-        return results
-      }).pipe(Effect.withSpan("GatewayStore.admit"))
+      return admitRows(admissions, order, items).pipe(Effect.withSpan("GatewayStore.admit"))
     }
+    // One statement: the function admits the elements in the array's order. (A generator function
+    // made once, not per batch: docs/performance.md "Generators made per call".)
+    const admitRows = Effect.fnUntraced(function*(admissions: ReadonlyArray<Admission>, order: ReadonlyArray<number>, items: string) {
+      const rows = yield* sql<AdmitRow & { readonly n: number }>`
+        SELECT n, result, hits, scopes, amounts, available, budget, lim, used, grant_names, grant_periods, grant_amounts
+        FROM gateway_admit_batch(${items}::jsonb) ORDER BY n`.pipe(Effect.orDie)
+      const results = new Array<AdmissionResult>(admissions.length)
+      for (const row of rows) results[order[row.n - 1]!] = toAdmission(row)
+      for (const a of admissions) yield* pruneAfterHit(a.rate.window_start)
+      return results
+    })
 
     const commit = (calls: ReadonlyArray<Metered>) => {
       if (calls.length === 0) return Effect.succeed([])

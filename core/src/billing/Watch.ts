@@ -95,19 +95,20 @@ const makeWatch = Effect.gen(function*() {
   const topUp = (accountId: AccountId, settings: BillingSettings, justRead: boolean, now: number) =>
     Effect.flatMap(justRead ? Effect.succeed(settings) : known.read(accountId, now), (fresh) => topUps.check(accountId, fresh.auto_reload))
 
+  const checking = Effect.fnUntraced(function*(accountId: AccountId) {
+    const now = yield* Clock.currentTimeMillis
+    const { settings, read: justRead } = yield* settingsOf(accountId, now)
+    const auto = settings.auto_reload
+    const watchSpend = settings.alert_points.length > 0
+    const watchBalance = auto.enabled || auto.threshold > 0n
+    if (!watchSpend && !watchBalance) return
+    yield* Effect.all([
+      watchSpend ? spend(accountId, settings.alert_points) : Effect.void,
+      watchBalance ? topUp(accountId, settings, justRead, now) : Effect.void
+    ], { concurrency: 2, discard: true })
+  })
   const check = (accountId: AccountId) =>
-    Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const { settings, read: justRead } = yield* settingsOf(accountId, now)
-      const auto = settings.auto_reload
-      const watchSpend = settings.alert_points.length > 0
-      const watchBalance = auto.enabled || auto.threshold > 0n
-      if (!watchSpend && !watchBalance) return
-      yield* Effect.all([
-        watchSpend ? spend(accountId, settings.alert_points) : Effect.void,
-        watchBalance ? topUp(accountId, settings, justRead, now) : Effect.void
-      ], { concurrency: 2, discard: true })
-    }).pipe(
+    checking(accountId).pipe(
       Effect.catchCause((cause) => Effect.logError(`billing watch: the check of ${accountId} failed; its next settlement checks again`, cause)),
       Effect.withSpan("BillingWatch.check")
     )

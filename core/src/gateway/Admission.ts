@@ -140,94 +140,101 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
       config.storeBatch
     )
 
-    /** Admits a call: its first reservation (undefined when it reserves nothing), or why not. */
-    const admit = ({ agent, allowance, bound, caller, endpoint, first, now, service }: Candidate) =>
-      Effect.gen(function*() {
-        const ref = bound === undefined ? undefined : yield* generateId("usage")
-        const expiresAt = now + config.reservationTtlMs
-        const step = Effect.gen(function*() {
-          const bought = yield* purchasedOf(caller.account.id, now)
-          const rpm = rpmAt(tiers, bought)
-          const windowStart = windowStartOf(now, config.rateWindowMs)
-          // Uninterruptible: a client leaving meanwhile waits for the store's answer, so that a
-          // reservation made for it is seen (and released), never left to expire.
-          const admission: AdmissionResult = yield* Effect.uninterruptible(admissions.submit({
-            account_id: caller.account.id,
-            key_id: caller.key.id,
-            touch_at: touchAt(caller, now),
-            rate: { bucket: `rpm:${caller.key.id}`, window_start: windowStart, window_ms: config.rateWindowMs, limit: rpm },
-            reservation: ref === undefined || bound === undefined ? undefined : {
-              ref,
-              account_id: caller.account.id,
-              machine_id: first.id,
-              scopes: spendingOrder(first.id),
-              amount: bound,
-              created_at: Time.toTimestamp(now),
-              expires_at: Time.toTimestamp(expiresAt),
-              ...claimsOf(caller, service, now, bought, allowance, agent)
-            }
-          }))
-          if (admission._tag === "KeyRevoked") {
-            yield* apiKeys.forget(caller.key.id)
-            return yield* gatewayError("key_revoked", "The API key was revoked.")
-          }
-          if (admission._tag === "RateLimited") {
-            const retryAfterSeconds = Math.max(1, Math.ceil((windowStart + config.rateWindowMs - now) / 1000))
-            return yield* rateLimited(
-              retryAfterSeconds,
-              `Rate limit reached: this key may make ${rpm} requests per minute at the account's tier; retry in ${retryAfterSeconds} s.`
-            )
-          }
-          const reserved = admission.reserved
-          if (reserved?._tag === "insufficient") {
-            return yield* gatewayError(
-              "insufficient_credit",
-              `Insufficient credit: this call may cost up to ${microToCredits(bound ?? 0n)} credits and the balance usable on this machine (with what is left of this service's allowance and trial) is ${microToCredits(reserved.available)} credits. Add credits${endpoint === "/v1/chat/completions" ? ", or lower max_tokens" : ""}.`
-            )
-          }
-          if (reserved?._tag === "over_budget" && agentLimitOf(reserved.budget) !== undefined) {
-            // docs/agents.md "Agent keys at the gateway": the agent's daily or total limit.
-            const daily = agentLimitOf(reserved.budget) === "daily"
-            return yield* gatewayError(
-              daily ? "agent_daily_limit" : "agent_total_limit",
-              `Agent limit reached: this call may cost up to ${microToCredits(bound ?? 0n)} credits and the agent may spend ${
-                microToCredits(reserved.limit)
-              } credits ${daily ? "a day (UTC)" : "in total"}, of which ${microToCredits(reserved.used)} are spent or held${
-                daily ? " today" : ""
-              }. The owner may raise the limit (POST /agents/{id}/settings, approved with a passkey).`
-            )
-          }
-          if (reserved?._tag === "over_budget") {
-            // docs/billing.md "Monthly limits": the account's limit, or the key's ("key:<id>").
-            const ofKey = reserved.budget !== "account"
-            // Billing raises the limit-reached alert (once a month; docs/billing.md "Alerts").
-            yield* settlement.limitReached(caller.account.id, reserved.budget, monthOf(now), reserved.limit)
-            return yield* gatewayError(
-              ofKey ? "key_monthly_limit_reached" : "monthly_limit_reached",
-              `Monthly limit reached: this call may cost up to ${microToCredits(bound ?? 0n)} credits and ${
-                ofKey ? "this key" : "the account"
-              } has ${microToCredits(reserved.limit)} credits a month, of which ${
-                microToCredits(reserved.used)
-              } are spent or held this month. ${
-                ofKey ? "Raise the key's monthly limit" : "Raise the account's monthly limit (up to the tier's)"
-              }${endpoint === "/v1/chat/completions" ? ", or lower max_tokens" : ""}.`
-            )
-          }
-          if (reserved?._tag === "duplicate") {
-            return yield* Effect.die(new Error(`Gateway: generated reservation ref ${ref} already exists`))
-          }
-          stateOf(caller).admittedAt = now
-          return reserved === undefined || ref === undefined
-            ? undefined
-            : { ref, machineId: first.id, allocations: reserved.allocations, grants: reserved.grants ?? [], expiresAt } satisfies Held
-        })
-        return yield* step.pipe(
-          Effect.onExit((exit) =>
-            ref === undefined || (exit._tag === "Success" && exit.value !== undefined) ? Effect.void : settlement.abandon(ref, exit)
-          ),
-          Effect.onError(() => refused(caller))
+    // Generator functions are made once, here, not per call: a generator function made per call
+    // keeps the call's state alive past young-generation collections (docs/performance.md
+    // "Generators made per call").
+    /** The admission's store step and what its answer means, for a call whose reservation is `ref`. */
+    const admitStep = Effect.fnUntraced(function*(
+      { agent, allowance, bound, caller, endpoint, first, now, service }: Candidate,
+      ref: string | undefined,
+      expiresAt: number
+    ) {
+      const bought = yield* purchasedOf(caller.account.id, now)
+      const rpm = rpmAt(tiers, bought)
+      const windowStart = windowStartOf(now, config.rateWindowMs)
+      // Uninterruptible: a client leaving meanwhile waits for the store's answer, so that a
+      // reservation made for it is seen (and released), never left to expire.
+      const admission: AdmissionResult = yield* Effect.uninterruptible(admissions.submit({
+        account_id: caller.account.id,
+        key_id: caller.key.id,
+        touch_at: touchAt(caller, now),
+        rate: { bucket: `rpm:${caller.key.id}`, window_start: windowStart, window_ms: config.rateWindowMs, limit: rpm },
+        reservation: ref === undefined || bound === undefined ? undefined : {
+          ref,
+          account_id: caller.account.id,
+          machine_id: first.id,
+          scopes: spendingOrder(first.id),
+          amount: bound,
+          created_at: Time.toTimestamp(now),
+          expires_at: Time.toTimestamp(expiresAt),
+          ...claimsOf(caller, service, now, bought, allowance, agent)
+        }
+      }))
+      if (admission._tag === "KeyRevoked") {
+        yield* apiKeys.forget(caller.key.id)
+        return yield* gatewayError("key_revoked", "The API key was revoked.")
+      }
+      if (admission._tag === "RateLimited") {
+        const retryAfterSeconds = Math.max(1, Math.ceil((windowStart + config.rateWindowMs - now) / 1000))
+        return yield* rateLimited(
+          retryAfterSeconds,
+          `Rate limit reached: this key may make ${rpm} requests per minute at the account's tier; retry in ${retryAfterSeconds} s.`
         )
-      })
+      }
+      const reserved = admission.reserved
+      if (reserved?._tag === "insufficient") {
+        return yield* gatewayError(
+          "insufficient_credit",
+          `Insufficient credit: this call may cost up to ${microToCredits(bound ?? 0n)} credits and the balance usable on this machine (with what is left of this service's allowance and trial) is ${microToCredits(reserved.available)} credits. Add credits${endpoint === "/v1/chat/completions" ? ", or lower max_tokens" : ""}.`
+        )
+      }
+      if (reserved?._tag === "over_budget" && agentLimitOf(reserved.budget) !== undefined) {
+        // docs/agents.md "Agent keys at the gateway": the agent's daily or total limit.
+        const daily = agentLimitOf(reserved.budget) === "daily"
+        return yield* gatewayError(
+          daily ? "agent_daily_limit" : "agent_total_limit",
+          `Agent limit reached: this call may cost up to ${microToCredits(bound ?? 0n)} credits and the agent may spend ${
+            microToCredits(reserved.limit)
+          } credits ${daily ? "a day (UTC)" : "in total"}, of which ${microToCredits(reserved.used)} are spent or held${
+            daily ? " today" : ""
+          }. The owner may raise the limit (POST /agents/{id}/settings, approved with a passkey).`
+        )
+      }
+      if (reserved?._tag === "over_budget") {
+        // docs/billing.md "Monthly limits": the account's limit, or the key's ("key:<id>").
+        const ofKey = reserved.budget !== "account"
+        // Billing raises the limit-reached alert (once a month; docs/billing.md "Alerts").
+        yield* settlement.limitReached(caller.account.id, reserved.budget, monthOf(now), reserved.limit)
+        return yield* gatewayError(
+          ofKey ? "key_monthly_limit_reached" : "monthly_limit_reached",
+          `Monthly limit reached: this call may cost up to ${microToCredits(bound ?? 0n)} credits and ${
+            ofKey ? "this key" : "the account"
+          } has ${microToCredits(reserved.limit)} credits a month, of which ${
+            microToCredits(reserved.used)
+          } are spent or held this month. ${
+            ofKey ? "Raise the key's monthly limit" : "Raise the account's monthly limit (up to the tier's)"
+          }${endpoint === "/v1/chat/completions" ? ", or lower max_tokens" : ""}.`
+        )
+      }
+      if (reserved?._tag === "duplicate") {
+        return yield* Effect.die(new Error(`Gateway: generated reservation ref ${ref} already exists`))
+      }
+      stateOf(caller).admittedAt = now
+      return reserved === undefined || ref === undefined
+        ? undefined
+        : { ref, machineId: first.id, allocations: reserved.allocations, grants: reserved.grants ?? [], expiresAt } satisfies Held
+    })
+
+    /** Admits a call: its first reservation (undefined when it reserves nothing), or why not. */
+    const admit = Effect.fnUntraced(function*(candidate: Candidate) {
+      const ref = candidate.bound === undefined ? undefined : yield* generateId("usage")
+      return yield* admitStep(candidate, ref, candidate.now + config.reservationTtlMs).pipe(
+        Effect.onExit((exit) =>
+          ref === undefined || (exit._tag === "Success" && exit.value !== undefined) ? Effect.void : settlement.abandon(ref, exit)
+        ),
+        Effect.onError(() => refused(candidate.caller))
+      )
+    })
 
     return { admit, likelyAdmitted, refused, claimsFor } as const
   })

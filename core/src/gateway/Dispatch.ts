@@ -74,118 +74,114 @@ export const makeDispatch = (config: DispatchConfig, catalogue: CatalogueConfig,
      * "Keys scoped to a plan or a rental"); and whose allowance its calls spend (the plan's, or the
      * account's month's).
      */
-    const keyMachineOf = (caller: Caller, standing: Standing, call: ValidCall) =>
-      Effect.gen(function*(): Effect.fn.Return<{ readonly machine: string | null; readonly allowance: AllowanceSource }, GatewayError> {
-        const plan = standing.plan
-        if (plan !== undefined) {
-          const offered = plansOf.get(plan.machine_id)?.get(plan.plan_id)
-          if (offered === undefined || !offered.models.includes(call.model.id)) {
-            return yield* gatewayError(
-              "model_not_in_plan",
-              `The plan behind this key (${plan.plan_id} on ${plan.machine_id}) does not include ${call.model.id}${
-                offered === undefined ? "" : `; it includes ${offered.models.join(", ")}`
-              }.`
-            )
-          }
-          return { machine: plan.machine_id, allowance: planAllowance(plan) }
+    const keyMachineOf = Effect.fnUntraced(function*(caller: Caller, standing: Standing, call: ValidCall): Effect.fn.Return<{ readonly machine: string | null; readonly allowance: AllowanceSource }, GatewayError> {
+      const plan = standing.plan
+      if (plan !== undefined) {
+        const offered = plansOf.get(plan.machine_id)?.get(plan.plan_id)
+        if (offered === undefined || !offered.models.includes(call.model.id)) {
+          return yield* gatewayError(
+            "model_not_in_plan",
+            `The plan behind this key (${plan.plan_id} on ${plan.machine_id}) does not include ${call.model.id}${
+              offered === undefined ? "" : `; it includes ${offered.models.join(", ")}`
+            }.`
+          )
         }
-        if (standing.rental !== undefined) return { machine: standing.rental.machine_id, allowance: MONTHLY_ALLOWANCE }
-        return { machine: caller.key.machine_id, allowance: MONTHLY_ALLOWANCE }
-      })
+        return { machine: plan.machine_id, allowance: planAllowance(plan) }
+      }
+      if (standing.rental !== undefined) return { machine: standing.rental.machine_id, allowance: MONTHLY_ALLOWANCE }
+      return { machine: caller.key.machine_id, allowance: MONTHLY_ALLOWANCE }
+    })
 
     /**
      * The machines that may take the call, best first (docs/gateway.md "Routing", step 3), and
      * whose allowance the call spends.
      */
-    const candidatesFor = (call: ValidCall, caller: Caller, standing: Standing, now: number) =>
-      Effect.gen(function*() {
-        const { allowance, machine: keyMachine } = yield* keyMachineOf(caller, standing, call)
-        return { allowance, machines: yield* machinesFor(call, keyMachine, now) }
-      })
+    const candidatesFor = Effect.fnUntraced(function*(call: ValidCall, caller: Caller, standing: Standing, now: number) {
+      const { allowance, machine: keyMachine } = yield* keyMachineOf(caller, standing, call)
+      return { allowance, machines: yield* machinesFor(call, keyMachine, now) }
+    })
 
-    const machinesFor = (call: ValidCall, keyMachine: string | null, now: number) =>
-      Effect.gen(function*() {
-        const model = call.model
-        if (call.machine !== undefined && keyMachine !== null && call.machine !== keyMachine) {
-          return yield* gatewayError(
-            "key_not_scoped_to_machine",
-            `This key is pinned to machine "${keyMachine}"; it cannot call machine "${call.machine}".`
-          )
+    const machinesFor = Effect.fnUntraced(function*(call: ValidCall, keyMachine: string | null, now: number) {
+      const model = call.model
+      if (call.machine !== undefined && keyMachine !== null && call.machine !== keyMachine) {
+        return yield* gatewayError(
+          "key_not_scoped_to_machine",
+          `This key is pinned to machine "${keyMachine}"; it cannot call machine "${call.machine}".`
+        )
+      }
+      const target = call.machine ?? keyMachine ?? undefined
+      if (target !== undefined) {
+        const machine = machinesById.get(target)
+        if (machine === undefined) {
+          return yield* gatewayError("machine_not_found", `No machine "${target}".`)
         }
-        const target = call.machine ?? keyMachine ?? undefined
-        if (target !== undefined) {
-          const machine = machinesById.get(target)
-          if (machine === undefined) {
-            return yield* gatewayError("machine_not_found", `No machine "${target}".`)
-          }
-          const state = yield* status.get(target)
-          if (
-            !machine.serverless_models.includes(model.id) || state.health === "offline" ||
-            !state.serving_now.includes(model.id)
-          ) {
-            return yield* noCapacity(`${model.id} is not serving on machine ${target} now; retry later or pick another machine.`)
-          }
-          // A pinned machine is tried even while it cools down: it is the only choice.
-          return [machine] as ReadonlyArray<MachineConfig>
+        const state = yield* status.get(target)
+        if (
+          !machine.serverless_models.includes(model.id) || state.health === "offline" ||
+          !state.serving_now.includes(model.id)
+        ) {
+          return yield* noCapacity(`${model.id} is not serving on machine ${target} now; retry later or pick another machine.`)
         }
-        const configs = machinesOfModel.get(model.id) ?? []
-        const candidates: Array<RouteCandidate & { readonly machine: MachineConfig }> = []
-        for (const machine of configs) {
-          const state = yield* status.get(machine.id)
-          const serving = state.serving_now.includes(model.id)
-          if (!serving || state.health === "offline" || cooldown.isCoolingDown(machine.id, now)) continue
-          candidates.push({ machine_id: machine.id, region: machine.region, health: state.health, serving, score: machine.score, machine })
-        }
-        if (candidates.length === 0) return yield* noCapacity(`No machine is serving ${model.id} now; retry later.`)
-        return orderRoutes(candidates).map((c) => c.machine)
-      })
+        // A pinned machine is tried even while it cools down: it is the only choice.
+        return [machine] as ReadonlyArray<MachineConfig>
+      }
+      const configs = machinesOfModel.get(model.id) ?? []
+      const candidates: Array<RouteCandidate & { readonly machine: MachineConfig }> = []
+      for (const machine of configs) {
+        const state = yield* status.get(machine.id)
+        const serving = state.serving_now.includes(model.id)
+        if (!serving || state.health === "offline" || cooldown.isCoolingDown(machine.id, now)) continue
+        candidates.push({ machine_id: machine.id, region: machine.region, health: state.health, serving, score: machine.score, machine })
+      }
+      if (candidates.length === 0) return yield* noCapacity(`No machine is serving ${model.id} now; retry later.`)
+      return orderRoutes(candidates).map((c) => c.machine)
+    })
 
     /**
      * Tries the candidates in order until one answers with a status that is not retryable (docs/
      * gateway.md "Routing", step 5). Answers with the machine and its response; the response may
      * be the client's own 4xx, which the caller passes on.
      */
-    const attempts = (input: Attempts) =>
-      Effect.gen(function*() {
-        const { call } = input
-        // Built when needed: an error object is costly (its stack), and most calls succeed.
-        let last: (() => GatewayError) | undefined
-        let attempt = 0
-        for (const machine of input.candidates) {
-          if (attempt >= config.maxAttempts) break
-          if (!(yield* input.prepare(machine))) continue
-          attempt += 1
-          const result = yield* input.send(machine, attempt)
-          if (result._tag === "Failure") {
-            const reason = result.failure.reason
-            if (reason === "unsendable") {
-              // Nothing was sent: the body itself cannot be encoded, so no machine would take it.
-              return yield* gatewayError("invalid_input", "The request body cannot be sent to a machine (it cannot be encoded as JSON).")
-            }
-            yield* suspect(machine, call)
-            last = () =>
-              gatewayError(
-                "machine_unreachable",
-                `Machine ${machine.id} ${reason === "timeout" ? "did not answer in time" : "could not be reached"}; retry with backoff.`
-              )
-            continue
+    const attempts = Effect.fnUntraced(function*(input: Attempts) {
+      const { call } = input
+      // Built when needed: an error object is costly (its stack), and most calls succeed.
+      let last: (() => GatewayError) | undefined
+      let attempt = 0
+      for (const machine of input.candidates) {
+        if (attempt >= config.maxAttempts) break
+        if (!(yield* input.prepare(machine))) continue
+        attempt += 1
+        const result = yield* input.send(machine, attempt)
+        if (result._tag === "Failure") {
+          const reason = result.failure.reason
+          if (reason === "unsendable") {
+            // Nothing was sent: the body itself cannot be encoded, so no machine would take it.
+            return yield* gatewayError("invalid_input", "The request body cannot be sent to a machine (it cannot be encoded as JSON).")
           }
-          const response = result.success
-          if (isRetryableStatus(response.status)) {
-            yield* suspect(machine, call)
-            const detail = yield* input.discard(response)
-            yield* Effect.logDebug(`gateway: machine ${machine.id} answered ${response.status}: ${detail}`)
-            const answered = response.status
-            last = () =>
-              answered === 503
-                ? noCapacity(`${call.model.id} is not serving on machine ${machine.id} now; retry later.`)
-                : gatewayError("machine_error", `Machine ${machine.id} failed (status ${answered}); retry with backoff.`)
-            continue
-          }
-          return { machine, response }
+          yield* suspect(machine, call)
+          last = () =>
+            gatewayError(
+              "machine_unreachable",
+              `Machine ${machine.id} ${reason === "timeout" ? "did not answer in time" : "could not be reached"}; retry with backoff.`
+            )
+          continue
         }
-        return yield* (last === undefined ? noCapacity(`No machine is serving ${call.model.id} now; retry later.`) : last())
-      })
+        const response = result.success
+        if (isRetryableStatus(response.status)) {
+          yield* suspect(machine, call)
+          const detail = yield* input.discard(response)
+          yield* Effect.logDebug(`gateway: machine ${machine.id} answered ${response.status}: ${detail}`)
+          const answered = response.status
+          last = () =>
+            answered === 503
+              ? noCapacity(`${call.model.id} is not serving on machine ${machine.id} now; retry later.`)
+              : gatewayError("machine_error", `Machine ${machine.id} failed (status ${answered}); retry with backoff.`)
+          continue
+        }
+        return { machine, response }
+      }
+      return yield* (last === undefined ? noCapacity(`No machine is serving ${call.model.id} now; retry later.`) : last())
+    })
 
     return {
       candidatesFor,

@@ -37,6 +37,7 @@
 import { Clock, Context, Effect, Exit, Fiber, Layer, type Result, Semaphore, Stream } from "effect"
 import { ApiKeys } from "../keys/ApiKeys.ts"
 import type { KeyErrorOf } from "../keys/KeyErrors.ts"
+import type { Caller } from "../keys/Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import type { MachineConfig } from "../catalogue/CatalogueConfig.ts"
 import { chargingGate } from "../catalogue/Charging.ts"
@@ -178,7 +179,67 @@ const make = (config: GatewayConfig) =>
         Effect.map((text) => (text._tag === "Some" ? text.value : ""))
       )
 
+    /** Aborts a speculative request (its answer, if it came, read and dropped). */
+    const abandoning = Effect.fnUntraced(function*(early: Early) {
+      yield* Fiber.interrupt(early.fiber)
+      const exit = yield* Fiber.await(early.fiber)
+      if (exit._tag === "Success" && exit.value._tag === "Success") yield* forkAfter(Effect.asVoid(discard(exit.value.success)))
+    })
+    const abandonEarly = (early: Early | undefined) => early === undefined ? Effect.void : abandoning(early)
+
+    /** A streamed call is over (Streaming.ts): charged for what was read, or released when it failed. */
+    const streamFinished = Effect.fnUntraced(function*(
+      outcome: StreamOutcome,
+      caller: Caller,
+      vc: ValidCall,
+      machine: MachineConfig,
+      price: Prices,
+      mine: Held | undefined
+    ) {
+      if (outcome._tag === "Failed") {
+        yield* dispatch.suspect(machine, vc)
+        yield* Effect.logWarning(`gateway: stream from ${machine.id} failed: ${outcome.reason}`)
+        yield* release(mine)
+        return true
+      }
+      const usage = outcome._tag === "Reported" ? outcome.usage : estimatedUsage(vc, outcome.outputChars)
+      // Broken off after events were passed on: charged for what was read, and the machine is suspect all the same.
+      if (outcome._tag === "Estimated" && outcome.broke !== undefined) yield* dispatch.suspect(machine, vc)
+      if (outcome._tag === "Estimated") {
+        yield* Effect.logWarning(`gateway: billing an estimate for a stream from ${machine.id}: ${outcome.reason}`)
+      }
+      // Inline (Lambda), metering that cannot be written ends the stream with an error, not [DONE].
+      return yield* settlement.complete({ caller, call: vc, machineId: machine.id, price, held: mine, usage }).pipe(
+        Effect.as(true),
+        Effect.catchDefect((defect) =>
+          Effect.as(Effect.logError("gateway: a streamed call could not be metered; not charged", defect), false))
+      )
+    })
+    /** A streamed answer: the machine's events, passed on as they come (Streaming.ts). */
+    const streamAnswer = (caller: Caller, vc: ValidCall, machine: MachineConfig, price: Prices, response: MachineResponse, mine: Held | undefined) =>
+      Effect.map(
+        startStream({
+          call: vc,
+          machineId: machine.id,
+          body: response.body,
+          settings: {
+            keepAliveMs: config.keepAliveMs,
+            drainTimeoutMs: config.drainTimeoutMs,
+            maxStreamMs: config.maxStreamMs,
+            bufferBytes: config.streamBufferBytes,
+            finishBeforeEnd: config.settleInline
+          },
+          drains,
+          fork,
+          finish: (outcome) => Effect.uninterruptible(streamFinished(outcome, caller, vc, machine, price, mine))
+        }),
+        ({ stream }) => ({ _tag: "Events", stream }) satisfies GatewayResponse as GatewayResponse
+      )
+
     // -- one call --
+    // Every generator function of a call is made here, once (Effect.fnUntraced), never inside the
+    // call: a generator function made per call keeps the whole call's state alive past the young
+    // generation's collections (docs/performance.md "Generators made per call").
     /**
      * The standing each key had at its last call (bounded as admission's key state), to guess its
      * machine while the standing is read again: for routing a speculative request only, never for
@@ -186,209 +247,163 @@ const make = (config: GatewayConfig) =>
      */
     const lastStanding = new Map<string, Standing>()
 
-    const call = (endpoint: Endpoint, authorization: string | undefined, text: string) =>
-      Effect.gen(function*() {
-        const caller = yield* apiKeys.identify(bearerSecret(authorization))
-        if (!caller.key.permissions.includes("inference")) {
-          return yield* gatewayError("key_lacks_inference_permission", "This key lacks the \"inference\" permission.")
+    const calling = Effect.fnUntraced(function*(endpoint: Endpoint, authorization: string | undefined, text: string) {
+      const caller = yield* apiKeys.identify(bearerSecret(authorization))
+      if (!caller.key.permissions.includes("inference")) {
+        return yield* gatewayError("key_lacks_inference_permission", "This key lacks the \"inference\" permission.")
+      }
+      // What stands behind the key (its agent, plan or rental), read at every call: the same rule
+      // as on the management API (KeyStanding.ts). Its refusal comes before anything the body says.
+      // For a key with something behind it the read runs while the body is read, and, for a key
+      // admitted lately, while the machine is called speculatively (below).
+      const now = yield* Clock.currentTimeMillis
+      const reading = hasStanding(caller.key)
+        ? yield* Effect.forkChild(standingOf(caller.key, now), { startImmediately: true })
+        : undefined
+      const validated = yield* Effect.exit(Effect.suspend(() => {
+        let raw: unknown
+        try {
+          raw = JSON.parse(text)
+        } catch {
+          return gatewayError("invalid_json", "The request body is not valid JSON.")
         }
-        // What stands behind the key (its agent, plan or rental), read at every call: the same rule
-        // as on the management API (KeyStanding.ts). Its refusal comes before anything the body says.
-        // For a key with something behind it the read runs while the body is read, and, for a key
-        // admitted lately, while the machine is called speculatively (below).
-        const now = yield* Clock.currentTimeMillis
-        const reading = hasStanding(caller.key)
-          ? yield* Effect.forkChild(standingOf(caller.key, now), { startImmediately: true })
-          : undefined
-        const validated = yield* Effect.exit(Effect.suspend(() => {
-          let raw: unknown
-          try {
-            raw = JSON.parse(text)
-          } catch {
-            return gatewayError("invalid_json", "The request body is not valid JSON.")
-          }
-          return validateCall(endpoint, raw, cfg)
-        }))
-        const path = machinePath(endpoint)
-        const bodyOf = (vc: ValidCall) =>
-          vc.stream
-            ? { ...vc.body, stream_options: { ...(typeof vc.body.stream_options === "object" ? vc.body.stream_options : {}), include_usage: true } }
-            : vc.body
-        const post = (machine: MachineConfig, vc: ValidCall) =>
-          Effect.result(machines.post(machine, path, bodyOf(vc), { firstByteTimeoutMs: config.firstByteTimeoutMs }))
+        return validateCall(endpoint, raw, cfg)
+      }))
+      const path = machinePath(endpoint)
+      const bodyOf = (vc: ValidCall) =>
+        vc.stream
+          ? { ...vc.body, stream_options: { ...(typeof vc.body.stream_options === "object" ? vc.body.stream_options : {}), include_usage: true } }
+          : vc.body
+      const post = (machine: MachineConfig, vc: ValidCall) =>
+        Effect.result(machines.post(machine, path, bodyOf(vc), { firstByteTimeoutMs: config.firstByteTimeoutMs }))
 
-        // Speculative dispatch: for a key admitted lately, the first machine is called while
-        // admission runs (and the key's standing is read); nothing of its answer reaches the client
-        // unless the call is admitted, and a refused call's request is aborted (docs/gateway.md
-        // "Admission in one store step").
-        const likely = admission.likelyAdmitted(caller, now)
-        const speculate = (vc: ValidCall, machine: MachineConfig) =>
-          Effect.map(Effect.forkChild(post(machine, vc), { startImmediately: true }), (fiber) => ({ machine, fiber }))
-        /** Aborts a speculative request (its answer, if it came, read and dropped). */
-        const abandonEarly = (early: Early | undefined) =>
-          early === undefined ? Effect.void : Effect.gen(function*() {
-            yield* Fiber.interrupt(early.fiber)
-            const exit = yield* Fiber.await(early.fiber)
-            if (exit._tag === "Success" && exit.value._tag === "Success") yield* forkAfter(Effect.asVoid(discard(exit.value.success)))
-          })
-
-        let early: Early | undefined
-        let standing = NOTHING_BEHIND
-        if (reading !== undefined) {
-          // The machine of the key's last standing, called while this one is read.
-          const guess = lastStanding.get(caller.key.id)
-          if (likely && guess !== undefined && Exit.isSuccess(validated)) {
-            const guessed = yield* Effect.exit(dispatch.candidatesFor(validated.value, caller, guess, now))
-            if (Exit.isSuccess(guessed)) early = yield* speculate(validated.value, guessed.value.machines[0]!)
-          }
-          // Refused: what was sent is aborted, and the key is not speculated for until admitted again.
-          standing = yield* Fiber.join(reading).pipe(Effect.onError(() => Effect.andThen(abandonEarly(early), admission.refused(caller))))
-          if (lastStanding.size >= 10_000) lastStanding.clear()
-          lastStanding.set(caller.key.id, standing)
+      // Speculative dispatch: for a key admitted lately, the first machine is called while
+      // admission runs (and the key's standing is read); nothing of its answer reaches the client
+      // unless the call is admitted, and a refused call's request is aborted (docs/gateway.md
+      // "Admission in one store step").
+      const likely = admission.likelyAdmitted(caller, now)
+      const speculate = (vc: ValidCall, machine: MachineConfig) =>
+        Effect.map(Effect.forkChild(post(machine, vc), { startImmediately: true }), (fiber) => ({ machine, fiber }))
+      let early: Early | undefined
+      let standing = NOTHING_BEHIND
+      if (reading !== undefined) {
+        // The machine of the key's last standing, called while this one is read.
+        const guess = lastStanding.get(caller.key.id)
+        if (likely && guess !== undefined && Exit.isSuccess(validated)) {
+          const guessed = yield* Effect.exit(dispatch.candidatesFor(validated.value, caller, guess, now))
+          if (Exit.isSuccess(guessed)) early = yield* speculate(validated.value, guessed.value.machines[0]!)
         }
-        // (Nothing was called speculatively for a body that failed.)
-        if (Exit.isFailure(validated)) return yield* Effect.failCause(validated.cause)
-        const vc = validated.value
-        yield* noteCall({ model: vc.model.id })
-        const { allowance, machines: candidates } = yield* dispatch.candidatesFor(vc, caller, standing, now).pipe(
-          Effect.onError(() => Effect.andThen(abandonEarly(early), admission.refused(caller)))
-        )
-        const agent = standing.agent
-        const price = prices.get(vc.model.id)!
-        const charging = chargingGate(cfg.payments, now).open
-        const priced = charging && !isFree(price)
-        const bound = priced ? costOf(price, boundOf(vc)) : undefined
+        // Refused: what was sent is aborted, and the key is not speculated for until admitted again.
+        standing = yield* Fiber.join(reading).pipe(Effect.onError(() => Effect.andThen(abandonEarly(early), admission.refused(caller))))
+        if (lastStanding.size >= 10_000) lastStanding.clear()
+        lastStanding.set(caller.key.id, standing)
+      }
+      // (Nothing was called speculatively for a body that failed.)
+      if (Exit.isFailure(validated)) return yield* Effect.failCause(validated.cause)
+      const vc = validated.value
+      yield* noteCall({ model: vc.model.id })
+      const { allowance, machines: candidates } = yield* dispatch.candidatesFor(vc, caller, standing, now).pipe(
+        Effect.onError(() => Effect.andThen(abandonEarly(early), admission.refused(caller)))
+      )
+      const agent = standing.agent
+      const price = prices.get(vc.model.id)!
+      const charging = chargingGate(cfg.payments, now).open
+      const priced = charging && !isFree(price)
+      const bound = priced ? costOf(price, boundOf(vc)) : undefined
 
-        // A reservation made again for another machine claims the call's monthly limits too.
-        const reserve = (machineId: string) =>
-          Effect.map(
-            Effect.flatMap(admission.claimsFor(caller, vc.model.service, now, allowance, agent), ({ budgets, grants }) =>
-              ledger.reserve(caller.account.id, machineId, bound ?? 0n, Time.toTimestamp(now + reservationTtlMs), budgets, grants)),
-            (r) =>
-              r._tag === "Reserved"
-                ? { ref: r.ref, machineId, allocations: r.allocations, grants: r.grants, expiresAt: now + reservationTtlMs } satisfies Held
-                : r
-          ).pipe(Effect.tap((r) => ("_tag" in r ? Effect.void : settlement.opened([r.ref]))))
+      // A reservation made again for another machine claims the call's monthly limits too.
+      const reserve = (machineId: string) =>
+        Effect.map(
+          Effect.flatMap(admission.claimsFor(caller, vc.model.service, now, allowance, agent), ({ budgets, grants }) =>
+            ledger.reserve(caller.account.id, machineId, bound ?? 0n, Time.toTimestamp(now + reservationTtlMs), budgets, grants)),
+          (r) =>
+            r._tag === "Reserved"
+              ? { ref: r.ref, machineId, allocations: r.allocations, grants: r.grants, expiresAt: now + reservationTtlMs } satisfies Held
+              : r
+        ).pipe(Effect.tap((r) => ("_tag" in r ? Effect.void : settlement.opened([r.ref]))))
 
-        const first = candidates[0]!
-        // A guess that routed elsewhere than the standing read: its request is aborted.
-        if (early !== undefined && early.machine !== first) {
-          yield* abandonEarly(early)
-          early = undefined
-        }
-        if (early === undefined && likely) early = yield* speculate(vc, first)
-        const speculated = early
-        const abandon = abandonEarly(speculated)
+      const first = candidates[0]!
+      // A guess that routed elsewhere than the standing read: its request is aborted.
+      if (early !== undefined && early.machine !== first) {
+        yield* abandonEarly(early)
+        early = undefined
+      }
+      if (early === undefined && likely) early = yield* speculate(vc, first)
+      const speculated = early
+      const abandon = abandonEarly(speculated)
 
-        // The call's reservation, a scoped resource: released when the call ends, unless metering took it.
-        const held = yield* settlement.hold(admission.admit({ caller, endpoint, now, first, bound, service: vc.model.service, allowance, agent }).pipe(Effect.onError(() => abandon)))
+      // The call's reservation, a scoped resource: released when the call ends, unless metering took it.
+      const held = yield* settlement.hold(admission.admit({ caller, endpoint, now, first, bound, service: vc.model.service, allowance, agent }).pipe(Effect.onError(() => abandon)))
 
-        const attempts = dispatch.attempts({
-          call: vc,
-          candidates,
-          // A reservation holding credits pinned to another machine is made again for this one.
-          // Uninterruptible, so that a reservation made is always in the hold, where it is released.
-          prepare: (machine) =>
-            Effect.uninterruptible(Effect.gen(function*() {
-              const current = held.current()
-              if (!priced || (current !== undefined && usableOn(current, machine.id))) return true
-              yield* release(held.take())
-              const r = yield* reserve(machine.id)
-              if ("_tag" in r) return false
-              held.put(r)
-              return true
-            })),
-          send: (machine, attempt) => attempt === 1 && machine === first && speculated !== undefined ? Fiber.join(speculated.fiber) : post(machine, vc),
-          discard
-        })
-
-        const run = Effect.gen(function*() {
-          const { machine, response } = yield* attempts
-          yield* noteCall({ machine: machine.id })
-          if (response.status >= 400) {
-            // The client's own error (400, 413, ...): passed on, not charged.
-            const bytes = yield* readAll(response).pipe(Effect.orElseSucceed(() => new Uint8Array()))
-            yield* release(held.take())
-            return {
-              _tag: "Body",
-              status: response.status,
-              contentType: response.headers["content-type"] ?? "application/json",
-              body: bytes
-            } satisfies GatewayResponse as GatewayResponse
-          }
-          if (vc.stream) {
-            return yield* Effect.uninterruptible(Effect.gen(function*() {
-              const mine = held.take()
-              const { stream } = yield* startStream({
-                call: vc,
-                machineId: machine.id,
-                body: response.body,
-                settings: {
-                  keepAliveMs: config.keepAliveMs,
-                  drainTimeoutMs: config.drainTimeoutMs,
-                  maxStreamMs: config.maxStreamMs,
-                  bufferBytes: config.streamBufferBytes,
-                  finishBeforeEnd: config.settleInline
-                },
-                drains,
-                fork,
-                finish: (outcome: StreamOutcome) =>
-                  Effect.gen(function*() {
-                    if (outcome._tag === "Failed") {
-                      yield* dispatch.suspect(machine, vc)
-                      yield* Effect.logWarning(`gateway: stream from ${machine.id} failed: ${outcome.reason}`)
-                      yield* release(mine)
-                      return true
-                    }
-                    const usage = outcome._tag === "Reported" ? outcome.usage : estimatedUsage(vc, outcome.outputChars)
-                    // Broken off after events were passed on: charged for what was read, and the machine is suspect all the same.
-                    if (outcome._tag === "Estimated" && outcome.broke !== undefined) yield* dispatch.suspect(machine, vc)
-                    if (outcome._tag === "Estimated") {
-                      yield* Effect.logWarning(`gateway: billing an estimate for a stream from ${machine.id}: ${outcome.reason}`)
-                    }
-                    // Inline (Lambda), metering that cannot be written ends the stream with an error, not [DONE].
-                    return yield* settlement.complete({ caller, call: vc, machineId: machine.id, price, held: mine, usage }).pipe(
-                      Effect.as(true),
-                      Effect.catchDefect((defect) =>
-                        Effect.as(Effect.logError("gateway: a streamed call could not be metered; not charged", defect), false))
-                    )
-                  }).pipe(Effect.uninterruptible)
+      const attempts = dispatch.attempts({
+        call: vc,
+        candidates,
+        // A reservation holding credits pinned to another machine is made again for this one.
+        // Uninterruptible, so that a reservation made is always in the hold, where it is released.
+        prepare: (machine) =>
+          Effect.uninterruptible(Effect.suspend(() => {
+            const current = held.current()
+            if (!priced || (current !== undefined && usableOn(current, machine.id))) return Effect.succeed(true)
+            return Effect.andThen(
+              release(held.take()),
+              Effect.map(reserve(machine.id), (r) => {
+                if ("_tag" in r) return false
+                held.put(r)
+                return true
               })
-              return { _tag: "Events", stream } satisfies GatewayResponse as GatewayResponse
-            }))
-          }
-          const read = yield* Effect.result(readAll(response))
-          if (read._tag === "Failure") {
-            yield* dispatch.suspect(machine, vc)
-            return yield* gatewayError("machine_error", `Machine ${machine.id} broke off its answer; retry with backoff.`)
-          }
-          const bytes = read.success
-          let json: unknown
-          try {
-            json = JSON.parse(decoder.decode(bytes))
-          } catch {
-            yield* dispatch.suspect(machine, vc)
-            return yield* gatewayError("machine_error", `Machine ${machine.id} answered with a body that is not JSON.`)
-          }
-          // Forecasts and embeddings are held to the spec's shape (Answers.ts); the rest goes on as it came.
-          const answer = shapeAnswer(vc, json)
-          if (answer._tag === "Broken") {
-            yield* dispatch.suspect(machine, vc)
-            return yield* gatewayError("machine_error", `Machine ${machine.id} answered with ${answer.reason}; nothing is charged, retry with backoff.`)
-          }
-          const answered = answer._tag === "Rewritten" ? encoder.encode(JSON.stringify(answer.json)) : bytes
-          const reported = reportedUsage(vc, json)
-          const usage = reported ?? estimatedUsage(vc, completionChars(json))
-          if (reported === undefined) yield* Effect.logWarning(`gateway: machine ${machine.id} reported no usage; billing an estimate`)
-          // Journaled before the answer is handed over, then settled: in the background, or inline.
-          yield* Effect.uninterruptible(Effect.suspend(() =>
-            settlement.complete({ caller, call: vc, machineId: machine.id, price, held: held.take(), usage })
-          ))
-          return { _tag: "Body", status: response.status, contentType: "application/json", body: answered } satisfies GatewayResponse as GatewayResponse
-        })
+            )
+          })),
+        send: (machine, attempt) => attempt === 1 && machine === first && speculated !== undefined ? Fiber.join(speculated.fiber) : post(machine, vc),
+        discard
+      })
 
-        return yield* run
-      }).pipe(Effect.scoped)
+      const { machine, response } = yield* attempts
+      yield* noteCall({ machine: machine.id })
+      if (response.status >= 400) {
+        // The client's own error (400, 413, ...): passed on, not charged.
+        const bytes = yield* readAll(response).pipe(Effect.orElseSucceed(() => new Uint8Array()))
+        yield* release(held.take())
+        return {
+          _tag: "Body",
+          status: response.status,
+          contentType: response.headers["content-type"] ?? "application/json",
+          body: bytes
+        } satisfies GatewayResponse as GatewayResponse
+      }
+      if (vc.stream) {
+        return yield* Effect.uninterruptible(Effect.suspend(() => streamAnswer(caller, vc, machine, price, response, held.take())))
+      }
+      const read = yield* Effect.result(readAll(response))
+      if (read._tag === "Failure") {
+        yield* dispatch.suspect(machine, vc)
+        return yield* gatewayError("machine_error", `Machine ${machine.id} broke off its answer; retry with backoff.`)
+      }
+      const bytes = read.success
+      let json: unknown
+      try {
+        json = JSON.parse(decoder.decode(bytes))
+      } catch {
+        yield* dispatch.suspect(machine, vc)
+        return yield* gatewayError("machine_error", `Machine ${machine.id} answered with a body that is not JSON.`)
+      }
+      // Forecasts and embeddings are held to the spec's shape (Answers.ts); the rest goes on as it came.
+      const answer = shapeAnswer(vc, json)
+      if (answer._tag === "Broken") {
+        yield* dispatch.suspect(machine, vc)
+        return yield* gatewayError("machine_error", `Machine ${machine.id} answered with ${answer.reason}; nothing is charged, retry with backoff.`)
+      }
+      const answered = answer._tag === "Rewritten" ? encoder.encode(JSON.stringify(answer.json)) : bytes
+      const reported = reportedUsage(vc, json)
+      const usage = reported ?? estimatedUsage(vc, completionChars(json))
+      if (reported === undefined) yield* Effect.logWarning(`gateway: machine ${machine.id} reported no usage; billing an estimate`)
+      // Journaled before the answer is handed over, then settled: in the background, or inline.
+      yield* Effect.uninterruptible(Effect.suspend(() =>
+        settlement.complete({ caller, call: vc, machineId: machine.id, price, held: held.take(), usage })
+      ))
+      return { _tag: "Body", status: response.status, contentType: "application/json", body: answered } satisfies GatewayResponse as GatewayResponse
+    })
+    const call = (endpoint: Endpoint, authorization: string | undefined, text: string) =>
+      Effect.scoped(calling(endpoint, authorization, text))
 
     return Gateway.of({
       call,

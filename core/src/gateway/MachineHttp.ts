@@ -30,10 +30,12 @@ const headersOf = (headers: Headers): Record<string, string> => {
 }
 
 const bodyOf = (machine: MachineTarget, response: Response): Stream.Stream<Uint8Array, MachineFailure> => {
-  const body = response.body
-  if (body === null) return Stream.empty
+  if (response.body === null) return Stream.empty
   return Stream.fromReadableStream({
-    evaluate: () => body,
+    // The Response, not only its body, stays reachable until the body is read: Node's fetch
+    // (undici) cancels the body of a Response that is garbage-collected, and the body then reads
+    // as empty (a machine's answer lost between its head and its read, under a young collection).
+    evaluate: () => response.body!,
     onError: (error) =>
       new MachineFailure({
         machine_id: machine.id,

@@ -161,52 +161,50 @@ export const makeSettlement = (config: SettlementConfig) =>
      * long as `deadline` (epoch ms) allows; a few times for any other failure. Each attempt is
      * uninterruptible (a batch write is), the waits between them are not (shutdown).
      */
-    const persist = <A>(write: Effect.Effect<A>, deadline: number): Effect.Effect<Exit.Exit<A>> =>
-      Effect.gen(function*() {
-        let delay = RETRY_FIRST_MS
-        let others = 0
-        for (;;) {
-          const exit = yield* Effect.exit(Effect.uninterruptible(write))
-          if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)) return exit
-          if (!isStoreUnavailableCause(exit.cause) && ++others > OTHER_RETRIES) return exit
-          const wait = Math.round(delay * (0.5 + (yield* Random.next) / 2))
-          if ((yield* Clock.currentTimeMillis) + wait > deadline) return exit
-          yield* Effect.sleep(wait)
-          delay = Math.min(delay * 2, RETRY_MAX_MS)
-        }
-      })
+    const persist = Effect.fnUntraced(function*<A>(write: Effect.Effect<A>, deadline: number): Effect.fn.Return<Exit.Exit<A>> {
+      let delay = RETRY_FIRST_MS
+      let others = 0
+      for (;;) {
+        const exit = yield* Effect.exit(Effect.uninterruptible(write))
+        if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)) return exit
+        if (!isStoreUnavailableCause(exit.cause) && ++others > OTHER_RETRIES) return exit
+        const wait = Math.round(delay * (0.5 + (yield* Random.next) / 2))
+        if ((yield* Clock.currentTimeMillis) + wait > deadline) return exit
+        yield* Effect.sleep(wait)
+        delay = Math.min(delay * 2, RETRY_MAX_MS)
+      }
+    })
 
-    const meteredOf = (c: Completion) =>
-      Effect.gen(function*() {
-        const list = costOf(c.price, c.usage)
-        const settlement = c.held === undefined
-          ? undefined
-          : yield* settlementOf(c.held.ref, list, {
-            account_id: c.caller.account.id,
-            allocations: c.held.allocations,
-            grants: c.held.grants
-          })
-        const { unit, quantity } = unitOf(c.call, c.price, c.usage)
-        const record: UsageRecord = {
-          ref: c.held?.ref ?? (yield* generateId("usage")),
+    const meteredOf = Effect.fnUntraced(function*(c: Completion) {
+      const list = costOf(c.price, c.usage)
+      const settlement = c.held === undefined
+        ? undefined
+        : yield* settlementOf(c.held.ref, list, {
           account_id: c.caller.account.id,
-          at: yield* Time.now,
-          key_id: c.caller.key.id,
-          agent_id: c.caller.key.agent_id,
-          machine_id: c.machineId,
-          service: c.call.model.service,
-          model: c.call.model.id,
-          unit,
-          quantity,
-          input_tokens: c.usage.input_tokens,
-          output_tokens: c.usage.output_tokens,
-          list_credits: list,
-          // Only a priced call holds a reservation; the store writes 0 when it is no longer pending.
-          credits: settlement === undefined ? 0n : settlement.charged,
-          ...grantParts(settlement?.grants ?? [])
-        }
-        return { settlement, record } satisfies Metered
-      })
+          allocations: c.held.allocations,
+          grants: c.held.grants
+        })
+      const { unit, quantity } = unitOf(c.call, c.price, c.usage)
+      const record: UsageRecord = {
+        ref: c.held?.ref ?? (yield* generateId("usage")),
+        account_id: c.caller.account.id,
+        at: yield* Time.now,
+        key_id: c.caller.key.id,
+        agent_id: c.caller.key.agent_id,
+        machine_id: c.machineId,
+        service: c.call.model.service,
+        model: c.call.model.id,
+        unit,
+        quantity,
+        input_tokens: c.usage.input_tokens,
+        output_tokens: c.usage.output_tokens,
+        list_credits: list,
+        // Only a priced call holds a reservation; the store writes 0 when it is no longer pending.
+        credits: settlement === undefined ? 0n : settlement.charged,
+        ...grantParts(settlement?.grants ?? [])
+      }
+      return { settlement, record } satisfies Metered
+    })
 
     /** Writes one call's metering; whether it is in the store. Logs what it could not do. */
     const commit = (metered: Metered, deadline: number): Effect.Effect<boolean> =>
@@ -290,21 +288,21 @@ export const makeSettlement = (config: SettlementConfig) =>
      * A completed call: charged exactly once. In the background (after the answer), or inline
      * (settleInline), where a store that stays unavailable fails the call with StoreUnavailable.
      */
-    const complete = (c: Completion): Effect.Effect<void> =>
-      Effect.gen(function*() {
-        const metered = yield* meteredOf(c)
-        const now = yield* Clock.currentTimeMillis
-        const deadline = c.held?.expiresAt ?? now + config.reservationTtlMs
-        if (!config.settleInline) {
-          // Durable before the answer is handed over: a process killed from here on is replayed.
-          if (journal !== undefined) yield* journal.completed(metered)
-          return yield* forkAfter(Effect.interruptible(Effect.asVoid(pendingSettlement(commit(metered, deadline)))))
-        }
-        if (yield* pendingSettlement(commit(metered, Math.min(deadline, now + config.inlineRetryMs)))) return
-        // Not written: the answer is not handed over, so the call is not charged.
-        yield* release(c.held)
-        return yield* Effect.die(new StoreUnavailable("GatewayStore.commit", "metering could not be written"))
-      }).pipe(Effect.uninterruptible)
+    const completing = Effect.fnUntraced(function*(c: Completion) {
+      const metered = yield* meteredOf(c)
+      const now = yield* Clock.currentTimeMillis
+      const deadline = c.held?.expiresAt ?? now + config.reservationTtlMs
+      if (!config.settleInline) {
+        // Durable before the answer is handed over: a process killed from here on is replayed.
+        if (journal !== undefined) yield* journal.completed(metered)
+        return yield* forkAfter(Effect.interruptible(Effect.asVoid(pendingSettlement(commit(metered, deadline)))))
+      }
+      if (yield* pendingSettlement(commit(metered, Math.min(deadline, now + config.inlineRetryMs)))) return
+      // Not written: the answer is not handed over, so the call is not charged.
+      yield* release(c.held)
+      return yield* Effect.die(new StoreUnavailable("GatewayStore.commit", "metering could not be written"))
+    })
+    const complete = (c: Completion): Effect.Effect<void> => Effect.uninterruptible(completing(c))
 
     /**
      * At start: replays the journals of processes that are gone. Retried until the store takes it

@@ -156,14 +156,13 @@ export const reserveOrdered = (store: LedgerStore["Service"]) =>
 }
 
 /** What settling a reservation to `actual` writes: its charges as usage entries (`Settlement`). */
-export const settlementOf = (ref: string, actual: bigint, reserved: ReservedHint) =>
-  Effect.gen(function*() {
-    const { grants, charges, excess } = settlementCharges(reserved.grants ?? [], reserved.allocations, actual)
-    const at = yield* Time.now
-    const entries = yield* usageEntries(reserved.account_id, ref, charges, at)
-    const charged = charges.reduce((sum, c) => sum + c.amount, 0n)
-    return { ref, at, charged, excess, entries, ...(grants.length === 0 ? {} : { grants }) } satisfies Settlement
-  })
+export const settlementOf = Effect.fnUntraced(function*(ref: string, actual: bigint, reserved: ReservedHint) {
+  const { grants, charges, excess } = settlementCharges(reserved.grants ?? [], reserved.allocations, actual)
+  const at = yield* Time.now
+  const entries = yield* usageEntries(reserved.account_id, ref, charges, at)
+  const charged = charges.reduce((sum, c) => sum + c.amount, 0n)
+  return { ref, at, charged, excess, entries, ...(grants.length === 0 ? {} : { grants }) } satisfies Settlement
+})
 
 export const ACTIVITY_DEFAULT_LIMIT = 50
 export const ACTIVITY_MAX_LIMIT = 500

@@ -86,21 +86,20 @@ export const RouteNoter = HttpRouter.middleware((httpEffect) =>
     })), { global: true })
 
 /** A request has been answered with `status`: its HTTP metric and its access line (see the module's comment). */
-const recordAnswer = (facts: RequestFacts, method: string, started: bigint, status: number): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    const route = facts.route ?? "unmatched"
-    const seconds = Number((yield* Clock.currentTimeNanos) - started) / 1e9
-    yield* recordHttpRequest({ method, route, status }, seconds)
-    const line = Effect.logWithLevel(QUIET_ROUTES.has(route) ? "Debug" : yield* AccessLogLevel)("request")
-    yield* Effect.annotateLogs(line, {
-      request_id: facts.id,
-      method,
-      route,
-      status,
-      duration_ms: Math.round(seconds * 1e6) / 1e3,
-      ...(facts.accountId === undefined ? {} : { account_id: facts.accountId })
-    })
+const recordAnswer = Effect.fnUntraced(function*(facts: RequestFacts, method: string, started: bigint, status: number) {
+  const route = facts.route ?? "unmatched"
+  const seconds = Number((yield* Clock.currentTimeNanos) - started) / 1e9
+  yield* recordHttpRequest({ method, route, status }, seconds)
+  const line = Effect.logWithLevel(QUIET_ROUTES.has(route) ? "Debug" : yield* AccessLogLevel)("request")
+  yield* Effect.annotateLogs(line, {
+    request_id: facts.id,
+    method,
+    route,
+    status,
+    duration_ms: Math.round(seconds * 1e6) / 1e3,
+    ...(facts.accountId === undefined ? {} : { account_id: facts.accountId })
   })
+})
 
 /**
  * For a shell that answers some routes outside the router (the Node shell's /v1 calls,
@@ -108,24 +107,41 @@ const recordAnswer = (facts: RequestFacts, method: string, started: bigint, stat
  * request id (to send as REQUEST_ID_HEADER), sends the answer, and returns its status once the
  * last byte was written; an interrupted answer is 499.
  */
-export const observeAnswer = <E, R>(
+export const observeAnswer = Effect.fnUntraced(function*<E, R>(
   method: string,
   incomingId: string | undefined,
   route: string,
   answer: (requestId: string) => Effect.Effect<number, E, R>
-): Effect.Effect<void, E, R> =>
-  Effect.gen(function*() {
-    const started = yield* Clock.currentTimeNanos
-    const facts: RequestFacts = { id: yield* requestIdOf(incomingId), accountId: undefined, route }
-    const exit = yield* answer(facts.id).pipe(
-      Effect.provideService(CurrentRequest, facts),
-      Effect.annotateLogs("request_id", facts.id),
-      Effect.exit
-    )
-    // Only an interruption (the client went away) fails here: `answer` sends every other failure.
-    yield* recordAnswer(facts, method, started, Exit.isSuccess(exit) ? exit.value : 499)
-    if (Exit.isFailure(exit)) return yield* exit
-  })
+): Effect.fn.Return<void, E, R> {
+  const started = yield* Clock.currentTimeNanos
+  const facts: RequestFacts = { id: yield* requestIdOf(incomingId), accountId: undefined, route }
+  const exit = yield* answer(facts.id).pipe(
+    Effect.provideService(CurrentRequest, facts),
+    Effect.annotateLogs("request_id", facts.id),
+    Effect.exit
+  )
+  // Only an interruption (the client went away) fails here: `answer` sends every other failure.
+  yield* recordAnswer(facts, method, started, Exit.isSuccess(exit) ? exit.value : 499)
+  if (Exit.isFailure(exit)) return yield* Effect.failCause(exit.cause)
+})
+
+const observing = Effect.fnUntraced(function*<E, R>(
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+): Effect.fn.Return<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const started = yield* Clock.currentTimeNanos
+  const facts: RequestFacts = { id: yield* requestIdOf(request.headers[REQUEST_ID_HEADER]), accountId: undefined, route: undefined }
+  const exit = yield* app.pipe(
+    HttpEffect.withPreResponseHandler((_, response) =>
+      Effect.succeed(HttpServerResponse.setHeader(response, REQUEST_ID_HEADER, facts.id))
+    ),
+    Effect.provideService(CurrentRequest, facts),
+    Effect.annotateLogs("request_id", facts.id),
+    Effect.exit
+  )
+  yield* recordAnswer(facts, request.method, started, yield* statusOf(exit))
+  return yield* exit
+})
 
 /**
  * The middleware: see the module's comment. Its requirements are the app's: the request it reads
@@ -134,18 +150,4 @@ export const observeAnswer = <E, R>(
 export const observeRequests = <E, R>(
   app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const started = yield* Clock.currentTimeNanos
-    const facts: RequestFacts = { id: yield* requestIdOf(request.headers[REQUEST_ID_HEADER]), accountId: undefined, route: undefined }
-    const exit = yield* app.pipe(
-      HttpEffect.withPreResponseHandler((_, response) =>
-        Effect.succeed(HttpServerResponse.setHeader(response, REQUEST_ID_HEADER, facts.id))
-      ),
-      Effect.provideService(CurrentRequest, facts),
-      Effect.annotateLogs("request_id", facts.id),
-      Effect.exit
-    )
-    yield* recordAnswer(facts, request.method, started, yield* statusOf(exit))
-    return yield* exit
-  }) as Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+  observing(app) as Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>

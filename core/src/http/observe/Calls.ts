@@ -13,6 +13,7 @@
  */
 import { Cause, Clock, Effect, Exit, Layer, Metric, Option, Stream } from "effect"
 import { Gateway, type GatewayResponse } from "../../gateway/Gateway.ts"
+import type { Endpoint } from "../../gateway/Validation.ts"
 import { type CallFacts, CurrentCall, OPERATIONS } from "../../gateway/CallFacts.ts"
 import { CurrentActivity } from "../../gateway/Activity.ts"
 import { tracing } from "./Tracing.ts"
@@ -43,84 +44,83 @@ const firstTokenSeries = seriesOf(genAiTimeToFirstToken)
 
 const observe = (gateway: Gateway["Service"]): Gateway["Service"] => ({
   ...gateway,
-  call: (endpoint, authorization, body) =>
-    Effect.gen(function*() {
-      const operation = OPERATIONS[endpoint]
-      const activity = yield* CurrentActivity
-      const facts: CallFacts = { model: undefined, machine: undefined, onMachine: (machine) => activity.machineCallStarted(machine) }
-      const clock = yield* Clock.Clock
-      const started = clock.currentTimeNanosUnsafe()
-      // Spans only where they are exported (Tracing.ts): the gateway's hot path pays nothing else.
-      const span = (yield* tracing)
-        ? yield* Effect.makeSpan(operation, { kind: "internal", attributes: { "gen_ai.operation.name": operation } })
-        : undefined
-      const inFlight = inFlightSeries({ "gen_ai.operation.name": operation })
-      yield* Metric.modify(inFlight, 1)
+  call: Effect.fnUntraced(function*(endpoint: Endpoint, authorization: string | undefined, body: string) {
+    const operation = OPERATIONS[endpoint]
+    const activity = yield* CurrentActivity
+    const facts: CallFacts = { model: undefined, machine: undefined, onMachine: (machine) => activity.machineCallStarted(machine) }
+    const clock = yield* Clock.Clock
+    const started = clock.currentTimeNanosUnsafe()
+    // Spans only where they are exported (Tracing.ts): the gateway's hot path pays nothing else.
+    const span = (yield* tracing)
+      ? yield* Effect.makeSpan(operation, { kind: "internal", attributes: { "gen_ai.operation.name": operation } })
+      : undefined
+    const inFlight = inFlightSeries({ "gen_ai.operation.name": operation })
+    yield* Metric.modify(inFlight, 1)
 
-      const labels = (errorType: string | undefined) => ({
-        "gen_ai.operation.name": operation,
-        ...(facts.model === undefined ? {} : { "gen_ai.request.model": facts.model }),
-        ...(facts.machine === undefined ? {} : { machine: facts.machine }),
-        ...(errorType === undefined ? {} : { "error.type": errorType })
-      })
-      /** The call is over: its duration, its span, and it no longer counts in flight. */
-      const finish = (errorType: string | undefined, exit: Exit.Exit<unknown, unknown>) =>
-        Effect.suspend(() => {
-          const now = clock.currentTimeNanosUnsafe()
-          if (facts.machine !== undefined) activity.machineCallEnded(facts.machine)
-          if (span !== undefined) {
-            if (facts.model !== undefined) span.attribute("gen_ai.request.model", facts.model)
-            if (facts.machine !== undefined) span.attribute("model_platform.machine", facts.machine)
-            if (errorType !== undefined) span.attribute("error.type", errorType)
-            span.end(now, exit)
-          }
-          return Effect.andThen(
-            Metric.modify(inFlight, -1),
-            Metric.update(durationSeries(labels(errorType)), seconds(started, now))
-          )
-        })
-      const firstToken = Effect.suspend(() =>
-        Metric.update(firstTokenSeries(labels(undefined)), seconds(started, clock.currentTimeNanosUnsafe()))
-      )
-
-      const call = Effect.provideService(gateway.call(endpoint, authorization, body), CurrentCall, facts)
-      const result = yield* Effect.exit(span === undefined ? call : Effect.withParentSpan(call, span))
-      if (Exit.isFailure(result)) {
-        const error = Cause.findErrorOption(result.cause)
-        const code = Option.isSome(error) ? toInferenceError(error.value).error.code : Cause.hasInterruptsOnly(result.cause) ? "client_closed" : "internal_error"
-        yield* finish(code, result)
-        return yield* result
-      }
-      const response: GatewayResponse = result.value
-      if (response._tag === "Body") {
-        // A machine's answer to the client's own mistake (400, 413...) is passed on: an error all the same.
-        if (response.status >= 400) {
-          yield* finish(String(response.status), result)
-        } else {
-          yield* firstToken
-          yield* finish(undefined, result)
-        }
-        return response
-      }
-      // A stream: its first event is its first token; it is over when the client's stream ends.
-      let first = true
-      let streamError: string | undefined
-      const stream = response.stream.pipe(
-        Stream.tap((chunk) => {
-          // Keep-alive comments are no token; an error event is none either.
-          if (chunk.length === 0 || chunk[0] === COLON) return Effect.void
-          streamError ??= streamErrorCode(chunk)
-          if (!first || streamError !== undefined) return Effect.void
-          first = false
-          return firstToken
-        }),
-        Stream.onExit((exit) =>
-          Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
-            ? finish("client_closed", exit)
-            : finish(streamError, streamError === undefined ? exit : Exit.fail(streamError)))
-      )
-      return { _tag: "Events", stream } satisfies GatewayResponse
+    const labels = (errorType: string | undefined) => ({
+      "gen_ai.operation.name": operation,
+      ...(facts.model === undefined ? {} : { "gen_ai.request.model": facts.model }),
+      ...(facts.machine === undefined ? {} : { machine: facts.machine }),
+      ...(errorType === undefined ? {} : { "error.type": errorType })
     })
+    /** The call is over: its duration, its span, and it no longer counts in flight. */
+    const finish = (errorType: string | undefined, exit: Exit.Exit<unknown, unknown>) =>
+      Effect.suspend(() => {
+        const now = clock.currentTimeNanosUnsafe()
+        if (facts.machine !== undefined) activity.machineCallEnded(facts.machine)
+        if (span !== undefined) {
+          if (facts.model !== undefined) span.attribute("gen_ai.request.model", facts.model)
+          if (facts.machine !== undefined) span.attribute("model_platform.machine", facts.machine)
+          if (errorType !== undefined) span.attribute("error.type", errorType)
+          span.end(now, exit)
+        }
+        return Effect.andThen(
+          Metric.modify(inFlight, -1),
+          Metric.update(durationSeries(labels(errorType)), seconds(started, now))
+        )
+      })
+    const firstToken = Effect.suspend(() =>
+      Metric.update(firstTokenSeries(labels(undefined)), seconds(started, clock.currentTimeNanosUnsafe()))
+    )
+
+    const call = Effect.provideService(gateway.call(endpoint, authorization, body), CurrentCall, facts)
+    const result = yield* Effect.exit(span === undefined ? call : Effect.withParentSpan(call, span))
+    if (Exit.isFailure(result)) {
+      const error = Cause.findErrorOption(result.cause)
+      const code = Option.isSome(error) ? toInferenceError(error.value).error.code : Cause.hasInterruptsOnly(result.cause) ? "client_closed" : "internal_error"
+      yield* finish(code, result)
+      return yield* result
+    }
+    const response: GatewayResponse = result.value
+    if (response._tag === "Body") {
+      // A machine's answer to the client's own mistake (400, 413...) is passed on: an error all the same.
+      if (response.status >= 400) {
+        yield* finish(String(response.status), result)
+      } else {
+        yield* firstToken
+        yield* finish(undefined, result)
+      }
+      return response
+    }
+    // A stream: its first event is its first token; it is over when the client's stream ends.
+    let first = true
+    let streamError: string | undefined
+    const stream = response.stream.pipe(
+      Stream.tap((chunk) => {
+        // Keep-alive comments are no token; an error event is none either.
+        if (chunk.length === 0 || chunk[0] === COLON) return Effect.void
+        streamError ??= streamErrorCode(chunk)
+        if (!first || streamError !== undefined) return Effect.void
+        first = false
+        return firstToken
+      }),
+      Stream.onExit((exit) =>
+        Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
+          ? finish("client_closed", exit)
+          : finish(streamError, streamError === undefined ? exit : Exit.fail(streamError)))
+    )
+    return { _tag: "Events", stream } satisfies GatewayResponse
+  })
 })
 
 /** The Gateway of `gateway`, observed (see the module's comment). */
