@@ -99,50 +99,54 @@ const composeGatewayStore = (stores: {
   readonly ledger: LedgerStore["Service"]
   readonly usage: UsageStore["Service"]
   readonly reserveOrdered: (request: OrderedReservation) => Effect.Effect<ReserveInOrderResult>
-}): GatewayStoreShape => ({
-  admit: (admissions) => {
-    // Every counter is checked before anything is written, as a one-statement store does.
-    for (const { rate } of admissions) {
-      const problem = hitProblem(rate.bucket, rate.window_start, rate.window_ms)
-      if (problem !== undefined) return Effect.die(new Error(`GatewayStore.admit: ${problem}`))
+}): GatewayStoreShape => {
+  // Made once per store, not per call (docs/gateway.md "Code on the call path").
+  const admitOne = Effect.fnUntraced(function*(admission: Admission) {
+    const key = yield* stores.keys.get(admission.account_id, admission.key_id)
+    if (key === undefined || key.revoked_at !== null) return { _tag: "KeyRevoked" } as const
+    if (admission.touch_at !== undefined) yield* stores.keys.touch(admission.key_id, admission.touch_at)
+    const { bucket, window_start, window_ms, limit } = admission.rate
+    const count = yield* stores.rateLimits.hit(bucket, window_start, window_ms)
+    if (count > limit) return { _tag: "RateLimited", count } as const
+    const reserved = admission.reservation === undefined
+      ? undefined
+      : yield* stores.reserveOrdered(admission.reservation)
+    return { _tag: "Admitted", count, reserved } as const
+  })
+  const commitOne = Effect.fnUntraced(function*({ record, settlement }: Metered) {
+    const settled = settlement === undefined ? "none" as const : yield* stores.ledger.settle(settlement)
+    let charged = record
+    if (settlement !== undefined && settled === "not_pending") {
+      // Settled already: a replay (the gateway's journal, a retry) of a commit that died between
+      // its two writes; the record says what was charged then. Expired or voided: nothing.
+      const reservation = yield* stores.ledger.reservation(settlement.ref)
+      charged = reservation?.status === "settled"
+        ? { ...record, credits: reservation.charged ?? 0n }
+        : { ...record, credits: 0n, from_allowance: 0n, from_trial: 0n }
     }
-    return Effect.forEach(admissions, (admission) => Effect.gen(function*() {
-      const key = yield* stores.keys.get(admission.account_id, admission.key_id)
-      if (key === undefined || key.revoked_at !== null) return { _tag: "KeyRevoked" } as const
-      if (admission.touch_at !== undefined) yield* stores.keys.touch(admission.key_id, admission.touch_at)
-      const { bucket, window_start, window_ms, limit } = admission.rate
-      const count = yield* stores.rateLimits.hit(bucket, window_start, window_ms)
-      if (count > limit) return { _tag: "RateLimited", count } as const
-      const reserved = admission.reservation === undefined
-        ? undefined
-        : yield* stores.reserveOrdered(admission.reservation)
-      return { _tag: "Admitted", count, reserved } as const
-    }))
-  },
-  commit: (calls) => {
-    // Every record is checked before anything is written: a record the usage store would refuse
-    // must not leave its call (or an earlier one of the batch) settled without its record.
-    for (const { record } of calls) {
-      const problem = usageRecordProblem(record)
-      if (problem !== undefined) return Effect.die(new Error(`GatewayStore.commit: record ${record.ref}: ${problem}`))
+    const written = yield* stores.usage.record(charged)
+    return { settlement: settled, record: written } satisfies MeteredResult
+  })
+  return {
+    admit: (admissions) => {
+      // Every counter is checked before anything is written, as a one-statement store does.
+      for (const { rate } of admissions) {
+        const problem = hitProblem(rate.bucket, rate.window_start, rate.window_ms)
+        if (problem !== undefined) return Effect.die(new Error(`GatewayStore.admit: ${problem}`))
+      }
+      return Effect.forEach(admissions, admitOne)
+    },
+    commit: (calls) => {
+      // Every record is checked before anything is written: a record the usage store would refuse
+      // must not leave its call (or an earlier one of the batch) settled without its record.
+      for (const { record } of calls) {
+        const problem = usageRecordProblem(record)
+        if (problem !== undefined) return Effect.die(new Error(`GatewayStore.commit: record ${record.ref}: ${problem}`))
+      }
+      return Effect.forEach(calls, commitOne)
     }
-    return Effect.forEach(calls, ({ record, settlement }) =>
-      Effect.gen(function*() {
-        const settled = settlement === undefined ? "none" as const : yield* stores.ledger.settle(settlement)
-        let charged = record
-        if (settlement !== undefined && settled === "not_pending") {
-          // Settled already: a replay (the gateway's journal, a retry) of a commit that died between
-          // its two writes; the record says what was charged then. Expired or voided: nothing.
-          const reservation = yield* stores.ledger.reservation(settlement.ref)
-          charged = reservation?.status === "settled"
-            ? { ...record, credits: reservation.charged ?? 0n }
-            : { ...record, credits: 0n, from_allowance: 0n, from_trial: 0n }
-        }
-        const written = yield* stores.usage.record(charged)
-        return { settlement: settled, record: written } satisfies MeteredResult
-      }))
   }
-})
+}
 
 export const GatewayStoreComposed: Layer.Layer<
   GatewayStore,

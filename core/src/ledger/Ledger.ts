@@ -74,31 +74,13 @@ import {
  * RESERVE_ATTEMPTS times. Budgets are checked before the balance, by the store and atomically;
  * on a refusal this path reads the budgets only to say which one (`over_budget`), as they are then.
  */
-export const reserveOrdered = (store: LedgerStore["Service"]) =>
-(request: OrderedReservation): Effect.Effect<ReserveInOrderResult> => {
-  if (store.reserveInOrder !== undefined) return store.reserveInOrder(request)
-  const sourcesNow = Effect.map(store.balances(request.account_id), (balances): ReadonlyArray<Source> =>
-    request.scopes.map((scope) => {
-      const balance = balances.find((b) => b.machine_id === scope)
-      return { machine_id: scope, available: balance === undefined ? 0n : available(balance) }
-    }))
-  const claims = request.budgets ?? []
-  const grantClaims = request.grants ?? []
-  /** Each grant claimed, with what it has left now. */
-  const grantsNow: Effect.Effect<ReadonlyArray<GrantSource & { readonly size: bigint }>> = grantClaims.length === 0
-    ? Effect.succeed([])
-    : Effect.map(store.grants(request.account_id), (states) =>
-      grantClaims.map((claim) => ({
-        grant: claim.grant,
-        period: claim.period,
-        size: claim.size,
-        available: grantAvailable(claim, states.find((g) => g.grant === claim.grant && g.period === claim.period))
-      })))
+export const reserveOrdered = (store: LedgerStore["Service"]) => {
   /**
    * The first claim that `amount` (what credits pay: the grants' part counts in no budget) would
    * take over its limit as the budgets are now (undefined: none, or no claims).
    */
-  const overBudgetNow = (amount: bigint) => Effect.gen(function*() {
+  const overBudgetNow = Effect.fnUntraced(function*(request: OrderedReservation, amount: bigint) {
+    const claims = request.budgets ?? []
     if (claims.length === 0) return undefined
     const states = new Map<string, BudgetState>()
     for (const month of new Set(claims.map((c) => c.month))) {
@@ -108,14 +90,32 @@ export const reserveOrdered = (store: LedgerStore["Service"]) =>
       states.get(`${claim.month}/${claim.budget}`) ?? { limit: null, spent: 0n, held: 0n }
     return firstOverBudget(claims, stateOf, amount)
   })
-  return Effect.gen(function*() {
+  // Made once per store, not per reservation (docs/gateway.md "Code on the call path").
+  const reserving = Effect.fnUntraced(function*(request: OrderedReservation) {
+    const sourcesNow = Effect.map(store.balances(request.account_id), (balances): ReadonlyArray<Source> =>
+      request.scopes.map((scope) => {
+        const balance = balances.find((b) => b.machine_id === scope)
+        return { machine_id: scope, available: balance === undefined ? 0n : available(balance) }
+      }))
+    const claims = request.budgets ?? []
+    const grantClaims = request.grants ?? []
+    /** Each grant claimed, with what it has left now. */
+    const grantsNow: Effect.Effect<ReadonlyArray<GrantSource & { readonly size: bigint }>> = grantClaims.length === 0
+      ? Effect.succeed([])
+      : Effect.map(store.grants(request.account_id), (states) =>
+        grantClaims.map((claim) => ({
+          grant: claim.grant,
+          period: claim.period,
+          size: claim.size,
+          available: grantAvailable(claim, states.find((g) => g.grant === claim.grant && g.period === claim.period))
+        })))
     for (let attempt = 1;; attempt++) {
       const grants = yield* grantsNow
       const { holds, rest } = takeGrants(grants, request.amount)
       const allocation = allocate(yield* sourcesNow, rest)
       if (allocation._tag === "Insufficient") {
         const left = grants.reduce((sum, g) => sum + g.available, 0n)
-        return (yield* overBudgetNow(rest)) ?? { _tag: "insufficient", available: allocation.available + left } as const
+        return (yield* overBudgetNow(request, rest)) ?? { _tag: "insufficient", available: allocation.available + left } as const
       }
       const { scopes: _, amount: __, grants: ___, ...reservation } = request
       const sized = holds.map((h) => ({ ...h, size: grants.find((g) => g.grant === h.grant && g.period === h.period)!.size }))
@@ -129,7 +129,7 @@ export const reserveOrdered = (store: LedgerStore["Service"]) =>
       }
       if (result === "duplicate") return { _tag: "duplicate" } as const
       if (result === "over_budget") {
-        const over = yield* overBudgetNow(rest)
+        const over = yield* overBudgetNow(request, rest)
         if (over !== undefined) return over
         // Released since (a settle, void or expiry, or a limit raised): try again; the last try
         // answers the first claim as it is now.
@@ -153,6 +153,8 @@ export const reserveOrdered = (store: LedgerStore["Service"]) =>
       }
     }
   })
+  return (request: OrderedReservation): Effect.Effect<ReserveInOrderResult> =>
+    store.reserveInOrder !== undefined ? store.reserveInOrder(request) : reserving(request)
 }
 
 /** What settling a reservation to `actual` writes: its charges as usage entries (`Settlement`). */
