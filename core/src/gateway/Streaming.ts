@@ -156,193 +156,203 @@ type ReadEnd =
  * Starts the pump and returns the client's body stream. Must be called uninterruptibly together
  * with handing the call's reservation to `finish` (the gateway does).
  */
-export const startStream = (input: PumpInput): Effect.Effect<PumpedStream> =>
-  Effect.gen(function*() {
-    const buffer = yield* makeClientBuffer(input.settings.bufferBytes)
-    const gone = yield* Deferred.make<void>()
-    const { call, settings } = input
+export const startStream: (input: PumpInput) => Effect.Effect<PumpedStream> = Effect.fnUntraced(function*(input: PumpInput) {
+  const buffer = yield* makeClientBuffer(input.settings.bufferBytes)
+  const gone = yield* Deferred.make<void>()
+  const { call, settings } = input
 
-    // Set when the client's stream ended, or the client fell bufferBytes behind (`tooSlow`).
-    let clientGone = false
-    let tooSlow = false
-    let sentEvent = false
-    let usage: Quantities | undefined
-    let outputChars = 0
-    let sawDone = false
-    // `[DONE]` waits for `finish`: the call is journaled (or, inline, metered) before its answer is whole.
-    let doneDue = false
-    let lastChunk: { id?: unknown; created?: unknown; model?: unknown } = {}
+  // Set when the client's stream ended, or the client fell bufferBytes behind (`tooSlow`).
+  let clientGone = false
+  let tooSlow = false
+  let sentEvent = false
+  let usage: Quantities | undefined
+  let outputChars = 0
+  let sawDone = false
+  // `[DONE]` waits for `finish`: the call is journaled (or, inline, metered) before its answer is whole.
+  let doneDue = false
+  let lastChunk: { id?: unknown; created?: unknown; model?: unknown } = {}
 
-    const send = (bytes: Uint8Array): Effect.Effect<void> =>
-      Effect.suspend(() => clientGone ? Effect.void : Effect.flatMap(buffer.offer(bytes), (queued) => queued ? Effect.void : cutSlowClient))
+  const send = (bytes: Uint8Array): Effect.Effect<void> =>
+    Effect.suspend(() => clientGone ? Effect.void : Effect.flatMap(buffer.offer(bytes), (queued) => queued ? Effect.void : cutSlowClient))
 
-    /**
-     * The client fell bufferBytes behind: it is treated as gone (the pump drains on), what it had
-     * not taken is dropped and its stream ends with an error event (after `finish` when the host
-     * freezes after a response).
-     */
-    const cutSlowClient = Effect.suspend(() => {
-      clientGone = true
-      tooSlow = true
-      const message = `The client read this stream more slowly than the machine wrote it and fell ${settings.bufferBytes} bytes ` +
-        "behind, so the stream was cut. The call is charged for what the machine produced."
-      return buffer.cut(sseError(message, "client_too_slow", "invalid_request_error")).pipe(
-        Effect.andThen(settings.finishBeforeEnd ? Effect.void : buffer.end),
-        Effect.andThen(Deferred.succeed(gone, undefined))
-      )
-    })
-
-    /** Notes one event's data; whether it is passed on (all but the machine's [DONE]). */
-    const onData = (data: string): boolean => {
-      if (data === "[DONE]") {
-        sawDone = true
-        return false
-      }
-      let chunk: unknown
-      try {
-        chunk = JSON.parse(data)
-      } catch {
-        chunk = undefined
-      }
-      if (typeof chunk === "object" && chunk !== null) {
-        const c = chunk as { id?: unknown; created?: unknown; model?: unknown; usage?: unknown }
-        if (c.usage !== undefined && c.usage !== null) usage = reportedUsage(call, chunk) ?? usage
-        outputChars += completionChars(chunk)
-        if (c.id !== undefined) lastChunk = c
-      }
-      sentEvent = true
-      return true
-    }
-
-    /**
-     * The events that came in one read of the machine's stream go on as one piece: nothing waits
-     * for more, and the client's socket gets one write instead of one per event.
-     */
-    const onEvents = (events: ReadonlyArray<string>): Effect.Effect<void> => {
-      let text = ""
-      for (const data of events) if (onData(data)) text += `data: ${data}\n\n`
-      return text === "" ? Effect.void : send(encoder.encode(text))
-    }
-
-    const splitter = new SseSplitter()
-    const read: Effect.Effect<ReadEnd> = input.body.pipe(
-      Stream.runForEach((bytes) => onEvents(splitter.push(bytes))),
-      Effect.flatMap(() => onEvents(splitter.end())),
-      Effect.as<ReadEnd>({ _tag: "Ended" }),
-      Effect.catch((failure) => Effect.succeed<ReadEnd>({ _tag: "Broken", message: failure.message }))
+  /**
+   * The client fell bufferBytes behind: it is treated as gone (the pump drains on), what it had
+   * not taken is dropped and its stream ends with an error event (after `finish` when the host
+   * freezes after a response).
+   */
+  const cutSlowClient = Effect.suspend(() => {
+    clientGone = true
+    tooSlow = true
+    const message = `The client read this stream more slowly than the machine wrote it and fell ${settings.bufferBytes} bytes ` +
+      "behind, so the stream was cut. The call is charged for what the machine produced."
+    return buffer.cut(sseError(message, "client_too_slow", "invalid_request_error")).pipe(
+      Effect.andThen(settings.finishBeforeEnd ? Effect.void : buffer.end),
+      Effect.andThen(Deferred.succeed(gone, undefined))
     )
+  })
 
-    // Once the client is gone: a drain slot for at most drainTimeoutMs, or stop at once.
-    let holdsSlot = false
-    const limit: Effect.Effect<ReadEnd> = Effect.gen(function*() {
-      yield* Deferred.await(gone)
+  /** Notes one event's data; whether it is passed on (all but the machine's [DONE]). */
+  const onData = (data: string): boolean => {
+    if (data === "[DONE]") {
+      sawDone = true
+      return false
+    }
+    let chunk: unknown
+    try {
+      chunk = JSON.parse(data)
+    } catch {
+      chunk = undefined
+    }
+    if (typeof chunk === "object" && chunk !== null) {
+      const c = chunk as { id?: unknown; created?: unknown; model?: unknown; usage?: unknown }
+      if (c.usage !== undefined && c.usage !== null) usage = reportedUsage(call, chunk) ?? usage
+      outputChars += completionChars(chunk)
+      if (c.id !== undefined) lastChunk = c
+    }
+    sentEvent = true
+    return true
+  }
+
+  /**
+   * The events that came in one read of the machine's stream go on as one piece: nothing waits
+   * for more, and the client's socket gets one write instead of one per event.
+   */
+  const onEvents = (events: ReadonlyArray<string>): Effect.Effect<void> => {
+    let text = ""
+    for (const data of events) if (onData(data)) text += `data: ${data}\n\n`
+    return text === "" ? Effect.void : send(encoder.encode(text))
+  }
+
+  const splitter = new SseSplitter()
+  const read: Effect.Effect<ReadEnd> = input.body.pipe(
+    Stream.runForEach((bytes) => onEvents(splitter.push(bytes))),
+    Effect.flatMap(() => onEvents(splitter.end())),
+    Effect.as<ReadEnd>({ _tag: "Ended" }),
+    Effect.catch((failure) => Effect.succeed<ReadEnd>({ _tag: "Broken", message: failure.message }))
+  )
+
+  // Once the client is gone: a drain slot for at most drainTimeoutMs, or stop at once.
+  let holdsSlot = false
+  // (Combinators, not generators, in here: no generator function is made per call, docs/gateway.md
+  // "Code on the call path".)
+  const limit: Effect.Effect<ReadEnd> = Effect.andThen(
+    Deferred.await(gone),
+    Effect.suspend(() => {
       const left = tooSlow ? `the client fell ${settings.bufferBytes} bytes behind` : "the client left"
-      const slot = yield* Semaphore.takeIfAvailable(input.drains, 1)
-      if (!slot) return { _tag: "Cut", reason: `${left} and no drain slot was free` } as const
-      holdsSlot = true
-      yield* Metric.update(streamsDrained, 1)
-      yield* Effect.sleep(settings.drainTimeoutMs)
-      return { _tag: "Cut", reason: `${left} and the drain took over ${settings.drainTimeoutMs} ms` } as const
+      return Effect.flatMap(Semaphore.takeIfAvailable(input.drains, 1), (slot): Effect.Effect<ReadEnd> => {
+        if (!slot) return Effect.succeed({ _tag: "Cut", reason: `${left} and no drain slot was free` })
+        holdsSlot = true
+        return Metric.update(streamsDrained, 1).pipe(
+          Effect.andThen(Effect.sleep(settings.drainTimeoutMs)),
+          Effect.as<ReadEnd>({ _tag: "Cut", reason: `${left} and the drain took over ${settings.drainTimeoutMs} ms` })
+        )
+      })
     })
+  )
 
-    const keepAlive = Effect.gen(function*() {
-      while (!sentEvent && !clientGone) {
-        yield* Effect.sleep(settings.keepAliveMs)
-        if (!sentEvent && !clientGone) yield* send(KEEP_ALIVE)
-      }
-    })
+  const keepAlive: Effect.Effect<void> = Effect.suspend(() =>
+    sentEvent || clientGone ? Effect.void : Effect.andThen(
+      Effect.sleep(settings.keepAliveMs),
+      Effect.suspend(() => Effect.andThen(sentEvent || clientGone ? Effect.void : send(KEEP_ALIVE), keepAlive))
+    )
+  )
 
-    const synthesizedUsage = (q: Quantities): Effect.Effect<Uint8Array> =>
-      Effect.map(Clock.currentTimeMillis, (now) =>
-        sseEvent(JSON.stringify({
-          id: typeof lastChunk.id === "string" ? lastChunk.id : "chatcmpl-gateway",
-          object: "chat.completion.chunk",
-          created: typeof lastChunk.created === "number" ? lastChunk.created : Math.floor(now / 1000),
-          model: typeof lastChunk.model === "string" ? lastChunk.model : call.model.id,
-          choices: [],
-          usage: {
-            prompt_tokens: Number(q.input_tokens),
-            completion_tokens: Number(q.output_tokens),
-            total_tokens: Number(q.input_tokens + q.output_tokens)
-          }
-        })))
-
-    const pump = Effect.gen(function*() {
-      const keeper = yield* Effect.forkChild(keepAlive)
-      const end = yield* Effect.raceFirst(read, limit).pipe(
-        Effect.timeoutOrElse({
-          duration: settings.maxStreamMs,
-          orElse: () => Effect.succeed<ReadEnd>({ _tag: "TimedOut" })
-        })
-      )
-      yield* Fiber.interrupt(keeper)
-      if (holdsSlot) yield* Semaphore.release(input.drains, 1)
-      return end
-    })
-
-    const conclude = (end: ReadEnd): Effect.Effect<StreamOutcome> =>
-      Effect.gen(function*() {
-        if ((end._tag === "Broken" || end._tag === "TimedOut") && usage === undefined) {
-          const [reason, what, code] = end._tag === "Broken"
-            ? [end.message, `The machine's stream failed: ${end.message}.`, "machine_error"]
-            : [`the stream took over ${settings.maxStreamMs} ms`, `The stream ran past the platform's limit of ${settings.maxStreamMs} ms.`, "stream_time_limit"]
-          // The client got nothing but keep-alives: nothing to charge. Else what was read is charged.
-          if (!sentEvent) {
-            yield* send(sseError(`${what} Nothing is charged for this call.`, code))
-            return { _tag: "Failed", reason } as const
-          }
-          yield* send(sseError(`${what} The call is charged for what the machine sent before.`, code))
-          return { _tag: "Estimated", outputChars, reason: `the stream ended early: ${reason}`, broke: reason } as const
+  const synthesizedUsage = (q: Quantities): Effect.Effect<Uint8Array> =>
+    Effect.map(Clock.currentTimeMillis, (now) =>
+      sseEvent(JSON.stringify({
+        id: typeof lastChunk.id === "string" ? lastChunk.id : "chatcmpl-gateway",
+        object: "chat.completion.chunk",
+        created: typeof lastChunk.created === "number" ? lastChunk.created : Math.floor(now / 1000),
+        model: typeof lastChunk.model === "string" ? lastChunk.model : call.model.id,
+        choices: [],
+        usage: {
+          prompt_tokens: Number(q.input_tokens),
+          completion_tokens: Number(q.output_tokens),
+          total_tokens: Number(q.input_tokens + q.output_tokens)
         }
-        if (end._tag === "Cut") {
-          return usage !== undefined
+      })))
+
+  const pump = Effect.flatMap(Effect.forkChild(keepAlive), (keeper) =>
+    Effect.raceFirst(read, limit).pipe(
+      Effect.timeoutOrElse({
+        duration: settings.maxStreamMs,
+        orElse: () => Effect.succeed<ReadEnd>({ _tag: "TimedOut" })
+      }),
+      Effect.tap(() =>
+        Effect.andThen(Fiber.interrupt(keeper), Effect.suspend(() => holdsSlot ? Semaphore.release(input.drains, 1) : Effect.void))
+      )
+    ))
+
+  const conclude = (end: ReadEnd): Effect.Effect<StreamOutcome> =>
+    Effect.suspend((): Effect.Effect<StreamOutcome> => {
+      if ((end._tag === "Broken" || end._tag === "TimedOut") && usage === undefined) {
+        const [reason, what, code] = end._tag === "Broken"
+          ? [end.message, `The machine's stream failed: ${end.message}.`, "machine_error"]
+          : [`the stream took over ${settings.maxStreamMs} ms`, `The stream ran past the platform's limit of ${settings.maxStreamMs} ms.`, "stream_time_limit"]
+        // The client got nothing but keep-alives: nothing to charge. Else what was read is charged.
+        if (!sentEvent) {
+          return Effect.as(send(sseError(`${what} Nothing is charged for this call.`, code)), { _tag: "Failed", reason } as const)
+        }
+        return Effect.as(
+          send(sseError(`${what} The call is charged for what the machine sent before.`, code)),
+          { _tag: "Estimated", outputChars, reason: `the stream ended early: ${reason}`, broke: reason } as const
+        )
+      }
+      if (end._tag === "Cut") {
+        return Effect.succeed(
+          usage !== undefined
             ? { _tag: "Reported", usage } as const
             : { _tag: "Estimated", outputChars, reason: end.reason } as const
-        }
-        // Ended (or broke after its usage chunk): close the stream properly for the client.
-        let outcome: StreamOutcome
-        if (usage === undefined) {
-          const estimate = { _tag: "Estimated", outputChars, reason: "the machine reported no usage" } as const
-          yield* send(yield* synthesizedUsage(estimatedUsage(call, outputChars)))
-          outcome = estimate
-        } else {
-          outcome = { _tag: "Reported", usage }
-        }
-        if (end._tag === "Ended" || sawDone) doneDue = true
-        return outcome
-      })
-
-    const run = pump.pipe(
-      Effect.flatMap(conclude),
-      Effect.onExit((exit) =>
-        Effect.gen(function*() {
-          const outcome: StreamOutcome = Exit.isSuccess(exit)
-            ? exit.value
-            : usage !== undefined
-            ? { _tag: "Reported", usage }
-            : { _tag: "Estimated", outputChars, reason: "the gateway stopped while the call streamed" }
-          // A stream without its [DONE] to send (failed, cut, stopped) ends first, unless the host freezes after it.
-          if (!settings.finishBeforeEnd && !doneDue) yield* buffer.end
-          const metered = yield* input.finish(outcome)
-          if (doneDue) {
-            yield* send(metered ? DONE : sseError("The platform could not record this call's usage, so it is not charged; retry shortly.", "store_unavailable"))
-          }
-          if (settings.finishBeforeEnd || doneDue) yield* buffer.end
-        })
-      ),
-      Effect.asVoid
-    )
-    yield* input.fork(run)
-
-    return {
-      stream: buffer.stream.pipe(
-        Stream.onExit(() =>
-          Effect.suspend(() => {
-            clientGone = true
-            return Effect.andThen(buffer.close, Deferred.succeed(gone, undefined))
-          })
         )
-      ),
-      peakBytes: buffer.peakBytes
-    }
-  })
+      }
+      // Ended (or broke after its usage chunk): close the stream properly for the client.
+      const due = end._tag === "Ended" || sawDone
+      if (usage === undefined) {
+        const estimate = { _tag: "Estimated", outputChars, reason: "the machine reported no usage" } as const
+        return Effect.flatMap(synthesizedUsage(estimatedUsage(call, outputChars)), (bytes) =>
+          Effect.map(send(bytes), () => {
+            if (due) doneDue = true
+            return estimate
+          }))
+      }
+      if (due) doneDue = true
+      return Effect.succeed({ _tag: "Reported", usage } as const)
+    })
+
+  const run = pump.pipe(
+    Effect.flatMap(conclude),
+    Effect.onExit((exit) =>
+      Effect.suspend(() => {
+        const outcome: StreamOutcome = Exit.isSuccess(exit)
+          ? exit.value
+          : usage !== undefined
+          ? { _tag: "Reported", usage }
+          : { _tag: "Estimated", outputChars, reason: "the gateway stopped while the call streamed" }
+        // A stream without its [DONE] to send (failed, cut, stopped) ends first, unless the host freezes after it.
+        return (!settings.finishBeforeEnd && !doneDue ? buffer.end : Effect.void).pipe(
+          Effect.andThen(Effect.suspend(() => input.finish(outcome))),
+          Effect.flatMap((metered) =>
+            doneDue
+              ? send(metered ? DONE : sseError("The platform could not record this call's usage, so it is not charged; retry shortly.", "store_unavailable"))
+              : Effect.void
+          ),
+          Effect.andThen(Effect.suspend(() => settings.finishBeforeEnd || doneDue ? buffer.end : Effect.void))
+        )
+      })
+    ),
+    Effect.asVoid
+  )
+  yield* input.fork(run)
+
+  return {
+    stream: buffer.stream.pipe(
+      Stream.onExit(() =>
+        Effect.suspend(() => {
+          clientGone = true
+          return Effect.andThen(buffer.close, Deferred.succeed(gone, undefined))
+        })
+      )
+    ),
+    peakBytes: buffer.peakBytes
+  }
+})
