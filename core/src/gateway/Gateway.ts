@@ -237,9 +237,10 @@ const make = (config: GatewayConfig) =>
       )
 
     // -- one call --
-    // Every generator function of a call is made here, once (Effect.fnUntraced), never inside the
-    // call: a generator function made per call keeps the whole call's state alive past the young
-    // generation's collections (docs/performance.md "Generators made per call").
+    // Every generator function a call runs (`calling` below, the steps above) is made once, when the
+    // service is built (Effect.fnUntraced), never inside the call: a generator function made per call
+    // keeps the whole call's state alive past the young generation's collections (docs/gateway.md
+    // "Code on the call path").
     /**
      * The standing each key had at its last call (bounded as admission's key state), to guess its
      * machine while the standing is read again: for routing a speculative request only, never for
