@@ -65,15 +65,7 @@ const stopServer = (child: ChildProcess) =>
     setTimeout(() => child.kill("SIGKILL"), 15_000).unref()
   })
 
-interface Measured {
-  readonly label: string
-  readonly goalMb: number
-  readonly early: number
-  readonly peak: number
-  readonly atRest: number
-}
-
-const measure = async (label: string, goalMb: number, env: Record<string, string>): Promise<Measured> => {
+const measure = async (label: string, goalMb: number, env: Record<string, string>): Promise<void> => {
   const { child, url } = await startServer(env)
   try {
     const answered = await fetch(`${url}/models`)
@@ -86,13 +78,11 @@ const measure = async (label: string, goalMb: number, env: Record<string, string
       if (rss === undefined) throw new Error(`${label}: the server's VmRSS could not be read (not Linux?)`)
       samples.push(rss)
     }
-    const measured = { label, goalMb, early: samples[4]!, peak: Math.max(...samples), atRest: samples[samples.length - 1]! }
+    const atRest = samples[samples.length - 1]!
     console.log(
-      `  ${label.padEnd(30)} 5 s: ${measured.early.toFixed(0)} MB   highest: ${measured.peak.toFixed(0)} MB   ` +
-        `at rest (${settleSeconds} s): ${measured.atRest.toFixed(0)} MB   goal <= ${goalMb} MB: ` +
-        (measured.atRest <= goalMb ? "met" : "MISSED")
+      `  ${label.padEnd(30)} 5 s: ${samples[4]!.toFixed(0)} MB   highest: ${Math.max(...samples).toFixed(0)} MB   ` +
+        `at rest (${settleSeconds} s): ${atRest.toFixed(0)} MB   goal <= ${goalMb} MB: ${atRest <= goalMb ? "met" : "MISSED"}`
     )
-    return measured
   } finally {
     await stopServer(child)
   }
@@ -125,7 +115,7 @@ const main = async () => {
       console.log("  PostgreSQL: skipped (set DATABASE_URL or TEST_DATABASE_URL to a server where a database may be made)")
     } else {
       await withDatabaseServer(serverUrl, (url) =>
-        measure("PostgreSQL", 120, { DATABASE_URL: url, DATA_DIR: Path.join(dataDir, "postgres") }).then(() => undefined))
+        measure("PostgreSQL", 120, { DATABASE_URL: url, DATA_DIR: Path.join(dataDir, "postgres") }))
     }
     const embedded = { DATA_DIR: Path.join(dataDir, "embedded") }
     await measure("embedded, first start", 250, embedded)
