@@ -34,7 +34,7 @@
  * after it (metering), each shared with the other calls of its batch. Purchased credits (for the
  * tier) are kept in process for tierCacheMs, or until their account's notice (kernel/AccountCache.ts).
  */
-import { Clock, Context, Effect, Exit, Fiber, Layer, type Result, Semaphore, Stream } from "effect"
+import { Clock, Context, Effect, Exit, Fiber, Layer, type Result, Stream } from "effect"
 import { ApiKeys } from "../keys/ApiKeys.ts"
 import type { KeyErrorOf } from "../keys/KeyErrors.ts"
 import type { Caller } from "../keys/Caller.ts"
@@ -52,7 +52,7 @@ import { shapeAnswer } from "./Answers.ts"
 import { machinePath, makeDispatch } from "./Dispatch.ts"
 import { makeAdmission } from "./Admission.ts"
 import { type Held, makeSettlement } from "./Settlement.ts"
-import { startStream, type StreamOutcome } from "./Streaming.ts"
+import { makeStreamAnswer } from "./StreamAnswer.ts"
 import { type Endpoint, validateCall, type ValidCall } from "./Validation.ts"
 import { defaultGatewayConfig, type GatewayConfig, RESERVATION_MARGIN_MS } from "./GatewayConfig.ts"
 
@@ -153,8 +153,7 @@ const make = (config: GatewayConfig) =>
       inlineRetryMs: config.inlineRetryMs,
       reservationTtlMs
     })
-    const { fork, forkAfter, release } = settlement
-    const drains = yield* Semaphore.make(config.maxDrains)
+    const { forkAfter, release } = settlement
 
     // Admission (Admission.ts): the key still live, its use, the rpm count, the first reservation.
     const admission = yield* makeAdmission({
@@ -187,54 +186,8 @@ const make = (config: GatewayConfig) =>
     })
     const abandonEarly = (early: Early | undefined) => early === undefined ? Effect.void : abandoning(early)
 
-    /** A streamed call is over (Streaming.ts): charged for what was read, or released when it failed. */
-    const streamFinished = Effect.fnUntraced(function*(
-      outcome: StreamOutcome,
-      caller: Caller,
-      vc: ValidCall,
-      machine: MachineConfig,
-      price: Prices,
-      mine: Held | undefined
-    ) {
-      if (outcome._tag === "Failed") {
-        yield* dispatch.suspect(machine, vc)
-        yield* Effect.logWarning(`gateway: stream from ${machine.id} failed: ${outcome.reason}`)
-        yield* release(mine)
-        return true
-      }
-      const usage = outcome._tag === "Reported" ? outcome.usage : estimatedUsage(vc, outcome.outputChars)
-      // Broken off after events were passed on: charged for what was read, and the machine is suspect all the same.
-      if (outcome._tag === "Estimated" && outcome.broke !== undefined) yield* dispatch.suspect(machine, vc)
-      if (outcome._tag === "Estimated") {
-        yield* Effect.logWarning(`gateway: billing an estimate for a stream from ${machine.id}: ${outcome.reason}`)
-      }
-      // Inline (Lambda), metering that cannot be written ends the stream with an error, not [DONE].
-      return yield* settlement.complete({ caller, call: vc, machineId: machine.id, price, held: mine, usage }).pipe(
-        Effect.as(true),
-        Effect.catchDefect((defect) =>
-          Effect.as(Effect.logError("gateway: a streamed call could not be metered; not charged", defect), false))
-      )
-    })
-    /** A streamed answer: the machine's events, passed on as they come (Streaming.ts). */
-    const streamAnswer = (caller: Caller, vc: ValidCall, machine: MachineConfig, price: Prices, response: MachineResponse, mine: Held | undefined) =>
-      Effect.map(
-        startStream({
-          call: vc,
-          machineId: machine.id,
-          body: response.body,
-          settings: {
-            keepAliveMs: config.keepAliveMs,
-            drainTimeoutMs: config.drainTimeoutMs,
-            maxStreamMs: config.maxStreamMs,
-            bufferBytes: config.streamBufferBytes,
-            finishBeforeEnd: config.settleInline
-          },
-          drains,
-          fork,
-          finish: (outcome) => Effect.uninterruptible(streamFinished(outcome, caller, vc, machine, price, mine))
-        }),
-        ({ stream }) => ({ _tag: "Events", stream }) satisfies GatewayResponse as GatewayResponse
-      )
+    /** A streamed answer: the machine's events, passed on as they come (StreamAnswer.ts). */
+    const streamAnswer = yield* makeStreamAnswer(config, dispatch, settlement)
 
     // -- one call --
     // Every generator function a call runs (`calling` below, the steps above) is made once, when the
@@ -372,7 +325,8 @@ const make = (config: GatewayConfig) =>
         } satisfies GatewayResponse as GatewayResponse
       }
       if (vc.stream) {
-        return yield* Effect.uninterruptible(Effect.suspend(() => streamAnswer(caller, vc, machine, price, response, held.take())))
+        const stream = yield* Effect.uninterruptible(Effect.suspend(() => streamAnswer(caller, vc, machine, price, response, held.take())))
+        return { _tag: "Events", stream } satisfies GatewayResponse as GatewayResponse
       }
       const read = yield* Effect.result(readAll(response))
       if (read._tag === "Failure") {
