@@ -37,7 +37,6 @@
 import { Clock, Context, Effect, Exit, Fiber, Layer, type Result, Stream } from "effect"
 import { ApiKeys } from "../keys/ApiKeys.ts"
 import type { KeyErrorOf } from "../keys/KeyErrors.ts"
-import type { Caller } from "../keys/Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import type { MachineConfig } from "../catalogue/CatalogueConfig.ts"
 import { chargingGate } from "../catalogue/Charging.ts"
