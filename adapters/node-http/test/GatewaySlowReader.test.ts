@@ -109,6 +109,14 @@ const readSlowly = (url: string, secret: string, user: "fast" | "slow", slowForM
   })
 
 const eventsOf = (text: string) => text.split("\n\n").filter((e) => e.startsWith("data: ")).map((e) => e.slice(6))
+
+/** The events of a call read slowly: a stream of them, else the answer shown in the failure. */
+const slowEvents = async (url: string, secret: string, user: "fast" | "slow") => {
+  const text = await readSlowly(url, secret, user, 3_000)
+  const events = eventsOf(text)
+  expect(events.length, `not a stream of events: ${JSON.stringify(text.slice(0, 1_000))}`).toBeGreaterThan(0)
+  return events
+}
 const contentOf = (events: ReadonlyArray<string>) =>
   events.filter((e) => e.startsWith("{\"id\"")).map((e) => JSON.parse(e).choices[0]?.delta?.content ?? "").join("")
 
@@ -159,7 +167,7 @@ const slowReaderSuite = (shell: string, start: Start) =>
 
     it("a reader that falls 1 MiB behind a fast stream is cut with an error event, and charged the machine's usage", async () => {
       const secret = await funded(platform)
-      const events = eventsOf(await readSlowly(platform.url, secret, "fast", 3_000))
+      const events = await slowEvents(platform.url, secret, "fast")
       expect(JSON.parse(events[events.length - 1]!).error.code).toBe("client_too_slow")
       // What it got is the start of the answer, in order.
       const got = contentOf(events)
@@ -172,7 +180,7 @@ const slowReaderSuite = (shell: string, start: Start) =>
 
     it("with room for the answer, the slow reader gets all of it, [DONE] last, and is charged the machine's usage", async () => {
       const secret = await funded(roomy)
-      const events = eventsOf(await readSlowly(roomy.url, secret, "fast", 3_000))
+      const events = await slowEvents(roomy.url, secret, "fast")
       expect(events[events.length - 1]).toBe("[DONE]")
       expect(JSON.parse(events[events.length - 2]!).usage).toEqual(USAGE)
       expect(contentOf(events)).toBe("x".repeat(FAST_EVENTS * FAST_EVENT_CHARS))
@@ -183,7 +191,7 @@ const slowReaderSuite = (shell: string, start: Start) =>
 
     it("a stream past the platform's time limit ends with an error event and is charged the estimate of what was read", async () => {
       const secret = await funded(platform)
-      const events = eventsOf(await readSlowly(platform.url, secret, "slow", 3_000))
+      const events = await slowEvents(platform.url, secret, "slow")
       expect(JSON.parse(events[events.length - 1]!).error.code).toBe("stream_time_limit")
       const got = contentOf(events)
       // About 2 s of a 4 s answer.
