@@ -38,6 +38,7 @@ import cluster from "node:cluster"
 import { cpuMicros, flag, has, num, serveParent } from "./benchProcesses.ts"
 import { runServerWorkers } from "./benchWorkers.ts"
 import { FastMemoryStores } from "./fastStores.ts"
+import { makeGcWatch } from "./gcWatch.ts"
 import { benchCatalogue } from "./fixtures.ts"
 
 /** Micro-credits each benchmark account starts with (one million credits). */
@@ -267,6 +268,7 @@ export const runServer = async () => {
     return rows.map((r) => Number(r.pid))
   })
 
+  const gc = makeGcWatch()
   serveParent(async (op, arg) => {
     switch (op) {
       case "scenario": {
@@ -280,6 +282,11 @@ export const runServer = async () => {
       }
       case "cpu":
         return { cpu: cpuMicros(), system: process.cpuUsage().system }
+      case "gc-start":
+        gc.start()
+        return null
+      case "gc-stop":
+        return gc.stop()
       case "spans": {
         const out = [...spanStats].map(([name, s]) => ({ name, count: s.count, totalUs: Number(s.totalNs / 1000n) }))
         spanStats.clear()

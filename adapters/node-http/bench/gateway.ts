@@ -23,7 +23,8 @@
  * --rounds rounds (so background load hits all alike); p50 and p99 of each, the latency each adds
  * over the direct call, calls per second (the platform's until the last settlement and usage
  * record is written: metered), CPU per call of the floor and of the server plus its Postgres
- * backends; the goals (docs/performance.md) MET or MISSED; then the metering check of the
+ * backends, the server's garbage collection per call (bench/gcWatch.ts; one server process only);
+ * the goals (docs/performance.md) MET or MISSED; then the metering check of the
  * scenario's accounts: one usage record and entry per call, the balance down by exactly what the
  * records charged, nothing held, the audit consistent.
  *
@@ -88,6 +89,7 @@ import {
 } from "./benchProcesses.ts"
 import { type Metering, runServer, type Scenario, type ScenarioName } from "./benchServer.ts"
 import { BENCH_MODEL, BENCH_PRICE, BENCH_USAGE } from "./fixtures.ts"
+import { addGc, type GcTotals, NO_GC } from "./gcWatch.ts"
 
 const ENTRY = fileURLToPath(import.meta.url)
 
@@ -348,6 +350,7 @@ const main = async () => {
         let floorCpu = 0
         let pgCpu = 0
         let pgSeen = false
+        let gc = NO_GC
         for (let r = 0; r < rounds; r++) {
           const count = Math.min(perRound, n - r * perRound)
           if (count <= 0) break
@@ -365,9 +368,11 @@ const main = async () => {
             const s0 = await cpuOf(server)
             // The pool opens connections as it needs them: backends new in the round count whole.
             const g0 = processesCpuMs(await backends())
+            if (workers === 1) await server.ask("gc-start")
             const res = await onPlatform(requestBody, stream, concurrency, count)
             const idleMs = await server.ask<number>("idle")
             serverCpu += (await cpuOf(server)) - s0
+            if (workers === 1) gc = addGc(gc, await server.ask<GcTotals>("gc-stop"))
             for (const [pid, cpu] of processesCpuMs(await backends())) {
               pgSeen = true
               pgCpu += cpu - (g0.get(pid) ?? 0)
@@ -400,6 +405,13 @@ const main = async () => {
             `(${((pp.meteredPerSecond / ff.perSecond) * 100).toFixed(0)}% of the floor)  added p50 ${ms(pp.p50 - dd.p50)} / p99 ${ms(pp.p99 - dd.p99)} ms  ` +
             `CPU server ${cpu.server.toFixed(0)}${cpu.postgres === undefined ? "" : ` + Postgres ${cpu.postgres.toFixed(0)}`} µs/call`
         )
+        if (gc.scavenges > 0) {
+          console.log(
+            `  GC (server)  per call ${(gc.allocatedBytes / pm.calls / 1024).toFixed(1)} KB allocated, ${(gc.promotedBytes / pm.calls / 1024).toFixed(1)} KB promoted; ` +
+              `${gc.scavenges} scavenges, pause mean ${ms(gc.scavengePauseUs / gc.scavenges / 1000)} / longest ${ms(gc.longestScavengeUs / 1000)} ms; ` +
+              `${gc.fullCollections} full collections`
+          )
+        }
         if (stream) {
           console.log(
             `  first byte  direct p50 ${ms(dd.firstByteP50)} ms, floor ${ms(ff.firstByteP50)} ms, platform ${ms(pp.firstByteP50)} ms: ` +
