@@ -5,9 +5,9 @@
  * of those outlived two scavenges (promoted to the old generation).
  *
  * Bytes per call depend on the code, not on how fast or how loaded the machine is, so they compare
- * across machines where CPU times do not (docs/performance.md "Another machine, and what the garbage collector does per call"). Promotion is
- * what makes a scavenge slow: its pause grows with what survives, and promoted garbage waits for
- * a full collection.
+ * across machines where CPU times do not (docs/performance.md "Another machine, and what the
+ * garbage collector does per call"). Promotion is what makes a scavenge slow: its pause grows with
+ * what survives, and promoted garbage waits for a full collection.
  */
 import * as V8 from "node:v8"
 

@@ -63,7 +63,22 @@ describe("./platform admin against main.ts", () => {
     expect(run.code, `${args.join(" ")}: ${run.stderr}`).toBe(0)
     return JSON.parse(run.stdout)
   }
-  const machinesListed = async () => ((await (await fetch(`${server.url}/machines`)).json()) as { data: Array<{ id: string }> }).data.map((m) => m.id)
+  /**
+   * GET /machines, sent again when its connection was reset: a reload can reset a request sent on
+   * an idle keep-alive connection as the draining server closes it, and a client retries it
+   * (docs/operations.md "Reloading the catalogue").
+   */
+  const machinesListed = async (): Promise<Array<string>> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const listed = (await (await fetch(`${server.url}/machines`)).json()) as { data: Array<{ id: string }> }
+        return listed.data.map((m) => m.id)
+      } catch (error) {
+        const code = (error as { cause?: { code?: string } }).cause?.code
+        if (attempt === 3 || (code !== "ECONNRESET" && code !== "UND_ERR_SOCKET")) throw error
+      }
+    }
+  }
 
   it("finds the owner's account, credits it with a reason, revokes a key; each action is audited", async () => {
     const owner = /mpk_[A-Za-z0-9_-]{43}/.exec(server.output())![0]
