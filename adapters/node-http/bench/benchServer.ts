@@ -38,6 +38,7 @@ import cluster from "node:cluster"
 import { cpuMicros, flag, has, num, serveParent } from "./benchProcesses.ts"
 import { runServerWorkers } from "./benchWorkers.ts"
 import { FastMemoryStores } from "./fastStores.ts"
+import { startAllocWatch } from "./allocWatch.ts"
 import { makeGcWatch } from "./gcWatch.ts"
 import { benchCatalogue } from "./fixtures.ts"
 
@@ -269,6 +270,7 @@ export const runServer = async () => {
   })
 
   const gc = makeGcWatch()
+  let alloc: Awaited<ReturnType<typeof startAllocWatch>> | undefined
   serveParent(async (op, arg) => {
     switch (op) {
       case "scenario": {
@@ -287,6 +289,14 @@ export const runServer = async () => {
         return null
       case "gc-stop":
         return gc.stop()
+      case "alloc-start":
+        alloc = await startAllocWatch()
+        return null
+      case "alloc-stop": {
+        const totals = await alloc!.stop()
+        alloc = undefined
+        return totals
+      }
       case "spans": {
         const out = [...spanStats].map(([name, s]) => ({ name, count: s.count, totalUs: Number(s.totalNs / 1000n) }))
         spanStats.clear()

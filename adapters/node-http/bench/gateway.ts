@@ -50,6 +50,9 @@
  *   --workers 1        server processes (node:cluster workers on one port and one database, as
  *                      `./platform start --workers N` runs them); CPU per call sums them all
  *   --cpu-prof DIR     write a V8 CPU profile of the server process into DIR
+ *   --alloc-prof       sample the server's allocations (bench/allocWatch.ts) and print, per
+ *                      platform phase, the KB per call by package or folder and the functions
+ *                      that allocate most (a diagnostic: the server runs several times slower)
  *   --server-v8 "ARGS" Node/V8 flags for the server process only, e.g. "--max-semi-space-size=64"
  *   --stores memory    the stores in memory instead of Postgres (bench/fastStores.ts: what the
  *                      gateway costs without a database; a diagnostic)
@@ -89,6 +92,7 @@ import {
 } from "./benchProcesses.ts"
 import { type Metering, runServer, type Scenario, type ScenarioName } from "./benchServer.ts"
 import { BENCH_MODEL, BENCH_PRICE, BENCH_USAGE } from "./fixtures.ts"
+import { addAlloc, type AllocTotals, describeAlloc, NO_ALLOC } from "./allocWatch.ts"
 import { addGc, type GcTotals, NO_GC } from "./gcWatch.ts"
 
 const ENTRY = fileURLToPath(import.meta.url)
@@ -229,6 +233,8 @@ const main = async () => {
   const mockIn = flag("mock-in") ?? "child"
   const workers = Math.max(1, Math.round(num("workers", 1)))
   const cpuProf = flag("cpu-prof")
+  const allocProf = has("alloc-prof")
+  if (allocProf && workers > 1) throw new Error("--alloc-prof samples one server process: not with --workers")
   const scenarios = (flag("scenarios") ?? "bare,budgeted,spread").split(",").map((s) => s.trim()).filter((s) => s !== "")
   for (const s of scenarios) if (!["bare", "budgeted", "spread"].includes(s)) throw new Error(`unknown scenario ${s}`)
   if (mockIn !== "child" && mockIn !== "loadgen") throw new Error(`--mock-in is child or loadgen, got ${mockIn}`)
@@ -295,7 +301,8 @@ const main = async () => {
       has("no-journal") ? "--no-journal" : undefined,
       has("no-notices") ? "--no-notices" : undefined,
       has("alerts") ? "--alerts" : undefined,
-      has("spans") ? "--spans: spans recorded (slower)" : undefined
+      has("spans") ? "--spans: spans recorded (slower)" : undefined,
+      allocProf ? "--alloc-prof: the server's allocations sampled (several times slower: its times mean nothing)" : undefined
     ].filter((v) => v !== undefined)
     if (variants.length > 0) console.log(`variants: ${variants.join("; ")}`)
 
@@ -351,6 +358,7 @@ const main = async () => {
         let pgCpu = 0
         let pgSeen = false
         let gc = NO_GC
+        let alloc = NO_ALLOC
         for (let r = 0; r < rounds; r++) {
           const count = Math.min(perRound, n - r * perRound)
           if (count <= 0) break
@@ -369,10 +377,12 @@ const main = async () => {
             // The pool opens connections as it needs them: backends new in the round count whole.
             const g0 = processesCpuMs(await backends())
             if (workers === 1) await server.ask("gc-start")
+            if (allocProf) await server.ask("alloc-start")
             const res = await onPlatform(requestBody, stream, concurrency, count)
             const idleMs = await server.ask<number>("idle")
             serverCpu += (await cpuOf(server)) - s0
             if (workers === 1) gc = addGc(gc, await server.ask<GcTotals>("gc-stop"))
+            if (allocProf) alloc = addAlloc(alloc, await server.ask<AllocTotals>("alloc-stop"))
             for (const [pid, cpu] of processesCpuMs(await backends())) {
               pgSeen = true
               pgCpu += cpu - (g0.get(pid) ?? 0)
@@ -412,6 +422,7 @@ const main = async () => {
               `${gc.fullCollections} full collections`
           )
         }
+        if (allocProf) for (const line of describeAlloc(alloc, pm.calls)) console.log(`  ${line}`)
         if (stream) {
           console.log(
             `  first byte  direct p50 ${ms(dd.firstByteP50)} ms, floor ${ms(ff.firstByteP50)} ms, platform ${ms(pp.firstByteP50)} ms: ` +

@@ -33,7 +33,7 @@ interface GcRecord {
 const used = (spaces: ReadonlyArray<{ readonly spaceName: string; readonly spaceUsedSize: number }>, name: string) =>
   spaces.find((s) => s.spaceName === name)?.spaceUsedSize ?? 0
 
-const youngUsed = () => used(V8.getHeapSpaceStatistics().map((s) => ({ spaceName: s.space_name, spaceUsedSize: s.space_used_size })), "new_space")
+const youngUsed = () => V8.getHeapSpaceStatistics().find((s) => s.space_name === "new_space")?.space_used_size ?? 0
 
 /** Starts watching; `stop` returns the totals since `start`. One watch at a time. */
 export const makeGcWatch = () => {
