@@ -26,7 +26,7 @@
  *   not meter ends with a `store_unavailable` error event instead. finishBeforeEnd (Lambda): every
  *   stream ends after `finish`.
  */
-import { Clock, Deferred, Effect, Exit, Fiber, Semaphore, Stream } from "effect"
+import { Clock, Effect, Exit, Fiber, Semaphore, Stream } from "effect"
 import type { MachineFailure } from "./MachineClient.ts"
 import { Metric } from "effect"
 import { streamsDrained } from "../observability/Metrics.ts"
@@ -158,8 +158,8 @@ type ReadEnd =
  */
 export const startStream: (input: PumpInput) => Effect.Effect<PumpedStream> = Effect.fnUntraced(function*(input: PumpInput) {
   const buffer = yield* makeClientBuffer(input.settings.bufferBytes)
-  const gone = yield* Deferred.make<void>()
   const { call, settings } = input
+  const startedAt = yield* Clock.currentTimeMillis
 
   // Set when the client's stream ended, or the client fell bufferBytes behind (`tooSlow`).
   let clientGone = false
@@ -187,7 +187,7 @@ export const startStream: (input: PumpInput) => Effect.Effect<PumpedStream> = Ef
       "behind, so the stream was cut. The call is charged for what the machine produced."
     return buffer.cut(sseError(message, "client_too_slow", "invalid_request_error")).pipe(
       Effect.andThen(settings.finishBeforeEnd ? Effect.void : buffer.end),
-      Effect.andThen(Deferred.succeed(gone, undefined))
+      Effect.andThen(onGone)
     )
   })
 
@@ -231,31 +231,58 @@ export const startStream: (input: PumpInput) => Effect.Effect<PumpedStream> = Ef
     Effect.catch((failure) => Effect.succeed<ReadEnd>({ _tag: "Broken", message: failure.message }))
   )
 
-  // Once the client is gone: a drain slot for at most drainTimeoutMs, or stop at once.
+  // The read runs in a fiber of its own (`reader`), which `stop` interrupts when it must end
+  // before the machine's stream does; one more fiber (`watch`) sends the keep-alives and ends
+  // the stream at maxStreamMs. Fewer fibers than racing each limit against the read (five forks
+  // a call before; docs/performance.md "A streamed call's fibers"). Combinators, not generators,
+  // in here: no generator function is made per call (docs/gateway.md "Code on the call path").
+  let stopped: ReadEnd | undefined
+  let reader: Fiber.Fiber<ReadEnd> | undefined
+  let readDone = false
   let holdsSlot = false
-  // (Combinators, not generators, in here: no generator function is made per call, docs/gateway.md
-  // "Code on the call path".)
-  const limit: Effect.Effect<ReadEnd> = Effect.andThen(
-    Deferred.await(gone),
-    Effect.suspend(() => {
-      const left = tooSlow ? `the client fell ${settings.bufferBytes} bytes behind` : "the client left"
-      return Effect.flatMap(Semaphore.takeIfAvailable(input.drains, 1), (slot): Effect.Effect<ReadEnd> => {
-        if (!slot) return Effect.succeed({ _tag: "Cut", reason: `${left} and no drain slot was free` })
-        holdsSlot = true
-        return Metric.update(streamsDrained, 1).pipe(
-          Effect.andThen(Effect.sleep(settings.drainTimeoutMs)),
-          Effect.as<ReadEnd>({ _tag: "Cut", reason: `${left} and the drain took over ${settings.drainTimeoutMs} ms` })
-        )
-      })
+  let drainTimer: Fiber.Fiber<void> | undefined
+  /** Ends the read early for `end` (the first reason given wins); nothing once the read is over. */
+  const stop = (end: ReadEnd): Effect.Effect<void> =>
+    Effect.sync(() => {
+      if (stopped !== undefined || readDone) return
+      stopped = end
+      reader?.interruptUnsafe()
     })
-  )
 
-  const keepAlive: Effect.Effect<void> = Effect.suspend(() =>
-    sentEvent || clientGone ? Effect.void : Effect.andThen(
-      Effect.sleep(settings.keepAliveMs),
-      Effect.suspend(() => Effect.andThen(sentEvent || clientGone ? Effect.void : send(KEEP_ALIVE), keepAlive))
-    )
-  )
+  /** The client is gone: a drain slot for at most drainTimeoutMs, or stop at once. */
+  let goneSeen = false
+  const onGone: Effect.Effect<void> = Effect.suspend(() => {
+    if (goneSeen || readDone) return Effect.void
+    goneSeen = true
+    const left = tooSlow ? `the client fell ${settings.bufferBytes} bytes behind` : "the client left"
+    return Effect.flatMap(Semaphore.takeIfAvailable(input.drains, 1), (slot): Effect.Effect<void> => {
+      if (!slot) return stop({ _tag: "Cut", reason: `${left} and no drain slot was free` })
+      // The read ended meanwhile: nothing to drain.
+      if (readDone) return Semaphore.release(input.drains, 1)
+      holdsSlot = true
+      const cut = stop({ _tag: "Cut", reason: `${left} and the drain took over ${settings.drainTimeoutMs} ms` })
+      // No timer for a read that ended meanwhile (the pump interrupts the one it finds).
+      const timer = Effect.suspend(() => readDone ? Effect.void : Effect.andThen(Effect.sleep(settings.drainTimeoutMs), cut))
+      return Effect.andThen(
+        Metric.update(streamsDrained, 1),
+        Effect.suspend(() =>
+          readDone ? Effect.void : Effect.map(Effect.forkDetach(timer), (fiber) => {
+            drainTimer = fiber
+          })
+        )
+      )
+    })
+  })
+
+  /** Keep-alives until the first event (at startedAt + k * keepAliveMs), then maxStreamMs. */
+  const watch = (nextKeepAlive: number): Effect.Effect<void> =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const deadline = startedAt + settings.maxStreamMs
+      if (now >= deadline) return stop({ _tag: "TimedOut" })
+      if (sentEvent || clientGone) return Effect.andThen(Effect.sleep(deadline - now), Effect.suspend(() => watch(nextKeepAlive)))
+      if (now >= nextKeepAlive) return Effect.andThen(send(KEEP_ALIVE), Effect.suspend(() => watch(nextKeepAlive + settings.keepAliveMs)))
+      return Effect.andThen(Effect.sleep(Math.min(nextKeepAlive, deadline) - now), Effect.suspend(() => watch(nextKeepAlive)))
+    })
 
   const synthesizedUsage = (q: Quantities): Effect.Effect<Uint8Array> =>
     Effect.map(Clock.currentTimeMillis, (now) =>
@@ -272,16 +299,28 @@ export const startStream: (input: PumpInput) => Effect.Effect<PumpedStream> = Ef
         }
       })))
 
-  const pump = Effect.flatMap(Effect.forkChild(keepAlive), (keeper) =>
-    Effect.raceFirst(read, limit).pipe(
-      Effect.timeoutOrElse({
-        duration: settings.maxStreamMs,
-        orElse: () => Effect.succeed<ReadEnd>({ _tag: "TimedOut" })
-      }),
-      Effect.tap(() =>
-        Effect.andThen(Fiber.interrupt(keeper), Effect.suspend(() => holdsSlot ? Semaphore.release(input.drains, 1) : Effect.void))
-      )
-    ))
+  const pump: Effect.Effect<ReadEnd> = Effect.flatMap(Effect.forkChild(read), (fiber) => {
+    reader = fiber
+    // A client gone before the pump started, with no drain slot.
+    if (stopped !== undefined) fiber.interruptUnsafe()
+    return Effect.flatMap(Effect.forkChild(watch(startedAt + settings.keepAliveMs)), (watcher) =>
+      Fiber.await(fiber).pipe(
+        // Also when the pump itself is interrupted (the gateway stopping): no timer outlives it.
+        Effect.onExit(() =>
+          Effect.suspend(() => {
+            readDone = true
+            return Effect.andThen(
+              Effect.andThen(Fiber.interrupt(watcher), drainTimer === undefined ? Effect.void : Fiber.interrupt(drainTimer)),
+              holdsSlot ? Semaphore.release(input.drains, 1) : Effect.void
+            )
+          })
+        ),
+        // Ended by itself, or stopped (interrupted) for `stopped`.
+        Effect.flatMap((exit): Effect.Effect<ReadEnd> =>
+          Exit.isSuccess(exit) ? Effect.succeed(exit.value) : stopped !== undefined ? Effect.succeed(stopped) : Effect.failCause(exit.cause)
+        )
+      ))
+  })
 
   const conclude = (end: ReadEnd): Effect.Effect<StreamOutcome> =>
     Effect.suspend((): Effect.Effect<StreamOutcome> => {
@@ -349,7 +388,7 @@ export const startStream: (input: PumpInput) => Effect.Effect<PumpedStream> = Ef
       Stream.onExit(() =>
         Effect.suspend(() => {
           clientGone = true
-          return Effect.andThen(buffer.close, Deferred.succeed(gone, undefined))
+          return Effect.andThen(buffer.close, onGone)
         })
       )
     ),
