@@ -261,23 +261,21 @@ export const startStream: (input: PumpInput) => Effect.Effect<PumpedStream> = Ef
       if (readDone) return Semaphore.release(input.drains, 1)
       holdsSlot = true
       const cut = stop({ _tag: "Cut", reason: `${left} and the drain took over ${settings.drainTimeoutMs} ms` })
-      // No timer for a read that ended meanwhile (the pump interrupts the one it finds).
+      // A timer started after the read ended (the pump interrupts only one it finds) ends at once.
       const timer = Effect.suspend(() => readDone ? Effect.void : Effect.andThen(Effect.sleep(settings.drainTimeoutMs), cut))
       return Effect.andThen(
         Metric.update(streamsDrained, 1),
-        Effect.suspend(() =>
-          readDone ? Effect.void : Effect.map(Effect.forkDetach(timer), (fiber) => {
-            drainTimer = fiber
-          })
-        )
+        Effect.map(Effect.forkDetach(timer), (fiber) => {
+          drainTimer = fiber
+        })
       )
     })
   })
 
   /** Keep-alives until the first event (at startedAt + k * keepAliveMs), then maxStreamMs. */
+  const deadline = startedAt + settings.maxStreamMs
   const watch = (nextKeepAlive: number): Effect.Effect<void> =>
     Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      const deadline = startedAt + settings.maxStreamMs
       if (now >= deadline) return stop({ _tag: "TimedOut" })
       if (sentEvent || clientGone) return Effect.andThen(Effect.sleep(deadline - now), Effect.suspend(() => watch(nextKeepAlive)))
       if (now >= nextKeepAlive) return Effect.andThen(send(KEEP_ALIVE), Effect.suspend(() => watch(nextKeepAlive + settings.keepAliveMs)))
