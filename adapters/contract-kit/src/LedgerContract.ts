@@ -29,6 +29,7 @@ import { creditTotalsTests } from "./CreditTotalsContract.ts"
 import { budgetProperty } from "./BudgetProperty.ts"
 import { grantTests } from "./GrantContract.ts"
 import { grantProperty } from "./GrantProperty.ts"
+import { drawTests } from "./DrawContract.ts"
 import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
@@ -878,6 +879,7 @@ export const ledgerStoreContract = <E>(
     ledgerTests(it)
     budgetTests(it)
     grantTests(it)
+    drawTests(it)
     creditTotalsTests(it)
     const runs = Number(process.env["BUDGET_PROPERTY_RUNS"] ?? options.budgetRuns ?? 30)
     budgetProperty(it, runs)

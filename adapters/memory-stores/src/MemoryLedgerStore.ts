@@ -17,8 +17,8 @@ import {
   byScope,
   creditProblem,
   creditTotalsOf,
+  type Draw,
   firstOverBudget,
-  type GrantHold,
   type GrantState,
   type LedgerEntry,
   LedgerStore,
@@ -26,144 +26,30 @@ import {
   type Reservation,
   reservationProblem,
   reservedAmount,
-  type ScopeBalance,
   scopeKey,
   type Settlement,
   settlementProblem
 } from "@model-platform/core/ledger"
 import type { Timestamp } from "@model-platform/core/kernel"
-
-interface AccountLedger {
-  /** In insertion order. */
-  readonly entries: ReadonlyArray<LedgerEntry>
-  readonly refs: ReadonlySet<string>
-  /** By scopeKey. */
-  readonly scopes: ReadonlyMap<string, ScopeBalance>
-}
-
-interface State {
-  readonly accounts: ReadonlyMap<string, AccountLedger>
-  readonly reservations: ReadonlyMap<string, Reservation>
-  /** Every entry id (unique across accounts, like a primary key). */
-  readonly ids: ReadonlySet<string>
-  /** Budget limits set, by limitKey. */
-  readonly limits: ReadonlyMap<string, bigint>
-  /** Per budget and month, by monthKey. */
-  readonly months: ReadonlyMap<string, BudgetMonth>
-  /** Per grant and period, by monthKey (the period in the month's place). */
-  readonly grants: ReadonlyMap<string, BudgetMonth>
-}
-
-interface BudgetMonth {
-  readonly spent: bigint
-  readonly held: bigint
-}
-
-const limitKey = (accountId: string, budget: string) => `${accountId}\u0000${budget}`
-const monthKey = (accountId: string, month: string, budget: string) => `${accountId}\u0000${month}\u0000${budget}`
-
-/** Adds to the held and spent of a reservation's budgets (all in one month each). */
-const adjustBudgets = (
-  state: State,
-  reservation: Reservation,
-  delta: { readonly held: bigint; readonly spent: bigint }
-): ReadonlyMap<string, BudgetMonth> => {
-  if (reservation.budgets === undefined) return state.months
-  const months = new Map(state.months)
-  for (const { budget, month } of reservation.budgets) {
-    const key = monthKey(reservation.account_id, month, budget)
-    const current = months.get(key) ?? { spent: 0n, held: 0n }
-    months.set(key, { spent: current.spent + delta.spent, held: current.held + delta.held })
-  }
-  return months
-}
-
-/** Adds to the held and spent of grants: `held` per hold (its sign given), `spent` from the charges. */
-const adjustGrants = (
-  state: State,
-  accountId: string,
-  holds: ReadonlyArray<GrantHold>,
-  sign: 1n | -1n,
-  charges: ReadonlyArray<GrantHold> = []
-): ReadonlyMap<string, BudgetMonth> => {
-  if (holds.length === 0) return state.grants
-  const grants = new Map(state.grants)
-  for (const hold of holds) {
-    const key = monthKey(accountId, hold.period, hold.grant)
-    const current = grants.get(key) ?? { spent: 0n, held: 0n }
-    const charge = charges.find((c) => c.grant === hold.grant && c.period === hold.period)?.amount ?? 0n
-    grants.set(key, { spent: current.spent + charge, held: current.held + sign * hold.amount })
-  }
-  return grants
-}
-
-const emptyAccount: AccountLedger = { entries: [], refs: new Set(), scopes: new Map() }
-
-/** Either [result, next state] or a reason to die (leaving the state unchanged). */
-type Step<A> = readonly [A, State] | { readonly defect: string }
-
-const modifyOrDie = <A>(ref: Ref.Ref<State>, f: (state: State) => Step<A>): Effect.Effect<A> =>
-  Ref.modify(ref, (state): readonly [Step<A>, State] => {
-    const step = f(state)
-    return "defect" in step ? [step, state] : [step, step[1]]
-  }).pipe(Effect.flatMap((step) => "defect" in step ? Effect.die(new Error(step.defect)) : Effect.succeed(step[0])))
-
-const copyReservation = (r: Reservation): Reservation => {
-  const { budgets, grants, ...rest } = r
-  // Only the budget and month of each claim are kept, and the grant holds without their sizes;
-  // none: no `budgets` (`grants`) at all.
-  return {
-    ...rest,
-    allocations: r.allocations.map((a) => ({ ...a })),
-    ...(budgets === undefined || budgets.length === 0 ? {} : { budgets: budgets.map(({ budget, month }) => ({ budget, month })) }),
-    ...(grants === undefined || grants.length === 0
-      ? {}
-      : { grants: grants.map(({ amount, grant, period }) => ({ grant, period, amount })) })
-  }
-}
-
-/** Newest first: later created_at first, then later insertion first. */
-const newestFirst = (entries: ReadonlyArray<LedgerEntry>): Array<LedgerEntry> =>
-  entries
-    .map((entry, seq) => ({ entry, seq }))
-    .sort((a, b) =>
-      a.entry.created_at > b.entry.created_at ? -1 : a.entry.created_at < b.entry.created_at ? 1 : b.seq - a.seq
-    )
-    .map(({ entry }) => entry)
-
-/** Adds `posted` and `held` deltas to a scope, creating it at zero. */
-const adjust = (
-  scopes: Map<string, ScopeBalance>,
-  machineId: string | null,
-  delta: { readonly posted?: bigint; readonly held?: bigint }
-) => {
-  const key = scopeKey(machineId)
-  const current = scopes.get(key) ?? { machine_id: machineId, posted: 0n, held: 0n }
-  scopes.set(key, {
-    machine_id: machineId,
-    posted: current.posted + (delta.posted ?? 0n),
-    held: current.held + (delta.held ?? 0n)
-  })
-}
-
-/** Finishes a pending reservation without charging (void or expiry): releases its holds. */
-const release = (
-  state: State,
-  reservation: Reservation,
-  status: "voided" | "expired",
-  at: Timestamp
-): State => {
-  const account = state.accounts.get(reservation.account_id) ?? emptyAccount
-  const scopes = new Map(account.scopes)
-  for (const allocation of reservation.allocations) adjust(scopes, allocation.machine_id, { held: -allocation.amount })
-  return {
-    ...state,
-    months: adjustBudgets(state, reservation, { held: -reservedAmount(reservation.allocations), spent: 0n }),
-    grants: adjustGrants(state, reservation.account_id, reservation.grants ?? [], -1n),
-    accounts: new Map(state.accounts).set(reservation.account_id, { ...account, scopes }),
-    reservations: new Map(state.reservations).set(reservation.ref, { ...reservation, status, finished_at: at })
-  }
-}
+import { drawStep } from "./MemoryLedgerDraw.ts"
+import {
+  adjust,
+  adjustBudgets,
+  adjustGrants,
+  type AccountLedger,
+  charge,
+  copyReservation,
+  emptyAccount,
+  heldBy,
+  limitKey,
+  modifyOrDie,
+  monthKey,
+  newestFirst,
+  release,
+  type State,
+  type Step,
+  unhold
+} from "./MemoryLedgerState.ts"
 
 export const LedgerStoreMemory: Layer.Layer<LedgerStore> = Layer.effect(
   LedgerStore,
@@ -242,7 +128,7 @@ export const LedgerStoreMemory: Layer.Layer<LedgerStore> = Layer.effect(
         return ["reserved", {
           ...s,
           months: adjustBudgets(s, stored, { held: amount, spent: 0n }),
-          grants: adjustGrants(s, reservation.account_id, stored.grants ?? [], 1n),
+          grants: adjustGrants(s.grants, reservation.account_id, stored.grants ?? [], (amount) => ({ spent: 0n, held: amount })),
           accounts: new Map(s.accounts).set(reservation.account_id, { ...account, scopes }),
           reservations: new Map(s.reservations).set(reservation.ref, stored)
         }]
@@ -267,23 +153,8 @@ export const LedgerStoreMemory: Layer.Layer<LedgerStore> = Layer.effect(
         if (found === undefined || found.status !== "pending") return ["not_pending", s]
         const problem = settlementProblem(found, settlement)
         if (problem !== undefined) return { defect: `LedgerStore.settle: ${problem}` }
-        const account = s.accounts.get(found.account_id) ?? emptyAccount
-        const refs = new Set(account.refs)
-        const ids = new Set(s.ids)
-        for (const entry of settlement.entries) {
-          if (refs.has(entry.ref)) return { defect: `LedgerStore.settle: entry ref ${entry.ref} exists` }
-          refs.add(entry.ref)
-          if (ids.has(entry.id)) return { defect: `LedgerStore.settle: duplicate entry id ${entry.id}` }
-          ids.add(entry.id)
-        }
-        const scopes = new Map(account.scopes)
-        for (const allocation of found.allocations) adjust(scopes, allocation.machine_id, { held: -allocation.amount })
-        for (const entry of settlement.entries) adjust(scopes, entry.machine_id, { posted: entry.amount })
-        const next: AccountLedger = {
-          entries: [...account.entries, ...settlement.entries.map((e) => ({ ...e }))],
-          refs,
-          scopes
-        }
+        const charged = charge(unhold(s, found, heldBy(found)), found, settlement)
+        if ("defect" in charged) return { defect: `LedgerStore.settle: ${charged.defect}` }
         const settled: Reservation = {
           ...found,
           status: "settled",
@@ -291,15 +162,10 @@ export const LedgerStoreMemory: Layer.Layer<LedgerStore> = Layer.effect(
           charged: settlement.charged,
           excess: settlement.excess
         }
-        return ["settled", {
-          ...s,
-          accounts: new Map(s.accounts).set(found.account_id, next),
-          reservations: new Map(s.reservations).set(found.ref, settled),
-          ids,
-          months: adjustBudgets(s, found, { held: -reservedAmount(found.allocations), spent: settlement.charged }),
-          grants: adjustGrants(s, found.account_id, found.grants ?? [], -1n, settlement.grants ?? [])
-        }]
+        return ["settled", { ...charged[1], reservations: new Map(charged[1].reservations).set(found.ref, settled) }]
       }).pipe(Effect.withSpan("LedgerStore.settle"))
+
+    const draw = (d: Draw) => modifyOrDie(state, (s) => drawStep(s, d)).pipe(Effect.withSpan("LedgerStore.draw"))
 
     const voidReservation = (ref: string, at: Timestamp) =>
       Ref.modify(state, (s): readonly ["voided" | "not_pending", State] => {
@@ -363,6 +229,7 @@ export const LedgerStoreMemory: Layer.Layer<LedgerStore> = Layer.effect(
       reservation,
       pending,
       settle,
+      draw,
       void: voidReservation,
       expire,
       setBudgetLimit,

@@ -223,6 +223,36 @@ export interface Settlement {
   readonly entries: ReadonlyArray<LedgerEntry>
 }
 
+/**
+ * One call's share of a lease (docs/performance.md "Credit leases"): a pending reservation made
+ * for many calls of one account, key and claim shape. The call drew its estimate from what the
+ * lease still holds, split as a reservation's holds are spent (its grants first, then its scopes
+ * in order: `drawFrom`), and is then charged by `settlement`, exactly as a reservation holding
+ * what it drew would be settled (`settlementOf`).
+ */
+export interface Draw {
+  /** The lease's reservation ref. */
+  readonly lease: string
+  /** What the call drew of the lease's allocations: positive, at most one per scope of the lease. */
+  readonly allocations: ReadonlyArray<Allocation>
+  /** What it drew of the lease's grant holds: positive, at most one per grant the lease holds. */
+  readonly grants?: ReadonlyArray<GrantHold> | undefined
+  /**
+   * The call's charge; `ref` is the call's usage ref (unique among reservations and draws), and
+   * its grant charges and its entries are within what it drew, as a settlement's are within what
+   * its reservation holds.
+   */
+  readonly settlement: Settlement
+}
+
+/**
+ * "drawn": the lease was pending, and what the call drew moved from held to spent;
+ * "charged": the lease had finished (voided, expired), so the charge was posted with no hold to
+ * take it from (an answered call is charged); "duplicate": a reservation or draw with the call's
+ * ref exists, and nothing changed.
+ */
+export type DrawResult = "drawn" | "charged" | "duplicate"
+
 export class LedgerStore extends Context.Service<LedgerStore, {
   /**
    * Atomically: inserts a credit entry (positive amount, a credit type; negative for
@@ -272,6 +302,20 @@ export class LedgerStore extends Context.Service<LedgerStore, {
    * Ledger.reserve uses it when present, else reads `balances` and calls `reserve`.
    */
   readonly reserveInOrder?: (request: OrderedReservation) => Effect.Effect<ReserveInOrderResult>
+
+  /**
+   * Optional (docs/performance.md "Credit leases"): charges one call that drew from a lease.
+   * Atomically, unless a reservation with the call's ref exists ("duplicate": nothing changed):
+   * if the lease is pending, takes what the call drew off the lease's allocations and grant holds
+   * (and off the scopes', budgets' and grants' `held`), then charges the settlement as `settle`
+   * does (grant charges and the charge spent, usage entries posted); if the lease has finished,
+   * charges the settlement the same way with nothing held. Either way the call is recorded as a
+   * settled reservation of its own (its ref, what it drew, the lease's budgets), which makes a
+   * second draw of it a "duplicate" (a journal line replayed). The lease stays pending with what
+   * is left. An unknown lease, a draw past what the pending lease holds in a scope or grant, or a
+   * settlement outside what the call drew is a defect.
+   */
+  readonly draw?: (draw: Draw) => Effect.Effect<DrawResult>
 
   readonly reservation: (ref: string) => Effect.Effect<Reservation | undefined>
 
