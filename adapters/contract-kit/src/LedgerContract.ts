@@ -30,6 +30,7 @@ import { budgetProperty } from "./BudgetProperty.ts"
 import { grantTests } from "./GrantContract.ts"
 import { grantProperty } from "./GrantProperty.ts"
 import { drawTests } from "./DrawContract.ts"
+import { drawProperty } from "./DrawProperty.ts"
 import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
@@ -884,4 +885,5 @@ export const ledgerStoreContract = <E>(
     const runs = Number(process.env["BUDGET_PROPERTY_RUNS"] ?? options.budgetRuns ?? 30)
     budgetProperty(it, runs)
     grantProperty(it, runs)
+    drawProperty(it, runs)
   })
