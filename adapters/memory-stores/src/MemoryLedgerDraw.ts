@@ -5,6 +5,7 @@
 import {
   type Draw,
   type DrawResult,
+  drawShapeProblem,
   leaseHolds,
   type Reservation,
   settlementProblem,
@@ -33,7 +34,7 @@ export const drawStep = (s: State, draw: Draw): Step<DrawResult> => {
     charged: settlement.charged,
     excess: settlement.excess
   })
-  const problem = settlementProblem(record, settlement)
+  const problem = drawShapeProblem(drawn, lease.machine_id) ?? settlementProblem(record, settlement)
   if (problem !== undefined) return { defect: `LedgerStore.draw: ${problem}` }
   let from = s
   let result: DrawResult = "charged"

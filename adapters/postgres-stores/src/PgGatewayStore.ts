@@ -19,7 +19,7 @@ import { type GrantHold, orderedReservationProblem, scopeKey } from "@model-plat
 import { hitProblem } from "@model-platform/core/kernel"
 import { usageRecordProblem } from "@model-platform/core/billing"
 import { claimArrays, grantClaimArrays, grantHoldArrays, grantHoldsOf } from "./PgBudgets.ts"
-import { settlementShapeProblem } from "./PgLedgerStore.ts"
+import { settlementShapeProblem } from "./PgSettlementShape.ts"
 import { makePruner } from "./PgRateLimitStore.ts"
 
 const machineOf = (scope: string): string | null => (scope === "" ? null : scope)

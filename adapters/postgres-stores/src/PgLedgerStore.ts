@@ -28,7 +28,8 @@
  *   reserveInOrder takes from the grants first (core's takeGrants) and the budgets count only what
  *   the scopes take; ledger_finish releases the holds (settle: spends the settlement's grant charges).
  * - Since migration 0024, reserveInOrder and settle / void / expire are batches of one of
- *   `ledger_reserve_batch` and `ledger_finish_batch`, the functions the gateway's batches use.
+ *   `ledger_reserve_batch` and `ledger_finish_batch`, the functions the gateway's batches use;
+ *   since 0028, so is draw (PgLedgerDraw.ts).
  * Deadlocks are avoided by one lock order: at most one reservation row first, then budget and
  * grant month rows, then balance rows in scope order (collation "C"). `expire` finishes each due
  * reservation in its own call.
@@ -57,8 +58,7 @@ import {
   type ReserveInOrderResult,
   type ScopeBalance,
   scopeKey,
-  type Settlement,
-  settlementProblem
+  type Settlement
 } from "@model-platform/core/ledger"
 import type { Timestamp } from "@model-platform/core/kernel"
 import {
@@ -70,6 +70,8 @@ import {
   grantsOf,
   makeBudgets
 } from "./PgBudgets.ts"
+import { makeDraw } from "./PgLedgerDraw.ts"
+import { settlementShapeProblem } from "./PgSettlementShape.ts"
 
 const iso = (date: Date): string => date.toISOString()
 
@@ -134,32 +136,6 @@ const toReservation = (row: ReservationRow): Reservation => ({
   ...budgetsOf(row),
   ...grantsOf(row)
 })
-
-/**
- * The rules of `settlementProblem` that do not need the reservation, checked before the call:
- * against a reservation of the entries' own account and pinned machine, so what is left for
- * `ledger_finish` to check (it raises) is that they are the reservation's, and that each grant
- * charge is one of its grant holds, at most the hold (here checked against holds of exactly the
- * charges: positive, each grant and period once).
- */
-export const settlementShapeProblem = (settlement: Settlement): string | undefined => {
-  const first = settlement.entries[0]
-  const pinned = settlement.entries.find((e) => e.machine_id !== null)?.machine_id ?? null
-  const grants = settlement.grants ?? []
-  return settlementProblem({
-    ref: settlement.ref,
-    account_id: first?.account_id ?? "",
-    machine_id: pinned,
-    allocations: [],
-    status: "pending",
-    created_at: settlement.at,
-    expires_at: settlement.at,
-    finished_at: null,
-    charged: null,
-    excess: null,
-    ...(grants.length === 0 ? {} : { grants })
-  }, settlement)
-}
 
 export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient> = Layer.effect(
   LedgerStore,
@@ -377,6 +353,7 @@ export const LedgerStorePg: Layer.Layer<LedgerStore, never, SqlClient.SqlClient>
       reservation,
       pending,
       settle,
+      draw: makeDraw(sql),
       void: voidReservation,
       expire,
       ...makeBudgets(sql)

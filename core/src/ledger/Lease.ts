@@ -80,6 +80,27 @@ export const takeDrawn = (lease: Holds, drawn: Holds): Holds | { readonly proble
   }
 }
 
+/**
+ * Why a draw from a lease on `machineId` must be refused whatever the lease holds, or undefined:
+ * a non-positive amount, a scope or grant twice, credits pinned to another machine.
+ */
+export const drawShapeProblem = (drawn: Holds, machineId: string | null): string | undefined => {
+  const scopes = new Set<string>()
+  for (const a of drawn.allocations) {
+    if (a.amount <= 0n) return `drew ${a.amount}: draws are positive`
+    if (a.machine_id !== null && a.machine_id !== machineId) return `drew credits pinned to ${a.machine_id} for a call on ${machineId ?? "no machine"}`
+    if (scopes.has(scopeKey(a.machine_id))) return `drew ${a.machine_id ?? "the account-wide scope"} twice`
+    scopes.add(scopeKey(a.machine_id))
+  }
+  const grants = new Set<string>()
+  for (const h of drawn.grants) {
+    if (h.amount <= 0n) return `drew ${h.amount} of ${grantKey(h)}: draws are positive`
+    if (grants.has(grantKey(h))) return `drew ${grantKey(h)} twice`
+    grants.add(grantKey(h))
+  }
+  return undefined
+}
+
 /** A lease's holds as its reservation records them. */
 export const leaseHolds = (lease: Pick<Reservation, "allocations" | "grants">): Holds => ({
   allocations: lease.allocations,

@@ -1,0 +1,317 @@
+/**
+ * Draws from a lease (core/src/ledger/LedgerStore.ts `draw`, docs/performance.md "Credit leases")
+ * as one more kind of request of `ledger_finish_batch` (0024_ledger_batches.ts), so a draw takes
+ * the same locks in the same order as the settlements it is batched with, and the rules of
+ * charging (balances, budgets, grants, entries) stay written once:
+ *
+ * - A request with status 'drawn' names its `lease` and what the call drew of it (`drawn_*`); its
+ *   `ref` is the call's usage ref. The lease's row is locked with the batch's reservations.
+ * - A call whose ref is a reservation already (or drawn earlier in the batch) is a duplicate:
+ *   `finished` false, with that reservation's status and charge.
+ * - While the lease is pending, what the call drew comes off the lease's holds (the row's arrays,
+ *   and the scopes', budgets' and grants' `held`): 'drawn'. A draw past what the lease holds in a
+ *   scope or grant raises (core's `takeDrawn` rule). A lease that has finished charges the call
+ *   with nothing to release: 'charged'.
+ * - Either way the call is charged as a settlement is (its entries posted, its charge spent in
+ *   the lease's budgets, its grant charges spent, each within what it drew) and recorded as a
+ *   settled reservation of its own: what it drew, the lease's budgets.
+ *
+ * `ledger_finish` (a batch of one, 0024) is rewritten for the request's new attributes. The plan
+ * cache mode 0026 set is kept (a replaced function keeps only the settings it names).
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+const BY_KEY = "SET enable_hashjoin = off SET enable_mergejoin = off SET enable_seqscan = off"
+const GENERIC = "SET plan_cache_mode = force_generic_plan"
+
+export const ledgerDraws = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql.unsafe(`
+    ALTER TYPE ledger_finish_request
+      ADD ATTRIBUTE lease text,
+      ADD ATTRIBUTE drawn_scopes text[],
+      ADD ATTRIBUTE drawn_amounts bigint[],
+      ADD ATTRIBUTE drawn_grants text[],
+      ADD ATTRIBUTE drawn_grant_periods text[],
+      ADD ATTRIBUTE drawn_grant_amounts bigint[]`)
+  yield* sql.unsafe(finishBatch)
+  yield* sql.unsafe(finish)
+})
+
+const finishBatch = `
+  CREATE OR REPLACE FUNCTION ledger_finish_batch(p_requests ledger_finish_request[])
+  RETURNS SETOF ledger_finish_outcome LANGUAGE plpgsql
+  ${BY_KEY} ${GENERIC} AS $$
+  #variable_conflict use_column
+  DECLARE
+    cnt integer := coalesce(cardinality(p_requests), 0);
+    s ledger_finish_request;
+    r ledger_reservations;
+    rs ledger_reservations[];
+    rs_index jsonb;
+    rs_status text[];
+    rs_charged bigint[];
+    outs ledger_finish_outcome[] := '{}';
+    fin_req integer[] := '{}';
+    fin_res integer[] := '{}';
+    -- Draws that charge: the request, its lease, whether it drew from the lease's holds.
+    dr_req integer[] := '{}';
+    dr_lease integer[] := '{}';
+    dr_held boolean[] := '{}';
+    drained integer[] := '{}';
+    drawn jsonb := '{}';
+    i integer; j integer; k integer; h integer;
+    covered boolean;
+  BEGIN
+    IF cnt = 0 THEN
+      RETURN;
+    END IF;
+    -- The reservations and the leases drawn from, locked first (by ref, "C"), whatever their status.
+    SELECT array_agg(y.lr ORDER BY y.o), jsonb_object_agg((y.lr).ref, y.o), array_agg((y.lr).status ORDER BY y.o),
+           array_agg((y.lr).charged ORDER BY y.o)
+      INTO rs, rs_index, rs_status, rs_charged
+      FROM (SELECT x.lr, row_number() OVER (ORDER BY (x.lr).ref COLLATE "C") AS o
+            FROM (SELECT lr FROM ledger_reservations lr
+                  WHERE lr.ref = ANY (ARRAY(SELECT q.ref FROM unnest(p_requests) AS q
+                                            UNION ALL
+                                            SELECT q.lease FROM unnest(p_requests) AS q WHERE q.lease IS NOT NULL))
+                  ORDER BY lr.ref COLLATE "C"
+                  FOR UPDATE) AS x) AS y;
+    rs_index := coalesce(rs_index, '{}');
+    FOR i IN 1 .. cnt LOOP
+      s := p_requests[i];
+      j := (rs_index ->> s.ref)::integer;
+      IF s.status = 'drawn' THEN
+        IF j IS NOT NULL THEN
+          outs := outs || ROW(i, false, rs_status[j], rs_charged[j])::ledger_finish_outcome;
+          CONTINUE;
+        ELSIF drawn ? s.ref THEN
+          outs := outs || ROW(i, false, 'settled', (drawn ->> s.ref)::bigint)::ledger_finish_outcome;
+          CONTINUE;
+        END IF;
+        j := (rs_index ->> s.lease)::integer;
+        IF j IS NULL THEN
+          RAISE EXCEPTION 'LedgerStore.draw: unknown lease %', s.lease;
+        END IF;
+      ELSIF j IS NULL OR rs_status[j] <> 'pending' THEN
+        outs := outs || ROW(i, false, CASE WHEN j IS NOT NULL THEN rs_status[j] END, CASE WHEN j IS NOT NULL THEN rs_charged[j] END)::ledger_finish_outcome;
+        CONTINUE;
+      END IF;
+      r := rs[j];
+      -- The rules that need the reservation (0005, 0017): raised, rolling the whole batch back.
+      FOR k IN 1 .. coalesce(cardinality(s.account_ids), 0) LOOP
+        IF s.account_ids[k] <> r.account_id THEN
+          RAISE EXCEPTION 'LedgerStore.settle: an entry of another account';
+        END IF;
+      END LOOP;
+      FOR k IN 1 .. coalesce(cardinality(s.scopes), 0) LOOP
+        IF s.scopes[k] <> '' AND s.scopes[k] IS DISTINCT FROM r.machine_id THEN
+          RAISE EXCEPTION 'LedgerStore.settle: charges credits pinned to another machine than the call''s';
+        END IF;
+      END LOOP;
+      IF s.status = 'drawn' THEN
+        -- A draw's grant charges are within what it drew; what it drew is within what the lease
+        -- still holds, while the lease is pending (core/src/ledger/Lease.ts takeDrawn).
+        FOR k IN 1 .. coalesce(cardinality(s.grants), 0) LOOP
+          h := coalesce(array_position(s.drawn_grants, s.grants[k]), 0);
+          WHILE h > 0 AND s.drawn_grant_periods[h] <> s.grant_periods[k] LOOP
+            h := coalesce(array_position(s.drawn_grants, s.grants[k], h + 1), 0);
+          END LOOP;
+          IF h = 0 OR s.grant_amounts[k] > s.drawn_grant_amounts[h] THEN
+            RAISE EXCEPTION 'LedgerStore.draw: charges a grant beyond what the call drew of it';
+          END IF;
+        END LOOP;
+        FOR k IN 1 .. coalesce(cardinality(s.drawn_scopes), 0) LOOP
+          IF s.drawn_amounts[k] <= 0 OR (s.drawn_scopes[k] <> '' AND s.drawn_scopes[k] IS DISTINCT FROM r.machine_id)
+             OR array_position(s.drawn_scopes, s.drawn_scopes[k]) <> k THEN
+            RAISE EXCEPTION 'LedgerStore.draw: a draw of % in scope %', s.drawn_amounts[k], s.drawn_scopes[k];
+          END IF;
+        END LOOP;
+        FOR k IN 1 .. coalesce(cardinality(s.drawn_grants), 0) LOOP
+          IF s.drawn_grant_amounts[k] <= 0 THEN
+            RAISE EXCEPTION 'LedgerStore.draw: a draw of % of grant %', s.drawn_grant_amounts[k], s.drawn_grants[k];
+          END IF;
+        END LOOP;
+        IF rs_status[j] = 'pending' THEN
+          FOR k IN 1 .. coalesce(cardinality(s.drawn_scopes), 0) LOOP
+            h := array_position(r.scopes, s.drawn_scopes[k]);
+            IF h IS NULL OR s.drawn_amounts[k] > r.amounts[h] THEN
+              RAISE EXCEPTION 'LedgerStore.draw: drew % of scope %, past what the lease holds', s.drawn_amounts[k], s.drawn_scopes[k];
+            END IF;
+            r.amounts[h] := r.amounts[h] - s.drawn_amounts[k];
+          END LOOP;
+          FOR k IN 1 .. coalesce(cardinality(s.drawn_grants), 0) LOOP
+            h := coalesce(array_position(r.grant_names, s.drawn_grants[k]), 0);
+            WHILE h > 0 AND r.grant_periods[h] <> s.drawn_grant_periods[k] LOOP
+              h := coalesce(array_position(r.grant_names, s.drawn_grants[k], h + 1), 0);
+            END LOOP;
+            IF h = 0 OR s.drawn_grant_amounts[k] > r.grant_amounts[h] THEN
+              RAISE EXCEPTION 'LedgerStore.draw: drew % of grant %, past what the lease holds', s.drawn_grant_amounts[k], s.drawn_grants[k];
+            END IF;
+            r.grant_amounts[h] := r.grant_amounts[h] - s.drawn_grant_amounts[k];
+          END LOOP;
+          rs[j] := r;
+          IF NOT j = ANY (drained) THEN
+            drained := drained || j;
+          END IF;
+        END IF;
+        dr_req := dr_req || i;
+        dr_lease := dr_lease || j;
+        dr_held := dr_held || (rs_status[j] = 'pending');
+        drawn := drawn || jsonb_build_object(s.ref, s.charged::text);
+        outs := outs || ROW(i, true, CASE WHEN rs_status[j] = 'pending' THEN 'drawn' ELSE 'charged' END, s.charged)::ledger_finish_outcome;
+        CONTINUE;
+      END IF;
+      FOR k IN 1 .. coalesce(cardinality(s.grants), 0) LOOP
+        covered := false;
+        FOR h IN 1 .. cardinality(r.grant_names) LOOP
+          IF r.grant_names[h] = s.grants[k] AND r.grant_periods[h] = s.grant_periods[k] AND s.grant_amounts[k] <= r.grant_amounts[h] THEN
+            covered := true;
+          END IF;
+        END LOOP;
+        IF NOT covered THEN
+          RAISE EXCEPTION 'LedgerStore.settle: charges a grant beyond what the reservation holds of it';
+        END IF;
+      END LOOP;
+      rs_status[j] := s.status;
+      rs_charged[j] := CASE WHEN s.status = 'settled' THEN s.charged END;
+      fin_req := fin_req || i;
+      fin_res := fin_res || j;
+      outs := outs || ROW(i, true, s.status, rs_charged[j])::ledger_finish_outcome;
+    END LOOP;
+    IF cardinality(fin_req) > 0 OR cardinality(dr_req) > 0 THEN
+      -- Their budget and grant month rows, then every balance row of their accounts (a charge may
+      -- go to a scope the reservation did not hold), each locked once, in lock order.
+      PERFORM 1 FROM ledger_budget_months m
+        WHERE (m.account_id, m.month, m.budget) IN (
+          SELECT (rs[t.j]).account_id, c.month, c.name
+          FROM unnest(fin_res || dr_lease) AS t(j),
+               unnest((rs[t.j]).budgets || (rs[t.j]).grant_names, (rs[t.j]).budget_months || (rs[t.j]).grant_periods)
+                 AS c(name, month)
+          UNION ALL
+          SELECT (rs[t.j]).account_id, c.month, c.name
+          FROM unnest(dr_req, dr_lease) AS t(i, j),
+               unnest((p_requests[t.i]).grants, (p_requests[t.i]).grant_periods) AS c(name, month))
+        ORDER BY m.account_id COLLATE "C", m.month COLLATE "C", m.budget COLLATE "C"
+        FOR UPDATE;
+      PERFORM 1 FROM ledger_balances b
+        WHERE b.account_id IN (SELECT (rs[t.j]).account_id FROM unnest(fin_res || dr_lease) AS t(j))
+        ORDER BY b.account_id COLLATE "C", b.scope COLLATE "C"
+        FOR UPDATE;
+      -- The leases drawn from keep what is left of their holds (none of zero).
+      IF cardinality(drained) > 0 THEN
+        UPDATE ledger_reservations lr
+          SET scopes = ARRAY(SELECT a.scope FROM unnest((rs[t.j]).scopes, (rs[t.j]).amounts) WITH ORDINALITY AS a(scope, amount, o)
+                             WHERE a.amount > 0 ORDER BY a.o),
+              amounts = ARRAY(SELECT a.amount FROM unnest((rs[t.j]).amounts) WITH ORDINALITY AS a(amount, o)
+                              WHERE a.amount > 0 ORDER BY a.o),
+              grant_names = ARRAY(SELECT g.name FROM unnest((rs[t.j]).grant_names, (rs[t.j]).grant_amounts) WITH ORDINALITY AS g(name, amount, o)
+                                  WHERE g.amount > 0 ORDER BY g.o),
+              grant_periods = ARRAY(SELECT g.period FROM unnest((rs[t.j]).grant_periods, (rs[t.j]).grant_amounts) WITH ORDINALITY AS g(period, amount, o)
+                                    WHERE g.amount > 0 ORDER BY g.o),
+              grant_amounts = ARRAY(SELECT g.amount FROM unnest((rs[t.j]).grant_amounts) WITH ORDINALITY AS g(amount, o)
+                                    WHERE g.amount > 0 ORDER BY g.o)
+          FROM unnest(drained) AS t(j)
+          WHERE lr.ref = (rs[t.j]).ref;
+      END IF;
+      UPDATE ledger_reservations lr
+        SET status = (p_requests[t.i]).status, finished_at = (p_requests[t.i]).at,
+            charged = CASE WHEN (p_requests[t.i]).status = 'settled' THEN (p_requests[t.i]).charged END,
+            excess = CASE WHEN (p_requests[t.i]).status = 'settled' THEN (p_requests[t.i]).excess END
+        FROM unnest(fin_req) AS t(i)
+        WHERE lr.ref = (p_requests[t.i]).ref;
+      -- Each call drawn: a settled reservation of what it drew, in the lease's budgets.
+      IF cardinality(dr_req) > 0 THEN
+        INSERT INTO ledger_reservations (ref, account_id, machine_id, scopes, amounts, status, created_at, expires_at,
+                                         finished_at, charged, excess, budgets, budget_months,
+                                         grant_names, grant_periods, grant_amounts)
+          SELECT q.ref, (rs[t.j]).account_id, (rs[t.j]).machine_id, coalesce(q.drawn_scopes, '{}'), coalesce(q.drawn_amounts, '{}'),
+                 'settled', q.at, (rs[t.j]).expires_at, q.at, q.charged, q.excess, (rs[t.j]).budgets, (rs[t.j]).budget_months,
+                 coalesce(q.drawn_grants, '{}'), coalesce(q.drawn_grant_periods, '{}'), coalesce(q.drawn_grant_amounts, '{}')
+          FROM unnest(dr_req, dr_lease) WITH ORDINALITY AS t(i, j, n)
+          CROSS JOIN LATERAL (SELECT (p_requests[t.i]).*) AS q
+          ORDER BY t.n;
+      END IF;
+      -- Budgets: a finish releases what the scopes held, a draw what it drew of them (while its
+      -- lease is pending); a settlement's or a draw's charge is spent. Grants: each hold released,
+      -- a charge of it spent.
+      UPDATE ledger_budget_months m SET held = m.held - d.held, spent = m.spent + d.spent
+        FROM (SELECT x.account_id, x.month, x.name, sum(x.held) AS held, sum(x.spent) AS spent
+              FROM (SELECT (rs[t.j]).account_id AS account_id, c.month, c.name,
+                           (SELECT coalesce(sum(a), 0) FROM unnest((rs[t.j]).amounts) AS a)::bigint AS held,
+                           CASE WHEN (p_requests[t.i]).status = 'settled' THEN (p_requests[t.i]).charged ELSE 0 END AS spent
+                    FROM unnest(fin_req, fin_res) AS t(i, j),
+                         unnest((rs[t.j]).budgets, (rs[t.j]).budget_months) AS c(name, month)
+                    UNION ALL
+                    SELECT (rs[t.j]).account_id, c.month, c.name, c.amount,
+                           coalesce((SELECT sum(g.amount) FROM unnest((p_requests[t.i]).grants, (p_requests[t.i]).grant_periods,
+                                                                      (p_requests[t.i]).grant_amounts) AS g(name, month, amount)
+                                     WHERE (p_requests[t.i]).status = 'settled' AND g.name = c.name AND g.month = c.month), 0)
+                    FROM unnest(fin_req, fin_res) AS t(i, j),
+                         unnest((rs[t.j]).grant_names, (rs[t.j]).grant_periods, (rs[t.j]).grant_amounts) AS c(name, month, amount)
+                    UNION ALL
+                    SELECT (rs[t.j]).account_id, c.month, c.name,
+                           CASE WHEN t.held THEN (SELECT coalesce(sum(a), 0) FROM unnest((p_requests[t.i]).drawn_amounts) AS a)::bigint ELSE 0 END,
+                           (p_requests[t.i]).charged
+                    FROM unnest(dr_req, dr_lease, dr_held) AS t(i, j, held),
+                         unnest((rs[t.j]).budgets, (rs[t.j]).budget_months) AS c(name, month)
+                    UNION ALL
+                    SELECT (rs[t.j]).account_id, g.month, g.name, g.amount, 0
+                    FROM unnest(dr_req, dr_lease, dr_held) AS t(i, j, held),
+                         unnest((p_requests[t.i]).drawn_grants, (p_requests[t.i]).drawn_grant_periods,
+                                (p_requests[t.i]).drawn_grant_amounts) AS g(name, month, amount)
+                    WHERE t.held
+                    UNION ALL
+                    SELECT (rs[t.j]).account_id, g.month, g.name, 0, g.amount
+                    FROM unnest(dr_req, dr_lease) AS t(i, j),
+                         unnest((p_requests[t.i]).grants, (p_requests[t.i]).grant_periods,
+                                (p_requests[t.i]).grant_amounts) AS g(name, month, amount)
+                   ) AS x
+              GROUP BY 1, 2, 3
+              HAVING sum(x.held) <> 0 OR sum(x.spent) <> 0) AS d
+        WHERE m.account_id = d.account_id AND m.month = d.month AND m.budget = d.name;
+      -- Balances: holds released (rows that exist: a reservation only holds on one), charges
+      -- posted (creating the scope for an excess). A new row has nothing to release.
+      INSERT INTO ledger_balances AS b (account_id, scope, posted, held)
+        SELECT x.account_id, x.scope, sum(x.posted), sum(x.released)
+        FROM (SELECT (rs[t.j]).account_id AS account_id, a.scope, 0::bigint AS posted, a.amount AS released
+              FROM unnest(fin_res) AS t(j), unnest((rs[t.j]).scopes, (rs[t.j]).amounts) AS a(scope, amount)
+              UNION ALL
+              SELECT (rs[t.j]).account_id, a.scope, 0, a.amount
+              FROM unnest(dr_req, dr_lease, dr_held) AS t(i, j, held),
+                   unnest((p_requests[t.i]).drawn_scopes, (p_requests[t.i]).drawn_amounts) AS a(scope, amount)
+              WHERE t.held
+              UNION ALL
+              SELECT (rs[t.j]).account_id, e.scope, e.amount, 0
+              FROM unnest(fin_req || dr_req, fin_res || dr_lease) AS t(i, j),
+                   unnest((p_requests[t.i]).scopes, (p_requests[t.i]).amounts) AS e(scope, amount)
+              WHERE (p_requests[t.i]).status IN ('settled', 'drawn')) AS x
+        GROUP BY x.account_id, x.scope
+        HAVING sum(x.posted) <> 0 OR sum(x.released) <> 0
+        ORDER BY x.account_id COLLATE "C", x.scope COLLATE "C"
+        ON CONFLICT (account_id, scope) DO UPDATE SET posted = b.posted + excluded.posted, held = b.held - excluded.held;
+      INSERT INTO ledger_entries (id, account_id, machine_id, amount, type, ref, created_at)
+        SELECT e.id, (rs[t.j]).account_id, NULLIF(e.scope, ''), e.amount, 'usage', e.ref, e.created_at
+        FROM unnest(fin_req || dr_req, fin_res || dr_lease) WITH ORDINALITY AS t(i, j, n),
+             unnest((p_requests[t.i]).ids, (p_requests[t.i]).scopes, (p_requests[t.i]).amounts, (p_requests[t.i]).refs,
+                    (p_requests[t.i]).created_at) WITH ORDINALITY AS e(id, scope, amount, ref, created_at, k)
+        WHERE (p_requests[t.i]).status IN ('settled', 'drawn')
+        ORDER BY t.n, e.k;
+    END IF;
+    RETURN QUERY SELECT * FROM unnest(outs);
+  END
+  $$`
+
+/** 0017's signature and answer, as a batch of one (0024's, with the request's new attributes). */
+const finish = `
+  CREATE OR REPLACE FUNCTION ledger_finish(
+    p_ref text, p_status text, p_at timestamptz, p_charged bigint, p_excess bigint,
+    p_ids text[], p_account_ids text[], p_scopes text[], p_amounts bigint[], p_refs text[],
+    p_created_at timestamptz[], p_grants text[], p_grant_periods text[], p_grant_amounts bigint[]
+  ) RETURNS boolean LANGUAGE sql AS $$
+    SELECT o.finished
+    FROM ledger_finish_batch(ARRAY[ROW(p_ref, p_status, p_at, p_charged, p_excess, p_ids, p_account_ids, p_scopes,
+                                       p_amounts, p_refs, p_created_at, p_grants, p_grant_periods,
+                                       p_grant_amounts, NULL, NULL, NULL, NULL, NULL, NULL)::ledger_finish_request]) AS o
+  $$`
