@@ -33,7 +33,10 @@ const NEVER = toTimestamp(Date.UTC(2100, 0, 1))
 const JAN = "2026-01"
 const unbounded = { concurrency: "unbounded" } as const
 
-/** The store's draw, or undefined when it has none (the tests then have nothing to check). */
+/**
+ * The store's draw, or undefined when it has none (the operation is optional, as reserveInOrder
+ * is): each test then has nothing to check and ends, as the reserveInOrder tests do.
+ */
 const drawOfStore = Effect.gen(function*() {
   return (yield* LedgerStore).draw
 })
