@@ -51,6 +51,7 @@ import {
 import { reportOf, type UsageDays, type UsageRecord, UsageStore } from "@model-platform/core/billing"
 import { gatewayBudgetTests } from "./GatewayBudgetContract.ts"
 import { gatewayGrantTests } from "./GatewayGrantContract.ts"
+import { gatewayDrawTests } from "./GatewayDrawContract.ts"
 import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
@@ -1035,4 +1036,5 @@ export const gatewayStoreContract = <E>(name: string, storesLayer: Layer.Layer<G
     gatewayTests(it)
     gatewayBudgetTests(it)
     gatewayGrantTests(it)
+    gatewayDrawTests(it)
   })

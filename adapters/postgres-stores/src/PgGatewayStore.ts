@@ -15,7 +15,7 @@ import {
   type Metered,
   type MeteredResult
 } from "@model-platform/core/gateway"
-import { type GrantHold, orderedReservationProblem, scopeKey } from "@model-platform/core/ledger"
+import { drawShapeProblem, type GrantHold, orderedReservationProblem, scopeKey } from "@model-platform/core/ledger"
 import { hitProblem } from "@model-platform/core/kernel"
 import { usageRecordProblem } from "@model-platform/core/billing"
 import { claimArrays, grantClaimArrays, grantHoldArrays, grantHoldsOf } from "./PgBudgets.ts"
@@ -88,9 +88,18 @@ const grantChargesItem = (charges: ReadonlyArray<GrantHold> | undefined) => {
  * A metered call as `gateway_commit` reads it: the settlement's entries and grant charges as
  * parallel arrays.
  */
-const commitItem = ({ record, settlement }: Metered) => ({
+const commitItem = ({ drawn, record, settlement }: Metered) => ({
   settlement: settlement === undefined ? null : {
     ...grantChargesItem(settlement.grants),
+    // A draw from a lease (migration 0028): the lease, and what the call drew of it.
+    ...(drawn === undefined ? {} : {
+      lease: drawn.lease,
+      drawn_scopes: drawn.allocations.map((a) => scopeKey(a.machine_id)),
+      drawn_amounts: drawn.allocations.map((a) => a.amount),
+      drawn_grants: (drawn.grants ?? []).map((h) => h.grant),
+      drawn_grant_periods: (drawn.grants ?? []).map((h) => h.period),
+      drawn_grant_amounts: (drawn.grants ?? []).map((h) => h.amount)
+    }),
     ref: settlement.ref,
     at: settlement.at,
     charged: settlement.charged,
@@ -105,11 +114,14 @@ const commitItem = ({ record, settlement }: Metered) => ({
   record
 })
 
-const problemOf = ({ record, settlement }: Metered): string | undefined => {
+const problemOf = ({ drawn, record, settlement }: Metered): string | undefined => {
   const recordProblem = usageRecordProblem(record)
   if (recordProblem !== undefined) return `record ${record.ref}: ${recordProblem}`
   if (settlement === undefined) return undefined
-  const problem = settlementShapeProblem(settlement)
+  // The lease's machine is checked by the function; here, that at most one machine is drawn.
+  const machine = drawn?.allocations.find((a) => a.machine_id !== null)?.machine_id ?? null
+  const problem = (drawn === undefined ? undefined : drawShapeProblem({ allocations: drawn.allocations, grants: drawn.grants ?? [] }, machine)) ??
+    settlementShapeProblem(settlement)
   return problem === undefined ? undefined : `settlement ${settlement.ref}: ${problem}`
 }
 

@@ -18,6 +18,7 @@ import { reserveOrdered } from "../ledger/Ledger.ts"
 import type { Timestamp } from "../kernel/Time.ts"
 import { KeyStore } from "../keys/KeyStore.ts"
 import {
+  type Draw,
   LedgerStore,
   type OrderedReservation,
   type ReserveInOrderResult,
@@ -55,6 +56,14 @@ export type AdmissionResult =
 export interface Metered {
   /** The settlement of the call's reservation; undefined when it held none (unpriced). */
   readonly settlement: Settlement | undefined
+  /**
+   * Set when the call drew from a lease (docs/performance.md "Credit leases") instead of holding
+   * a reservation of its own: the lease and what the call drew of it. `settlement` is then the
+   * draw's (`LedgerStore.draw`), its ref the call's: charged whether or not the lease is still
+   * pending ("settled"); a draw replayed answers "not_pending" and the record says what it was
+   * charged then.
+   */
+  readonly drawn?: Omit<Draw, "settlement"> | undefined
   /**
    * The call's usage record, `credits`, `from_allowance` and `from_trial` as the settlement charges
    * them. When the reservation is no longer pending the record is written with what was charged:
@@ -113,8 +122,16 @@ const composeGatewayStore = (stores: {
       : yield* stores.reserveOrdered(admission.reservation)
     return { _tag: "Admitted", count, reserved } as const
   })
-  const commitOne = Effect.fnUntraced(function*({ record, settlement }: Metered) {
-    const settled = settlement === undefined ? "none" as const : yield* stores.ledger.settle(settlement)
+  const drawOne = (draw: Draw) =>
+    stores.ledger.draw === undefined
+      ? Effect.die(new Error("GatewayStore.commit: a call drew from a lease, and this ledger store has no draw"))
+      : Effect.map(stores.ledger.draw(draw), (result) => result === "duplicate" ? "not_pending" as const : "settled" as const)
+  const commitOne = Effect.fnUntraced(function*({ drawn, record, settlement }: Metered) {
+    const settled = settlement === undefined
+      ? "none" as const
+      : drawn !== undefined
+      ? yield* drawOne({ ...drawn, settlement })
+      : yield* stores.ledger.settle(settlement)
     let charged = record
     if (settlement !== undefined && settled === "not_pending") {
       // Settled already: a replay (the gateway's journal, a retry) of a commit that died between

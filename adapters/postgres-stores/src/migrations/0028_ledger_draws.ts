@@ -16,7 +16,8 @@
  *   the lease's budgets, its grant charges spent, each within what it drew) and recorded as a
  *   settled reservation of its own: what it drew, the lease's budgets.
  *
- * `ledger_finish` (a batch of one, 0024) is rewritten for the request's new attributes. The plan
+ * `ledger_finish` (a batch of one, 0024) is rewritten for the request's new attributes, and
+ * `gateway_commit` meters a call that drew from a lease (its settlement names the lease). The plan
  * cache mode 0026 set is kept (a replaced function keeps only the settings it names).
  */
 import { Effect } from "effect"
@@ -37,6 +38,7 @@ export const ledgerDraws = Effect.gen(function*() {
       ADD ATTRIBUTE drawn_grant_amounts bigint[]`)
   yield* sql.unsafe(finishBatch)
   yield* sql.unsafe(finish)
+  yield* sql.unsafe(commit)
 })
 
 const finishBatch = `
@@ -314,4 +316,75 @@ const finish = `
     FROM ledger_finish_batch(ARRAY[ROW(p_ref, p_status, p_at, p_charged, p_excess, p_ids, p_account_ids, p_scopes,
                                        p_amounts, p_refs, p_created_at, p_grants, p_grant_periods,
                                        p_grant_amounts, NULL, NULL, NULL, NULL, NULL, NULL)::ledger_finish_request]) AS o
+  $$`
+
+/**
+ * 0024's, but a metered call whose settlement names a lease is a draw: a call drawn is
+ * "settled" (charged, its lease pending or not), a draw replayed "not_pending" with its charge.
+ */
+const commit = `
+  CREATE OR REPLACE FUNCTION gateway_commit(p_items jsonb)
+  RETURNS TABLE (n integer, settlement text, recorded boolean) LANGUAGE plpgsql
+  ${BY_KEY} ${GENERIC} AS $$
+  #variable_conflict use_column
+  DECLARE
+    sets ledger_finish_request[];
+    recs usage_records[];
+    requests ledger_finish_request[] := '{}';
+    o_req integer[] := '{}';
+    outs ledger_finish_outcome[];
+    o ledger_finish_outcome;
+    outcomes text[] := '{}';
+    inserted text[];
+    cnt integer;
+    i integer;
+  BEGIN
+    SELECT array_agg(CASE WHEN jsonb_typeof(e.v->'settlement') = 'object'
+                          THEN jsonb_populate_record(NULL::ledger_finish_request, e.v->'settlement' ||
+                                 CASE WHEN e.v->'settlement' ? 'lease' THEN '{"status":"drawn"}' ELSE '{"status":"settled"}' END::jsonb) END
+                     ORDER BY e.o),
+           array_agg(jsonb_populate_record(NULL::usage_records, e.v->'record') ORDER BY e.o)
+      INTO sets, recs
+      FROM jsonb_array_elements(p_items) WITH ORDINALITY AS e(v, o);
+    cnt := coalesce(cardinality(recs), 0);
+    IF cnt = 0 THEN
+      RETURN;
+    END IF;
+    FOR i IN 1 .. cnt LOOP
+      IF (sets[i]).ref IS NOT NULL THEN
+        requests := requests || sets[i];
+        o_req[i] := cardinality(requests);
+      END IF;
+    END LOOP;
+    IF cardinality(requests) > 0 THEN
+      outs := ARRAY(SELECT f FROM ledger_finish_batch(requests) AS f ORDER BY f.n);
+    END IF;
+    FOR i IN 1 .. cnt LOOP
+      IF o_req[i] IS NULL THEN
+        outcomes := outcomes || 'none'::text;
+        CONTINUE;
+      END IF;
+      o := outs[o_req[i]];
+      IF o.finished THEN
+        outcomes := outcomes || 'settled'::text;
+      ELSE
+        outcomes := outcomes || 'not_pending'::text;
+        IF o.status = 'settled' THEN
+          recs[i].credits := o.charged;
+        ELSE
+          recs[i].credits := 0;
+          recs[i].from_allowance := 0;
+          recs[i].from_trial := 0;
+        END IF;
+      END IF;
+    END LOOP;
+    WITH written AS (
+      INSERT INTO usage_records SELECT * FROM unnest(recs) ON CONFLICT (ref) DO NOTHING RETURNING ref
+    )
+    SELECT COALESCE(array_agg(written.ref), '{}') INTO inserted FROM written;
+    RETURN QUERY
+      SELECT u.i::integer, outcomes[u.i], u.r = ANY (inserted) AND u.i = min(u.i) OVER (PARTITION BY u.r)
+      FROM (SELECT g AS i, (recs[g]).ref AS r FROM generate_subscripts(recs, 1) AS g) AS u
+      ORDER BY u.i;
+  END
   $$`

@@ -1,0 +1,191 @@
+/**
+ * The lease part of the gateway store contract (GatewayStoreContract.ts; docs/performance.md
+ * "Credit leases"), run on every gateway store whose ledger store has `draw`: a lease is admitted
+ * as any reservation is (`GatewayStore.admit`), and metering (`commit`) charges a call that drew
+ * from it (`Metered.drawn`) and writes its record: "settled" whether its lease is pending or not,
+ * "not_pending" (and its record Duplicate) when replayed, in a batch with settlements too; what is
+ * left stays with the lease.
+ *
+ * As in that suite: fresh accounts and keys per test, the current minute's rate window, leases
+ * pending until 2100.
+ */
+import { assert, describe, type Vitest } from "@effect/vitest"
+import { Effect } from "effect"
+import { type UsageRecord, UsageStore } from "@model-platform/core/billing"
+import { type AccountRecord, AccountStore, type KeyRecord, KeyStore } from "@model-platform/core/keys"
+import { generateId, type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
+import {
+  auditAccount,
+  drawFrom,
+  drawOf,
+  type Holds,
+  leaseHolds,
+  LedgerStore,
+  settlementOf,
+  spendingOrder
+} from "@model-platform/core/ledger"
+import { GatewayStore, type Metered } from "@model-platform/core/gateway"
+import type { GatewayContractStores } from "./GatewayStoreContract.ts"
+
+const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
+const NEVER = toTimestamp(Date.UTC(2100, 0, 1))
+const MINUTE = 60_000
+
+/** An account with one inference key and `credits` account-wide. */
+const accountWithKey = Effect.fnUntraced(function*(credits: bigint) {
+  const id = yield* generateId("acct")
+  const account: AccountRecord = { id, email: `${id}@gateway-draws.test`, created_at: at(0) }
+  yield* (yield* AccountStore).insert(account)
+  const key: KeyRecord = {
+    id: yield* generateId("key"),
+    account_id: id,
+    name: "lease key",
+    prefix: "mpk_abcdefgh",
+    secret_hash: `${id}-${yield* generateId("hash")}`,
+    permissions: ["inference"],
+    machine_id: null,
+    subscription_id: null,
+    rental_id: null,
+    agent_id: null,
+    created_at: at(0),
+    last_used_at: null,
+    revoked_at: null
+  }
+  yield* (yield* KeyStore).insert(key)
+  yield* (yield* LedgerStore).post({
+    id: yield* generateId("led"),
+    account_id: id,
+    machine_id: null,
+    amount: credits,
+    type: "credit_added",
+    ref: yield* generateId("order"),
+    created_at: at(0)
+  })
+  return key
+})
+
+/** Admits a lease of `amount` for the key's calls on no machine: its ref. */
+const admitLease = Effect.fnUntraced(function*(key: KeyRecord, amount: bigint) {
+  const ref = yield* generateId("usage")
+  const [result] = yield* (yield* GatewayStore).admit([{
+    account_id: key.account_id,
+    key_id: key.id,
+    touch_at: undefined,
+    rate: { bucket: `rpm:${key.id}`, window_start: windowStartOf(Date.now(), MINUTE), window_ms: MINUTE, limit: 1_000 },
+    reservation: {
+      ref,
+      account_id: key.account_id,
+      machine_id: null,
+      scopes: spendingOrder(null),
+      amount,
+      created_at: at(1),
+      expires_at: NEVER
+    }
+  }])
+  assert.strictEqual(result?._tag === "Admitted" ? result.reserved?._tag : result?._tag, "reserved")
+  return ref
+})
+
+const record = (key: KeyRecord, ref: string, credits: bigint): UsageRecord => ({
+  ref,
+  account_id: key.account_id,
+  at: at(5),
+  key_id: key.id,
+  agent_id: null,
+  machine_id: "m_lease",
+  service: "chat",
+  model: "ref-chat",
+  unit: "tokens",
+  quantity: 100n,
+  input_tokens: 60n,
+  output_tokens: 40n,
+  list_credits: credits,
+  credits,
+  from_allowance: 0n,
+  from_trial: 0n
+})
+
+/** A call of `key` that drew `estimate` from the lease (as it holds now) and cost `actual`, to meter. */
+const drawnCall = Effect.fnUntraced(function*(key: KeyRecord, lease: string, estimate: bigint, actual: bigint, left?: Holds) {
+  const holds = left ?? leaseHolds((yield* (yield* LedgerStore).reservation(lease))!)
+  const drawn = drawFrom(holds, estimate)!
+  const { settlement, ...share } = yield* drawOf(lease, key.account_id, yield* generateId("usage"), drawn, actual)
+  const call: Metered = { settlement, drawn: share, record: record(key, settlement.ref, actual) }
+  return call
+})
+
+const wide = Effect.fnUntraced(function*(account: string) {
+  const found = (yield* (yield* LedgerStore).balances(account)).find((b) => b.machine_id === null)
+  return { posted: found?.posted ?? 0n, held: found?.held ?? 0n }
+})
+
+const assertConsistent = Effect.fnUntraced(function*(account: string) {
+  const ledger = yield* LedgerStore
+  const [balances, entries, pending] = yield* Effect.all([ledger.balances(account), ledger.entries(account), ledger.pending(account)])
+  assert.deepStrictEqual(auditAccount({ balances, entries, pending }), [])
+})
+
+/** Whether the contract's ledger store can draw (the operation is optional); the tests end when not. */
+const canDraw = Effect.gen(function*() {
+  return (yield* LedgerStore).draw !== undefined
+})
+
+export const gatewayDrawTests = (it: Vitest.MethodsNonLive<GatewayContractStores>) => {
+  describe("calls drawn from a lease (LedgerStore.draw)", () => {
+    it.effect("a batch of calls drawn from one lease and a settled call: each charged and recorded once, the lease keeps the rest", () =>
+      Effect.gen(function*() {
+        if (!(yield* canDraw)) return
+        const gateway = yield* GatewayStore
+        const key = yield* accountWithKey(100n)
+        const lease = yield* admitLease(key, 30n)
+        // The process draws in memory, call after call, from what the lease holds.
+        let left: Holds = { allocations: [{ machine_id: null, amount: 30n }], grants: [] }
+        const calls: Array<Metered> = []
+        for (const [estimate, actual] of [[10n, 4n], [5n, 5n], [8n, 9n]] as const) {
+          const call = yield* drawnCall(key, lease, estimate, actual, left)
+          calls.push(call)
+          left = { allocations: [{ machine_id: null, amount: left.allocations[0]!.amount - estimate }], grants: [] }
+        }
+        // An ordinary call of the same account, with a reservation of its own.
+        const own = yield* admitLease(key, 6n)
+        const settled: Metered = {
+          settlement: yield* settlementOf(own, 2n, { account_id: key.account_id, allocations: [{ machine_id: null, amount: 6n }] }),
+          record: record(key, own, 2n)
+        }
+        const results = yield* gateway.commit([...calls, settled, calls[0]!])
+        assert.deepStrictEqual(results, [
+          { settlement: "settled", record: "Recorded" },
+          { settlement: "settled", record: "Recorded" },
+          { settlement: "settled", record: "Recorded" },
+          { settlement: "settled", record: "Recorded" },
+          { settlement: "not_pending", record: "Duplicate" }
+        ])
+        // Charged 4 + 5 + 9 + 2 = 20; the lease still holds 30 - 23 = 7.
+        assert.deepStrictEqual(yield* wide(key.account_id), { posted: 80n, held: 7n })
+        assert.deepStrictEqual((yield* (yield* LedgerStore).reservation(lease))?.allocations, [{ machine_id: null, amount: 7n }])
+        const usage = yield* UsageStore
+        for (const call of calls) assert.strictEqual((yield* usage.byRef(call.record.ref))?.credits, call.settlement!.charged)
+        yield* assertConsistent(key.account_id)
+      }))
+
+    it.effect("a call drawn from a lease that finished meanwhile is still charged; replayed later, it is charged once", () =>
+      Effect.gen(function*() {
+        if (!(yield* canDraw)) return
+        const gateway = yield* GatewayStore
+        const ledger = yield* LedgerStore
+        const key = yield* accountWithKey(50n)
+        const lease = yield* admitLease(key, 20n)
+        const call = yield* drawnCall(key, lease, 6n, 5n)
+        assert.strictEqual(yield* ledger.void(lease, at(3)), "voided")
+        assert.deepStrictEqual(yield* gateway.commit([call]), [{ settlement: "settled", record: "Recorded" }])
+        assert.deepStrictEqual(yield* wide(key.account_id), { posted: 45n, held: 0n })
+        // The journal replayed: the call is known, its record says what it was charged.
+        assert.deepStrictEqual(yield* gateway.commit([{ ...call, record: { ...call.record, credits: 0n } }]), [
+          { settlement: "not_pending", record: "Duplicate" }
+        ])
+        assert.deepStrictEqual(yield* wide(key.account_id), { posted: 45n, held: 0n })
+        assert.strictEqual((yield* (yield* UsageStore).byRef(call.record.ref))?.credits, 5n)
+        yield* assertConsistent(key.account_id)
+      }))
+  })
+}
