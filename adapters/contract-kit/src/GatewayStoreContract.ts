@@ -51,7 +51,7 @@ import {
 import { reportOf, type UsageDays, type UsageRecord, UsageStore } from "@model-platform/core/billing"
 import { gatewayBudgetTests } from "./GatewayBudgetContract.ts"
 import { gatewayGrantTests } from "./GatewayGrantContract.ts"
-import { gatewayDrawTests } from "./GatewayDrawContract.ts"
+import { gatewayLeaseTests } from "./GatewayLeaseContract.ts"
 import { assertDies } from "./ContractSupport.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
@@ -1036,5 +1036,5 @@ export const gatewayStoreContract = <E>(name: string, storesLayer: Layer.Layer<G
     gatewayTests(it)
     gatewayBudgetTests(it)
     gatewayGrantTests(it)
-    gatewayDrawTests(it)
+    gatewayLeaseTests(it)
   })

@@ -12,6 +12,7 @@ import {
   type Admission,
   type AdmissionResult,
   GatewayStore,
+  hitsProblem,
   type Metered,
   type MeteredResult
 } from "@model-platform/core/gateway"
@@ -135,7 +136,7 @@ export const GatewayStorePg: Layer.Layer<GatewayStore, never, SqlClient.SqlClien
       if (admissions.length === 0) return Effect.succeed([])
       for (const a of admissions) {
         const r = a.reservation
-        const problem = hitProblem(a.rate.bucket, a.rate.window_start, a.rate.window_ms) ??
+        const problem = hitProblem(a.rate.bucket, a.rate.window_start, a.rate.window_ms) ?? hitsProblem(a.rate.hits) ??
           (r === undefined ? undefined : orderedReservationProblem(r))
         if (problem !== undefined) return Effect.die(new Error(`GatewayStore.admit: ${problem}`))
       }
@@ -160,6 +161,7 @@ export const GatewayStorePg: Layer.Layer<GatewayStore, never, SqlClient.SqlClien
           window_end: a.rate.window_start + a.rate.window_ms,
           // The counter is an int4: a larger limit is never reached anyway.
           rpm_limit: Math.min(a.rate.limit, MAX_INT4),
+          hits: a.rate.hits ?? 1,
           // A ledger_reserve_request (migration 0024), or null: none.
           reservation: r === undefined ? null : {
             ref: r.ref,

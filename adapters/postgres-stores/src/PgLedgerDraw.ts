@@ -1,7 +1,7 @@
 /**
  * `LedgerStore.draw` on Postgres (core/src/ledger/LedgerStore.ts, docs/performance.md "Credit
  * leases"): one call's draw from a lease, as a batch of one request of `ledger_finish_batch`
- * (migration 0028_ledger_draws.ts), the function the gateway's commits run, so its rules are
+ * (migration 0028_credit_leases.ts), the function the gateway's commits run, so its rules are
  * written once.
  */
 import { Effect } from "effect"

@@ -27,7 +27,7 @@ import { ledgerBatches } from "./migrations/0024_ledger_batches.ts"
 import { receiptTierFlag } from "./migrations/0025_receipt_tier_flag.ts"
 import { genericPlans } from "./migrations/0026_generic_plans.ts"
 import { accountNotices } from "./migrations/0027_account_notices.ts"
-import { ledgerDraws } from "./migrations/0028_ledger_draws.ts"
+import { creditLeases } from "./migrations/0028_credit_leases.ts"
 
 const accountsKeysIdempotency = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -635,7 +635,7 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0025_receipt_tier_flag": receiptTierFlag,
   "0026_generic_plans": genericPlans,
   "0027_account_notices": accountNotices,
-  "0028_ledger_draws": ledgerDraws
+  "0028_credit_leases": creditLeases
 }
 
 /** Runs the pending migrations; several processes may race here, the migrator locks its table. */

@@ -33,12 +33,17 @@ export interface Admission {
   readonly key_id: KeyId
   /** Set the key's last_used_at to this (never backwards); undefined: leave it. */
   readonly touch_at: Timestamp | undefined
-  /** The rpm counter: `RateLimitStore.hit(bucket, window_start, window_ms)`; over `limit` refuses. */
+  /**
+   * The rpm counter: `RateLimitStore.hit(bucket, window_start, window_ms)`, `hits` times (1 when
+   * absent: a lease takes its calls' hits ahead, docs/performance.md "Credit leases"). Every hit
+   * is counted; the admission is refused when its first hit passes `limit`.
+   */
   readonly rate: {
     readonly bucket: string
     readonly window_start: number
     readonly window_ms: number
     readonly limit: number
+    readonly hits?: number | undefined
   }
   /** The cost bound to reserve (`LedgerStore.reserveInOrder`'s request); undefined: none. */
   readonly reservation: OrderedReservation | undefined
@@ -47,9 +52,16 @@ export interface Admission {
 export type AdmissionResult =
   /** The key was revoked (or is gone) since it was read: nothing counted, touched or reserved. */
   | { readonly _tag: "KeyRevoked" }
-  /** Counted past the limit: nothing reserved. */
+  /**
+   * Counted past the limit: nothing reserved. `count` is the window's count after the
+   * admission's hits (with one hit: the call's place in the window).
+   */
   | { readonly _tag: "RateLimited"; readonly count: number }
-  /** Counted within the limit; `reserved` is the reservation's outcome when one was asked. */
+  /**
+   * Counted within the limit (its first hit at least; `count` as above, so `limit - count + hits`
+   * of its hits are within the limit when that is less than `hits`); `reserved` is the
+   * reservation's outcome when one was asked.
+   */
   | { readonly _tag: "Admitted"; readonly count: number; readonly reserved: ReserveInOrderResult | undefined }
 
 /** One completed call to meter. */
@@ -93,6 +105,12 @@ export interface GatewayStoreShape {
   readonly commit: (calls: ReadonlyArray<Metered>) => Effect.Effect<ReadonlyArray<MeteredResult>>
 }
 
+/** Why an admission's `rate.hits` must be refused (a defect), or undefined: a positive integer, at most 1,000. */
+export const hitsProblem = (hits: number | undefined): string | undefined =>
+  hits === undefined || (Number.isSafeInteger(hits) && hits >= 1 && hits <= 1_000)
+    ? undefined
+    : `rate.hits must be an integer from 1 to 1000, got ${hits}`
+
 export class GatewayStore extends Context.Service<GatewayStore, GatewayStoreShape>()(
   "@model-platform/core/gateway/GatewayStore"
 ) {}
@@ -114,9 +132,10 @@ const composeGatewayStore = (stores: {
     const key = yield* stores.keys.get(admission.account_id, admission.key_id)
     if (key === undefined || key.revoked_at !== null) return { _tag: "KeyRevoked" } as const
     if (admission.touch_at !== undefined) yield* stores.keys.touch(admission.key_id, admission.touch_at)
-    const { bucket, window_start, window_ms, limit } = admission.rate
-    const count = yield* stores.rateLimits.hit(bucket, window_start, window_ms)
-    if (count > limit) return { _tag: "RateLimited", count } as const
+    const { bucket, hits = 1, limit, window_ms, window_start } = admission.rate
+    let count = 0
+    for (let i = 0; i < hits; i++) count = yield* stores.rateLimits.hit(bucket, window_start, window_ms)
+    if (count - hits + 1 > limit) return { _tag: "RateLimited", count } as const
     const reserved = admission.reservation === undefined
       ? undefined
       : yield* stores.reserveOrdered(admission.reservation)
@@ -148,7 +167,7 @@ const composeGatewayStore = (stores: {
     admit: (admissions) => {
       // Every counter is checked before anything is written, as a one-statement store does.
       for (const { rate } of admissions) {
-        const problem = hitProblem(rate.bucket, rate.window_start, rate.window_ms)
+        const problem = hitProblem(rate.bucket, rate.window_start, rate.window_ms) ?? hitsProblem(rate.hits)
         if (problem !== undefined) return Effect.die(new Error(`GatewayStore.admit: ${problem}`))
       }
       return Effect.forEach(admissions, admitOne)

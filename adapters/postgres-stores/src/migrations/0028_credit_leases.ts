@@ -1,6 +1,7 @@
 /**
- * Draws from a lease (core/src/ledger/LedgerStore.ts `draw`, docs/performance.md "Credit leases")
- * as one more kind of request of `ledger_finish_batch` (0024_ledger_batches.ts), so a draw takes
+ * What credit leases need of the store (docs/performance.md "Credit leases").
+ *
+ * Draws from a lease (core/src/ledger/LedgerStore.ts `draw`) as one more kind of request of `ledger_finish_batch` (0024_ledger_batches.ts), so a draw takes
  * the same locks in the same order as the settlements it is batched with, and the rules of
  * charging (balances, budgets, grants, entries) stay written once:
  *
@@ -16,6 +17,9 @@
  *   the lease's budgets, its grant charges spent, each within what it drew) and recorded as a
  *   settled reservation of its own: what it drew, the lease's budgets.
  *
+ * An admission of `gateway_admit_batch` takes `hits` hits of its rpm window (a lease's calls'
+ * ahead, docs/performance.md "Credit leases"), 1 when absent.
+ *
  * `ledger_finish` (a batch of one, 0024) is rewritten for the request's new attributes, and
  * `gateway_commit` meters a call that drew from a lease (its settlement names the lease). The plan
  * cache mode 0026 set is kept (a replaced function keeps only the settings it names).
@@ -26,7 +30,7 @@ import { SqlClient } from "effect/sql"
 const BY_KEY = "SET enable_hashjoin = off SET enable_mergejoin = off SET enable_seqscan = off"
 const GENERIC = "SET plan_cache_mode = force_generic_plan"
 
-export const ledgerDraws = Effect.gen(function*() {
+export const creditLeases = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql.unsafe(`
     ALTER TYPE ledger_finish_request
@@ -36,6 +40,8 @@ export const ledgerDraws = Effect.gen(function*() {
       ADD ATTRIBUTE drawn_grants text[],
       ADD ATTRIBUTE drawn_grant_periods text[],
       ADD ATTRIBUTE drawn_grant_amounts bigint[]`)
+  yield* sql.unsafe("ALTER TYPE gateway_admission ADD ATTRIBUTE hits integer")
+  yield* sql.unsafe(admitBatch)
   yield* sql.unsafe(finishBatch)
   yield* sql.unsafe(finish)
   yield* sql.unsafe(commit)
@@ -386,5 +392,111 @@ const commit = `
       SELECT u.i::integer, outcomes[u.i], u.r = ANY (inserted) AND u.i = min(u.i) OVER (PARTITION BY u.r)
       FROM (SELECT g AS i, (recs[g]).ref AS r FROM generate_subscripts(recs, 1) AS g) AS u
       ORDER BY u.i;
+  END
+  $$`
+
+/**
+ * 0024's, but an admission takes `hits` hits of its rpm window at once (1 when absent: a lease
+ * takes its calls' hits ahead), all counted, and is refused when its first hit passes the limit.
+ */
+const admitBatch = `
+  CREATE OR REPLACE FUNCTION gateway_admit_batch(p_items jsonb)
+  RETURNS TABLE (n integer, result text, hits integer, scopes text[], amounts bigint[], available bigint,
+                 budget text, lim bigint, used bigint,
+                 grant_names text[], grant_periods text[], grant_amounts bigint[]) LANGUAGE plpgsql
+  ${BY_KEY} ${GENERIC} AS $$
+  #variable_conflict use_column
+  DECLARE
+    its gateway_admission[];
+    live boolean[];
+    o_hits integer[];
+    o_result text[] := '{}';
+    o_req integer[] := '{}';
+    requests ledger_reserve_request[] := '{}';
+    outs ledger_reserve_outcome[];
+    o ledger_reserve_outcome;
+    cnt integer;
+    touched boolean := false;
+    i integer;
+  BEGIN
+    -- The items, and whether each one's key is live (of the account given).
+    SELECT array_agg(x.a ORDER BY x.o),
+           array_agg(EXISTS (SELECT 1 FROM api_keys k WHERE k.id = (x.a).key_id AND k.account_id = (x.a).account_id
+                                                        AND k.revoked_at IS NULL) ORDER BY x.o)
+      INTO its, live
+      FROM (SELECT jsonb_populate_record(NULL::gateway_admission, e.v) AS a, e.o
+            FROM jsonb_array_elements(p_items) WITH ORDINALITY AS e(v, o)) AS x;
+    cnt := coalesce(cardinality(its), 0);
+    IF cnt = 0 THEN
+      RETURN;
+    END IF;
+    FOR i IN 1 .. cnt LOOP
+      touched := touched OR (live[i] AND (its[i]).touch_at IS NOT NULL);
+    END LOOP;
+    -- last_used_at moved forward, never back, keys locked in id order first (two batches touching
+    -- the same keys must not lock them in opposite orders).
+    IF touched THEN
+      PERFORM 1 FROM api_keys k
+        WHERE k.id IN (SELECT u.key_id FROM unnest(its) WITH ORDINALITY AS u WHERE live[u.ordinality] AND u.touch_at IS NOT NULL)
+        ORDER BY k.id COLLATE "C" FOR UPDATE;
+      UPDATE api_keys k SET last_used_at = t.at
+        FROM (SELECT u.key_id, max(u.touch_at) AS at FROM unnest(its) WITH ORDINALITY AS u
+              WHERE live[u.ordinality] AND u.touch_at IS NOT NULL GROUP BY u.key_id) AS t
+        WHERE k.id = t.key_id AND (k.last_used_at IS NULL OR k.last_used_at < t.at);
+    END IF;
+    -- The rpm counts: each window of the batch counted once, by its live admissions' hits (windows
+    -- in lock order); each admission's count is the window's count before the batch plus the hits
+    -- of the admissions before it in the batch and its own.
+    WITH calls AS (
+      SELECT u.ordinality AS o, u.bucket, u.window_start, u.window_end,
+             sum(coalesce(u.hits, 1)) OVER (PARTITION BY u.bucket, u.window_start ORDER BY u.ordinality) AS place
+      FROM unnest(its) WITH ORDINALITY AS u WHERE live[u.ordinality]),
+    windows AS (
+      SELECT c.bucket, c.window_start, (array_agg(c.window_end ORDER BY c.o))[1] AS window_end,
+             max(c.place)::integer AS batch_calls
+      FROM calls AS c GROUP BY c.bucket, c.window_start),
+    counted AS (
+      INSERT INTO rate_limit_windows AS w (bucket, window_start, window_end, count)
+        SELECT ws.bucket, ws.window_start, ws.window_end, ws.batch_calls FROM windows AS ws
+        ORDER BY ws.bucket COLLATE "C", ws.window_start
+        ON CONFLICT (bucket, window_start) DO UPDATE SET count = w.count + excluded.count
+        RETURNING w.bucket, w.window_start, w.count)
+    SELECT array_agg((ct.count - ws.batch_calls + c.place)::integer ORDER BY g.o)
+      INTO o_hits
+      FROM generate_series(1, cnt) AS g(o)
+      LEFT JOIN calls AS c ON c.o = g.o
+      LEFT JOIN windows AS ws ON ws.bucket = c.bucket AND ws.window_start = c.window_start
+      LEFT JOIN counted AS ct ON ct.bucket = c.bucket AND ct.window_start = c.window_start;
+    FOR i IN 1 .. cnt LOOP
+      IF NOT live[i] THEN
+        o_result[i] := 'key_revoked';
+      ELSIF o_hits[i] - coalesce((its[i]).hits, 1) + 1 > (its[i]).rpm_limit THEN
+        o_result[i] := 'rate_limited';
+      ELSIF ((its[i]).reservation).ref IS NULL THEN
+        o_result[i] := 'admitted';
+      ELSE
+        requests := requests || (its[i]).reservation;
+        o_req[i] := cardinality(requests);
+      END IF;
+    END LOOP;
+    IF cardinality(requests) > 0 THEN
+      outs := ARRAY(SELECT r FROM ledger_reserve_batch(requests) AS r ORDER BY r.n);
+    END IF;
+    FOR i IN 1 .. cnt LOOP
+      n := i;
+      hits := o_hits[i];
+      IF o_req[i] IS NULL THEN
+        result := o_result[i];
+        scopes := NULL; amounts := NULL; available := NULL; budget := NULL; lim := NULL; used := NULL;
+        grant_names := NULL; grant_periods := NULL; grant_amounts := NULL;
+      ELSE
+        o := outs[o_req[i]];
+        result := o.result;
+        scopes := o.scopes; amounts := o.amounts; available := o.available;
+        budget := o.budget; lim := o.lim; used := o.used;
+        grant_names := o.grant_names; grant_periods := o.grant_periods; grant_amounts := o.grant_amounts;
+      END IF;
+      RETURN NEXT;
+    END LOOP;
   END
   $$`

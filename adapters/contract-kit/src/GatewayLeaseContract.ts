@@ -1,8 +1,9 @@
 /**
  * The lease part of the gateway store contract (GatewayStoreContract.ts; docs/performance.md
- * "Credit leases"), run on every gateway store whose ledger store has `draw`: a lease is admitted
- * as any reservation is (`GatewayStore.admit`), and metering (`commit`) charges a call that drew
- * from it (`Metered.drawn`) and writes its record: "settled" whether its lease is pending or not,
+ * "Credit leases"): an admission takes several rpm hits at once (a lease's calls', ahead), on
+ * every store; and, on every gateway store whose ledger store has `draw`, a lease is admitted as
+ * any reservation is (`GatewayStore.admit`), and metering (`commit`) charges a call that drew from
+ * it (`Metered.drawn`) and writes its record: "settled" whether its lease is pending or not,
  * "not_pending" (and its record Duplicate) when replayed, in a batch with settlements too; what is
  * left stays with the lease.
  *
@@ -13,7 +14,7 @@ import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
 import { type UsageRecord, UsageStore } from "@model-platform/core/billing"
 import { type AccountRecord, AccountStore, type KeyRecord, KeyStore } from "@model-platform/core/keys"
-import { generateId, type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
+import { generateId, RateLimitStore, type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
 import {
   auditAccount,
   drawFrom,
@@ -24,7 +25,8 @@ import {
   settlementOf,
   spendingOrder
 } from "@model-platform/core/ledger"
-import { GatewayStore, type Metered } from "@model-platform/core/gateway"
+import { type Admission, type AdmissionResult, GatewayStore, type Metered } from "@model-platform/core/gateway"
+import { assertDies } from "./ContractSupport.ts"
 import type { GatewayContractStores } from "./GatewayStoreContract.ts"
 
 const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
@@ -63,6 +65,30 @@ const accountWithKey = Effect.fnUntraced(function*(credits: bigint) {
   })
   return key
 })
+
+/**
+ * The current minute's window, with at least 5 s of it left (else, after waiting for the next):
+ * a test's admissions all count in it.
+ */
+const roomyWindow = Effect.gen(function*() {
+  const now = Date.now()
+  const start = windowStartOf(now, MINUTE)
+  if (start + MINUTE - now >= 5_000) return start
+  yield* Effect.sleep(start + MINUTE - now + 10)
+  return start + MINUTE
+})
+
+/** An admission of the key's call taking `hits` hits of `window`, limited to `limit`. */
+const hitting = (key: KeyRecord, window: number, hits: number, limit: number): Admission => ({
+  account_id: key.account_id,
+  key_id: key.id,
+  touch_at: undefined,
+  rate: { bucket: `rpm:${key.id}`, window_start: window, window_ms: MINUTE, limit, hits },
+  reservation: undefined
+})
+
+/** An admission's answer without its reservation: what the hits tests compare. */
+const counted = (result: AdmissionResult) => result._tag === "KeyRevoked" ? result : { _tag: result._tag, count: result.count }
 
 /** Admits a lease of `amount` for the key's calls on no machine: its ref. */
 const admitLease = Effect.fnUntraced(function*(key: KeyRecord, amount: bigint) {
@@ -130,7 +156,48 @@ const canDraw = Effect.gen(function*() {
   return (yield* LedgerStore).draw !== undefined
 })
 
-export const gatewayDrawTests = (it: Vitest.MethodsNonLive<GatewayContractStores>) => {
+export const gatewayLeaseTests = (it: Vitest.MethodsNonLive<GatewayContractStores>) => {
+  describe("rpm hits taken ahead (Admission.rate.hits)", () => {
+    it.effect("every hit is counted; an admission is refused only when its first hit passes the limit", () =>
+      Effect.gen(function*() {
+        const gateway = yield* GatewayStore
+        const key = yield* accountWithKey(1n)
+        const window = yield* roomyWindow
+        const admit = (hits: number) => Effect.map(gateway.admit([hitting(key, window, hits, 7)]), ([r]) => counted(r!))
+        assert.deepStrictEqual(yield* admit(5), { _tag: "Admitted", count: 5 })
+        // Hits 6 to 10: the first is within 7, so admitted (two of its hits are).
+        assert.deepStrictEqual(yield* admit(5), { _tag: "Admitted", count: 10 })
+        assert.deepStrictEqual(yield* admit(1), { _tag: "RateLimited", count: 11 })
+        // The window's count is shared with RateLimitStore.hit.
+        assert.strictEqual(yield* (yield* RateLimitStore).hit(`rpm:${key.id}`, window, MINUTE), 12)
+      }))
+
+    it.effect("in one batch, each admission counts from the hits of the ones before it", () =>
+      Effect.gen(function*() {
+        const key = yield* accountWithKey(1n)
+        const window = yield* roomyWindow
+        const results = yield* (yield* GatewayStore).admit(
+          [[3, 4], [1, 4], [4, 4], [2, 9]].map(([hits, limit]) => hitting(key, window, hits!, limit!))
+        )
+        assert.deepStrictEqual(results.map(counted), [
+          { _tag: "Admitted", count: 3 },
+          { _tag: "Admitted", count: 4 },
+          { _tag: "RateLimited", count: 8 },
+          { _tag: "Admitted", count: 10 }
+        ])
+      }))
+
+    it.effect("hits that are not an integer from 1 to 1000 are a defect, and count nothing", () =>
+      Effect.gen(function*() {
+        const gateway = yield* GatewayStore
+        const key = yield* accountWithKey(1n)
+        const window = yield* roomyWindow
+        for (const hits of [0, -1, 1.5, 1_001]) yield* assertDies(gateway.admit([hitting(key, window, hits, 100)]), `hits ${hits}`)
+        const [first] = yield* gateway.admit([hitting(key, window, 1, 100)])
+        assert.deepStrictEqual(counted(first!), { _tag: "Admitted", count: 1 })
+      }))
+  })
+
   describe("calls drawn from a lease (LedgerStore.draw)", () => {
     it.effect("a batch of calls drawn from one lease and a settled call: each charged and recorded once, the lease keeps the rest", () =>
       Effect.gen(function*() {
