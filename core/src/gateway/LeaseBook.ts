@@ -1,0 +1,179 @@
+/**
+ * The credit leases a process holds (docs/performance.md "Credit leases"), in memory: per key,
+ * machine and claim shape at most one open lease, from which calls draw their estimates and take
+ * their rpm hits without a store step. Pure bookkeeping: the gateway takes a lease through its
+ * admission batch, tells the book, and voids in the store what the book hands back once a closed
+ * lease has no drawn call left to meter.
+ *
+ * A lease stops lending when it closes: at `closesAt`, when its rpm window ends, at a notice of its
+ * account (`closeAccount`), when notices may have been missed or at shutdown (`closeAll`), or when
+ * a successor opens under its key. It is voided only once it is closed and every call drawn from it
+ * was metered or given back, so a metered call always finds its draw's holds (or, after a crash,
+ * its lease expired: the store still charges it, LedgerStore.draw).
+ */
+import { drawFrom, type Holds, takeDrawn } from "../ledger/Lease.ts"
+
+/** How long a lease lends, from its opening. */
+export const LEASE_LIFE_MS = 10_000
+/** A lease is taken for this many calls' estimates (less where less is left: the store's answer). */
+export const LEASE_CALLS = 32n
+
+/** The rpm hits a lease takes ahead for a key allowed `rpm` a minute: min(16, rpm / 8), at least 1. */
+export const hitsAhead = (rpm: number): number => Math.max(1, Math.min(16, Math.floor(rpm / 8)))
+
+export interface OpenLease {
+  /** The lease's reservation ref. */
+  readonly ref: string
+  readonly accountId: string
+  /** The book's key: the key, machine and claim shape the lease was taken for. */
+  readonly key: string
+  /** The rpm window its hits count in (epoch ms). */
+  readonly window: number
+  readonly windowEnd: number
+  readonly closesAt: number
+  /** What the lease holds and has not lent. */
+  readonly left: Holds
+  /** Its rpm hits not yet used by a call. */
+  readonly hitsLeft: number
+}
+
+interface Lease extends OpenLease {
+  /** The place of each scope and grant in the lease's spending order, as it was opened. */
+  readonly order: ReadonlyMap<string, number>
+  left: Holds
+  hitsLeft: number
+  /** Calls drawn from it and not yet metered or given back. */
+  outstanding: number
+  closed: boolean
+}
+
+/** A call's draw: the lease it drew from and what it drew. */
+export interface Drawn {
+  readonly lease: string
+  readonly drawn: Holds
+}
+
+export const makeLeaseBook = () => {
+  const byKey = new Map<string, Lease>()
+  const byRef = new Map<string, Lease>()
+
+  /** Closes a lease; the ref to void when nothing drawn from it is left to meter. */
+  const close = (lease: Lease): ReadonlyArray<string> => {
+    if (!lease.closed) {
+      lease.closed = true
+      if (byKey.get(lease.key) === lease) byKey.delete(lease.key)
+    }
+    return settleIfDone(lease)
+  }
+  const settleIfDone = (lease: Lease): ReadonlyArray<string> => {
+    if (!lease.closed || lease.outstanding > 0 || !byRef.has(lease.ref)) return []
+    byRef.delete(lease.ref)
+    return [lease.ref]
+  }
+
+  return {
+    /**
+     * A call's draw of `estimate` from the open lease under `key`, with one of its rpm hits; or
+     * undefined (none open, past its time or window, out of hits or of credit: the call goes to
+     * the store), having closed a lease that can no longer lend (its ref to void in `toVoid`).
+     */
+    draw(key: string, estimate: bigint, now: number, toVoid: Array<string>): Drawn | undefined {
+      const lease = byKey.get(key)
+      if (lease === undefined) return undefined
+      if (now >= lease.closesAt || now >= lease.windowEnd || now < lease.window) {
+        toVoid.push(...close(lease))
+        return undefined
+      }
+      if (lease.hitsLeft === 0) return undefined
+      const drawn = drawFrom(lease.left, estimate)
+      if (drawn === undefined) return undefined
+      const left = takeDrawn(lease.left, drawn)
+      if ("problem" in left) throw new Error(`LeaseBook: ${left.problem}`) // drawFrom draws only what is there
+      lease.left = left
+      lease.hitsLeft -= 1
+      lease.outstanding += 1
+      return { lease: lease.ref, drawn }
+    },
+
+    /**
+     * A lease the store granted, with the hits it took that are within the limit, lending from now
+     * (its first call's draw comes next, through `draw`). The lease it succeeds under its key is
+     * closed (its ref to void, when nothing is left to meter, in the answer).
+     */
+    open(lease: OpenLease): ReadonlyArray<string> {
+      const previous = byKey.get(lease.key)
+      const toVoid = previous === undefined ? [] : close(previous)
+      const keys = [...lease.left.grants.map(grantKey), ...lease.left.allocations.map(scopeOf)]
+      const opened: Lease = { ...lease, order: new Map(keys.map((k, i) => [k, i])), outstanding: 0, closed: false }
+      byKey.set(lease.key, opened)
+      byRef.set(lease.ref, opened)
+      return toVoid
+    },
+
+    /**
+     * A drawn call that will not be charged (refused by its machine, failed over elsewhere): what
+     * it drew goes back to its lease while the lease lends. Its ref to void when that was the
+     * closed lease's last call.
+     */
+    giveBack({ drawn, lease: ref }: Drawn): ReadonlyArray<string> {
+      const lease = byRef.get(ref)
+      if (lease === undefined) return []
+      lease.outstanding -= 1
+      if (!lease.closed) {
+        lease.left = {
+          allocations: merge(lease.left.allocations, drawn.allocations, scopeOf, lease.order),
+          grants: merge(lease.left.grants, drawn.grants, grantKey, lease.order)
+        }
+      }
+      return settleIfDone(lease)
+    },
+
+    /** A drawn call was metered: its ref to void when that was the closed lease's last call. */
+    metered(ref: string): ReadonlyArray<string> {
+      const lease = byRef.get(ref)
+      if (lease === undefined) return []
+      lease.outstanding -= 1
+      return settleIfDone(lease)
+    },
+
+    /** Closes the leases of an account (its notice); the refs to void now. */
+    closeAccount(accountId: string): ReadonlyArray<string> {
+      return [...byRef.values()].filter((l) => l.accountId === accountId).flatMap(close)
+    },
+
+    /** Closes every lease (notices missed, shutdown); the refs to void now. */
+    closeAll(): ReadonlyArray<string> {
+      return [...byRef.values()].flatMap(close)
+    },
+
+    /** Closes the leases past their time or window at `now`; the refs to void now. */
+    closeDue(now: number): ReadonlyArray<string> {
+      return [...byRef.values()].filter((l) => now >= l.closesAt || now >= l.windowEnd).flatMap(close)
+    },
+
+    /** The leases not yet voided: open or closed with calls left to meter (for tests and gauges). */
+    held(): ReadonlyArray<OpenLease & { readonly outstanding: number; readonly closed: boolean }> {
+      return [...byRef.values()].map((l) => ({ ...l }))
+    }
+  }
+}
+
+export type LeaseBook = ReturnType<typeof makeLeaseBook>
+
+const scopeOf = (a: { readonly machine_id: string | null }) => `scope ${a.machine_id ?? ""}`
+const grantKey = (g: { readonly grant: string; readonly period: string }) => `grant ${g.grant} ${g.period}`
+
+/** `into` with each item of `add` added to the one of its key, in the lease's spending `order`. */
+const merge = <T extends { readonly amount: bigint }>(
+  into: ReadonlyArray<T>,
+  add: ReadonlyArray<T>,
+  keyOf: (t: T) => string,
+  order: ReadonlyMap<string, number>
+): ReadonlyArray<T> => {
+  const sums = new Map(into.map((t) => [keyOf(t), t]))
+  for (const t of add) {
+    const current = sums.get(keyOf(t))
+    sums.set(keyOf(t), current === undefined ? t : { ...current, amount: current.amount + t.amount })
+  }
+  return [...sums.values()].sort((a, b) => order.get(keyOf(a))! - order.get(keyOf(b))!)
+}
