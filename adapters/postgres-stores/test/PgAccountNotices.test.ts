@@ -104,6 +104,31 @@ describe.skipIf(databaseUrl === undefined)("account notices on PostgreSQL (TEST_
       expect(heard).toEqual(Array(6).fill(accountId))
     }).pipe(Effect.provide(follower)))
 
+  it.live("hears a key revoked and a monthly limit set or removed elsewhere, not a key's use (migration 0028: credit leases)", () =>
+    Effect.gen(function*() {
+      const { heard, live } = yield* followed
+      yield* until("listening", live)
+      heard.length = 0
+      const accountId = `acct_${crypto.randomUUID()}`
+      const keyId = `key_${crypto.randomUUID()}`
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`INSERT INTO accounts (id, email, created_at) VALUES (${accountId}, ${`${accountId}@notices.test`}, now())`
+        yield* sql`
+          INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, permissions, created_at)
+          VALUES (${keyId}, ${accountId}, 'k', 'mpk_abcdefgh', ${crypto.randomUUID()}, ARRAY['inference'], now())`
+        // Its use is written at most once a minute per key: no notice.
+        yield* sql`UPDATE api_keys SET last_used_at = now() WHERE id = ${keyId}`
+        const ledger = yield* LedgerStore
+        yield* ledger.setBudgetLimit(accountId as never, "account", 5_000_000n)
+        yield* ledger.setBudgetLimit(accountId as never, "account", null)
+        yield* sql`UPDATE api_keys SET revoked_at = now() WHERE id = ${keyId}`
+      }).pipe(Effect.provide(writer))
+      yield* until("three notices", () => heard.length >= 3)
+      yield* Effect.sleep(100)
+      expect(heard).toEqual(Array(3).fill(accountId))
+    }).pipe(Effect.provide(follower)))
+
   it.live("a listener that hears nothing (a proxy that does not carry notices) never counts as live", () =>
     Effect.gen(function*() {
       const { heard, live } = yield* followed

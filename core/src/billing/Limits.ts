@@ -11,6 +11,7 @@
  * for the gateway and for GET /billing.
  */
 import { monthOf } from "../kernel/Time.ts"
+import { accountTeller } from "../kernel/AccountNotices.ts"
 import { Clock, Effect, Option } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
@@ -73,6 +74,8 @@ const monthSpendOf = (
 /** The limits use-cases over the stores; built once by the handlers (LimitsHandlers.ts, Summary.ts). */
 export const makeLimits = Effect.gen(function*() {
   const ledger = yield* LedgerStore
+  // A limit set is told to this process's followers at once (credit leases close: gateway/Leases.ts).
+  const tell = yield* accountTeller
   const settingsStore = yield* BillingSettingsStore
   // Told when the alert settings change, so that its next check reads them (billing/Watch.ts).
   const watch = Option.getOrUndefined(yield* Effect.serviceOption(BillingWatch))
@@ -141,6 +144,7 @@ export const makeLimits = Effect.gen(function*() {
       const problem = limitProblem(limit, (yield* tierOf(accountId)).limit)
       if (problem !== undefined) return yield* billingError("spend_limit_invalid", problem)
       yield* ledger.setBudgetLimit(accountId, ACCOUNT_BUDGET, limit)
+      yield* tell(accountId)
     }
     const patch: BillingSettingsPatch = {
       ...(body.alert_points === undefined ? {} : { alert_points: alertPointsOf(body.alert_points) }),
@@ -164,6 +168,7 @@ export const makeLimits = Effect.gen(function*() {
     const problem = limitProblem(limit, (yield* tierOf(accountId)).limit)
     if (problem !== undefined) return yield* billingError("spend_limit_invalid", problem)
     yield* ledger.setBudgetLimit(accountId, keyBudget(keyId), limit)
+    yield* tell(accountId)
     return yield* view(caller)
   })
 

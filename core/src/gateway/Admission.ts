@@ -36,6 +36,10 @@ import { spendingOrder } from "../ledger/LedgerRules.ts"
 import { makeAccountCache } from "../kernel/AccountCache.ts"
 import { microToCredits } from "../kernel/Money.ts"
 import { type Admission, type AdmissionResult, GatewayStore } from "./GatewayStore.ts"
+import type { ReserveInOrderResult } from "../ledger/LedgerStore.ts"
+import { type Drawn, type Leases, leaseKey } from "./Leases.ts"
+import { hitsAhead, LEASE_CALLS, LEASE_LIFE_MS } from "./LeaseBook.ts"
+import type { GatewayError } from "./GatewayErrors.ts"
 import { OrderStore } from "../payments/OrderStore.ts"
 import { windowStartOf } from "../kernel/RateLimitStore.ts"
 import * as Time from "../kernel/Time.ts"
@@ -143,12 +147,63 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
     // Generator functions are made once, here, not per call: a generator function made per call
     // keeps the call's state alive past young-generation collections (docs/performance.md
     // "Generators made per call").
+    /** The key refused by the store: revoked (forgotten here too), or past its rpm. */
+    const keyRefusal = (admission: AdmissionResult, caller: Caller, rpm: number, windowStart: number, now: number) => {
+      if (admission._tag === "KeyRevoked") {
+        return Effect.andThen(apiKeys.forget(caller.key.id), gatewayError("key_revoked", "The API key was revoked."))
+      }
+      if (admission._tag === "RateLimited") {
+        const retryAfterSeconds = Math.max(1, Math.ceil((windowStart + config.rateWindowMs - now) / 1000))
+        return rateLimited(
+          retryAfterSeconds,
+          `Rate limit reached: this key may make ${rpm} requests per minute at the account's tier; retry in ${retryAfterSeconds} s.`
+        )
+      }
+      return undefined
+    }
+
+    /** A priced call refused for its credit or one of its limits (nothing reserved). */
+    const creditRefusal = Effect.fnUntraced(function*(
+      { bound, caller, endpoint, now }: Candidate,
+      reserved: Exclude<ReserveInOrderResult, { readonly _tag: "reserved" | "duplicate" }>
+    ): Effect.fn.Return<never, GatewayError> {
+      if (reserved._tag === "insufficient") {
+        return yield* gatewayError(
+          "insufficient_credit",
+          `Insufficient credit: this call may cost up to ${microToCredits(bound ?? 0n)} credits and the balance usable on this machine (with what is left of this service's allowance and trial) is ${microToCredits(reserved.available)} credits. Add credits${endpoint === "/v1/chat/completions" ? ", or lower max_tokens" : ""}.`
+        )
+      }
+      if (agentLimitOf(reserved.budget) !== undefined) {
+        // docs/agents.md "Agent keys at the gateway": the agent's daily or total limit.
+        const daily = agentLimitOf(reserved.budget) === "daily"
+        return yield* gatewayError(
+          daily ? "agent_daily_limit" : "agent_total_limit",
+          `Agent limit reached: this call may cost up to ${microToCredits(bound ?? 0n)} credits and the agent may spend ${
+            microToCredits(reserved.limit)
+          } credits ${daily ? "a day (UTC)" : "in total"}, of which ${microToCredits(reserved.used)} are spent or held${
+            daily ? " today" : ""
+          }. The owner may raise the limit (POST /agents/{id}/settings, approved with a passkey).`
+        )
+      }
+      // docs/billing.md "Monthly limits": the account's limit, or the key's ("key:<id>").
+      const ofKey = reserved.budget !== "account"
+      // Billing raises the limit-reached alert (once a month; docs/billing.md "Alerts").
+      yield* settlement.limitReached(caller.account.id, reserved.budget, monthOf(now), reserved.limit)
+      return yield* gatewayError(
+        ofKey ? "key_monthly_limit_reached" : "monthly_limit_reached",
+        `Monthly limit reached: this call may cost up to ${microToCredits(bound ?? 0n)} credits and ${
+          ofKey ? "this key" : "the account"
+        } has ${microToCredits(reserved.limit)} credits a month, of which ${
+          microToCredits(reserved.used)
+        } are spent or held this month. ${
+          ofKey ? "Raise the key's monthly limit" : "Raise the account's monthly limit (up to the tier's)"
+        }${endpoint === "/v1/chat/completions" ? ", or lower max_tokens" : ""}.`
+      )
+    })
+
     /** The admission's store step and what its answer means, for a call whose reservation is `ref`. */
-    const admitStep = Effect.fnUntraced(function*(
-      { agent, allowance, bound, caller, endpoint, first, now, service }: Candidate,
-      ref: string | undefined,
-      expiresAt: number
-    ) {
+    const admitStep = Effect.fnUntraced(function*(candidate: Candidate, ref: string | undefined, expiresAt: number) {
+      const { agent, allowance, bound, caller, first, now, service } = candidate
       const bought = yield* purchasedOf(caller.account.id, now)
       const rpm = rpmAt(tiers, bought)
       const windowStart = windowStartOf(now, config.rateWindowMs)
@@ -170,63 +225,124 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
           ...claimsOf(caller, service, now, bought, allowance, agent)
         }
       }))
-      if (admission._tag === "KeyRevoked") {
-        yield* apiKeys.forget(caller.key.id)
-        return yield* gatewayError("key_revoked", "The API key was revoked.")
-      }
-      if (admission._tag === "RateLimited") {
-        const retryAfterSeconds = Math.max(1, Math.ceil((windowStart + config.rateWindowMs - now) / 1000))
-        return yield* rateLimited(
-          retryAfterSeconds,
-          `Rate limit reached: this key may make ${rpm} requests per minute at the account's tier; retry in ${retryAfterSeconds} s.`
-        )
-      }
-      const reserved = admission.reserved
-      if (reserved?._tag === "insufficient") {
-        return yield* gatewayError(
-          "insufficient_credit",
-          `Insufficient credit: this call may cost up to ${microToCredits(bound ?? 0n)} credits and the balance usable on this machine (with what is left of this service's allowance and trial) is ${microToCredits(reserved.available)} credits. Add credits${endpoint === "/v1/chat/completions" ? ", or lower max_tokens" : ""}.`
-        )
-      }
-      if (reserved?._tag === "over_budget" && agentLimitOf(reserved.budget) !== undefined) {
-        // docs/agents.md "Agent keys at the gateway": the agent's daily or total limit.
-        const daily = agentLimitOf(reserved.budget) === "daily"
-        return yield* gatewayError(
-          daily ? "agent_daily_limit" : "agent_total_limit",
-          `Agent limit reached: this call may cost up to ${microToCredits(bound ?? 0n)} credits and the agent may spend ${
-            microToCredits(reserved.limit)
-          } credits ${daily ? "a day (UTC)" : "in total"}, of which ${microToCredits(reserved.used)} are spent or held${
-            daily ? " today" : ""
-          }. The owner may raise the limit (POST /agents/{id}/settings, approved with a passkey).`
-        )
-      }
-      if (reserved?._tag === "over_budget") {
-        // docs/billing.md "Monthly limits": the account's limit, or the key's ("key:<id>").
-        const ofKey = reserved.budget !== "account"
-        // Billing raises the limit-reached alert (once a month; docs/billing.md "Alerts").
-        yield* settlement.limitReached(caller.account.id, reserved.budget, monthOf(now), reserved.limit)
-        return yield* gatewayError(
-          ofKey ? "key_monthly_limit_reached" : "monthly_limit_reached",
-          `Monthly limit reached: this call may cost up to ${microToCredits(bound ?? 0n)} credits and ${
-            ofKey ? "this key" : "the account"
-          } has ${microToCredits(reserved.limit)} credits a month, of which ${
-            microToCredits(reserved.used)
-          } are spent or held this month. ${
-            ofKey ? "Raise the key's monthly limit" : "Raise the account's monthly limit (up to the tier's)"
-          }${endpoint === "/v1/chat/completions" ? ", or lower max_tokens" : ""}.`
-        )
-      }
+      const refused = keyRefusal(admission, caller, rpm, windowStart, now)
+      if (refused !== undefined) return yield* refused
+      const reserved = admission._tag === "Admitted" ? admission.reserved : undefined
       if (reserved?._tag === "duplicate") {
         return yield* Effect.die(new Error(`Gateway: generated reservation ref ${ref} already exists`))
       }
+      if (reserved !== undefined && reserved._tag !== "reserved") return yield* creditRefusal(candidate, reserved)
       stateOf(caller).admittedAt = now
       return reserved === undefined || ref === undefined
         ? undefined
         : { ref, machineId: first.id, allocations: reserved.allocations, grants: reserved.grants ?? [], expiresAt } satisfies Held
     })
 
+    // -- credit leases (Leases.ts), where they are on: a call drawn from its key's lease needs no store step --
+    /** Per lease key, until when its calls are admitted one by one: a lease was refused for credit or a limit. */
+    const leaseRefused = new Map<string, number>()
+    /** A call drawn from a lease, held as a reservation of what it drew. */
+    const drawnHeld = (drawn: Drawn, machineId: string) =>
+      Effect.map(generateId("usage"), (ref): Held => ({
+        ref,
+        lease: drawn.lease,
+        machineId,
+        allocations: drawn.drawn.allocations,
+        grants: drawn.drawn.grants,
+        expiresAt: drawn.expiresAt
+      }))
+    /**
+     * A priced call admitted from its key's lease, or with a new lease taken in the admission
+     * batch (`LEASE_CALLS` estimates and `hitsAhead` rpm hits); undefined when the call is to be
+     * admitted alone (a lease was refused lately for credit or a limit: near them, calls reserve
+     * their own estimates, so that no lease holds what a call needs).
+     */
+    const leasedStep = Effect.fnUntraced(function*(candidate: Candidate, leases: Leases) {
+      const { agent, allowance, caller, first, now, service } = candidate
+      const bought = yield* purchasedOf(caller.account.id, now)
+      const claims = claimsOf(caller, service, now, bought, allowance, agent)
+      const key = leaseKey(caller.key.id, first.id, claims)
+      const fromBook = leases.draw(key, candidate.bound!, now)
+      if (fromBook !== undefined) {
+        stateOf(caller).admittedAt = now
+        return yield* drawnHeld(fromBook, first.id)
+      }
+      if ((leaseRefused.get(key) ?? 0) > now) return undefined
+      // The lease's ref is journaled before it is asked for; closed (or voided) when none is granted.
+      const ref = yield* generateId("usage")
+      let granted = false
+      return yield* takeLease(candidate, leases, { bought, claims, key, ref }).pipe(
+        Effect.tap((held) => Effect.sync(() => void (granted = held !== undefined))),
+        Effect.onExit((exit) => granted ? Effect.void : settlement.abandon(ref, exit))
+      )
+    })
+    const takeLease = Effect.fnUntraced(function*(
+      candidate: Candidate,
+      leases: Leases,
+      { bought, claims, key, ref }: {
+        readonly bought: bigint
+        readonly claims: ReturnType<typeof claimsOf>
+        readonly key: string
+        readonly ref: string
+      }
+    ) {
+      const { caller, first, now } = candidate
+      const estimate = candidate.bound!
+      const rpm = rpmAt(tiers, bought)
+      const windowStart = windowStartOf(now, config.rateWindowMs)
+      const hits = hitsAhead(rpm)
+      const expiresAt = now + config.reservationTtlMs + LEASE_LIFE_MS
+      const admission: AdmissionResult = yield* Effect.uninterruptible(admissions.submit({
+        account_id: caller.account.id,
+        key_id: caller.key.id,
+        touch_at: touchAt(caller, now),
+        rate: { bucket: `rpm:${caller.key.id}`, window_start: windowStart, window_ms: config.rateWindowMs, limit: rpm, hits },
+        reservation: {
+          ref,
+          account_id: caller.account.id,
+          machine_id: first.id,
+          scopes: spendingOrder(first.id),
+          amount: estimate * LEASE_CALLS,
+          created_at: Time.toTimestamp(now),
+          expires_at: Time.toTimestamp(expiresAt),
+          ...claims
+        }
+      }))
+      const refusedKey = keyRefusal(admission, caller, rpm, windowStart, now)
+      if (refusedKey !== undefined) return yield* refusedKey
+      if (admission._tag !== "Admitted") return yield* Effect.die(new Error("Gateway: an admission neither refused nor admitted"))
+      const reserved = admission.reserved
+      if (reserved?._tag === "duplicate") return yield* Effect.die(new Error(`Gateway: generated lease ref ${ref} already exists`))
+      if (reserved?._tag !== "reserved") {
+        if (leaseRefused.size >= 10_000) leaseRefused.clear() // bounded: forgetting costs one refused lease
+        leaseRefused.set(key, now + config.rateWindowMs)
+        return undefined
+      }
+      leases.open({
+        ref,
+        accountId: caller.account.id,
+        key,
+        window: windowStart,
+        windowEnd: windowStart + config.rateWindowMs,
+        closesAt: now + LEASE_LIFE_MS,
+        expiresAt,
+        left: { allocations: reserved.allocations, grants: reserved.grants ?? [] },
+        // The hits within the limit (the first one is, or the store would have refused).
+        hitsLeft: Math.min(hits, rpm - (admission.count - hits))
+      })
+      const drawn = leases.draw(key, estimate, now)
+      if (drawn === undefined) return yield* Effect.die(new Error(`Gateway: lease ${ref} lends nothing to the call it was taken for`))
+      stateOf(caller).admittedAt = now
+      return yield* drawnHeld(drawn, first.id)
+    })
+
     /** Admits a call: its first reservation (undefined when it reserves nothing), or why not. */
     const admit = Effect.fnUntraced(function*(candidate: Candidate) {
+      const leases = settlement.leases
+      if (leases !== undefined && candidate.bound !== undefined && leases.active()) {
+        const held = yield* leasedStep(candidate, leases).pipe(Effect.onError(() => refused(candidate.caller)))
+        if (held !== undefined) return held
+      }
       const ref = candidate.bound === undefined ? undefined : yield* generateId("usage")
       return yield* admitStep(candidate, ref, candidate.now + config.reservationTtlMs).pipe(
         Effect.onExit((exit) =>

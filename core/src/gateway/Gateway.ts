@@ -150,7 +150,8 @@ const make = (config: GatewayConfig) =>
       storeBatch: config.storeBatch,
       settleInline: config.settleInline,
       inlineRetryMs: config.inlineRetryMs,
-      reservationTtlMs
+      reservationTtlMs,
+      creditLeases: config.creditLeases
     })
     const { forkAfter, release } = settlement
 

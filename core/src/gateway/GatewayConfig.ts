@@ -66,6 +66,12 @@ export interface GatewayConfig {
    * answers 503 store_unavailable instead of its answer (Settlement.ts).
    */
   readonly inlineRetryMs: number
+  /**
+   * Admit a key's calls from credit leases (docs/performance.md "Credit leases"): one store step
+   * reserves for many calls and takes their rpm hits ahead. Only while account notices are live
+   * (a PostgreSQL server); elsewhere every call's admission is a store step, as when off.
+   */
+  readonly creditLeases: boolean
 }
 
 export const defaultGatewayConfig: GatewayConfig = {
@@ -87,7 +93,8 @@ export const defaultGatewayConfig: GatewayConfig = {
   speculativeDispatch: true,
   speculationWindowMs: 60_000,
   storeBatch: 64,
-  inlineRetryMs: 5_000
+  inlineRetryMs: 5_000,
+  creditLeases: false
 }
 
 /** A reservation outlives the longest call and its drain by this margin before it expires. */

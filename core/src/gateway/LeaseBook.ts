@@ -31,6 +31,8 @@ export interface OpenLease {
   readonly window: number
   readonly windowEnd: number
   readonly closesAt: number
+  /** When its reservation expires (epoch ms): metering a call drawn from it is retried until then. */
+  readonly expiresAt: number
   /** What the lease holds and has not lent. */
   readonly left: Holds
   /** Its rpm hits not yet used by a call. */
@@ -47,9 +49,10 @@ interface Lease extends OpenLease {
   closed: boolean
 }
 
-/** A call's draw: the lease it drew from and what it drew. */
+/** A call's draw: the lease it drew from (and when that expires) and what it drew. */
 export interface Drawn {
   readonly lease: string
+  readonly expiresAt: number
   readonly drawn: Holds
 }
 
@@ -92,7 +95,7 @@ export const makeLeaseBook = () => {
       lease.left = left
       lease.hitsLeft -= 1
       lease.outstanding += 1
-      return { lease: lease.ref, drawn }
+      return { lease: lease.ref, expiresAt: lease.expiresAt, drawn }
     },
 
     /**

@@ -41,6 +41,8 @@ import { isStoreUnavailableCause, StoreUnavailable } from "../kernel/StoreUnavai
 import type { UsageRecord } from "../billing/UsageStore.ts"
 import * as Time from "../kernel/Time.ts"
 import { CurrentActivity, pendingSettlement } from "./Activity.ts"
+import { makeLeases } from "./Leases.ts"
+import { LEASE_LIFE_MS } from "./LeaseBook.ts"
 import { costOf, type Prices, type Quantities, unitOf } from "./Metering.ts"
 import type { ValidCall } from "./Validation.ts"
 
@@ -53,6 +55,8 @@ export interface SettlementConfig {
   readonly inlineRetryMs: number
   /** How long a call without a reservation (unpriced) may be retried; a reservation's own life otherwise. */
   readonly reservationTtlMs: number
+  /** Admit calls from credit leases where account notices are live (Leases.ts). */
+  readonly creditLeases: boolean
 }
 
 /** Backoff between attempts while the store is unavailable: from 50 ms, doubling, at most 2 s, jittered. */
@@ -71,7 +75,13 @@ const OTHER_RETRIES = 2
 
 /** A call's reservation while the gateway holds it. */
 export interface Held {
+  /** The reservation's ref; for a call drawn from a lease, the call's own usage ref. */
   readonly ref: string
+  /**
+   * Set when the call drew from a credit lease (Leases.ts): the lease's ref. `allocations` and
+   * `grants` are then what it drew, and `expiresAt` the lease's.
+   */
+  readonly lease?: string | undefined
   readonly machineId: string
   readonly allocations: ReadonlyArray<Allocation>
   /** What it holds of the allowance and the trial (billing/Allowances.ts). */
@@ -149,7 +159,7 @@ export const makeSettlement = (config: SettlementConfig) =>
       (calls: ReadonlyArray<Metered>) =>
         Effect.tap(store.commit(calls), (results) =>
           Effect.andThen(
-            closed(calls.map((call) => call.record.ref)),
+            Effect.andThen(closed(calls.map((call) => call.record.ref)), leasesMetered(calls)),
             watch === undefined ? Effect.void : afterward(watch.settled(chargedAccounts(calls, results)))
           )),
       config.storeBatch,
@@ -174,6 +184,14 @@ export const makeSettlement = (config: SettlementConfig) =>
         delay = Math.min(delay * 2, RETRY_MAX_MS)
       }
     })
+
+    /** Calls drawn from leases were metered: a closed lease whose last call that was is voided. */
+    const leasesMetered = (calls: ReadonlyArray<Metered>): Effect.Effect<void> => {
+      if (leases === undefined) return Effect.void
+      let due = false
+      for (const call of calls) if (call.drawn !== undefined) due = leases.metered(call.drawn.lease) || due
+      return due ? fork(leases.voidDue) : Effect.void
+    }
 
     const meteredOf = Effect.fnUntraced(function*(c: Completion) {
       const list = costOf(c.price, c.usage)
@@ -203,7 +221,10 @@ export const makeSettlement = (config: SettlementConfig) =>
         credits: settlement === undefined ? 0n : settlement.charged,
         ...grantParts(settlement?.grants ?? [])
       }
-      return { settlement, record } satisfies Metered
+      const drawn = c.held?.lease === undefined
+        ? undefined
+        : { lease: c.held.lease, allocations: c.held.allocations, ...(c.held.grants.length === 0 ? {} : { grants: c.held.grants }) }
+      return { settlement, record, ...(drawn === undefined ? {} : { drawn }) } satisfies Metered
     })
 
     /** Writes one call's metering; whether it is in the store. Logs what it could not do. */
@@ -233,6 +254,11 @@ export const makeSettlement = (config: SettlementConfig) =>
      */
     const release = (held: Held | undefined): Effect.Effect<void> => {
       if (held === undefined) return Effect.void
+      if (held.lease !== undefined) {
+        // Drawn from a lease: what it drew goes back to the lease; the store holds it there.
+        const drawn = { lease: held.lease, expiresAt: held.expiresAt, drawn: { allocations: held.allocations, grants: held.grants } }
+        return Effect.andThen(Effect.sync(() => leases?.giveBack(drawn)), closed([held.ref]))
+      }
       const done = Effect.andThen(Effect.asVoid(ledger.void(held.ref)), closed([held.ref]))
       return Effect.catchCause(Effect.uninterruptible(done), (cause) =>
         isStoreUnavailableCause(cause)
@@ -242,6 +268,13 @@ export const makeSettlement = (config: SettlementConfig) =>
               : Effect.logWarning(`gateway: could not release reservation ${held.ref}; it expires on its own`, exit.cause)))
           : Effect.logError(`gateway: could not release reservation ${held.ref}; it expires on its own`, cause))
     }
+
+    /** The credit leases (Leases.ts), where they are on: a closed lease is voided as a reservation is. */
+    const leases = config.creditLeases
+      ? yield* makeLeases((ref) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          release({ ref, machineId: "", allocations: [], grants: [], expiresAt: now + config.reservationTtlMs + LEASE_LIFE_MS })))
+      : undefined
 
     /**
      * The call's reservation, acquired by `admit` (undefined when it reserves nothing), held for
@@ -339,6 +372,7 @@ export const makeSettlement = (config: SettlementConfig) =>
 
     return {
       opened,
+      leases,
       hold,
       limitReached,
       abandon,

@@ -14,6 +14,7 @@ import { KeyStore } from "./KeyStore.ts"
 import { ScopeTargets } from "./ScopeTargets.ts"
 import { requireWithin, scopeOf } from "./KeyScope.ts"
 import * as Time from "../kernel/Time.ts"
+import { accountTeller } from "../kernel/AccountNotices.ts"
 import { noteAccount } from "../observability/Requests.ts"
 
 export interface CreateKeyInput {
@@ -91,6 +92,8 @@ export class ApiKeys extends Context.Service<ApiKeys, {
   static readonly layer = Layer.effect(
     ApiKeys,
     Effect.gen(function*() {
+      // A revocation is told to this process's followers at once (credit leases close: gateway/Leases.ts).
+      const tell = yield* accountTeller
       const keys = yield* KeyStore
       const accounts = yield* AccountStore
       const catalogue = yield* Catalogue
@@ -257,6 +260,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           const revoked = yield* keys.revoke(caller.account.id, keyId, yield* Time.now)
           if (revoked === undefined) return yield* notFound
           forgetKey(revoked.id)
+          yield* tell(caller.account.id)
           return { id: revoked.id, revoked: true as const }
         })
       })

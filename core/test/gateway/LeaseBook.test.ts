@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { hitsAhead, LEASE_LIFE_MS, makeLeaseBook, type OpenLease } from "../../src/gateway/LeaseBook.ts"
+import { type Drawn, hitsAhead, LEASE_LIFE_MS, makeLeaseBook, type OpenLease } from "../../src/gateway/LeaseBook.ts"
 import type { Holds } from "../../src/ledger/Lease.ts"
 
 const WINDOW = 60_000
@@ -20,6 +20,7 @@ const lease = (ref: string, left: Holds, fields: Partial<OpenLease> = {}): OpenL
   window: 0,
   windowEnd: WINDOW,
   closesAt: LEASE_LIFE_MS,
+  expiresAt: 400_000,
   left,
   hitsLeft: 16,
   ...fields
@@ -118,7 +119,7 @@ describe("the lease book", () => {
         let now = 0
         let n = 0
         const taken = new Map<string, { amount: bigint; hits: number; lent: bigint; hitsUsed: number; outstanding: number }>()
-        const calls: Array<{ lease: string; drawn: Holds }> = []
+        const calls: Array<Drawn> = []
         const voided = new Set<string>()
         const void_ = (refs: ReadonlyArray<string>) => {
           for (const ref of refs) {

@@ -20,6 +20,9 @@
  * An admission of `gateway_admit_batch` takes `hits` hits of its rpm window (a lease's calls'
  * ahead, docs/performance.md "Credit leases"), 1 when absent.
  *
+ * Account notices (0027) also go out when a key is revoked and when a monthly limit is set or
+ * removed: a lease must stop lending at once.
+ *
  * `ledger_finish` (a batch of one, 0024) is rewritten for the request's new attributes, and
  * `gateway_commit` meters a call that drew from a lease (its settlement names the lease). The plan
  * cache mode 0026 set is kept (a replaced function keeps only the settings it names).
@@ -45,6 +48,14 @@ export const creditLeases = Effect.gen(function*() {
   yield* sql.unsafe(finishBatch)
   yield* sql.unsafe(finish)
   yield* sql.unsafe(commit)
+  // A lease lends without a store step, so every process must hear at once of what would refuse
+  // its calls (0027 sends the rest): a key revoked, a monthly limit set or removed.
+  yield* sql.unsafe(`
+    CREATE TRIGGER api_keys_revoked_notice AFTER UPDATE OF revoked_at ON api_keys
+      FOR EACH ROW WHEN (NEW.revoked_at IS DISTINCT FROM OLD.revoked_at) EXECUTE FUNCTION account_state_notice('account_id')`)
+  yield* sql.unsafe(`
+    CREATE TRIGGER ledger_budget_limits_notice AFTER INSERT OR UPDATE OR DELETE ON ledger_budget_limits
+      FOR EACH ROW EXECUTE FUNCTION account_state_notice('account_id')`)
 })
 
 const finishBatch = `

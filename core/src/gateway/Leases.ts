@@ -1,0 +1,101 @@
+/**
+ * A process's credit leases over their life (docs/performance.md "Credit leases"): the lease book
+ * (LeaseBook.ts) and what it hands back for voiding, voided in the store. Made by Settlement.ts,
+ * which holds every reservation a call or a lease has; used by Admission.ts, which draws calls
+ * from it and opens leases the store grants.
+ *
+ * Leases lend only while account notices are live (kernel/AccountNotices.ts): a notice of an
+ * account closes its leases (its tier, settings, limits, keys, agents or plans changed), and a
+ * listener that may have missed one closes them all. Every second the leases past their time are
+ * closed, and what the book hands back is voided, in the background; at shutdown every lease is
+ * closed.
+ */
+import { Clock, Effect, Option, Schedule, type Scope } from "effect"
+import { AccountNotices } from "../kernel/AccountNotices.ts"
+import type { Holds } from "../ledger/Lease.ts"
+import { type Drawn, makeLeaseBook, type OpenLease } from "./LeaseBook.ts"
+
+/** How often leases past their time are closed and closed leases voided. */
+const SWEEP_EVERY_MS = 1_000
+
+/** A lease's reservation, to void (Settlement.ts `release`). */
+export type VoidLease = (ref: string) => Effect.Effect<void>
+
+export const makeLeases = (voidLease: VoidLease): Effect.Effect<Leases, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const book = makeLeaseBook()
+    const notices = Option.getOrUndefined(yield* Effect.serviceOption(AccountNotices))
+    /** Refs handed back by the book and not voided yet. */
+    let due: Array<string> = []
+    const later = (refs: ReadonlyArray<string>) => {
+      if (refs.length > 0) due.push(...refs)
+    }
+    const voidDue = Effect.suspend(() => {
+      const refs = due
+      due = []
+      return Effect.forEach(refs, voidLease, { discard: true })
+    })
+
+    if (notices !== undefined) {
+      yield* notices.follow({
+        changed: (accountId) => later(book.closeAccount(accountId)),
+        missed: () => later(book.closeAll())
+      })
+    }
+    yield* Effect.forkScoped(Effect.interruptible(Effect.repeat(
+      Effect.andThen(Effect.map(Clock.currentTimeMillis, (now) => later(book.closeDue(now))), voidDue),
+      Schedule.spaced(SWEEP_EVERY_MS)
+    )))
+    yield* Effect.addFinalizer(() => Effect.andThen(Effect.sync(() => later(book.closeAll())), voidDue))
+
+    return {
+      active: () => notices?.live() === true,
+      draw: (key, estimate, now) => {
+        const toVoid: Array<string> = []
+        const drawn = book.draw(key, estimate, now, toVoid)
+        later(toVoid)
+        return drawn
+      },
+      open: (lease) => later(book.open(lease)),
+      giveBack: (drawn) => later(book.giveBack(drawn)),
+      metered: (ref) => {
+        later(book.metered(ref))
+        return due.length > 0
+      },
+      voidDue
+    } satisfies Leases
+  })
+
+export interface Leases {
+  /** Whether calls may draw from leases now: notices are live. */
+  readonly active: () => boolean
+  /** A call's draw from the open lease under `key` (LeaseBook.draw); undefined: to the store. */
+  readonly draw: (key: string, estimate: bigint, now: number) => Drawn | undefined
+  /** A lease the store granted lends from now. */
+  readonly open: (lease: OpenLease) => void
+  /** A drawn call that will not be charged gives its draw back. */
+  readonly giveBack: (drawn: Drawn) => void
+  /** A call drawn from lease `ref` was metered; whether leases are due to be voided now. */
+  readonly metered: (ref: string) => boolean
+  /** Voids the leases the book handed back (the sweep does it every second). */
+  readonly voidDue: Effect.Effect<void>
+}
+
+/** What a lease is taken for: one key's calls on one machine under one claim shape. */
+export const leaseKey = (
+  keyId: string,
+  machineId: string,
+  claims: {
+    readonly budgets: ReadonlyArray<{ readonly budget: string; readonly month: string; readonly default_limit: bigint | null }>
+    readonly grants: ReadonlyArray<{ readonly grant: string; readonly period: string; readonly size: bigint }>
+  }
+): string =>
+  [
+    keyId,
+    machineId,
+    ...claims.budgets.map((b) => `${b.budget}/${b.month}/${b.default_limit ?? ""}`),
+    "|",
+    ...claims.grants.map((g) => `${g.grant}/${g.period}/${g.size}`)
+  ].join(" ")
+
+export type { Drawn, Holds }
