@@ -2,7 +2,7 @@
  * The draw part of the ledger store contract (core/src/ledger/LedgerStore.ts `draw`,
  * docs/performance.md "Credit leases"), run by `ledgerStoreContract` on every store that has the
  * (optional) operation: a call that drew from a lease is charged as a reservation of what it drew
- * would be settled, and what it drew comes off the lease, which keeps the rest; a finished lease
+ * would be settled, and what it was charged comes off the lease, which keeps the rest; a finished lease
  * still charges the call; a replayed draw changes nothing; budgets and grants move as a
  * settlement moves them; a draw past what the lease holds is a defect. The interleaving property
  * is in DrawProperty.ts.
@@ -106,7 +106,7 @@ const assertConsistent = Effect.fnUntraced(function*(account: string) {
 
 export const drawTests = (it: Vitest.MethodsNonLive<LedgerStore>) => {
   describe("draws from a lease (optional: LedgerStore.draw)", () => {
-    it.effect("a draw charges the call, takes what it drew off the lease, and the lease keeps the rest", () =>
+    it.effect("a draw charges the call, takes what it was charged off the lease, and the lease keeps the rest of the draw", () =>
       Effect.gen(function*() {
         const draw = yield* drawOfStore
         if (draw === undefined) return
@@ -130,9 +130,10 @@ export const drawTests = (it: Vitest.MethodsNonLive<LedgerStore>) => {
         assert.strictEqual(yield* draw(call), "drawn")
         const after = yield* store.reservation(lease.ref)
         assert.strictEqual(after?.status, "pending")
-        assert.deepStrictEqual(after?.allocations, [{ machine_id: null, amount: 3n }])
-        assert.deepStrictEqual(yield* scopeOf(account, machine), { posted: 1n, held: 0n })
-        assert.deepStrictEqual(yield* scopeOf(account, null), { posted: 10n, held: 3n })
+        // It kept 1 of the machine's 4 (the call used 3 of them) and all 4 account-wide.
+        assert.deepStrictEqual(after?.allocations, [{ machine_id: machine, amount: 1n }, { machine_id: null, amount: 4n }])
+        assert.deepStrictEqual(yield* scopeOf(account, machine), { posted: 1n, held: 1n })
+        assert.deepStrictEqual(yield* scopeOf(account, null), { posted: 10n, held: 4n })
         const record = yield* store.reservation(call.settlement.ref)
         assert.strictEqual(record?.status, "settled")
         assert.strictEqual(record?.charged, 3n)
@@ -191,7 +192,7 @@ export const drawTests = (it: Vitest.MethodsNonLive<LedgerStore>) => {
         yield* assertConsistent(account)
       }))
 
-    it.effect("budgets: a draw takes what it drew off their held and spends the call's charge", () =>
+    it.effect("budgets: a draw takes the call's charge off their held and spends it", () =>
       Effect.gen(function*() {
         const draw = yield* drawOfStore
         if (draw === undefined) return
@@ -212,15 +213,15 @@ export const drawTests = (it: Vitest.MethodsNonLive<LedgerStore>) => {
         const budgetsNow = yield* store.budgets(account, JAN)
         for (const name of ["account", key]) {
           const b = budgetsNow.find((x) => x.budget === name)
-          assert.deepStrictEqual([b?.spent, b?.held], [12n, 13n], name)
+          assert.deepStrictEqual([b?.spent, b?.held], [12n, 18n], name)
         }
-        // 40 - 12 spent - 13 held: a reservation of 16 would pass the account's limit.
+        // 40 - 12 spent - 18 held: a reservation of 11 would pass the account's limit.
         const over = yield* reserveOrdered(store)({
           ref: yield* generateId("usage"),
           account_id: account,
           machine_id: null,
           scopes: [null],
-          amount: 16n,
+          amount: 11n,
           created_at: at(3),
           expires_at: NEVER,
           budgets
@@ -232,7 +233,7 @@ export const drawTests = (it: Vitest.MethodsNonLive<LedgerStore>) => {
         yield* assertConsistent(account)
       }))
 
-    it.effect("grants: a call draws from the lease's grant holds first and is charged to them first", () =>
+    it.effect("grants: a call draws from the lease's grant holds first, is charged to them first, and what it did not use stays lent", () =>
       Effect.gen(function*() {
         const draw = yield* drawOfStore
         if (draw === undefined) return
@@ -248,17 +249,18 @@ export const drawTests = (it: Vitest.MethodsNonLive<LedgerStore>) => {
         assert.deepStrictEqual(first.grants, [{ grant: "allowance:chat", period: JAN, amount: 4n }])
         assert.deepStrictEqual(first.allocations, [])
         assert.strictEqual(yield* draw(first), "drawn")
-        // 1 of the allowance is left in the lease, then credits: this call costs 3, 1 of it from the allowance.
+        // It used 3 of the 4 it drew: 2 of the allowance stay with the lease, then its credits.
+        // This call costs 3: the allowance's 2, then 1 of credits.
         const second = yield* callDraw(lease, 3n, 3n)
-        assert.deepStrictEqual(second.grants, [{ grant: "allowance:chat", period: JAN, amount: 1n }])
-        assert.deepStrictEqual(second.allocations, [{ machine_id: null, amount: 2n }])
+        assert.deepStrictEqual(second.grants, [{ grant: "allowance:chat", period: JAN, amount: 2n }])
+        assert.deepStrictEqual(second.allocations, [{ machine_id: null, amount: 1n }])
         assert.strictEqual(yield* draw(second), "drawn")
-        assert.deepStrictEqual(yield* store.grants(account), [{ grant: "allowance:chat", period: JAN, spent: 4n, held: 0n }])
-        assert.deepStrictEqual(yield* scopeOf(account, null), { posted: 8n, held: 1n })
+        assert.deepStrictEqual(yield* store.grants(account), [{ grant: "allowance:chat", period: JAN, spent: 5n, held: 0n }])
+        assert.deepStrictEqual(yield* scopeOf(account, null), { posted: 9n, held: 2n })
         const left = yield* store.reservation(lease.ref)
-        assert.deepStrictEqual([left?.allocations, left?.grants], [[{ machine_id: null, amount: 1n }], undefined])
+        assert.deepStrictEqual([left?.allocations, left?.grants], [[{ machine_id: null, amount: 2n }], undefined])
         assert.strictEqual(yield* store.void(lease.ref, at(9)), "voided")
-        assert.deepStrictEqual(yield* store.grants(account), [{ grant: "allowance:chat", period: JAN, spent: 4n, held: 0n }])
+        assert.deepStrictEqual(yield* store.grants(account), [{ grant: "allowance:chat", period: JAN, spent: 5n, held: 0n }])
         yield* assertConsistent(account)
       }))
 

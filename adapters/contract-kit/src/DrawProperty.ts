@@ -8,7 +8,8 @@
  * run, each alone, so after each one the store must agree with a model, and:
  *   1. no balance, grant or budget is overspent: available >= 0, per grant spent + held <= its
  *      size, and the budget's spent + held <= its limit + the excess charged so far;
- *   2. held = what the pending leases still hold (balances, grants and the budget);
+ *   2. held = what the pending leases still hold (balances, grants and the budget): a call's
+ *      charge comes off its lease, the rest of its draw stays with it;
  *   3. every call a process admitted is charged exactly once: "drawn" while its lease is
  *      pending, "charged" once it has finished, "duplicate" when replayed;
  *   4. once every lease has finished, nothing is held, and the account paid exactly its calls'
@@ -22,6 +23,7 @@ import { Effect } from "effect"
 import {
   auditAccount,
   type BudgetClaim,
+  chargedOf,
   type Draw,
   drawFrom,
   drawOf,
@@ -217,7 +219,7 @@ const runScenario = (s: fc.Scheduler, scenario: Scenario, run: RunOnStore) =>
             expect(result === want, `draw ${d.settlement.ref}: ${result}, the model says ${want}`)
             if (result === "duplicate") return
             if (result === "drawn") {
-              const left = takeDrawn(model.leases.get(d.lease)!, { allocations: d.allocations, grants: d.grants ?? [] })
+              const left = takeDrawn(model.leases.get(d.lease)!, chargedOf({ allocations: d.allocations, grants: d.grants ?? [] }, d.settlement))
               if ("problem" in left) violations.push(`draw ${d.settlement.ref}: ${left.problem}`)
               else model.leases.set(d.lease, left)
             }

@@ -4,8 +4,8 @@
  * every store; and, on every gateway store whose ledger store has `draw`, a lease is admitted as
  * any reservation is (`GatewayStore.admit`), and metering (`commit`) charges a call that drew from
  * it (`Metered.drawn`) and writes its record: "settled" whether its lease is pending or not,
- * "not_pending" (and its record Duplicate) when replayed, in a batch with settlements too; what is
- * left stays with the lease.
+ * "not_pending" (and its record Duplicate) when replayed, in a batch with settlements too; what a
+ * call was not charged of its draw stays with the lease.
  *
  * As in that suite: fresh accounts and keys per test, the current minute's rate window, leases
  * pending until 2100.
@@ -227,9 +227,10 @@ export const gatewayLeaseTests = (it: Vitest.MethodsNonLive<GatewayContractStore
           { settlement: "settled", record: "Recorded" },
           { settlement: "not_pending", record: "Duplicate" }
         ])
-        // Charged 4 + 5 + 9 + 2 = 20; the lease still holds 30 - 23 = 7.
-        assert.deepStrictEqual(yield* wide(key.account_id), { posted: 80n, held: 7n })
-        assert.deepStrictEqual((yield* (yield* LedgerStore).reservation(lease))?.allocations, [{ machine_id: null, amount: 7n }])
+        // Charged 4 + 5 + 9 + 2 = 20. What the drawn calls were charged of their draws (4, 5, and 8
+        // of 9: 1 is excess) came off the lease; it still holds 30 - 17 = 13.
+        assert.deepStrictEqual(yield* wide(key.account_id), { posted: 80n, held: 13n })
+        assert.deepStrictEqual((yield* (yield* LedgerStore).reservation(lease))?.allocations, [{ machine_id: null, amount: 13n }])
         const usage = yield* UsageStore
         for (const call of calls) assert.strictEqual((yield* usage.byRef(call.record.ref))?.credits, call.settlement!.charged)
         yield* assertConsistent(key.account_id)

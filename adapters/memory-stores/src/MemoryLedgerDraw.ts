@@ -3,6 +3,7 @@
  * leases"): one call that drew from a lease, charged in one pure step of the store's state.
  */
 import {
+  chargedOf,
   type Draw,
   type DrawResult,
   drawShapeProblem,
@@ -39,11 +40,15 @@ export const drawStep = (s: State, draw: Draw): Step<DrawResult> => {
   let from = s
   let result: DrawResult = "charged"
   if (lease.status === "pending") {
-    const left = takeDrawn(leaseHolds(lease), drawn)
+    const fits = takeDrawn(leaseHolds(lease), drawn)
+    if ("problem" in fits) return { defect: `LedgerStore.draw: ${fits.problem}` }
+    // What the call was charged comes off the lease; the rest of its draw stays with it.
+    const charged = chargedOf(drawn, settlement)
+    const left = takeDrawn(leaseHolds(lease), charged)
     if ("problem" in left) return { defect: `LedgerStore.draw: ${left.problem}` }
     const { grants: _, ...rest } = lease
     const drained: Reservation = { ...rest, allocations: left.allocations, ...(left.grants.length === 0 ? {} : { grants: left.grants }) }
-    from = { ...unhold(s, lease, drawn), reservations: new Map(s.reservations).set(lease.ref, drained) }
+    from = { ...unhold(s, lease, charged), reservations: new Map(s.reservations).set(lease.ref, drained) }
     result = "drawn"
   }
   const charged = charge(from, lease, settlement)

@@ -17,20 +17,21 @@
  * key's last use) is read once, in the warm-up, and every measured call does the same work.
  */
 import { AccountStore, ApiKeys, KeyStore, type KeyRecord } from "@model-platform/core/keys"
-import { generateId } from "@model-platform/core/kernel"
+import { AccountNotices, generateId } from "@model-platform/core/kernel"
 import { PlatformServices } from "@model-platform/core/http"
 import type { CatalogueConfig } from "@model-platform/core/catalogue"
-import { BillingSettingsStore, grantParts } from "@model-platform/core/billing"
+import { BillingSettingsStore, grantParts, UsageStore } from "@model-platform/core/billing"
 import { type Admission, Gateway, GatewayStore, MachineClient, makeStandingCheck, type Metered } from "@model-platform/core/gateway"
 import { Ledger, LedgerStore, settlementOf } from "@model-platform/core/ledger"
 import { AgentStore } from "@model-platform/core/agents"
 import { PlanStore } from "@model-platform/core/plans"
 import { toTimestamp } from "@model-platform/core/kernel"
 import { makeAgent } from "@model-platform/contract-kit/AgentContract"
-import { Clock, Effect, Layer, ManagedRuntime, Stream } from "effect"
+import { Clock, Effect, Layer, ManagedRuntime, Redacted, Stream } from "effect"
+import { PgClient } from "@effect/sql-pg"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { PgPlatformStores } from "@model-platform/postgres-stores"
+import { AccountNoticesPg, PgPlatformStores } from "@model-platform/postgres-stores"
 import { withPlan } from "@model-platform/test-harness/CataloguePlans"
 import { gatewayCatalogue } from "./gatewaySupport.ts"
 import { freshDatabaseUrl } from "./support.ts"
@@ -287,4 +288,80 @@ describe.skipIf(databaseUrl === undefined)("the gateway's store work per metered
       expect(balances.reduce((n, b) => n + b.held, 0n)).toBe(0n)
     })
   }
+})
+
+/**
+ * With credit leases (docs/performance.md "Credit leases"): a bare account's calls drawn from its
+ * key's lease, on a server whose account notices are live. The warm-up's first call takes the lease
+ * (16 rpm hits ahead: every call here draws from it); a measured call's only store step is its
+ * metering.
+ */
+const LEASED = { c1: { roundTrips: 1, statements: 18, plans: 1, rowsTotal: 10, scannedTotal: 0 } } as const
+
+describe.skipIf(databaseUrl === undefined)("the gateway's store work per metered call on PostgreSQL, with credit leases", () => {
+  let runtime: ManagedRuntime.ManagedRuntime<any, any>
+  let db: Awaited<ReturnType<typeof meteredDatabase>>
+  let url: string
+  let leased: { readonly accountId: string; readonly secret: string }
+  const run = <A, E>(effect: Effect.Effect<A, E, any>): Promise<A> => runtime.runPromise(effect)
+
+  beforeAll(async () => {
+    url = await freshDatabaseUrl(databaseUrl!)
+    db = await meteredDatabase(url)
+    // The listener and its heartbeat have a pool of their own (the measured client has one connection).
+    const listener = AccountNoticesPg.pipe(Layer.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 2 })))
+    const stores = Layer.merge(PgPlatformStores.pipe(Layer.provideMerge(db.layer)), listener)
+    runtime = ManagedRuntime.make(PlatformServices(catalogue(), { machineClient: machine, gateway: { creditLeases: true } }).pipe(
+      Layer.provideMerge(stores),
+      Layer.provideMerge(Layer.merge(db.tracer, Layer.succeed(Clock.Clock, standingClock())))
+    ))
+    leased = await run(Effect.gen(function*() {
+      const id = yield* generateId("acct_leased")
+      yield* (yield* AccountStore).insert({ id, email: `${id}@cost.test`, created_at: toTimestamp(NOW - 86_400_000) })
+      yield* (yield* Ledger).credit(id, { ref: `grant_${id}`, machine_id: null, amount: 10n ** 12n, type: "credit_added" })
+      const secret = (yield* (yield* ApiKeys).issue(id, { name: "leased", permissions: ["inference"] })).secret
+      const sql = yield* SqlClient.SqlClient
+      for (const statement of PADDING) yield* sql.unsafe(statement)
+      // Leases lend only while notices are live: wait for the listener.
+      const notices = yield* AccountNotices
+      for (let waited = 0; !notices.live() && waited < 10_000; waited += 20) yield* Effect.sleep(20)
+      expect(notices.live()).toBe(true)
+      return { accountId: id, secret }
+    }))
+  })
+  afterAll(async () => {
+    await runtime?.dispose()
+    await dropDatabase(databaseUrl!, url)
+  })
+
+  it("bare account: per call at c=1, at most the recorded work; every call charged, the lease released at shutdown", async () => {
+    const call = Effect.gen(function*() {
+      const gateway = yield* Gateway
+      const answer = yield* gateway.call("/v1/chat/completions", `Bearer ${leased.secret}`, BODY)
+      expect(answer._tag === "Body" ? answer.status : answer._tag).toBe(200)
+      yield* gateway.idle
+    })
+    for (let i = 0; i < 4; i++) await run(call)
+    const c1 = await run(db.measure(Effect.repeat(call, { times: CALLS - 1 }), CALLS))
+    console.log(`leased, c=1: ${describeWork(c1.work)}`)
+    expect(c1.work.roundTrips, "leased, c=1: round trips").toBeLessThanOrEqual(LEASED.c1.roundTrips)
+    if (c1.work.statements !== undefined) expect(c1.work.statements, "leased, c=1: statements").toBeLessThanOrEqual(LEASED.c1.statements)
+    if (c1.work.plans !== undefined) expect(c1.work.plans, "leased, c=1: statements planned").toBeLessThanOrEqual(LEASED.c1.plans)
+    expect(c1.work.rowsTotal, "leased, c=1: rows written").toBeLessThanOrEqual(LEASED.c1.rowsTotal)
+    expect(c1.work.scannedTotal, "leased, c=1: rows read by sequential scans").toBeLessThanOrEqual(LEASED.c1.scannedTotal)
+    const records = await run(Effect.flatMap(UsageStore, (u) =>
+      u.list({ account_id: leased.accountId, from: "2000-01-01T00:00:00.000Z", to: "2100-01-01T00:00:00.000Z" })))
+    expect(records.length).toBe(4 + CALLS)
+    // 100 micro-credits a call; the allowance (200) and the trial (100) paid first, all of them,
+    // as without a lease: what a call does not use of its draw stays lent.
+    const charged = records.reduce((n, r) => n + r.credits, 0n)
+    expect(charged).toBe(BigInt(4 + CALLS) * 100n - 300n)
+    const wide = async () => (await run(Effect.flatMap(LedgerStore, (l) => l.balances(leased.accountId)))).find((b) => b.machine_id === null)!
+    const open = await wide()
+    expect(open.posted).toBe(10n ** 12n - charged)
+    expect(open.held).toBeGreaterThan(0n) // the lease, still open
+    await runtime.dispose()
+    runtime = ManagedRuntime.make(PgPlatformStores.pipe(Layer.provideMerge(db.layer)))
+    expect((await wide()).held).toBe(0n)
+  })
 })

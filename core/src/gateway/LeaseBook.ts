@@ -8,8 +8,9 @@
  * A lease stops lending when it closes: at `closesAt`, when its rpm window ends, at a notice of its
  * account (`closeAccount`), when notices may have been missed or at shutdown (`closeAll`), or when
  * a successor opens under its key. It is voided only once it is closed and every call drawn from it
- * was metered or given back, so a metered call always finds its draw's holds (or, after a crash,
- * its lease expired: the store still charges it, LedgerStore.draw).
+ * is done (metered or given back), so a metered call always finds its draw's holds (or, after a
+ * crash, its lease expired: the store still charges it, LedgerStore.draw). What a call was not
+ * charged of its draw is lent again, as the store keeps it with the lease.
  */
 import { drawFrom, type Holds, takeDrawn } from "../ledger/Lease.ts"
 
@@ -114,28 +115,23 @@ export const makeLeaseBook = () => {
     },
 
     /**
-     * A drawn call that will not be charged (refused by its machine, failed over elsewhere): what
-     * it drew goes back to its lease while the lease lends. Its ref to void when that was the
-     * closed lease's last call.
+     * A call drawn from a lease is done: metered, `charged` what it was charged of its draw
+     * (ledger/Lease.ts chargedOf), or given back (refused by its machine, failed over elsewhere),
+     * charged nothing. The rest of its draw is lent again while the lease lends, as the store keeps
+     * it with the lease. The lease's ref to void when that was the closed lease's last call.
      */
-    giveBack({ drawn, lease: ref }: Drawn): ReadonlyArray<string> {
-      const lease = byRef.get(ref)
+    done(call: Pick<Drawn, "lease" | "drawn">, charged: Holds): ReadonlyArray<string> {
+      const lease = byRef.get(call.lease)
       if (lease === undefined) return []
       lease.outstanding -= 1
       if (!lease.closed) {
+        const rest = takeDrawn(call.drawn, charged)
+        if ("problem" in rest) throw new Error(`LeaseBook: ${rest.problem}`) // a charge is within its draw
         lease.left = {
-          allocations: merge(lease.left.allocations, drawn.allocations, scopeOf, lease.order),
-          grants: merge(lease.left.grants, drawn.grants, grantKey, lease.order)
+          allocations: merge(lease.left.allocations, rest.allocations, scopeOf, lease.order),
+          grants: merge(lease.left.grants, rest.grants, grantKey, lease.order)
         }
       }
-      return settleIfDone(lease)
-    },
-
-    /** A drawn call was metered: its ref to void when that was the closed lease's last call. */
-    metered(ref: string): ReadonlyArray<string> {
-      const lease = byRef.get(ref)
-      if (lease === undefined) return []
-      lease.outstanding -= 1
       return settleIfDone(lease)
     },
 

@@ -57,9 +57,8 @@ export const makeLeases = (voidLease: VoidLease): Effect.Effect<Leases, never, S
         return drawn
       },
       open: (lease) => later(book.open(lease)),
-      giveBack: (drawn) => later(book.giveBack(drawn)),
-      metered: (ref) => {
-        later(book.metered(ref))
+      done: (call, charged) => {
+        later(book.done(call, charged))
         return due.length > 0
       },
       voidDue
@@ -73,10 +72,11 @@ export interface Leases {
   readonly draw: (key: string, estimate: bigint, now: number) => Drawn | undefined
   /** A lease the store granted lends from now. */
   readonly open: (lease: OpenLease) => void
-  /** A drawn call that will not be charged gives its draw back. */
-  readonly giveBack: (drawn: Drawn) => void
-  /** A call drawn from lease `ref` was metered; whether leases are due to be voided now. */
-  readonly metered: (ref: string) => boolean
+  /**
+   * A drawn call is done: metered (`charged` what it was charged of its draw) or given back
+   * (nothing). Whether leases are due to be voided now.
+   */
+  readonly done: (call: Pick<Drawn, "lease" | "drawn">, charged: Holds) => boolean
   /** Voids the leases the book handed back (the sweep does it every second). */
   readonly voidDue: Effect.Effect<void>
 }

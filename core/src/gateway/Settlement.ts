@@ -34,6 +34,7 @@ import { grantParts } from "../billing/Allowances.ts"
 import { BillingWatch } from "../billing/Watch.ts"
 import { generateId } from "../kernel/Ids.ts"
 import { Ledger, settlementOf } from "../ledger/Ledger.ts"
+import { chargedOf } from "../ledger/Lease.ts"
 import { GatewayStore, type Metered, type MeteredResult } from "./GatewayStore.ts"
 import type { Allocation, GrantHold } from "../ledger/LedgerStore.ts"
 import { MeteringJournal } from "./MeteringJournal.ts"
@@ -58,6 +59,9 @@ export interface SettlementConfig {
   /** Admit calls from credit leases where account notices are live (Leases.ts). */
   readonly creditLeases: boolean
 }
+
+/** What a call given back was charged of its draw. */
+const NOTHING_CHARGED = { allocations: [], grants: [] } as const
 
 /** Backoff between attempts while the store is unavailable: from 50 ms, doubling, at most 2 s, jittered. */
 const RETRY_FIRST_MS = 50
@@ -189,7 +193,11 @@ export const makeSettlement = (config: SettlementConfig) =>
     const leasesMetered = (calls: ReadonlyArray<Metered>): Effect.Effect<void> => {
       if (leases === undefined) return Effect.void
       let due = false
-      for (const call of calls) if (call.drawn !== undefined) due = leases.metered(call.drawn.lease) || due
+      for (const { drawn, settlement } of calls) {
+        if (drawn === undefined || settlement === undefined) continue
+        const holds = { allocations: drawn.allocations, grants: drawn.grants ?? [] }
+        due = leases.done({ lease: drawn.lease, drawn: holds }, chargedOf(holds, settlement)) || due
+      }
       return due ? fork(leases.voidDue) : Effect.void
     }
 
@@ -256,8 +264,8 @@ export const makeSettlement = (config: SettlementConfig) =>
       if (held === undefined) return Effect.void
       if (held.lease !== undefined) {
         // Drawn from a lease: what it drew goes back to the lease; the store holds it there.
-        const drawn = { lease: held.lease, expiresAt: held.expiresAt, drawn: { allocations: held.allocations, grants: held.grants } }
-        return Effect.andThen(Effect.sync(() => leases?.giveBack(drawn)), closed([held.ref]))
+        const call = { lease: held.lease, drawn: { allocations: held.allocations, grants: held.grants } }
+        return Effect.andThen(Effect.sync(() => leases?.done(call, NOTHING_CHARGED)), closed([held.ref]))
       }
       const done = Effect.andThen(Effect.asVoid(ledger.void(held.ref)), closed([held.ref]))
       return Effect.catchCause(Effect.uninterruptible(done), (cause) =>

@@ -2,11 +2,12 @@
  * The rules of drawing from a lease (docs/performance.md "Credit leases"): a pending reservation
  * made for many calls, each of which draws its estimate from what the lease still holds and is
  * then charged by `LedgerStore.draw`. Pure: the process that holds a lease draws with `drawFrom`
- * in memory, and a store takes a draw off the lease with `takeDrawn` (a store that restates it,
- * in SQL say, is checked against it by the ledger contract's draw tests).
+ * in memory; a store checks a draw against the lease with `takeDrawn` and takes what the call was
+ * charged (`chargedOf`) off the lease, which keeps the rest (a store that restates this, in SQL
+ * say, is checked against it by the ledger contract's draw tests).
  */
 import { Effect } from "effect"
-import type { Allocation, Draw, GrantHold, Reservation } from "./LedgerStore.ts"
+import type { Allocation, Draw, GrantHold, Reservation, Settlement } from "./LedgerStore.ts"
 import { settlementOf } from "./Ledger.ts"
 import { scopeKey } from "./LedgerStoreRules.ts"
 
@@ -100,6 +101,20 @@ export const drawShapeProblem = (drawn: Holds, machineId: string | null): string
   }
   return undefined
 }
+
+/**
+ * What a call that drew `drawn` was charged of it: each grant's charge, and per scope its charge
+ * up to what it drew there (an excess, charged account-wide beyond the draw, is not). That comes
+ * off the lease; the rest of the draw stays with it (LedgerStore.draw), lent again.
+ */
+export const chargedOf = (drawn: Holds, settlement: Pick<Settlement, "entries" | "grants">): Holds => ({
+  allocations: drawn.allocations.flatMap((a) => {
+    const entry = settlement.entries.find((e) => e.machine_id === a.machine_id)
+    const charged = entry === undefined ? 0n : -entry.amount < a.amount ? -entry.amount : a.amount
+    return charged > 0n ? [{ machine_id: a.machine_id, amount: charged }] : []
+  }),
+  grants: settlement.grants ?? []
+})
 
 /** A lease's holds as its reservation records them. */
 export const leaseHolds = (lease: Pick<Reservation, "allocations" | "grants">): Holds => ({

@@ -306,9 +306,10 @@ export class LedgerStore extends Context.Service<LedgerStore, {
   /**
    * Optional (docs/performance.md "Credit leases"): charges one call that drew from a lease.
    * Atomically, unless a reservation with the call's ref exists ("duplicate": nothing changed):
-   * if the lease is pending, takes what the call drew off the lease's allocations and grant holds
-   * (and off the scopes', budgets' and grants' `held`), then charges the settlement as `settle`
-   * does (grant charges and the charge spent, usage entries posted); if the lease has finished,
+   * if the lease is pending, takes what the call was charged of what it drew (`chargedOf`) off
+   * the lease's allocations and grant holds (and off the scopes', budgets' and grants' `held`;
+   * the rest of the draw stays with the lease), then charges the settlement as `settle` does
+   * (grant charges and the charge spent, usage entries posted); if the lease has finished,
    * charges the settlement the same way with nothing held. Either way the call is recorded as a
    * settled reservation of its own (its ref, what it drew, the lease's budgets), which makes a
    * second draw of it a "duplicate" (a journal line replayed). The lease stays pending with what

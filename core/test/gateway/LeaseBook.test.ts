@@ -8,10 +8,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import { type Drawn, hitsAhead, LEASE_LIFE_MS, makeLeaseBook, type OpenLease } from "../../src/gateway/LeaseBook.ts"
-import type { Holds } from "../../src/ledger/Lease.ts"
+import { drawFrom, type Holds } from "../../src/ledger/Lease.ts"
 
 const WINDOW = 60_000
 const credits = (amount: bigint): Holds => ({ allocations: [{ machine_id: null, amount }], grants: [] })
+const NOTHING: Holds = { allocations: [], grants: [] }
 
 const lease = (ref: string, left: Holds, fields: Partial<OpenLease> = {}): OpenLease => ({
   ref,
@@ -51,8 +52,8 @@ describe("the lease book", () => {
     const drawn = book.draw("key_a chat", 2n, 1, toVoid)!
     expect(book.draw("key_a chat", 2n, LEASE_LIFE_MS, toVoid)).toBeUndefined()
     expect(toVoid).toEqual([]) // one call still to meter
-    expect(book.metered(drawn.lease)).toEqual(["l1"])
-    expect(book.metered(drawn.lease)).toEqual([]) // once
+    expect(book.done(drawn, drawn.drawn)).toEqual(["l1"])
+    expect(book.done(drawn, drawn.drawn)).toEqual([]) // once
     expect(book.held()).toEqual([])
     book.open(lease("l2", credits(10n), { closesAt: WINDOW + 5_000 }))
     expect(book.draw("key_a chat", 2n, WINDOW, toVoid)).toBeUndefined()
@@ -65,11 +66,11 @@ describe("the lease book", () => {
     const first = book.draw("key_a chat", 4n, 1, [])!
     expect(book.open(lease("l2", credits(8n)))).toEqual([])
     expect(book.draw("key_a chat", 3n, 2, [])?.lease).toEqual("l2")
-    expect(book.giveBack(first)).toEqual(["l1"])
+    expect(book.done(first, NOTHING)).toEqual(["l1"])
     expect(book.held().map((l) => l.ref)).toEqual(["l2"])
   })
 
-  it("what a call gives back is lent again, in the lease's spending order", () => {
+  it("what a call was not charged of its draw is lent again, in the lease's spending order", () => {
     const book = makeLeaseBook()
     const holds: Holds = {
       allocations: [{ machine_id: "m_1", amount: 3n }, { machine_id: null, amount: 5n }],
@@ -81,8 +82,17 @@ describe("the lease book", () => {
       allocations: [{ machine_id: "m_1", amount: 3n }, { machine_id: null, amount: 1n }],
       grants: [{ grant: "allowance:chat", period: "2026-01", amount: 2n }]
     })
-    expect(book.giveBack(call)).toEqual([])
+    expect(book.done(call, NOTHING)).toEqual([])
     expect(book.draw("key_a chat", 6n, 2, [])?.drawn).toEqual(call.drawn)
+    // Metered, charged the machine's 3 and 1 of the allowance: the allowance's other 1 and the
+    // account-wide 1 are lent again, so the next draw of 2 takes the allowance's 1 first.
+    const second = book.draw("key_a chat", 2n, 3, [])
+    expect(second?.drawn).toEqual({ allocations: [{ machine_id: null, amount: 2n }], grants: [] })
+    book.done(call, { allocations: [{ machine_id: "m_1", amount: 3n }], grants: [{ grant: "allowance:chat", period: "2026-01", amount: 1n }] })
+    expect(book.draw("key_a chat", 2n, 4, [])?.drawn).toEqual({
+      allocations: [{ machine_id: null, amount: 1n }],
+      grants: [{ grant: "allowance:chat", period: "2026-01", amount: 1n }]
+    })
   })
 
   it("a notice closes its account's leases; closeAll closes every one", () => {
@@ -94,7 +104,7 @@ describe("the lease book", () => {
     expect(book.draw("key_a chat", 1n, 2, [])).toBeUndefined()
     expect(book.closeAll()).toEqual([])
     expect(book.draw("key_b chat", 1n, 2, [])).toBeUndefined()
-    expect(book.metered(drawn.lease)).toEqual(["l2"])
+    expect(book.done(drawn, drawn.drawn)).toEqual(["l2"])
   })
 
   type Op =
@@ -118,7 +128,8 @@ describe("the lease book", () => {
         const book = makeLeaseBook()
         let now = 0
         let n = 0
-        const taken = new Map<string, { amount: bigint; hits: number; lent: bigint; hitsUsed: number; outstanding: number }>()
+        // Per lease: what it was opened with, charged so far, lent to calls not done yet, and hits.
+        const taken = new Map<string, { amount: bigint; hits: number; charged: bigint; lent: bigint; hitsUsed: number; outstanding: number }>()
         const calls: Array<Drawn> = []
         const voided = new Set<string>()
         const void_ = (refs: ReadonlyArray<string>) => {
@@ -134,7 +145,7 @@ describe("the lease book", () => {
             case "open": {
               const ref = `l${++n}`
               const window = now - (now % WINDOW)
-              taken.set(ref, { amount: op.amount, hits: op.hits, lent: 0n, hitsUsed: 0, outstanding: 0 })
+              taken.set(ref, { amount: op.amount, hits: op.hits, charged: 0n, lent: 0n, hitsUsed: 0, outstanding: 0 })
               void_(book.open(lease(ref, credits(op.amount), { key: `k${op.key}`, window, windowEnd: window + WINDOW, closesAt: now + LEASE_LIFE_MS, hitsLeft: op.hits })))
               break
             }
@@ -149,7 +160,7 @@ describe("the lease book", () => {
                 t.lent += op.estimate
                 t.hitsUsed += 1
                 t.outstanding += 1
-                expect(t.lent).toBeLessThanOrEqual(t.amount)
+                expect(t.charged + t.lent).toBeLessThanOrEqual(t.amount)
                 expect(t.hitsUsed).toBeLessThanOrEqual(t.hits)
                 calls.push(call)
               }
@@ -161,8 +172,12 @@ describe("the lease book", () => {
               const [call] = calls.splice(op.pick % calls.length, 1)
               const t = taken.get(call!.lease)!
               t.outstanding -= 1
-              if (op.kind === "giveBack") t.lent -= sum(call!.drawn)
-              void_(op.kind === "metered" ? book.metered(call!.lease) : book.giveBack(call!))
+              // Metered: charged none, half or all of its draw (in spending order); given back: none.
+              const part = op.kind === "giveBack" ? 0n : (sum(call!.drawn) * BigInt(op.pick % 3)) / 2n
+              const charged = drawFrom(call!.drawn, part)!
+              t.lent -= sum(call!.drawn)
+              t.charged += part
+              void_(book.done(call!, charged))
               break
             }
             case "tick":
@@ -181,13 +196,13 @@ describe("the lease book", () => {
           for (const held of book.held()) {
             const t = taken.get(held.ref)!
             expect(held.outstanding).toBe(t.outstanding)
-            if (!held.closed) expect(sum(held.left)).toBe(t.amount - t.lent)
+            if (!held.closed) expect(sum(held.left)).toBe(t.amount - t.charged - t.lent)
           }
         }
         // Every call metered, every lease closed: each one is voided, once.
         for (const call of calls) {
           taken.get(call.lease)!.outstanding -= 1
-          void_(book.metered(call.lease))
+          void_(book.done(call, call.drawn))
         }
         void_(book.closeAll())
         expect([...voided].sort()).toEqual([...taken.keys()].sort())

@@ -9,8 +9,9 @@
  *   `ref` is the call's usage ref. The lease's row is locked with the batch's reservations.
  * - A call whose ref is a reservation already (or drawn earlier in the batch) is a duplicate:
  *   `finished` false, with that reservation's status and charge.
- * - While the lease is pending, what the call drew comes off the lease's holds (the row's arrays,
- *   and the scopes', budgets' and grants' `held`): 'drawn'. A draw past what the lease holds in a
+ * - While the lease is pending, what the call was charged of what it drew (core's `chargedOf`)
+ *   comes off the lease's holds (the row's arrays, and the scopes', budgets' and grants' `held`),
+ *   and the rest of the draw stays with the lease: 'drawn'. A draw past what the lease holds in a
  *   scope or grant raises (core's `takeDrawn` rule). A lease that has finished charges the call
  *   with nothing to release: 'charged'.
  * - Either way the call is charged as a settlement is (its entries posted, its charge spent in
@@ -78,6 +79,15 @@ const finishBatch = `
     dr_req integer[] := '{}';
     dr_lease integer[] := '{}';
     dr_held boolean[] := '{}';
+    -- Per draw, what its charge took off its lease's scopes in all (the budgets' hold released).
+    dr_released bigint[] := '{}';
+    -- What the draws' charges took off their leases' scopes: the balances' holds released.
+    rel_accounts text[] := '{}';
+    rel_scopes text[] := '{}';
+    rel_amounts bigint[] := '{}';
+    released bigint;
+    taken bigint;
+    e integer;
     drained integer[] := '{}';
     drawn jsonb := '{}';
     i integer; j integer; k integer; h integer;
@@ -152,13 +162,24 @@ const finishBatch = `
             RAISE EXCEPTION 'LedgerStore.draw: a draw of % of grant %', s.drawn_grant_amounts[k], s.drawn_grants[k];
           END IF;
         END LOOP;
+        released := 0;
         IF rs_status[j] = 'pending' THEN
+          -- What the call was charged of each scope, up to what it drew there (core's chargedOf),
+          -- comes off the lease; the rest of its draw stays with it.
           FOR k IN 1 .. coalesce(cardinality(s.drawn_scopes), 0) LOOP
             h := array_position(r.scopes, s.drawn_scopes[k]);
             IF h IS NULL OR s.drawn_amounts[k] > r.amounts[h] THEN
               RAISE EXCEPTION 'LedgerStore.draw: drew % of scope %, past what the lease holds', s.drawn_amounts[k], s.drawn_scopes[k];
             END IF;
-            r.amounts[h] := r.amounts[h] - s.drawn_amounts[k];
+            e := array_position(s.scopes, s.drawn_scopes[k]);
+            taken := CASE WHEN e IS NULL THEN 0 ELSE least(s.drawn_amounts[k], -s.amounts[e]) END;
+            IF taken > 0 THEN
+              r.amounts[h] := r.amounts[h] - taken;
+              released := released + taken;
+              rel_accounts := rel_accounts || r.account_id;
+              rel_scopes := rel_scopes || s.drawn_scopes[k];
+              rel_amounts := rel_amounts || taken;
+            END IF;
           END LOOP;
           FOR k IN 1 .. coalesce(cardinality(s.drawn_grants), 0) LOOP
             h := coalesce(array_position(r.grant_names, s.drawn_grants[k]), 0);
@@ -168,7 +189,14 @@ const finishBatch = `
             IF h = 0 OR s.drawn_grant_amounts[k] > r.grant_amounts[h] THEN
               RAISE EXCEPTION 'LedgerStore.draw: drew % of grant %, past what the lease holds', s.drawn_grant_amounts[k], s.drawn_grants[k];
             END IF;
-            r.grant_amounts[h] := r.grant_amounts[h] - s.drawn_grant_amounts[k];
+          END LOOP;
+          -- Each grant charge (within what was drawn of it, checked above) comes off the lease.
+          FOR k IN 1 .. coalesce(cardinality(s.grants), 0) LOOP
+            h := coalesce(array_position(r.grant_names, s.grants[k]), 0);
+            WHILE h > 0 AND r.grant_periods[h] <> s.grant_periods[k] LOOP
+              h := coalesce(array_position(r.grant_names, s.grants[k], h + 1), 0);
+            END LOOP;
+            r.grant_amounts[h] := r.grant_amounts[h] - s.grant_amounts[k];
           END LOOP;
           rs[j] := r;
           IF NOT j = ANY (drained) THEN
@@ -178,6 +206,7 @@ const finishBatch = `
         dr_req := dr_req || i;
         dr_lease := dr_lease || j;
         dr_held := dr_held || (rs_status[j] = 'pending');
+        dr_released := dr_released || released;
         drawn := drawn || jsonb_build_object(s.ref, s.charged::text);
         outs := outs || ROW(i, true, CASE WHEN rs_status[j] = 'pending' THEN 'drawn' ELSE 'charged' END, s.charged)::ledger_finish_outcome;
         CONTINUE;
@@ -252,7 +281,7 @@ const finishBatch = `
           CROSS JOIN LATERAL (SELECT (p_requests[t.i]).*) AS q
           ORDER BY t.n;
       END IF;
-      -- Budgets: a finish releases what the scopes held, a draw what it drew of them (while its
+      -- Budgets: a finish releases what the scopes held, a draw what its charge took off its lease (while its
       -- lease is pending); a settlement's or a draw's charge is spent. Grants: each hold released,
       -- a charge of it spent.
       UPDATE ledger_budget_months m SET held = m.held - d.held, spent = m.spent + d.spent
@@ -270,20 +299,12 @@ const finishBatch = `
                     FROM unnest(fin_req, fin_res) AS t(i, j),
                          unnest((rs[t.j]).grant_names, (rs[t.j]).grant_periods, (rs[t.j]).grant_amounts) AS c(name, month, amount)
                     UNION ALL
-                    SELECT (rs[t.j]).account_id, c.month, c.name,
-                           CASE WHEN t.held THEN (SELECT coalesce(sum(a), 0) FROM unnest((p_requests[t.i]).drawn_amounts) AS a)::bigint ELSE 0 END,
-                           (p_requests[t.i]).charged
-                    FROM unnest(dr_req, dr_lease, dr_held) AS t(i, j, held),
+                    SELECT (rs[t.j]).account_id, c.month, c.name, t.released, (p_requests[t.i]).charged
+                    FROM unnest(dr_req, dr_lease, dr_released) AS t(i, j, released),
                          unnest((rs[t.j]).budgets, (rs[t.j]).budget_months) AS c(name, month)
                     UNION ALL
-                    SELECT (rs[t.j]).account_id, g.month, g.name, g.amount, 0
+                    SELECT (rs[t.j]).account_id, g.month, g.name, CASE WHEN t.held THEN g.amount ELSE 0 END, g.amount
                     FROM unnest(dr_req, dr_lease, dr_held) AS t(i, j, held),
-                         unnest((p_requests[t.i]).drawn_grants, (p_requests[t.i]).drawn_grant_periods,
-                                (p_requests[t.i]).drawn_grant_amounts) AS g(name, month, amount)
-                    WHERE t.held
-                    UNION ALL
-                    SELECT (rs[t.j]).account_id, g.month, g.name, 0, g.amount
-                    FROM unnest(dr_req, dr_lease) AS t(i, j),
                          unnest((p_requests[t.i]).grants, (p_requests[t.i]).grant_periods,
                                 (p_requests[t.i]).grant_amounts) AS g(name, month, amount)
                    ) AS x
@@ -297,10 +318,8 @@ const finishBatch = `
         FROM (SELECT (rs[t.j]).account_id AS account_id, a.scope, 0::bigint AS posted, a.amount AS released
               FROM unnest(fin_res) AS t(j), unnest((rs[t.j]).scopes, (rs[t.j]).amounts) AS a(scope, amount)
               UNION ALL
-              SELECT (rs[t.j]).account_id, a.scope, 0, a.amount
-              FROM unnest(dr_req, dr_lease, dr_held) AS t(i, j, held),
-                   unnest((p_requests[t.i]).drawn_scopes, (p_requests[t.i]).drawn_amounts) AS a(scope, amount)
-              WHERE t.held
+              SELECT a.account_id, a.scope, 0, a.amount
+              FROM unnest(rel_accounts, rel_scopes, rel_amounts) AS a(account_id, scope, amount)
               UNION ALL
               SELECT (rs[t.j]).account_id, e.scope, e.amount, 0
               FROM unnest(fin_req || dr_req, fin_res || dr_lease) AS t(i, j),
