@@ -237,7 +237,9 @@ export const runServer = async () => {
         // As main.ts: the metering journal on local disk, unless --no-journal.
         meteringJournal: has("no-journal")
           ? undefined
-          : FileMeteringJournal.layer({ directory: journalDirectory })
+          : FileMeteringJournal.layer({ directory: journalDirectory }),
+        // As main.ts with CREDIT_LEASES=on (docs/performance.md "Credit leases").
+        ...(has("leases") ? { gateway: { creditLeases: true } } : {})
       }
     }, stores)
   }

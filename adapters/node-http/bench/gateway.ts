@@ -61,6 +61,7 @@
  *   --machine-client fetch  the server calls the machine with core's fetch client (Lambda's)
  *   --no-tracing       the server runs with Effect's tracer disabled
  *   --no-journal       the server keeps no metering journal (main.ts keeps one)
+ *   --leases           credit leases on (CREDIT_LEASES=on): a key's calls admitted from its lease
  *   --no-notices       the server hears no account notices (main.ts does on PostgreSQL): the tier
  *                      and billing settings are read again every few seconds per account
  *   --keep-db          do not drop the benchmark's database at the end
@@ -300,6 +301,7 @@ const main = async () => {
       has("no-tracing") ? "--no-tracing" : undefined,
       has("no-journal") ? "--no-journal" : undefined,
       has("no-notices") ? "--no-notices" : undefined,
+      has("leases") ? "--leases: credit leases" : undefined,
       has("alerts") ? "--alerts" : undefined,
       has("spans") ? "--spans: spans recorded (slower)" : undefined,
       allocProf ? "--alloc-prof: the server's allocations sampled (several times slower: its times mean nothing)" : undefined

@@ -37,6 +37,11 @@ export const ServerConfig = Config.all({
    * (docs/operations.md "The operator console"). Unset: the operator API is off.
    */
   operatorKeys: Config.String("OPERATOR_KEYS").pipe(Config.withDefault("")),
+  /**
+   * Admit a key's calls from credit leases (docs/performance.md "Credit leases"): only where account
+   * notices are live, a PostgreSQL server (DATABASE_URL). Off by default.
+   */
+  creditLeases: Config.Boolean("CREDIT_LEASES").pipe(Config.withDefault(false)),
   /** Email of the owner account created at first start. */
   ownerEmail: Config.String("OWNER_EMAIL").pipe(Config.withDefault("owner@localhost"))
 })

@@ -175,7 +175,8 @@ const main = (logging: LoggingSettings, role: Role) => Effect.gen(function*() {
           blobs: Option.isNone(config.blobDir) && config.dataDir === Database.MEMORY
             ? undefined
             : BlobStoreDisk(Option.getOrElse(config.blobDir, () => Path.join(config.dataDir, "blobs"))),
-          meteringJournal: journal === undefined ? undefined : Layer.succeedContext(journal)
+          meteringJournal: journal === undefined ? undefined : Layer.succeedContext(journal),
+          gateway: { creditLeases: config.creditLeases }
         },
         accounts: {
           accountsUrl: Option.getOrUndefined(accountsUrl),
