@@ -2,7 +2,8 @@
  * Credit leases at the gateway (docs/performance.md "Credit leases", core/src/gateway/Leases.ts),
  * on the memory stores with notices that reach every follower (one process): calls of one key are
  * admitted from its lease, one admission store step for many calls; each answered call is charged
- * exactly once; nothing is held once the process stops; a revocation elsewhere refuses the key's
+ * exactly once; calls arriving together wait for one lease; nothing is held once the process
+ * stops; a revocation elsewhere refuses the key's
  * calls from its notice; a call the machine refuses gives its draw back; near the end of the
  * balance, calls reserve alone; the rpm limit holds with the hits taken ahead; a process killed
  * with calls drawn and not metered is charged for them, once, when its journal is replayed.
@@ -148,6 +149,21 @@ describe("credit leases at the gateway", () => {
     await runtime.dispose()
     const after = await Effect.runPromise(Effect.provide(ledgerOf(accountId), stores))
     expect(after).toEqual({ posted: CREDIT - 20n * COST, held: 0n, records: 20, charged: 20n * COST })
+  })
+
+  it("calls of one key arriving together wait for the lease one of them takes, rather than each take one", async () => {
+    const stores = await buildStores()
+    const { counted, runtime } = processOn(stores)
+    try {
+      const { accountId, auth } = await runtime.runPromise(newKey(CREDIT))
+      const exits = await runtime.runPromise(Effect.all(Array.from({ length: 16 }, () => callOnce(auth)), { concurrency: "unbounded" }))
+      expect(exits.every(Exit.isSuccess)).toBe(true)
+      expect(counted.admits).toBe(1)
+      await runtime.runPromise(idle)
+      expect(await runtime.runPromise(ledgerOf(accountId))).toMatchObject({ records: 16, charged: 16n * COST })
+    } finally {
+      await runtime.dispose()
+    }
   })
 
   it("a key revoked elsewhere is refused from its account's notice", async () => {

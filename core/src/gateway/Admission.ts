@@ -21,7 +21,7 @@
 import { agentBudgetClaims, agentLimitOf } from "../agents/Limits.ts"
 import type { AgentRecord } from "../agents/Records.ts"
 import { AgentStore } from "../agents/AgentStore.ts"
-import { Effect } from "effect"
+import { Deferred, Effect, Exit } from "effect"
 import { ApiKeys, TOUCH_INTERVAL_MS } from "../keys/ApiKeys.ts"
 import { type Caller } from "../keys/Caller.ts"
 import { makeBatcher } from "../kernel/Batcher.ts"
@@ -241,6 +241,8 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
     // -- credit leases (Leases.ts), where they are on: a call drawn from its key's lease needs no store step --
     /** Per lease key, until when its calls are admitted one by one: a lease was refused for credit or a limit. */
     const leaseRefused = new Map<string, number>()
+    /** Per lease key, the lease being taken now: done when the store has answered. */
+    const leasesTaken = new Map<string, Deferred.Deferred<void>>()
     /** A call drawn from a lease, held as a reservation of what it drew. */
     const drawnHeld = (drawn: Drawn, machineId: string) =>
       Effect.map(generateId("usage"), (ref): Held => ({
@@ -262,18 +264,34 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
       const bought = yield* purchasedOf(caller.account.id, now)
       const claims = claimsOf(caller, service, now, bought, allowance, agent)
       const key = leaseKey(caller.key.id, first.id, claims)
-      const fromBook = leases.draw(key, candidate.bound!, now)
-      if (fromBook !== undefined) {
-        stateOf(caller).admittedAt = now
-        return yield* drawnHeld(fromBook, first.id)
+      // While a lease of this key is being taken, its calls wait for it rather than each take one.
+      for (;;) {
+        const fromBook = leases.draw(key, candidate.bound!, now)
+        if (fromBook !== undefined) {
+          stateOf(caller).admittedAt = now
+          return yield* drawnHeld(fromBook, first.id)
+        }
+        if ((leaseRefused.get(key) ?? 0) > now) return undefined
+        const inFlight = leasesTaken.get(key)
+        if (inFlight === undefined) break
+        yield* Deferred.await(inFlight)
       }
-      if ((leaseRefused.get(key) ?? 0) > now) return undefined
       // The lease's ref is journaled before it is asked for; closed (or voided) when none is granted.
       const ref = yield* generateId("usage")
+      const taken = Deferred.makeUnsafe<void>()
+      leasesTaken.set(key, taken)
       let granted = false
       return yield* takeLease(candidate, leases, { bought, claims, key, ref }).pipe(
         Effect.tap((held) => Effect.sync(() => void (granted = held !== undefined))),
-        Effect.onExit((exit) => granted ? Effect.void : settlement.abandon(ref, exit))
+        Effect.onExit((exit) =>
+          Effect.andThen(
+            Effect.sync(() => {
+              leasesTaken.delete(key)
+              Deferred.doneUnsafe(taken, Exit.void)
+            }),
+            granted ? Effect.void : settlement.abandon(ref, exit)
+          )
+        )
       )
     })
     const takeLease = Effect.fnUntraced(function*(
