@@ -98,4 +98,3 @@ export const leaseKey = (
     ...claims.grants.map((g) => `${g.grant}/${g.period}/${g.size}`)
   ].join(" ")
 
-export type { Drawn, Holds }

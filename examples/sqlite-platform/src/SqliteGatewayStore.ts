@@ -11,7 +11,7 @@
  * commit whose reservation is no longer pending records what was charged then.
  */
 import { Effect } from "effect"
-import { type AdmissionResult, GatewayStore, type Metered, type MeteredResult } from "@model-platform/core/gateway"
+import { type AdmissionResult, GatewayStore, hitsProblem, type Metered, type MeteredResult } from "@model-platform/core/gateway"
 import { hitProblem, markUnavailable } from "@model-platform/core/kernel"
 import { orderedReservationProblem } from "@model-platform/core/ledger"
 import { usageRecordProblem } from "@model-platform/core/billing"
@@ -26,7 +26,9 @@ export const gatewayStoreOn = (db: SqliteDatabase): GatewayStore["Service"] => {
   const ledger = sqliteLedger(db)
   const usage = sqliteUsage(db)
 
-  const meter = ({ settlement, record }: Metered): MeteredResult => {
+  const meter = ({ drawn, record, settlement }: Metered): MeteredResult => {
+    // Credit leases need LedgerStore.draw, which this example's ledger does not have.
+    if (drawn !== undefined) throw new Error("GatewayStore.commit: a call drew from a lease, and this ledger store has no draw")
     const settled = settlement === undefined ? "none" as const : ledger.settle(settlement)
     let charged = record
     if (settlement !== undefined && settled === "not_pending") {
@@ -43,7 +45,7 @@ export const gatewayStoreOn = (db: SqliteDatabase): GatewayStore["Service"] => {
     admit: (admissions) =>
       Effect.sync(() => {
         for (const { rate, reservation } of admissions) {
-          const problem = hitProblem(rate.bucket, rate.window_start, rate.window_ms) ??
+          const problem = hitProblem(rate.bucket, rate.window_start, rate.window_ms) ?? hitsProblem(rate.hits) ??
             (reservation === undefined ? undefined : orderedReservationProblem(reservation))
           if (problem !== undefined) throw new Error(`GatewayStore.admit: ${problem}`)
         }
@@ -52,9 +54,11 @@ export const gatewayStoreOn = (db: SqliteDatabase): GatewayStore["Service"] => {
             const key = keys.get(admission.account_id, admission.key_id)
             if (key === undefined || key.revoked_at !== null) return { _tag: "KeyRevoked" }
             if (admission.touch_at !== undefined) keys.touch(admission.key_id, admission.touch_at)
-            const { bucket, window_start, window_ms, limit } = admission.rate
-            const count = counters.hit(bucket, window_start, window_ms)
-            if (count > limit) return { _tag: "RateLimited", count }
+            // Several hits at once: a lease's calls' (Admission.rate.hits); refused when the first passes the limit.
+            const { bucket, hits = 1, limit, window_ms, window_start } = admission.rate
+            let count = 0
+            for (let i = 0; i < hits; i++) count = counters.hit(bucket, window_start, window_ms)
+            if (count - hits + 1 > limit) return { _tag: "RateLimited", count }
             const reserved = admission.reservation === undefined ? undefined : ledger.reserveInOrder(admission.reservation)
             return { _tag: "Admitted", count, reserved }
           })
