@@ -218,6 +218,28 @@ describe("credit leases at the gateway", () => {
     }
   })
 
+  it("near the end of the balance, the process's own lease gives back what it holds before a call is refused", async () => {
+    const stores = await buildStores()
+    const { runtime } = processOn(stores)
+    try {
+      // The first call's lease tells the estimate: it reserves 32 of them.
+      const probe = await runtime.runPromise(newKey(CREDIT))
+      expect(Exit.isSuccess(await runtime.runPromise(callOnce(probe.auth)))).toBe(true)
+      const [lease] = await runtime.runPromise(Effect.flatMap(LedgerStore, (l) => l.pending(probe.accountId)))
+      const estimate = lease!.allocations.reduce((n, a) => n + a.amount, 0n) / 32n
+      // An account with a lease's worth and half an estimate more: its lease lends 16 calls (its
+      // hits), then the next call finds no lease to draw from, no room for another lease, and
+      // less than an estimate outside the lease, which holds what the call needs.
+      const { accountId, auth } = await runtime.runPromise(newKey(32n * estimate + estimate / 2n))
+      // Each call right after the last one's answer, its metering still under way.
+      for (let i = 0; i < 17; i++) expect(Exit.isSuccess(await runtime.runPromise(callOnce(auth))), `call ${i + 1}`).toBe(true)
+      await runtime.runPromise(idle)
+      expect(await runtime.runPromise(ledgerOf(accountId))).toMatchObject({ records: 17, charged: 17n * COST })
+    } finally {
+      await runtime.dispose()
+    }
+  })
+
   it("the rpm limit holds with hits taken ahead: 16 a minute, 16 admitted", async () => {
     const stores = await buildStores()
     // rpm 16: a lease takes 2 hits.

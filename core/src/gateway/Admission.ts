@@ -257,7 +257,8 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
      * A priced call admitted from its key's lease, or with a new lease taken in the admission
      * batch (`LEASE_CALLS` estimates and `hitsAhead` rpm hits); undefined when the call is to be
      * admitted alone (a lease was refused lately for credit or a limit: near them, calls reserve
-     * their own estimates, so that no lease holds what a call needs).
+     * their own estimates, and this process's leases of the account are closed, so that no lease
+     * holds what a call needs).
      */
     const leasedStep = Effect.fnUntraced(function*(candidate: Candidate, leases: Leases) {
       const { agent, allowance, caller, first, now, service } = candidate
@@ -334,6 +335,9 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
       if (reserved?._tag !== "reserved") {
         if (leaseRefused.size >= 10_000) leaseRefused.clear() // bounded: forgetting costs one refused lease
         leaseRefused.set(key, now + config.rateWindowMs)
+        // Near a limit: this process's leases of the account give back what they hold and lend no
+        // more, so that the call, admitted alone next, is not refused for what they keep.
+        yield* leases.closeAccount(caller.account.id)
         return undefined
       }
       leases.open({

@@ -17,6 +17,9 @@ import { type Drawn, makeLeaseBook, type OpenLease } from "./LeaseBook.ts"
 
 /** How often leases past their time are closed and closed leases voided. */
 const SWEEP_EVERY_MS = 1_000
+/** How long `closeAccount` waits for the calls still being metered of the leases it closes. */
+const CLOSE_WAIT_MS = 2_000
+const CLOSE_POLL_MS = 5
 
 /** A lease's reservation, to void (Settlement.ts `release`). */
 export type VoidLease = (ref: string) => Effect.Effect<void>
@@ -57,6 +60,17 @@ export const makeLeases = (voidLease: VoidLease): Effect.Effect<Leases, never, S
         return drawn
       },
       open: (lease) => later(book.open(lease)),
+      closeAccount: (accountId) =>
+        Effect.gen(function*() {
+          later(book.closeAccount(accountId))
+          // Calls drawn from them and still being metered (a call's metering runs after its
+          // answer) are waited for, a little: each lease is voided once its last one is.
+          for (let waited = 0;; waited += CLOSE_POLL_MS) {
+            yield* voidDue
+            if (waited >= CLOSE_WAIT_MS || !book.held().some((l) => l.accountId === accountId)) return
+            yield* Effect.sleep(CLOSE_POLL_MS)
+          }
+        }),
       done: (call, charged) => {
         later(book.done(call, charged))
         return due.length > 0
@@ -72,6 +86,12 @@ export interface Leases {
   readonly draw: (key: string, estimate: bigint, now: number) => Drawn | undefined
   /** A lease the store granted lends from now. */
   readonly open: (lease: OpenLease) => void
+  /**
+   * Closes this process's leases of an account and voids them before it answers, waiting up to
+   * 2 s for their calls still being metered: near a limit, what they hold goes back to the
+   * account's calls.
+   */
+  readonly closeAccount: (accountId: string) => Effect.Effect<void>
   /**
    * A drawn call is done: metered (`charged` what it was charged of its draw) or given back
    * (nothing). Whether leases are due to be voided now.
