@@ -9,72 +9,15 @@
  *   each completed call once (twice replayed: still once) and releases at once the reservations of
  *   calls that never completed.
  */
-import { ApiKeysLive } from "@model-platform/core/http"
-import { AccountStore, ApiKeys } from "@model-platform/core/keys"
-import { Catalogue } from "@model-platform/core/catalogue"
-import type { CatalogueConfig, ModelConfig } from "@model-platform/core/catalogue"
-import { Gateway, type GatewayConfig, GatewayStore, MachineClient, type MachineResponse, MeteringJournal } from "@model-platform/core/gateway"
+import { Gateway, type GatewayConfig, GatewayStore, MeteringJournal } from "@model-platform/core/gateway"
 import { Ledger, LedgerStore } from "@model-platform/core/ledger"
 import { isStoreUnavailableCause, StoreUnavailable } from "@model-platform/core/kernel"
 import { UsageStore } from "@model-platform/core/billing"
-import { type Context, Deferred, Effect, Exit, Layer, ManagedRuntime, Stream } from "effect"
+import { type Context, Deferred, Effect, Exit, Layer, Stream } from "effect"
 import { describe, expect, it } from "vitest"
 import { makeMemoryJournal, type MemoryJournal, openOf } from "@model-platform/memory-stores/MemoryMeteringJournal"
-import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
-
-const encoder = new TextEncoder()
-const bytes = (text: string) => Stream.make(encoder.encode(text))
-/** Every answer reports this usage: 10 input and 5 output tokens, at 2 and 6 credits per Mtok. */
-const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 }
-const COST = (10n * 2_000_000n + 5n * 6_000_000n + 999_999n) / 1_000_000n
-
-const answer = (stream: boolean): MachineResponse =>
-  stream
-    ? {
-      status: 200,
-      headers: { "content-type": "text/event-stream" },
-      body: bytes(
-        `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "chat", choices: [{ index: 0, delta: { content: "ok" }, finish_reason: null }] })}\n\n` +
-          `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "chat", choices: [], usage })}\n\ndata: [DONE]\n\n`
-      )
-    }
-    : {
-      status: 200,
-      headers: { "content-type": "application/json" },
-      body: bytes(JSON.stringify({ id: "c1", object: "chat.completion", created: 1, model: "chat", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage }))
-    }
-
-/** A machine that answers at once, or (for a body with `user: "hang"`) never. */
-const machine = Layer.succeed(MachineClient)(MachineClient.of({
-  models: () => Effect.succeed(["chat"]),
-  post: (_machine, _path, raw) =>
-    (raw as { user?: string }).user === "hang" ? Effect.never : Effect.succeed(answer((raw as { stream?: boolean }).stream === true))
-}))
-
-const chat: ModelConfig = {
-  id: "chat", name: "chat", family: "f", description: "chat", modality: "text", service: "chat", owned_by: "x",
-  endpoint: "/v1/chat/completions", context_length: 8192, max_output_tokens: 64, features: [],
-  pricing: { input_credits_per_mtok: 2, output_credits_per_mtok: 6, credits_per_request: 0 }
-}
-
-const catalogue: CatalogueConfig = {
-  operators: [{ id: "op", name: "Op", website: "https://op.example", description: "", featured: false, certifications: [] }],
-  machines: [{
-    id: "m", name: "m", operator: "op", region: "eu", base_url: "http://m.invalid/v1",
-    hardware: { gpus: [], cpu_cores: 1, memory_gb: 1, storage_gb: 1 }, serverless_models: ["chat"],
-    rent: null, subscribe: null, network: { status: "registered", reachability: "public" }, score: 1, initial_health: "online"
-  }],
-  models: [chat],
-  packages: [],
-  payments: { card: { processor: "test" }, stablecoin: null, charging_starts_at: null },
-  prices: { credits_per_usd: 1000, services: [{ service: "chat", group: "g", name: "chat", unit: "mtok", unit_label: "u", credits_per_unit: 1, allowances: { free: 0, builder: 0, scale: 0, trial: 0 } }] },
-  tiers: [{ tier: 0, name: "t", purchased_credits: 0, rpm: 100_000, monthly_limit_credits: 1_000_000 }]
-}
-
-type Stores = Layer.Success<typeof MemoryPlatformStores>
-
-/** The memory stores, built once, so that a "restarted" gateway finds what the killed one left. */
-const buildStores = () => ManagedRuntime.make(MemoryPlatformStores).context()
+import { newKey } from "./gatewayStub.ts"
+import { buildStores, callOnce, chatBody, COST, CREDIT, pricedGateway, type Stores } from "./pricedGateway.ts"
 
 /** Commit fails (store unavailable) `failures.n` times, then works; or hangs while `hang` is set. */
 interface CommitFaults {
@@ -88,50 +31,25 @@ const gatewayOn = (
   faults: CommitFaults,
   config: Partial<GatewayConfig>,
   journal?: MemoryJournal
-) => {
-  const flaky = Layer.effect(GatewayStore, Effect.map(GatewayStore, (store) => GatewayStore.of({
-    admit: store.admit,
-    commit: (calls) =>
-      Effect.suspend(() => {
-        faults.attempts += 1
-        if (faults.hang) return Effect.never
-        if (faults.n > 0) {
-          faults.n -= 1
-          return Effect.die(new StoreUnavailable("GatewayStore.commit", new Error("connect ECONNREFUSED")))
-        }
-        return store.commit(calls)
-      })
-  })))
-  return ManagedRuntime.make(
-    Gateway.layer({ keepAliveMs: 10, speculativeDispatch: false, ...config }).pipe(
-      Layer.provideMerge(journal === undefined ? Layer.empty : journal.layer),
-      Layer.provideMerge(Layer.mergeAll(Ledger.layer, ApiKeysLive, machine)),
-      Layer.provideMerge(Catalogue.layer(catalogue)),
-      Layer.provideMerge(Layer.merge(Layer.succeedContext(stores), flaky.pipe(Layer.provide(Layer.succeedContext(stores)))))
-    )
-  )
-}
-
-const CREDIT = 1_000_000_000n
-
-const newKey = Effect.gen(function*() {
-  const id = `acct_${Math.random().toString(36).slice(2)}`
-  yield* (yield* AccountStore).insert({ id, email: `${id}@test.local`, created_at: new Date().toISOString() })
-  const key = yield* (yield* ApiKeys).issue(id, { name: "k", permissions: ["inference"], machine_id: null })
-  yield* (yield* Ledger).credit(id, { ref: `grant_${id}`, machine_id: null, amount: CREDIT, type: "credit_added" })
-  return { accountId: id, auth: `Bearer ${key.secret}` }
-})
-
-const body = (extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ model: "chat", messages: [{ role: "user", content: "hi" }], ...extra })
-
-/** One call to its end (a stream read whole); its exit. */
-const callOnce = (auth: string, extra: Record<string, unknown> = {}) =>
-  Effect.exit(Effect.gen(function*() {
-    const response = yield* (yield* Gateway).call("/v1/chat/completions", auth, body(extra))
-    if (response._tag === "Events") yield* Stream.runDrain(response.stream)
-    return response
-  }))
+) =>
+  pricedGateway(stores, {
+    config: { keepAliveMs: 10, ...config },
+    journal,
+    notices: Layer.empty,
+    store: (store) => ({
+      admit: store.admit,
+      commit: (calls) =>
+        Effect.suspend(() => {
+          faults.attempts += 1
+          if (faults.hang) return Effect.never
+          if (faults.n > 0) {
+            faults.n -= 1
+            return Effect.die(new StoreUnavailable("GatewayStore.commit", new Error("connect ECONNREFUSED")))
+          }
+          return store.commit(calls)
+        })
+    })
+  })
 
 /** What the ledger and the usage store say about an account. */
 const ledgerOf = (accountId: string) =>
@@ -152,7 +70,7 @@ describe("metering through a store outage", () => {
     const faults: CommitFaults = { n: 6, hang: false, attempts: 0 }
     const runtime = gatewayOn(stores, faults, {})
     try {
-      const { accountId, auth } = await runtime.runPromise(newKey)
+      const { accountId, auth } = await runtime.runPromise(newKey(CREDIT))
       const exits = await runtime.runPromise(Effect.all([callOnce(auth), callOnce(auth, { stream: true }), callOnce(auth)], { concurrency: "unbounded" }))
       expect(exits.every(Exit.isSuccess)).toBe(true)
       await runtime.runPromise(Effect.flatMap(Gateway, (g) => g.idle))
@@ -174,7 +92,7 @@ describe("metering through a store outage", () => {
     const faults: CommitFaults = { n: 2, hang: false, attempts: 0 }
     const runtime = gatewayOn(stores, faults, { settleInline: true, inlineRetryMs: 300 })
     try {
-      const { accountId, auth } = await runtime.runPromise(newKey)
+      const { accountId, auth } = await runtime.runPromise(newKey(CREDIT))
       // Two failures fit in the budget: answered, charged once.
       expect(Exit.isSuccess(await runtime.runPromise(callOnce(auth)))).toBe(true)
       expect(await runtime.runPromise(ledgerOf(accountId))).toMatchObject({ held: 0n, records: 1, charged: COST })
@@ -195,7 +113,7 @@ describe("settleInline streams", () => {
   /** The text a client receives of a streamed call. */
   const streamed = (auth: string) =>
     Effect.gen(function*() {
-      const response = yield* (yield* Gateway).call("/v1/chat/completions", auth, body({ stream: true }))
+      const response = yield* (yield* Gateway).call("/v1/chat/completions", auth, chatBody({ stream: true }))
       if (response._tag !== "Events") return ""
       const chunks = yield* Stream.runCollect(response.stream)
       return Array.from(chunks, (c) => new TextDecoder().decode(c)).join("")
@@ -206,7 +124,7 @@ describe("settleInline streams", () => {
     const faults: CommitFaults = { n: 0, hang: false, attempts: 0 }
     const runtime = gatewayOn(stores, faults, { settleInline: true, inlineRetryMs: 200 })
     try {
-      const { accountId, auth } = await runtime.runPromise(newKey)
+      const { accountId, auth } = await runtime.runPromise(newKey(CREDIT))
       expect(await runtime.runPromise(streamed(auth))).toMatch(/data: \[DONE\]\n\n$/)
       faults.n = 1_000
       const refused = await runtime.runPromise(streamed(auth))
@@ -228,7 +146,7 @@ describe("the metering journal, replayed at start", () => {
     // before); a fourth call is admitted and still waiting for its machine when it dies.
     const killed = makeMemoryJournal()
     const first = gatewayOn(stores, { n: 0, hang: true, attempts: 0 }, {}, killed)
-    const { accountId, auth } = await first.runPromise(newKey)
+    const { accountId, auth } = await first.runPromise(newKey(CREDIT))
     for (const extra of [{}, { stream: true }, {}]) expect(Exit.isSuccess(await first.runPromise(callOnce(auth, extra)))).toBe(true)
     const admitted = await first.runPromise(Deferred.make<void>())
     first.runFork(Effect.andThen(Deferred.succeed(admitted, undefined), callOnce(auth, { user: "hang" })))
@@ -267,10 +185,10 @@ describe("the metering journal, replayed at start", () => {
     const journal = makeMemoryJournal()
     const runtime = gatewayOn(stores, { n: 2, hang: false, attempts: 0 }, {}, journal)
     try {
-      const { auth } = await runtime.runPromise(newKey)
+      const { auth } = await runtime.runPromise(newKey(CREDIT))
       for (const extra of [{}, { stream: true }]) await runtime.runPromise(callOnce(auth, extra))
       // Refused at admission (no credit): its journaled ref is closed too.
-      const broke = await runtime.runPromise(newKey)
+      const broke = await runtime.runPromise(newKey(CREDIT))
       await runtime.runPromise(Effect.flatMap(Ledger, (l) => l.reserve(broke.accountId, null, CREDIT, "2100-01-01T00:00:00.000Z")))
       const refused = await runtime.runPromise(callOnce(broke.auth))
       expect(Exit.isFailure(refused) && JSON.stringify(refused.cause)).toContain("insufficient_credit")
@@ -296,7 +214,7 @@ describe("the metering journal, replayed at start", () => {
     const faults = { n: 0, hang: false, attempts: 0 }
     const runtime = gatewayOn(stores, faults, {}, counting)
     try {
-      const { auth } = await runtime.runPromise(newKey)
+      const { auth } = await runtime.runPromise(newKey(CREDIT))
       const exits = await runtime.runPromise(Effect.all(Array.from({ length: 16 }, () => callOnce(auth)), { concurrency: "unbounded" }))
       expect(exits.every(Exit.isSuccess)).toBe(true)
       await runtime.runPromise(Effect.flatMap(Gateway, (g) => g.idle))
@@ -318,7 +236,7 @@ describe("a replayed commit on the composed stores (memory, DynamoDB)", () => {
     const stores = await buildStores()
     const runtime = gatewayOn(stores, { n: 0, hang: false, attempts: 0 }, {})
     try {
-      const { accountId, auth } = await runtime.runPromise(newKey)
+      const { accountId, auth } = await runtime.runPromise(newKey(CREDIT))
       const journal = makeMemoryJournal()
       const killed = gatewayOn(stores, { n: 0, hang: true, attempts: 0 }, {}, journal)
       expect(Exit.isSuccess(await killed.runPromise(callOnce(auth)))).toBe(true)

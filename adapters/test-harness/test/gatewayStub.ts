@@ -166,14 +166,14 @@ export const startStubGateway = (
     )
   )
 
-/** A new account with an inference key (and `credits` micro-credits); its Authorization header. */
+/** A new account with an inference key (and `credits` micro-credits); the key's id and Authorization header. */
 export const newKey = (credits = 0n) =>
   Effect.gen(function*() {
     const id = `acct_${Math.random().toString(36).slice(2)}`
     yield* (yield* AccountStore).insert({ id, email: `${id}@test.local`, created_at: new Date().toISOString() })
     const key = yield* (yield* ApiKeys).issue(id, { name: "k", permissions: ["inference"], machine_id: null })
     if (credits > 0n) yield* (yield* Ledger).credit(id, { ref: `grant_${id}`, machine_id: null, amount: credits, type: "credit_added" })
-    return { accountId: id, auth: `Bearer ${key.secret}` }
+    return { accountId: id, keyId: key.id, auth: `Bearer ${key.secret}` }
   })
 
 /**

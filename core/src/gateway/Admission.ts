@@ -36,7 +36,7 @@ import { spendingOrder } from "../ledger/LedgerRules.ts"
 import { makeAccountCache } from "../kernel/AccountCache.ts"
 import { microToCredits } from "../kernel/Money.ts"
 import { type Admission, type AdmissionResult, GatewayStore } from "./GatewayStore.ts"
-import type { ReserveInOrderResult } from "../ledger/LedgerStore.ts"
+import type { BudgetClaim, GrantClaim, ReserveInOrderResult } from "../ledger/LedgerStore.ts"
 import { type Leases, leaseKey } from "./Leases.ts"
 import { type Drawn, hitsAhead, LEASE_CALLS, LEASE_LIFE_MS } from "./LeaseBook.ts"
 import type { GatewayError } from "./GatewayErrors.ts"
@@ -72,6 +72,19 @@ export interface Candidate {
   readonly allowance: AllowanceSource
   /** The agent of an agent's key (its limits are claimed too), else undefined. */
   readonly agent: AgentRecord | undefined
+}
+
+/** What a reservation is made against: the monthly and agent limits it counts against, the grants it takes from first. */
+interface Claims {
+  readonly budgets: ReadonlyArray<BudgetClaim>
+  readonly grants: ReadonlyArray<GrantClaim>
+}
+
+/** What a lease is taken for: the key's tier purchases, the claims of its calls and its key in the lease book. */
+interface LeaseShape {
+  readonly bought: bigint
+  readonly claims: Claims
+  readonly key: string
 }
 
 export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfig, settlement: Settlement) =>
@@ -144,6 +157,45 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
       config.storeBatch
     )
 
+    /**
+     * The admission batch's step for `candidate`'s key: its rpm hits (one unless `hits`) and, for a
+     * reservation (a call's or a lease's), `amount` reserved against `claims` until `expiresAt`.
+     * Uninterruptible: a client leaving meanwhile waits for the store's answer, so that a
+     * reservation made for it is seen (and released), never left to expire.
+     */
+    const submit = (
+      { caller, first, now }: Candidate,
+      rate: { readonly rpm: number; readonly windowStart: number; readonly hits?: number },
+      reservation: {
+        readonly ref: string
+        readonly amount: bigint
+        readonly expiresAt: number
+        readonly claims: Claims
+      } | undefined
+    ): Effect.Effect<AdmissionResult> =>
+      Effect.uninterruptible(admissions.submit({
+        account_id: caller.account.id,
+        key_id: caller.key.id,
+        touch_at: touchAt(caller, now),
+        rate: {
+          bucket: `rpm:${caller.key.id}`,
+          window_start: rate.windowStart,
+          window_ms: config.rateWindowMs,
+          limit: rate.rpm,
+          ...(rate.hits === undefined ? {} : { hits: rate.hits })
+        },
+        reservation: reservation === undefined ? undefined : {
+          ref: reservation.ref,
+          account_id: caller.account.id,
+          machine_id: first.id,
+          scopes: spendingOrder(first.id),
+          amount: reservation.amount,
+          created_at: Time.toTimestamp(now),
+          expires_at: Time.toTimestamp(reservation.expiresAt),
+          ...reservation.claims
+        }
+      }))
+
     // Generator functions are made once, here, not per call: a generator function made per call
     // keeps the call's state alive past young-generation collections (docs/performance.md
     // "Generators made per call").
@@ -207,24 +259,13 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
       const bought = yield* purchasedOf(caller.account.id, now)
       const rpm = rpmAt(tiers, bought)
       const windowStart = windowStartOf(now, config.rateWindowMs)
-      // Uninterruptible: a client leaving meanwhile waits for the store's answer, so that a
-      // reservation made for it is seen (and released), never left to expire.
-      const admission: AdmissionResult = yield* Effect.uninterruptible(admissions.submit({
-        account_id: caller.account.id,
-        key_id: caller.key.id,
-        touch_at: touchAt(caller, now),
-        rate: { bucket: `rpm:${caller.key.id}`, window_start: windowStart, window_ms: config.rateWindowMs, limit: rpm },
-        reservation: ref === undefined || bound === undefined ? undefined : {
-          ref,
-          account_id: caller.account.id,
-          machine_id: first.id,
-          scopes: spendingOrder(first.id),
-          amount: bound,
-          created_at: Time.toTimestamp(now),
-          expires_at: Time.toTimestamp(expiresAt),
-          ...claimsOf(caller, service, now, bought, allowance, agent)
-        }
-      }))
+      const admission = yield* submit(
+        candidate,
+        { rpm, windowStart },
+        ref === undefined || bound === undefined
+          ? undefined
+          : { ref, amount: bound, expiresAt, claims: claimsOf(caller, service, now, bought, allowance, agent) }
+      )
       const refused = keyRefusal(admission, caller, rpm, windowStart, now)
       if (refused !== undefined) return yield* refused
       const reserved = admission._tag === "Admitted" ? admission.reserved : undefined
@@ -254,40 +295,55 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
         expiresAt: drawn.expiresAt
       }))
     /**
-     * A priced call admitted from its key's lease, or with a new lease taken in the admission
-     * batch (`LEASE_CALLS` estimates and `hitsAhead` rpm hits); undefined when the call is to be
+     * A priced call admitted from its key's lease, taking a new one in the admission batch when none
+     * lends (`LEASE_CALLS` estimates and `hitsAhead` rpm hits); undefined when the call is to be
      * admitted alone (a lease was refused lately for credit or a limit: near them, calls reserve
      * their own estimates, and this process's leases of the account are closed, so that no lease
-     * holds what a call needs).
+     * holds what a call needs). A lease spent fast has its successor taken ahead, in the background.
      */
     const leasedStep = Effect.fnUntraced(function*(candidate: Candidate, leases: Leases) {
       const { agent, allowance, caller, first, now, service } = candidate
       const bought = yield* purchasedOf(caller.account.id, now)
       const claims = claimsOf(caller, service, now, bought, allowance, agent)
       const key = leaseKey(caller.key.id, first.id, claims)
+      const shape = { bought, claims, key }
       // While a lease of this key is being taken, its calls wait for it rather than each take one.
-      for (;;) {
-        const fromBook = leases.draw(key, candidate.bound!, now)
-        if (fromBook !== undefined) {
+      // A call takes at most two: one drained by others before it drew sends it to the store alone.
+      for (let takes = 0;;) {
+        const drawn = leases.draw(key, candidate.bound!, now)
+        if (drawn !== undefined) {
           stateOf(caller).admittedAt = now
-          return yield* drawnHeld(fromBook, first.id)
+          if (drawn.refill && !leasesTaken.has(key)) {
+            // Refused or failed, the successor is not needed now: the lease lends on, and a call
+            // finding it dry takes one itself.
+            yield* settlement.fork(Effect.ignore(takeLease(candidate, leases, shape)))
+          }
+          return yield* drawnHeld(drawn, first.id)
         }
-        if ((leaseRefused.get(key) ?? 0) > now) return undefined
+        // A lease being taken is waited for even when refused: it closes the account's leases first.
         const inFlight = leasesTaken.get(key)
-        if (inFlight === undefined) break
-        yield* Deferred.await(inFlight)
+        if (inFlight !== undefined) yield* Deferred.await(inFlight)
+        else if ((leaseRefused.get(key) ?? 0) > now || takes++ === 2) return undefined
+        else yield* takeLease(candidate, leases, shape)
       }
-      // The lease's ref is journaled before it is asked for; closed (or voided) when none is granted.
+    })
+
+    /**
+     * Takes a lease for `key` in the admission batch and hands it to the leases, its ref journaled
+     * before it is asked for and closed (or voided) when none is granted. The key's calls finding no
+     * lease wait for it meanwhile.
+     */
+    const takeLease = Effect.fnUntraced(function*(candidate: Candidate, leases: Leases, shape: LeaseShape) {
       const ref = yield* generateId("usage")
       const taken = Deferred.makeUnsafe<void>()
-      leasesTaken.set(key, taken)
+      leasesTaken.set(shape.key, taken)
       let granted = false
-      return yield* takeLease(candidate, leases, { bought, claims, key, ref }).pipe(
-        Effect.tap((held) => Effect.sync(() => void (granted = held !== undefined))),
+      yield* leaseStep(candidate, leases, shape, ref).pipe(
+        Effect.tap((answer) => Effect.sync(() => void (granted = answer))),
         Effect.onExit((exit) =>
           Effect.andThen(
             Effect.sync(() => {
-              leasesTaken.delete(key)
+              leasesTaken.delete(shape.key)
               Deferred.doneUnsafe(taken, Exit.void)
             }),
             granted ? Effect.void : settlement.abandon(ref, exit)
@@ -295,38 +351,19 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
         )
       )
     })
-    const takeLease = Effect.fnUntraced(function*(
-      candidate: Candidate,
-      leases: Leases,
-      { bought, claims, key, ref }: {
-        readonly bought: bigint
-        readonly claims: ReturnType<typeof claimsOf>
-        readonly key: string
-        readonly ref: string
-      }
-    ) {
-      const { caller, first, now } = candidate
-      const estimate = candidate.bound!
+    /** A lease's store step and what its answer means: whether it was granted (and handed to the leases). */
+    const leaseStep = Effect.fnUntraced(function*(candidate: Candidate, leases: Leases, { bought, claims, key }: LeaseShape, ref: string) {
+      const { caller, now } = candidate
       const rpm = rpmAt(tiers, bought)
       const windowStart = windowStartOf(now, config.rateWindowMs)
       const hits = hitsAhead(rpm)
       const expiresAt = now + config.reservationTtlMs + LEASE_LIFE_MS
-      const admission: AdmissionResult = yield* Effect.uninterruptible(admissions.submit({
-        account_id: caller.account.id,
-        key_id: caller.key.id,
-        touch_at: touchAt(caller, now),
-        rate: { bucket: `rpm:${caller.key.id}`, window_start: windowStart, window_ms: config.rateWindowMs, limit: rpm, hits },
-        reservation: {
-          ref,
-          account_id: caller.account.id,
-          machine_id: first.id,
-          scopes: spendingOrder(first.id),
-          amount: estimate * LEASE_CALLS,
-          created_at: Time.toTimestamp(now),
-          expires_at: Time.toTimestamp(expiresAt),
-          ...claims
-        }
-      }))
+      const admission = yield* submit(candidate, { rpm, windowStart, hits }, {
+        ref,
+        amount: candidate.bound! * LEASE_CALLS,
+        expiresAt,
+        claims
+      })
       const refusedKey = keyRefusal(admission, caller, rpm, windowStart, now)
       if (refusedKey !== undefined) return yield* refusedKey
       if (admission._tag !== "Admitted") return yield* Effect.die(new Error("Gateway: an admission neither refused nor admitted"))
@@ -338,9 +375,10 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
         // Near a limit: this process's leases of the account give back what they hold and lend no
         // more, so that the call, admitted alone next, is not refused for what they keep.
         yield* leases.closeAccount(caller.account.id)
-        return undefined
+        return false
       }
-      leases.open({
+      // Opened, or voided by the leases after shutdown: either way the lease is theirs now.
+      yield* leases.open({
         ref,
         accountId: caller.account.id,
         key,
@@ -352,10 +390,7 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
         // The hits within the limit (the first one is, or the store would have refused).
         hitsLeft: Math.min(hits, rpm - (admission.count - hits))
       })
-      const drawn = leases.draw(key, estimate, now)
-      if (drawn === undefined) return yield* Effect.die(new Error(`Gateway: lease ${ref} lends nothing to the call it was taken for`))
-      stateOf(caller).admittedAt = now
-      return yield* drawnHeld(drawn, first.id)
+      return true
     })
 
     /** Admits a call: its first reservation (undefined when it reserves nothing), or why not. */

@@ -7,10 +7,14 @@
  *
  * A lease stops lending when it closes: at `closesAt`, when its rpm window ends, at a notice of its
  * account (`closeAccount`), when notices may have been missed or at shutdown (`closeAll`), or when
- * a successor opens under its key. It is voided only once it is closed and every call drawn from it
- * is done (metered or given back), so a metered call always finds its draw's holds (or, after a
- * crash, its lease expired: the store still charges it, LedgerStore.draw). What a call was not
- * charged of its draw is lent again, as the store keeps it with the lease.
+ * it cannot lend a call and a successor waits under its key. It is voided only once it is closed
+ * and every call drawn from it is done (metered or given back), so a metered call always finds its
+ * draw's holds (or, after a crash, its lease expired: the store still charges it, LedgerStore.draw).
+ * What a call was not charged of its draw is lent again, as the store keeps it with the lease.
+ *
+ * A lease spent fast asks once, at half spent, for its successor to be taken ahead (`Drawn.refill`),
+ * so that its key's calls do not wait for a store step when it runs dry. The successor waits until
+ * the lease cannot lend: the hits the lease took are used before the next ones.
  */
 import { drawFrom, type Holds, takeDrawn } from "../ledger/Lease.ts"
 
@@ -18,6 +22,12 @@ import { drawFrom, type Holds, takeDrawn } from "../ledger/Lease.ts"
 export const LEASE_LIFE_MS = 10_000
 /** A lease is taken for this many calls' estimates (less where less is left: the store's answer). */
 export const LEASE_CALLS = 32n
+
+/**
+ * A lease asks for its successor at half spent only when that half went within this part of its
+ * life: a key whose calls come slower would leave the successor's hits unused when it closes.
+ */
+export const REFILL_WITHIN_MS = LEASE_LIFE_MS / 4
 
 /** The rpm hits a lease takes ahead for a key allowed `rpm` a minute: min(16, rpm / 8), at least 1. */
 export const hitsAhead = (rpm: number): number => Math.max(1, Math.min(16, Math.floor(rpm / 8)))
@@ -43,11 +53,16 @@ export interface OpenLease {
 interface Lease extends OpenLease {
   /** The place of each scope and grant in the lease's spending order, as it was opened. */
   readonly order: ReadonlyMap<string, number>
+  /** What it held and the hits it had when opened: half of either spent asks for a successor. */
+  readonly amountAtOpen: bigint
+  readonly hitsAtOpen: number
   left: Holds
   hitsLeft: number
   /** Calls drawn from it and not yet metered or given back. */
   outstanding: number
   closed: boolean
+  /** It asked for its successor once already. */
+  refillAsked: boolean
 }
 
 /** A call's draw: the lease it drew from (and when that expires) and what it drew. */
@@ -55,17 +70,30 @@ export interface Drawn {
   readonly lease: string
   readonly expiresAt: number
   readonly drawn: Holds
+  /** This draw spent the lease's first half, fast: its successor is to be taken now (once per lease). */
+  readonly refill: boolean
 }
 
 export const makeLeaseBook = () => {
+  /** The lease lending under each key. */
   const byKey = new Map<string, Lease>()
+  /** The successor taken ahead under a key, lending once the first cannot. */
+  const nextByKey = new Map<string, Lease>()
   const byRef = new Map<string, Lease>()
 
-  /** Closes a lease; the ref to void when nothing drawn from it is left to meter. */
+  /** Closes a lease (its successor, if one waits, lends next); the ref to void when nothing drawn from it is left to meter. */
   const close = (lease: Lease): ReadonlyArray<string> => {
     if (!lease.closed) {
       lease.closed = true
-      if (byKey.get(lease.key) === lease) byKey.delete(lease.key)
+      if (nextByKey.get(lease.key) === lease) nextByKey.delete(lease.key)
+      if (byKey.get(lease.key) === lease) {
+        byKey.delete(lease.key)
+        const next = nextByKey.get(lease.key)
+        if (next !== undefined) {
+          nextByKey.delete(lease.key)
+          byKey.set(lease.key, next)
+        }
+      }
     }
     return settleIfDone(lease)
   }
@@ -74,44 +102,71 @@ export const makeLeaseBook = () => {
     byRef.delete(lease.ref)
     return [lease.ref]
   }
+  const pastTime = (lease: Lease, now: number) => now >= lease.closesAt || now >= lease.windowEnd || now < lease.window
+
+  /** `estimate` and one hit from `lease`, or undefined when it has not that much left. */
+  const lend = (lease: Lease, estimate: bigint, now: number): Drawn | undefined => {
+    if (lease.hitsLeft === 0) return undefined
+    const drawn = drawFrom(lease.left, estimate)
+    if (drawn === undefined) return undefined
+    const left = takeDrawn(lease.left, drawn)
+    if ("problem" in left) throw new Error(`LeaseBook: ${left.problem}`) // drawFrom draws only what is there
+    lease.left = left
+    lease.hitsLeft -= 1
+    lease.outstanding += 1
+    const halfSpent = lease.hitsLeft * 2 <= lease.hitsAtOpen || total(left) * 2n <= lease.amountAtOpen
+    const refill = !lease.refillAsked && lease.hitsAtOpen > 1 && halfSpent &&
+      now < lease.closesAt - LEASE_LIFE_MS + REFILL_WITHIN_MS && !nextByKey.has(lease.key)
+    if (refill) lease.refillAsked = true
+    return { lease: lease.ref, expiresAt: lease.expiresAt, drawn, refill }
+  }
 
   return {
     /**
-     * A call's draw of `estimate` from the open lease under `key`, with one of its rpm hits; or
-     * undefined (none open, past its time or window, out of hits or of credit: the call goes to
-     * the store), having closed a lease that can no longer lend (its ref to void in `toVoid`).
+     * A call's draw of `estimate` from the lease lending under `key`, with one of its rpm hits; or
+     * undefined (none lends, past its time or window, out of hits or of credit and no successor
+     * waits: the call goes to the store), having closed the leases that can no longer lend (their
+     * refs to void in `toVoid`).
      */
     draw(key: string, estimate: bigint, now: number, toVoid: Array<string>): Drawn | undefined {
-      const lease = byKey.get(key)
-      if (lease === undefined) return undefined
-      if (now >= lease.closesAt || now >= lease.windowEnd || now < lease.window) {
+      for (;;) {
+        const lease = byKey.get(key)
+        if (lease === undefined) return undefined
+        if (!pastTime(lease, now)) {
+          const drawn = lend(lease, estimate, now)
+          // A lease that cannot lend this call keeps lending (what its calls were not charged comes
+          // back to it) unless a successor waits.
+          if (drawn !== undefined || !nextByKey.has(key)) return drawn
+        }
         toVoid.push(...close(lease))
-        return undefined
       }
-      if (lease.hitsLeft === 0) return undefined
-      const drawn = drawFrom(lease.left, estimate)
-      if (drawn === undefined) return undefined
-      const left = takeDrawn(lease.left, drawn)
-      if ("problem" in left) throw new Error(`LeaseBook: ${left.problem}`) // drawFrom draws only what is there
-      lease.left = left
-      lease.hitsLeft -= 1
-      lease.outstanding += 1
-      return { lease: lease.ref, expiresAt: lease.expiresAt, drawn }
     },
 
     /**
-     * A lease the store granted, with the hits it took that are within the limit, lending from now
-     * (its first call's draw comes next, through `draw`). The lease it succeeds under its key is
-     * closed (its ref to void, when nothing is left to meter, in the answer).
+     * A lease the store granted, with the hits it took that are within the limit: lending from
+     * now, or, when a lease still lends under its key, once that one cannot (a successor waits at
+     * most one deep: an older one waiting is closed, its ref to void, when nothing is left to
+     * meter, in the answer).
      */
     open(lease: OpenLease): ReadonlyArray<string> {
-      const previous = byKey.get(lease.key)
-      const toVoid = previous === undefined ? [] : close(previous)
       const keys = [...lease.left.grants.map(grantKey), ...lease.left.allocations.map(scopeOf)]
-      const opened: Lease = { ...lease, order: new Map(keys.map((k, i) => [k, i])), outstanding: 0, closed: false }
-      byKey.set(lease.key, opened)
+      const opened: Lease = {
+        ...lease,
+        order: new Map(keys.map((k, i) => [k, i])),
+        amountAtOpen: total(lease.left),
+        hitsAtOpen: lease.hitsLeft,
+        outstanding: 0,
+        closed: false,
+        refillAsked: false
+      }
       byRef.set(lease.ref, opened)
-      return toVoid
+      if (!byKey.has(lease.key)) {
+        byKey.set(lease.key, opened)
+        return []
+      }
+      const waiting = nextByKey.get(lease.key)
+      nextByKey.set(lease.key, opened)
+      return waiting === undefined ? [] : close(waiting)
     },
 
     /**
@@ -147,7 +202,7 @@ export const makeLeaseBook = () => {
 
     /** Closes the leases past their time or window at `now`; the refs to void now. */
     closeDue(now: number): ReadonlyArray<string> {
-      return [...byRef.values()].filter((l) => now >= l.closesAt || now >= l.windowEnd).flatMap(close)
+      return [...byRef.values()].filter((l) => pastTime(l, now)).flatMap(close)
     },
 
     /** The leases not yet voided: open or closed with calls left to meter (for tests and gauges). */
@@ -159,6 +214,7 @@ export const makeLeaseBook = () => {
 
 export type LeaseBook = ReturnType<typeof makeLeaseBook>
 
+const total = (holds: Holds): bigint => [...holds.allocations, ...holds.grants].reduce((sum, h) => sum + h.amount, 0n)
 const scopeOf = (a: { readonly machine_id: string | null }) => `scope ${a.machine_id ?? ""}`
 const grantKey = (g: { readonly grant: string; readonly period: string }) => `grant ${g.grant} ${g.period}`
 

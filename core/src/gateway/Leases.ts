@@ -10,7 +10,7 @@
  * closed, and what the book hands back is voided, in the background; at shutdown every lease is
  * closed.
  */
-import { Clock, Effect, Option, Schedule, type Scope } from "effect"
+import { Clock, Deferred, Effect, Exit, Option, Schedule, type Scope } from "effect"
 import { AccountNotices } from "../kernel/AccountNotices.ts"
 import type { Holds } from "../ledger/Lease.ts"
 import { type Drawn, makeLeaseBook, type OpenLease } from "./LeaseBook.ts"
@@ -19,7 +19,6 @@ import { type Drawn, makeLeaseBook, type OpenLease } from "./LeaseBook.ts"
 const SWEEP_EVERY_MS = 1_000
 /** How long `closeAccount` waits for the calls still being metered of the leases it closes. */
 const CLOSE_WAIT_MS = 2_000
-const CLOSE_POLL_MS = 5
 
 /** A lease's reservation, to void (Settlement.ts `release`). */
 export type VoidLease = (ref: string) => Effect.Effect<void>
@@ -28,15 +27,36 @@ export const makeLeases = (voidLease: VoidLease): Effect.Effect<Leases, never, S
   Effect.gen(function*() {
     const book = makeLeaseBook()
     const notices = Option.getOrUndefined(yield* Effect.serviceOption(AccountNotices))
+    /** The account of each lease not yet voided in the store. */
+    const accountOf = new Map<string, string>()
     /** Refs handed back by the book and not voided yet. */
     let due: Array<string> = []
+    /** Per account, the `closeAccount` callers waiting for its last lease to be voided. */
+    const emptied = new Map<string, Deferred.Deferred<void>>()
+    /** After shutdown, a lease the store grants is voided rather than lent from. */
+    let shut = false
+
     const later = (refs: ReadonlyArray<string>) => {
       if (refs.length > 0) due.push(...refs)
     }
+    const holdsAny = (accountId: string) => {
+      for (const account of accountOf.values()) if (account === accountId) return true
+      return false
+    }
+    const voided = (ref: string) =>
+      Effect.sync(() => {
+        const accountId = accountOf.get(ref)
+        accountOf.delete(ref)
+        const waiting = accountId === undefined ? undefined : emptied.get(accountId)
+        if (waiting !== undefined && !holdsAny(accountId!)) {
+          emptied.delete(accountId!)
+          Deferred.doneUnsafe(waiting, Exit.void)
+        }
+      })
     const voidDue = Effect.suspend(() => {
       const refs = due
       due = []
-      return Effect.forEach(refs, voidLease, { discard: true })
+      return Effect.forEach(refs, (ref) => Effect.andThen(voidLease(ref), voided(ref)), { discard: true })
     })
 
     if (notices !== undefined) {
@@ -49,7 +69,15 @@ export const makeLeases = (voidLease: VoidLease): Effect.Effect<Leases, never, S
       Effect.andThen(Effect.map(Clock.currentTimeMillis, (now) => later(book.closeDue(now))), voidDue),
       Schedule.spaced(SWEEP_EVERY_MS)
     )))
-    yield* Effect.addFinalizer(() => Effect.andThen(Effect.sync(() => later(book.closeAll())), voidDue))
+    yield* Effect.addFinalizer(() =>
+      Effect.andThen(
+        Effect.sync(() => {
+          shut = true
+          later(book.closeAll())
+        }),
+        voidDue
+      )
+    )
 
     return {
       active: () => notices?.live() === true,
@@ -59,17 +87,25 @@ export const makeLeases = (voidLease: VoidLease): Effect.Effect<Leases, never, S
         later(toVoid)
         return drawn
       },
-      open: (lease) => later(book.open(lease)),
+      open: (lease) =>
+        shut ? Effect.as(voidLease(lease.ref), false) : Effect.sync(() => {
+          accountOf.set(lease.ref, lease.accountId)
+          later(book.open(lease))
+          return true
+        }),
       closeAccount: (accountId) =>
         Effect.gen(function*() {
           later(book.closeAccount(accountId))
+          yield* voidDue
+          if (!holdsAny(accountId)) return
           // Calls drawn from them and still being metered (a call's metering runs after its
           // answer) are waited for, a little: each lease is voided once its last one is.
-          for (let waited = 0;; waited += CLOSE_POLL_MS) {
-            yield* voidDue
-            if (waited >= CLOSE_WAIT_MS || !book.held().some((l) => l.accountId === accountId)) return
-            yield* Effect.sleep(CLOSE_POLL_MS)
+          let waiting = emptied.get(accountId)
+          if (waiting === undefined) {
+            waiting = Deferred.makeUnsafe<void>()
+            emptied.set(accountId, waiting)
           }
+          yield* Effect.timeoutOption(Deferred.await(waiting), CLOSE_WAIT_MS)
         }),
       done: (call, charged) => {
         later(book.done(call, charged))
@@ -84,8 +120,11 @@ export interface Leases {
   readonly active: () => boolean
   /** A call's draw from the open lease under `key` (LeaseBook.draw); undefined: to the store. */
   readonly draw: (key: string, estimate: bigint, now: number) => Drawn | undefined
-  /** A lease the store granted lends from now. */
-  readonly open: (lease: OpenLease) => void
+  /**
+   * A lease the store granted lends from now (or once its key's lease cannot: LeaseBook.open);
+   * after shutdown it is voided instead (false).
+   */
+  readonly open: (lease: OpenLease) => Effect.Effect<boolean>
   /**
    * Closes this process's leases of an account and voids them before it answers, waiting up to
    * 2 s for their calls still being metered: near a limit, what they hold goes back to the

@@ -265,7 +265,10 @@ export const makeSettlement = (config: SettlementConfig) =>
       if (held.lease !== undefined) {
         // Drawn from a lease: what it drew goes back to the lease; the store holds it there.
         const call = { lease: held.lease, drawn: { allocations: held.allocations, grants: held.grants } }
-        return Effect.andThen(Effect.sync(() => leases?.done(call, NOTHING_CHARGED)), closed([held.ref]))
+        return Effect.andThen(
+          Effect.suspend(() => leases?.done(call, NOTHING_CHARGED) ? fork(leases.voidDue) : Effect.void),
+          closed([held.ref])
+        )
       }
       const done = Effect.andThen(Effect.asVoid(ledger.void(held.ref)), closed([held.ref]))
       return Effect.catchCause(Effect.uninterruptible(done), (cause) =>

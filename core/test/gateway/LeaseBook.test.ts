@@ -1,7 +1,8 @@
 /**
  * The lease book (core/src/gateway/LeaseBook.ts): calls draw from the open lease of their key and
  * shape, one rpm hit each, until it is dry, out of hits, past its time or window, closed by a
- * notice or succeeded; a lease is handed back for voiding once, only when it is closed and every
+ * notice or succeeded (a successor waits until it cannot lend); a lease spent fast asks once for
+ * its successor; a lease is handed back for voiding once, only when it is closed and every
  * call drawn from it was metered or given back. The property checks, under any sequence of those
  * events, that no lease lends more than it holds or more hits than it took.
  */
@@ -60,14 +61,46 @@ describe("the lease book", () => {
     expect(toVoid).toEqual(["l2"])
   })
 
-  it("a successor closes its predecessor, which is voided after its last call", () => {
+  it("a successor waits until its predecessor cannot lend; the predecessor is voided after its last call", () => {
     const book = makeLeaseBook()
-    book.open(lease("l1", credits(4n)))
-    const first = book.draw("key_a chat", 4n, 1, [])!
+    book.open(lease("l1", credits(6n), { hitsLeft: 2 }))
+    const first = book.draw("key_a chat", 3n, 1, [])!
     expect(book.open(lease("l2", credits(8n)))).toEqual([])
-    expect(book.draw("key_a chat", 3n, 2, [])?.lease).toEqual("l2")
-    expect(book.done(first, NOTHING)).toEqual(["l1"])
+    // l1's second hit and its 3 left are used before l2 lends.
+    expect(book.draw("key_a chat", 3n, 2, [])?.lease).toEqual("l1")
+    expect(book.draw("key_a chat", 3n, 3, [])?.lease).toEqual("l2")
+    expect(book.held().find((l) => l.ref === "l1")?.closed).toBe(true)
+    expect(book.done(first, NOTHING)).toEqual([])
+    expect(book.done({ lease: "l1", drawn: credits(3n) }, NOTHING)).toEqual(["l1"])
     expect(book.held().map((l) => l.ref)).toEqual(["l2"])
+    // A successor waiting when a third is granted is closed (one waits at most).
+    expect(book.open(lease("l3", credits(8n)))).toEqual([])
+    expect(book.open(lease("l4", credits(8n)))).toEqual(["l3"])
+  })
+
+  it("a lease spent fast asks once, at half spent, for its successor", () => {
+    const book = makeLeaseBook()
+    book.open(lease("l1", credits(100n), { hitsLeft: 4 }))
+    const refills = (times: ReadonlyArray<number>) => times.map((t) => book.draw("key_a chat", 1n, t, [])?.refill)
+    // Half the hits used by the second call, within the first quarter of the lease's life.
+    expect(refills([1, 2, 3])).toEqual([false, true, false])
+    // Half the credit spent asks too.
+    book.open(lease("l2", credits(10n), { hitsLeft: 16, closesAt: 1_000 + LEASE_LIFE_MS }))
+    expect(book.draw("key_a chat", 1n, 1_001, [])?.lease).toEqual("l1") // l1 lends its last hit first
+    expect([4n, 1n, 1n].map((e) => book.draw("key_a chat", e, 1_002, [])?.refill)).toEqual([false, true, false])
+  })
+
+  it("no successor is asked for by a lease spent slowly, one of a single hit, or one whose successor waits", () => {
+    const slow = makeLeaseBook()
+    slow.open(lease("l1", credits(100n), { hitsLeft: 4 }))
+    expect([1, LEASE_LIFE_MS / 2, LEASE_LIFE_MS / 2 + 1].map((t) => slow.draw("key_a chat", 1n, t, [])?.refill)).toEqual([false, false, false])
+    const single = makeLeaseBook()
+    single.open(lease("l1", credits(100n), { hitsLeft: 1 }))
+    expect(single.draw("key_a chat", 1n, 1, [])?.refill).toBe(false)
+    const waiting = makeLeaseBook()
+    waiting.open(lease("l1", credits(100n), { hitsLeft: 4 }))
+    waiting.open(lease("l2", credits(100n), { hitsLeft: 4 }))
+    expect([1, 2].map((t) => waiting.draw("key_a chat", 1n, t, [])?.refill)).toEqual([false, false])
   })
 
   it("what a call was not charged of its draw is lent again, in the lease's spending order", () => {
@@ -132,6 +165,7 @@ describe("the lease book", () => {
         const taken = new Map<string, { amount: bigint; hits: number; charged: bigint; lent: bigint; hitsUsed: number; outstanding: number }>()
         const calls: Array<Drawn> = []
         const voided = new Set<string>()
+        const refilled = new Set<string>()
         const void_ = (refs: ReadonlyArray<string>) => {
           for (const ref of refs) {
             expect(voided.has(ref)).toBe(false)
@@ -155,6 +189,10 @@ describe("the lease book", () => {
               void_(toVoid)
               if (call !== undefined) {
                 const t = taken.get(call.lease)!
+                if (call.refill) {
+                  expect(refilled.has(call.lease)).toBe(false)
+                  refilled.add(call.lease)
+                }
                 expect(voided.has(call.lease)).toBe(false)
                 expect(sum(call.drawn)).toBe(op.estimate)
                 t.lent += op.estimate
@@ -193,6 +231,9 @@ describe("the lease book", () => {
               void_(book.closeDue(now))
               break
           }
+          // Per key, one lease lends and one successor waits at most.
+          const unclosed = book.held().filter((l) => !l.closed).map((l) => l.key)
+          for (const key of new Set(unclosed)) expect(unclosed.filter((k) => k === key).length).toBeLessThanOrEqual(2)
           for (const held of book.held()) {
             const t = taken.get(held.ref)!
             expect(held.outstanding).toBe(t.outstanding)
