@@ -21,11 +21,11 @@
 import { agentBudgetClaims, agentLimitOf } from "../agents/Limits.ts"
 import type { AgentRecord } from "../agents/Records.ts"
 import { AgentStore } from "../agents/AgentStore.ts"
-import { Deferred, Effect, Exit } from "effect"
+import { Effect } from "effect"
 import { ApiKeys, TOUCH_INTERVAL_MS } from "../keys/ApiKeys.ts"
 import { type Caller } from "../keys/Caller.ts"
 import { makeBatcher } from "../kernel/Batcher.ts"
-import type { CatalogueConfig, MachineConfig } from "../catalogue/CatalogueConfig.ts"
+import type { CatalogueConfig } from "../catalogue/CatalogueConfig.ts"
 import { type AllowanceSource, allowanceTable, grantClaims } from "../billing/Allowances.ts"
 import { budgetClaims } from "../billing/Limits.ts"
 import { monthOf } from "../kernel/Time.ts"
@@ -36,9 +36,9 @@ import { spendingOrder } from "../ledger/LedgerRules.ts"
 import { makeAccountCache } from "../kernel/AccountCache.ts"
 import { microToCredits } from "../kernel/Money.ts"
 import { type Admission, type AdmissionResult, GatewayStore } from "./GatewayStore.ts"
-import type { BudgetClaim, GrantClaim, ReserveInOrderResult } from "../ledger/LedgerStore.ts"
-import { type Leases, leaseKey } from "./Leases.ts"
-import { type Drawn, hitsAhead, LEASE_CALLS, LEASE_LIFE_MS } from "./LeaseBook.ts"
+import type { ReserveInOrderResult } from "../ledger/LedgerStore.ts"
+import type { Candidate, Claims } from "./Candidate.ts"
+import { makeLeaseAdmission } from "./LeaseAdmission.ts"
 import type { GatewayError } from "./GatewayErrors.ts"
 import { OrderStore } from "../payments/OrderStore.ts"
 import { windowStartOf } from "../kernel/RateLimitStore.ts"
@@ -46,7 +46,6 @@ import * as Time from "../kernel/Time.ts"
 import { netPurchasedCredits } from "../payments/Reversals.ts"
 import { LedgerStore } from "../ledger/LedgerStore.ts"
 import type { Held, Settlement } from "./Settlement.ts"
-import type { Endpoint } from "./Validation.ts"
 
 export interface AdmissionConfig {
   readonly tierCacheMs: number
@@ -55,36 +54,6 @@ export interface AdmissionConfig {
   readonly speculationWindowMs: number
   readonly storeBatch: number
   readonly reservationTtlMs: number
-}
-
-/** One call to admit. */
-export interface Candidate {
-  readonly caller: Caller
-  readonly endpoint: Endpoint
-  readonly now: number
-  /** The first machine: the reservation is made for it (credits pinned to it may pay). */
-  readonly first: MachineConfig
-  /** The cost bound to reserve; undefined for a call that reserves nothing (unpriced). */
-  readonly bound: bigint | undefined
-  /** The call's service: its allowance and trial are taken from first. */
-  readonly service: string
-  /** Whose allowance of the service: the month's, or the key's plan's (billing/Allowances.ts). */
-  readonly allowance: AllowanceSource
-  /** The agent of an agent's key (its limits are claimed too), else undefined. */
-  readonly agent: AgentRecord | undefined
-}
-
-/** What a reservation is made against: the monthly and agent limits it counts against, the grants it takes from first. */
-interface Claims {
-  readonly budgets: ReadonlyArray<BudgetClaim>
-  readonly grants: ReadonlyArray<GrantClaim>
-}
-
-/** What a lease is taken for: the key's tier purchases, the claims of its calls and its key in the lease book. */
-interface LeaseShape {
-  readonly bought: bigint
-  readonly claims: Claims
-  readonly key: string
 }
 
 export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfig, settlement: Settlement) =>
@@ -279,118 +248,15 @@ export const makeAdmission = (config: AdmissionConfig, catalogue: CatalogueConfi
         : { ref, machineId: first.id, allocations: reserved.allocations, grants: reserved.grants ?? [], expiresAt } satisfies Held
     })
 
-    // -- credit leases (Leases.ts), where they are on: a call drawn from its key's lease needs no store step --
-    /** Per lease key, until when its calls are admitted one by one: a lease was refused for credit or a limit. */
-    const leaseRefused = new Map<string, number>()
-    /** Per lease key, the lease being taken now: done when the store has answered. */
-    const leasesTaken = new Map<string, Deferred.Deferred<void>>()
-    /** A call drawn from a lease, held as a reservation of what it drew. */
-    const drawnHeld = (drawn: Drawn, machineId: string) =>
-      Effect.map(generateId("usage"), (ref): Held => ({
-        ref,
-        lease: drawn.lease,
-        machineId,
-        allocations: drawn.drawn.allocations,
-        grants: drawn.drawn.grants,
-        expiresAt: drawn.expiresAt
-      }))
-    /**
-     * A priced call admitted from its key's lease, taking a new one in the admission batch when none
-     * lends (`LEASE_CALLS` estimates and `hitsAhead` rpm hits); undefined when the call is to be
-     * admitted alone (a lease was refused lately for credit or a limit: near them, calls reserve
-     * their own estimates, and this process's leases of the account are closed, so that no lease
-     * holds what a call needs). A lease spent fast has its successor taken ahead, in the background.
-     */
-    const leasedStep = Effect.fnUntraced(function*(candidate: Candidate, leases: Leases) {
-      const { agent, allowance, caller, first, now, service } = candidate
-      const bought = yield* purchasedOf(caller.account.id, now)
-      const claims = claimsOf(caller, service, now, bought, allowance, agent)
-      const key = leaseKey(caller.key.id, first.id, claims)
-      const shape = { bought, claims, key }
-      // While a lease of this key is being taken, its calls wait for it rather than each take one.
-      // A call takes at most two: one drained by others before it drew sends it to the store alone.
-      for (let takes = 0;;) {
-        const drawn = leases.draw(key, candidate.bound!, now)
-        if (drawn !== undefined) {
-          stateOf(caller).admittedAt = now
-          if (drawn.refill && !leasesTaken.has(key)) {
-            // Refused or failed, the successor is not needed now: the lease lends on, and a call
-            // finding it dry takes one itself.
-            yield* settlement.fork(Effect.ignore(takeLease(candidate, leases, shape)))
-          }
-          return yield* drawnHeld(drawn, first.id)
-        }
-        // A lease being taken is waited for even when refused: it closes the account's leases first.
-        const inFlight = leasesTaken.get(key)
-        if (inFlight !== undefined) yield* Deferred.await(inFlight)
-        else if ((leaseRefused.get(key) ?? 0) > now || takes++ === 2) return undefined
-        else yield* takeLease(candidate, leases, shape)
-      }
-    })
-
-    /**
-     * Takes a lease for `key` in the admission batch and hands it to the leases, its ref journaled
-     * before it is asked for and closed (or voided) when none is granted. The key's calls finding no
-     * lease wait for it meanwhile.
-     */
-    const takeLease = Effect.fnUntraced(function*(candidate: Candidate, leases: Leases, shape: LeaseShape) {
-      const ref = yield* generateId("usage")
-      const taken = Deferred.makeUnsafe<void>()
-      leasesTaken.set(shape.key, taken)
-      let granted = false
-      yield* leaseStep(candidate, leases, shape, ref).pipe(
-        Effect.tap((answer) => Effect.sync(() => void (granted = answer))),
-        Effect.onExit((exit) =>
-          Effect.andThen(
-            Effect.sync(() => {
-              leasesTaken.delete(shape.key)
-              Deferred.doneUnsafe(taken, Exit.void)
-            }),
-            granted ? Effect.void : settlement.abandon(ref, exit)
-          )
-        )
-      )
-    })
-    /** A lease's store step and what its answer means: whether it was granted (and handed to the leases). */
-    const leaseStep = Effect.fnUntraced(function*(candidate: Candidate, leases: Leases, { bought, claims, key }: LeaseShape, ref: string) {
-      const { caller, now } = candidate
-      const rpm = rpmAt(tiers, bought)
-      const windowStart = windowStartOf(now, config.rateWindowMs)
-      const hits = hitsAhead(rpm)
-      const expiresAt = now + config.reservationTtlMs + LEASE_LIFE_MS
-      const admission = yield* submit(candidate, { rpm, windowStart, hits }, {
-        ref,
-        amount: candidate.bound! * LEASE_CALLS,
-        expiresAt,
-        claims
-      })
-      const refusedKey = keyRefusal(admission, caller, rpm, windowStart, now)
-      if (refusedKey !== undefined) return yield* refusedKey
-      if (admission._tag !== "Admitted") return yield* Effect.die(new Error("Gateway: an admission neither refused nor admitted"))
-      const reserved = admission.reserved
-      if (reserved?._tag === "duplicate") return yield* Effect.die(new Error(`Gateway: generated lease ref ${ref} already exists`))
-      if (reserved?._tag !== "reserved") {
-        if (leaseRefused.size >= 10_000) leaseRefused.clear() // bounded: forgetting costs one refused lease
-        leaseRefused.set(key, now + config.rateWindowMs)
-        // Near a limit: this process's leases of the account give back what they hold and lend no
-        // more, so that the call, admitted alone next, is not refused for what they keep.
-        yield* leases.closeAccount(caller.account.id)
-        return false
-      }
-      // Opened, or voided by the leases after shutdown: either way the lease is theirs now.
-      yield* leases.open({
-        ref,
-        accountId: caller.account.id,
-        key,
-        window: windowStart,
-        windowEnd: windowStart + config.rateWindowMs,
-        closesAt: now + LEASE_LIFE_MS,
-        expiresAt,
-        left: { allocations: reserved.allocations, grants: reserved.grants ?? [] },
-        // The hits within the limit (the first one is, or the store would have refused).
-        hitsLeft: Math.min(hits, rpm - (admission.count - hits))
-      })
-      return true
+    const leasedStep = makeLeaseAdmission({
+      config,
+      settlement,
+      rpmOf: (bought) => rpmAt(tiers, bought),
+      purchasedOf,
+      claimsOf,
+      submit,
+      keyRefusal,
+      admitted: (caller, now) => void (stateOf(caller).admittedAt = now)
     })
 
     /** Admits a call: its first reservation (undefined when it reserves nothing), or why not. */

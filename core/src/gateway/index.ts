@@ -1,5 +1,6 @@
 /** The gateway area's public entry (docs/architecture.md "Areas"). */
 export * from "./Admission.ts"
+export * from "./Candidate.ts"
 export * from "./Answers.ts"
 export * from "./ClientBuffer.ts"
 export * from "./Cooldown.ts"
