@@ -28,14 +28,12 @@ import {
   type BudgetState,
   firstOverBudget,
   LedgerStore,
-  type NewReservation,
-  type OrderedReservation,
   reservedAmount,
   reserveOrdered,
   settlementOf
 } from "@model-platform/core/ledger"
 import { generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
-import { type RunOnStore, schedulerGate, schedulerProperty } from "./SchedulerGate.ts"
+import { gatedLedger, type RunOnStore, schedulerGate, schedulerProperty } from "./SchedulerGate.ts"
 
 const y1995 = (ms: number): Timestamp => toTimestamp(Date.UTC(1995, 0, 1) + ms)
 const MONTHS = ["2026-01", "2026-02"] as const
@@ -276,68 +274,52 @@ const runScenario = (s: fc.Scheduler, scenario: Scenario, run: RunOnStore) =>
       }
     }
 
-    const gated = LedgerStore.of({
-      ...inner,
-      balances: (a) => gate("balances", inner.balances(a)),
-      budgets: (a, month) => gate(`budgets ${month}`, inner.budgets(a, month)),
-      reserve: (r: NewReservation) =>
-        Effect.suspend(() => {
-          const amount = reservedAmount(r.allocations)
-          const claims = r.budgets ?? []
-          let p: ReturnType<typeof predict> | undefined
-          return gate(`reserve ${r.ref}`, Effect.suspend(() => {
-            p = predict(amount, claims)
-            return inner.reserve(r)
-          }), (result) => {
-            const want = p!.over !== undefined ? "over_budget" : p!.fits ? "reserved" : "insufficient"
-            expect(result === want, `reserve ${r.ref}: ${result}, the model says ${want}`)
-            if (result === "reserved") admitted(`reserve ${r.ref}`, r.ref, amount, claims, r.expires_at)
-          })
-        }),
-      ...(inner.reserveInOrder === undefined ? {} : {
-        reserveInOrder: (r: OrderedReservation) =>
-          Effect.suspend(() => {
-            const claims = r.budgets ?? []
-            let p: ReturnType<typeof predict> | undefined
-            return gate(`reserveInOrder ${r.ref}`, Effect.suspend(() => {
-              p = predict(r.amount, claims)
-              return inner.reserveInOrder!(r)
-            }), (result) => {
-              const want = p!.over ?? (p!.fits
-                ? { _tag: "reserved", allocations: r.amount === 0n ? [] : [{ machine_id: null, amount: r.amount }] }
-                : { _tag: "insufficient", available: p!.available })
-              // No grants are claimed here: a store may answer `grants: []` or leave it out.
-              const { grants: _, ...answer } = result._tag === "reserved" ? result : { ...result, grants: undefined }
-              expect(
-                JSON.stringify(answer, (_, v) => typeof v === "bigint" ? `${v}` : v) ===
-                  JSON.stringify(want, (_, v) => typeof v === "bigint" ? `${v}` : v),
-                `reserveInOrder ${r.ref}: ${result._tag}, the model says ${want._tag}`
-              )
-              if (result._tag === "reserved") admitted(`reserveInOrder ${r.ref}`, r.ref, r.amount, claims, r.expires_at)
-            })
-          })
-      }),
-      settle: (st) =>
-        gate(`settle ${st.ref}`, inner.settle(st), (result) => {
-          const want = model.pending.has(st.ref) ? "settled" : "not_pending"
-          expect(result === want, `settle ${st.ref}: ${result}, the model says ${want}`)
-          if (result === "settled") model.finish(st.ref, st.charged, st.excess)
-        }),
-      void: (ref, at) =>
-        gate(`void ${ref}`, inner.void(ref, at), (result) => {
-          const want = model.pending.has(ref) ? "voided" : "not_pending"
-          expect(result === want, `void ${ref}: ${result}, the model says ${want}`)
-          if (result === "voided") model.finish(ref, undefined, 0n)
-        }),
-      expire: (now) =>
-        gate(`expire ${now}`, inner.expire(now), (refs) => {
-          const mine = refs.filter((ref) => model.refs.has(ref)).sort()
-          const want = [...model.pending].filter(([, p]) => p.expires_at <= now).map(([ref]) => ref).sort()
-          expect(mine.join() === want.join(), `expire ${now}: ${mine}, the model says ${want}`)
-          for (const ref of mine) if (model.pending.has(ref)) model.finish(ref, undefined, 0n)
-        }),
-      setBudgetLimit: (a, budget, limit) =>
-        gate(`limit ${budget} ${limit}`, inner.setBudgetLimit(a, budget, limit), () => void model.limits.set(budget, limit))
+    const gated = gatedLedger(inner, gate, {
+      reads: ["balances", "budgets"],
+      reserve: (r) => {
+        const amount = reservedAmount(r.allocations)
+        const claims = r.budgets ?? []
+        const p = predict(amount, claims)
+        return (result) => {
+          const want = p.over !== undefined ? "over_budget" : p.fits ? "reserved" : "insufficient"
+          expect(result === want, `reserve ${r.ref}: ${result}, the model says ${want}`)
+          if (result === "reserved") admitted(`reserve ${r.ref}`, r.ref, amount, claims, r.expires_at)
+        }
+      },
+      reserveInOrder: (r) => {
+        const claims = r.budgets ?? []
+        const p = predict(r.amount, claims)
+        return (result) => {
+          const want = p.over ?? (p.fits
+            ? { _tag: "reserved", allocations: r.amount === 0n ? [] : [{ machine_id: null, amount: r.amount }] }
+            : { _tag: "insufficient", available: p.available })
+          // No grants are claimed here: a store may answer `grants: []` or leave it out.
+          const { grants: _, ...answer } = result._tag === "reserved" ? result : { ...result, grants: undefined }
+          expect(
+            JSON.stringify(answer, (_, v) => typeof v === "bigint" ? `${v}` : v) ===
+              JSON.stringify(want, (_, v) => typeof v === "bigint" ? `${v}` : v),
+            `reserveInOrder ${r.ref}: ${result._tag}, the model says ${want._tag}`
+          )
+          if (result._tag === "reserved") admitted(`reserveInOrder ${r.ref}`, r.ref, r.amount, claims, r.expires_at)
+        }
+      },
+      settle: (st) => (result) => {
+        const want = model.pending.has(st.ref) ? "settled" : "not_pending"
+        expect(result === want, `settle ${st.ref}: ${result}, the model says ${want}`)
+        if (result === "settled") model.finish(st.ref, st.charged, st.excess)
+      },
+      void: (ref) => (result) => {
+        const want = model.pending.has(ref) ? "voided" : "not_pending"
+        expect(result === want, `void ${ref}: ${result}, the model says ${want}`)
+        if (result === "voided") model.finish(ref, undefined, 0n)
+      },
+      expire: (now) => (refs) => {
+        const mine = refs.filter((ref) => model.refs.has(ref)).sort()
+        const want = [...model.pending].filter(([, p]) => p.expires_at <= now).map(([ref]) => ref).sort()
+        expect(mine.join() === want.join(), `expire ${now}: ${mine}, the model says ${want}`)
+        for (const ref of mine) if (model.pending.has(ref)) model.finish(ref, undefined, 0n)
+      },
+      setBudgetLimit: (_, budget, limit) => () => void model.limits.set(budget, limit)
     })
     const reserve = reserveOrdered(gated)
 

@@ -36,15 +36,13 @@ import {
   type GrantClaim,
   type Holds,
   LedgerStore,
-  type NewReservation,
-  type OrderedReservation,
   reservedAmount,
   reserveOrdered,
   takeDrawn,
   takeGrants
 } from "@model-platform/core/ledger"
 import { generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
-import { type RunOnStore, schedulerGate, schedulerProperty } from "./SchedulerGate.ts"
+import { gatedLedger, type RunOnStore, schedulerGate, schedulerProperty } from "./SchedulerGate.ts"
 
 const y1975 = (ms: number): Timestamp => toTimestamp(Date.UTC(1975, 0, 1) + ms)
 const MONTH = "2026-01"
@@ -127,7 +125,6 @@ const runScenario = (s: fc.Scheduler, scenario: Scenario, run: RunOnStore) =>
     const violations: Array<string> = []
     const expect = (ok: boolean, what: string) => void (ok || violations.push(what))
     if (inner.draw === undefined) return violations
-    const innerDraw = inner.draw
     const account = yield* generateId("acct")
     const model = new Model(scenario.funds)
     const grants: ReadonlyArray<GrantClaim> = [{ grant: ALLOWANCE, period: MONTH, size: scenario.allowance }]
@@ -190,66 +187,47 @@ const runScenario = (s: fc.Scheduler, scenario: Scenario, run: RunOnStore) =>
       if (model.grantSpent + model.grantHeld() + grantHolds > scenario.allowance) return "insufficient"
       return credits === 0n || model.posted - model.creditsHeld() >= credits ? "reserved" : "insufficient"
     }
-    const gated = LedgerStore.of({
-      ...inner,
-      balances: (a) => gate("balances", inner.balances(a)),
-      grants: (a) => gate("grants", inner.grants(a)),
-      budgets: (a, m) => gate("budgets", inner.budgets(a, m)),
-      reserve: (r: NewReservation) =>
-        Effect.suspend(() => {
-          let want = ""
-          return gate(`reserve ${r.ref}`, Effect.suspend(() => {
-            want = admits(sum(r.grants ?? []), reservedAmount(r.allocations))
-            return inner.reserve(r)
-          }), (result) => {
-            expect(result === want, `reserve ${r.ref}: ${result}, the model says ${want}`)
-            if (result === "reserved") {
-              const holds = (r.grants ?? []).map(({ amount, grant, period }) => ({ grant, period, amount }))
-              model.leases.set(r.ref, { allocations: r.allocations, grants: holds })
-            }
-          })
-        }),
-      ...(inner.reserveInOrder === undefined ? {} : {
-        reserveInOrder: (r: OrderedReservation) =>
-          Effect.suspend(() => {
-            let want = ""
-            return gate(`reserveInOrder ${r.ref}`, Effect.suspend(() => {
-              const left = grantAvailable(grants[0]!, { grant: ALLOWANCE, period: MONTH, spent: model.grantSpent, held: model.grantHeld() })
-              const { holds, rest } = takeGrants([{ grant: ALLOWANCE, period: MONTH, available: left }], r.amount)
-              want = admits(sum(holds), rest)
-              return inner.reserveInOrder!(r)
-            }), (result) => {
-              expect(result._tag === want, `reserveInOrder ${r.ref}: ${result._tag}, the model says ${want}`)
-              if (result._tag === "reserved") model.leases.set(r.ref, { allocations: result.allocations, grants: result.grants ?? [] })
-            })
-          })
-      }),
-      draw: (d: Draw) =>
-        Effect.suspend(() => {
-          let want = ""
-          return gate(`draw ${d.settlement.ref}`, Effect.suspend(() => {
-            want = model.charged.has(d.settlement.ref) ? "duplicate" : model.leases.has(d.lease) ? "drawn" : "charged"
-            return innerDraw(d)
-          }), (result) => {
-            expect(result === want, `draw ${d.settlement.ref}: ${result}, the model says ${want}`)
-            if (result === "duplicate") return
-            if (result === "drawn") {
-              const left = takeDrawn(model.leases.get(d.lease)!, chargedOf({ allocations: d.allocations, grants: d.grants ?? [] }, d.settlement))
-              if ("problem" in left) violations.push(`draw ${d.settlement.ref}: ${left.problem}`)
-              else model.leases.set(d.lease, left)
-            }
-            model.charge(d, result)
-          })
-        }),
-      void: (ref, at) =>
-        gate(`void ${ref}`, inner.void(ref, at), (result) => {
-          expect(result === (model.leases.has(ref) ? "voided" : "not_pending"), `void ${ref}: ${result}`)
-          model.leases.delete(ref)
-        }),
-      expire: (now) =>
-        gate(`expire ${now}`, inner.expire(now), (refs) => {
-          for (const ref of refs) model.leases.delete(ref)
-        })
+    const gated = gatedLedger(inner, gate, {
+      reads: ["balances", "grants", "budgets"],
+      reserve: (r) => {
+        const want = admits(sum(r.grants ?? []), reservedAmount(r.allocations))
+        return (result) => {
+          expect(result === want, `reserve ${r.ref}: ${result}, the model says ${want}`)
+          if (result === "reserved") {
+            const holds = (r.grants ?? []).map(({ amount, grant, period }) => ({ grant, period, amount }))
+            model.leases.set(r.ref, { allocations: r.allocations, grants: holds })
+          }
+        }
+      },
+      reserveInOrder: (r) => {
+        const left = grantAvailable(grants[0]!, { grant: ALLOWANCE, period: MONTH, spent: model.grantSpent, held: model.grantHeld() })
+        const { holds, rest } = takeGrants([{ grant: ALLOWANCE, period: MONTH, available: left }], r.amount)
+        const want = admits(sum(holds), rest)
+        return (result) => {
+          expect(result._tag === want, `reserveInOrder ${r.ref}: ${result._tag}, the model says ${want}`)
+          if (result._tag === "reserved") model.leases.set(r.ref, { allocations: result.allocations, grants: result.grants ?? [] })
+        }
+      },
+      draw: (d) => {
+        const want = model.charged.has(d.settlement.ref) ? "duplicate" : model.leases.has(d.lease) ? "drawn" : "charged"
+        return (result) => {
+          expect(result === want, `draw ${d.settlement.ref}: ${result}, the model says ${want}`)
+          if (result === "duplicate") return
+          if (result === "drawn") {
+            const left = takeDrawn(model.leases.get(d.lease)!, chargedOf({ allocations: d.allocations, grants: d.grants ?? [] }, d.settlement))
+            if ("problem" in left) violations.push(`draw ${d.settlement.ref}: ${left.problem}`)
+            else model.leases.set(d.lease, left)
+          }
+          model.charge(d, result)
+        }
+      },
+      void: (ref) => (result) => {
+        expect(result === (model.leases.has(ref) ? "voided" : "not_pending"), `void ${ref}: ${result}`)
+        model.leases.delete(ref)
+      },
+      expire: () => (refs) => {
+        for (const ref of refs) model.leases.delete(ref)
+      }
     })
     const reserve = reserveOrdered(gated)
 

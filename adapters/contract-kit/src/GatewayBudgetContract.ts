@@ -9,64 +9,28 @@
  */
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
-import type { AccountRecord } from "@model-platform/core/keys"
-import type { GatewayContractStores } from "./GatewayStoreContract.ts"
-import { AccountStore, type KeyRecord, KeyStore } from "@model-platform/core/keys"
-import { generateId, type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
+import { type Admission, GatewayStore } from "@model-platform/core/gateway"
+import type { KeyRecord } from "@model-platform/core/keys"
+import { generateId } from "@model-platform/core/kernel"
+import { type BudgetClaim, type BudgetState, LedgerStore } from "@model-platform/core/ledger"
 import {
-  auditAccount,
-  type BudgetClaim,
-  type BudgetState,
-  LedgerStore,
-  type OrderedReservation,
-  settlementOf,
-  spendingOrder
-} from "@model-platform/core/ledger"
-import { type Admission, GatewayStore, type Metered } from "@model-platform/core/gateway"
-import type { UsageRecord } from "@model-platform/core/billing"
+  accountWithKeys,
+  admissionOf,
+  assertConsistent,
+  at,
+  fund,
+  meteredCall,
+  MONTH,
+  ordered,
+  unbounded
+} from "./GatewayContractFixtures.ts"
+import type { GatewayContractStores } from "./GatewayStoreContract.ts"
 
-const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
-const NEVER = toTimestamp(Date.UTC(2100, 0, 1))
-const MONTH = "2026-01"
-const MINUTE = 60_000
-const unbounded = { concurrency: "unbounded" } as const
-
-const accountWithKeys = Effect.fnUntraced(function*(keys: number) {
-  const id = yield* generateId("acct")
-  const account: AccountRecord = { id, email: `${id}@gateway-budgets.test`, created_at: at(0) }
-  yield* (yield* AccountStore).insert(account)
-  const records: Array<KeyRecord> = []
-  for (let i = 0; i < keys; i++) {
-    const key: KeyRecord = {
-      id: yield* generateId("key"),
-      account_id: id,
-      name: `budget key ${i}`,
-      prefix: "mpk_abcdefgh",
-      secret_hash: `${id}-${i}-${yield* generateId("hash")}`,
-      permissions: ["inference"],
-      machine_id: null,
-      subscription_id: null,
-      rental_id: null,
-      agent_id: null,
-      created_at: at(0),
-      last_used_at: null,
-      revoked_at: null
-    }
-    yield* (yield* KeyStore).insert(key)
-    records.push(key)
-  }
-  const ledger = yield* LedgerStore
-  const posted = yield* ledger.post({
-    id: yield* generateId("led"),
-    account_id: id,
-    machine_id: null,
-    amount: 1_000n,
-    type: "credit_added",
-    ref: yield* generateId("order"),
-    created_at: at(0)
-  })
-  assert.strictEqual(posted, "posted")
-  return { account, keys: records }
+/** A new account with `keys` keys and 1000 micro-credits account-wide. */
+const fundedAccountWithKeys = Effect.fnUntraced(function*(keys: number) {
+  const owner = yield* accountWithKeys(keys)
+  yield* fund(owner.account.id, null, 1_000n)
+  return owner
 })
 
 /** The claims of a call of `key`, as Admission makes them: the account's, then the key's. */
@@ -82,54 +46,16 @@ const admission = Effect.fnUntraced(function*(
   accountDefault: bigint | null = null,
   extra: ReadonlyArray<BudgetClaim> = []
 ) {
-  const reservation: OrderedReservation = {
-    ref: yield* generateId("usage"),
-    account_id: key.account_id,
-    machine_id: null,
-    scopes: spendingOrder(null),
-    amount,
-    created_at: at(1),
-    expires_at: NEVER,
-    budgets: [...claimsOf(key, accountDefault), ...extra]
-  }
-  const admitted: Admission = {
-    account_id: key.account_id,
-    key_id: key.id,
-    touch_at: undefined,
-    rate: { bucket: `rpm:${key.id}`, window_start: windowStartOf(Date.now(), MINUTE), window_ms: MINUTE, limit: 1_000 },
-    reservation
-  }
-  return admitted
+  const reservation = yield* ordered(key.account_id, null, amount)
+  return admissionOf(key, { reservation: { ...reservation, budgets: [...claimsOf(key, accountDefault), ...extra] } })
 })
 
 /** The call metered at `actual`, as the gateway commits it. */
-const metered = Effect.fnUntraced(function*(a: Admission, actual: bigint) {
+const metered = (a: Admission, actual: bigint) => {
   const r = a.reservation!
-  const settlement = yield* settlementOf(r.ref, actual, {
-    account_id: r.account_id,
-    allocations: r.amount === 0n ? [] : [{ machine_id: null, amount: r.amount }]
-  })
-  const record: UsageRecord = {
-    ref: r.ref,
-    account_id: r.account_id,
-    at: at(5),
-    key_id: a.key_id,
-    agent_id: null,
-    machine_id: "m_budget",
-    service: "chat",
-    model: "ref-chat",
-    unit: "tokens",
-    quantity: 10n,
-    input_tokens: 5n,
-    output_tokens: 5n,
-    list_credits: actual,
-    credits: actual,
-    from_allowance: 0n,
-    from_trial: 0n
-  }
-  const call: Metered = { settlement, record }
-  return call
-})
+  const allocations = r.amount === 0n ? [] : [{ machine_id: null, amount: r.amount }]
+  return meteredCall({ id: a.key_id, account_id: r.account_id }, r, { account_id: r.account_id, allocations }, actual)
+}
 
 const reservedTag = (result: { readonly _tag: string; readonly reserved?: { readonly _tag: string } | undefined }) =>
   result._tag === "Admitted" ? result.reserved?._tag : result._tag
@@ -147,7 +73,7 @@ export const gatewayBudgetTests = (it: Vitest.MethodsNonLive<GatewayContractStor
       Effect.gen(function*() {
         const gateway = yield* GatewayStore
         const ledger = yield* LedgerStore
-        const { account, keys: [key] } = yield* accountWithKeys(1)
+        const { account, keys: [key] } = yield* fundedAccountWithKeys(1)
         const budget = `key:${key!.id}`
         yield* ledger.setBudgetLimit(account.id, budget, 5n)
         const first = yield* admission(key!, 4n, 100n)
@@ -181,7 +107,7 @@ export const gatewayBudgetTests = (it: Vitest.MethodsNonLive<GatewayContractStor
       Effect.gen(function*() {
         const gateway = yield* GatewayStore
         const ledger = yield* LedgerStore
-        const { account, keys: [k1, k2] } = yield* accountWithKeys(2)
+        const { account, keys: [k1, k2] } = yield* fundedAccountWithKeys(2)
         yield* ledger.setBudgetLimit(account.id, `key:${k1!.id}`, 6n)
         // k1: 2, 4, 6, then its limit. (Calls of two keys in one batch may be admitted in either
         // order: a store takes a batch's keys in its lock order.)
@@ -218,7 +144,7 @@ export const gatewayBudgetTests = (it: Vitest.MethodsNonLive<GatewayContractStor
       Effect.gen(function*() {
         const gateway = yield* GatewayStore
         const ledger = yield* LedgerStore
-        const { account, keys: [key] } = yield* accountWithKeys(1)
+        const { account, keys: [key] } = yield* fundedAccountWithKeys(1)
         const agent = yield* generateId("agt")
         const day = (limit: bigint, period = "2026-01-15"): BudgetClaim => ({ budget: `agent:${agent}:day`, month: period, default_limit: limit })
         const total = (limit: bigint): BudgetClaim => ({ budget: `agent:${agent}:total`, month: "total", default_limit: limit })
@@ -251,7 +177,7 @@ export const gatewayBudgetTests = (it: Vitest.MethodsNonLive<GatewayContractStor
         const ledger = yield* LedgerStore
         // A few rounds: lock-order faults show up as deadlocks only now and then.
         for (let round = 0; round < 3; round++) {
-          const owners = [yield* accountWithKeys(2), yield* accountWithKeys(2)]
+          const owners = [yield* fundedAccountWithKeys(2), yield* fundedAccountWithKeys(2)]
           const keys = owners.flatMap((o) => o.keys)
           for (const key of keys) yield* ledger.setBudgetLimit(key.account_id, `key:${key.id}`, 6n)
           // Calls already admitted, metered while the new ones are admitted.
@@ -282,8 +208,7 @@ export const gatewayBudgetTests = (it: Vitest.MethodsNonLive<GatewayContractStor
             assert.strictEqual(wide.held, BigInt(fitted))
             // The account's 10: 2 spent, so 8 held once the admissions are many enough.
             assert.strictEqual(wide.held, 8n)
-            const { balances, entries } = { balances: yield* ledger.balances(account.id), entries: yield* ledger.entries(account.id) }
-            assert.deepStrictEqual(auditAccount({ balances, entries, pending }), [])
+            yield* assertConsistent(account.id)
           }
         }
       }))

@@ -11,89 +11,30 @@
  */
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
-import type { AccountRecord } from "@model-platform/core/keys"
+import { UsageStore } from "@model-platform/core/billing"
+import { type Admission, GatewayStore } from "@model-platform/core/gateway"
+import type { KeyRecord } from "@model-platform/core/keys"
+import { type Timestamp, toTimestamp } from "@model-platform/core/kernel"
+import { type GrantClaim, LedgerStore, type ReserveInOrderResult } from "@model-platform/core/ledger"
+import { admissionOf, keyWithCredits, meteredCall, MONTH, NEVER, ordered } from "./GatewayContractFixtures.ts"
 import type { GatewayContractStores } from "./GatewayStoreContract.ts"
-import { grantParts, type UsageRecord, UsageStore } from "@model-platform/core/billing"
-import { AccountStore, type KeyRecord, KeyStore } from "@model-platform/core/keys"
-import { generateId, type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
-import {
-  type GrantClaim,
-  LedgerStore,
-  type ReserveInOrderResult,
-  settlementOf,
-  spendingOrder
-} from "@model-platform/core/ledger"
-import { type Admission, GatewayStore, type Metered } from "@model-platform/core/gateway"
 
-const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
-const NEVER = toTimestamp(Date.UTC(2100, 0, 1))
 const y1980 = (ms: number): Timestamp => toTimestamp(Date.UTC(1980, 0, 1) + ms)
-const MONTH = "2026-01"
-const MINUTE = 60_000
 
 const grants = (allowance: bigint, trial: bigint): ReadonlyArray<GrantClaim> => [
   { grant: "allowance:chat", period: MONTH, size: allowance },
   { grant: "trial:chat", period: "once", size: trial }
 ]
 
-/** An account with one inference key and `credits` account-wide. */
-const accountWithKey = Effect.fnUntraced(function*(credits: bigint) {
-  const id = yield* generateId("acct")
-  const account: AccountRecord = { id, email: `${id}@gateway-grants.test`, created_at: at(0) }
-  yield* (yield* AccountStore).insert(account)
-  const key: KeyRecord = {
-    id: yield* generateId("key"),
-    account_id: id,
-    name: "grant key",
-    prefix: "mpk_abcdefgh",
-    secret_hash: `${id}-${yield* generateId("hash")}`,
-    permissions: ["inference"],
-    machine_id: null,
-    subscription_id: null,
-    rental_id: null,
-    agent_id: null,
-    created_at: at(0),
-    last_used_at: null,
-    revoked_at: null
-  }
-  yield* (yield* KeyStore).insert(key)
-  if (credits > 0n) {
-    yield* (yield* LedgerStore).post({
-      id: yield* generateId("led"),
-      account_id: id,
-      machine_id: null,
-      amount: credits,
-      type: "credit_added",
-      ref: yield* generateId("order"),
-      created_at: at(0)
-    })
-  }
-  return key
-})
-
+/** An admission of the key's call on no machine, reserving `amount` through the grants `claims`. */
 const admission = Effect.fnUntraced(function*(
   key: KeyRecord,
   amount: bigint,
   claims: ReadonlyArray<GrantClaim>,
   expiresAt: Timestamp = NEVER
 ) {
-  const admitted: Admission = {
-    account_id: key.account_id,
-    key_id: key.id,
-    touch_at: undefined,
-    rate: { bucket: `rpm:${key.id}`, window_start: windowStartOf(Date.now(), MINUTE), window_ms: MINUTE, limit: 1_000 },
-    reservation: {
-      ref: yield* generateId("usage"),
-      account_id: key.account_id,
-      machine_id: null,
-      scopes: spendingOrder(null),
-      amount,
-      created_at: at(1),
-      expires_at: expiresAt,
-      grants: claims
-    }
-  }
-  return admitted
+  const reservation = yield* ordered(key.account_id, null, amount, expiresAt)
+  return admissionOf(key, { reservation: { ...reservation, grants: claims } })
 })
 
 const reservedOf = (result: { readonly _tag: string; readonly reserved?: ReserveInOrderResult | undefined }) => {
@@ -102,34 +43,12 @@ const reservedOf = (result: { readonly _tag: string; readonly reserved?: Reserve
   return result.reserved as Extract<ReserveInOrderResult, { readonly _tag: "reserved" }>
 }
 
-/** The call metered at `actual`, as the gateway's Settlement stage builds it. */
-const metered = Effect.fnUntraced(function*(a: Admission, reserved: ReturnType<typeof reservedOf>, actual: bigint) {
+/** The call metered at `actual`, as the gateway's Settlement stage builds it: the grants pay first. */
+const metered = (a: Admission, reserved: ReturnType<typeof reservedOf>, actual: bigint) => {
   const r = a.reservation!
-  const settlement = yield* settlementOf(r.ref, actual, {
-    account_id: r.account_id,
-    allocations: reserved.allocations,
-    grants: reserved.grants ?? []
-  })
-  const record: UsageRecord = {
-    ref: r.ref,
-    account_id: r.account_id,
-    at: at(5),
-    key_id: a.key_id,
-    agent_id: null,
-    machine_id: "m_grant",
-    service: "chat",
-    model: "ref-chat",
-    unit: "tokens",
-    quantity: 10n,
-    input_tokens: 5n,
-    output_tokens: 5n,
-    list_credits: actual,
-    credits: settlement.charged,
-    ...grantParts(settlement.grants ?? [])
-  }
-  const call: Metered = { settlement, record }
-  return call
-})
+  const hint = { account_id: r.account_id, allocations: reserved.allocations, grants: reserved.grants ?? [] }
+  return meteredCall({ id: a.key_id, account_id: r.account_id }, r, hint, actual)
+}
 
 export const gatewayGrantTests = (it: Vitest.MethodsNonLive<GatewayContractStores>) => {
   describe("grants (the allowance, the trial)", () => {
@@ -138,7 +57,7 @@ export const gatewayGrantTests = (it: Vitest.MethodsNonLive<GatewayContractStore
         const gateway = yield* GatewayStore
         const ledger = yield* LedgerStore
         const usage = yield* UsageStore
-        const key = yield* accountWithKey(10n)
+        const key = yield* keyWithCredits(10n)
         const a = yield* admission(key, 8n, grants(3n, 2n))
         const [result] = yield* gateway.admit([a])
         const reserved = reservedOf(result!)
@@ -171,7 +90,7 @@ export const gatewayGrantTests = (it: Vitest.MethodsNonLive<GatewayContractStore
         const gateway = yield* GatewayStore
         const ledger = yield* LedgerStore
         const usage = yield* UsageStore
-        const key = yield* accountWithKey(0n)
+        const key = yield* keyWithCredits(0n)
         const a = yield* admission(key, 2n, grants(5n, 0n), y1980(1))
         const [result] = yield* gateway.admit([a])
         const call = yield* metered(a, reservedOf(result!), 2n)
@@ -186,7 +105,7 @@ export const gatewayGrantTests = (it: Vitest.MethodsNonLive<GatewayContractStore
       Effect.gen(function*() {
         const gateway = yield* GatewayStore
         const ledger = yield* LedgerStore
-        const key = yield* accountWithKey(0n)
+        const key = yield* keyWithCredits(0n)
         const batch = yield* Effect.forEach(Array.from({ length: 8 }, (_, i) => i), () => admission(key, 1n, grants(2n, 1n)))
         const results = yield* gateway.admit(batch)
         const tags = results.map((r) => r._tag === "Admitted" ? r.reserved?._tag : r._tag)

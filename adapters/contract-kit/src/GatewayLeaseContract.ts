@@ -12,59 +12,24 @@
  */
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
-import { type UsageRecord, UsageStore } from "@model-platform/core/billing"
-import { type AccountRecord, AccountStore, type KeyRecord, KeyStore } from "@model-platform/core/keys"
-import { generateId, RateLimitStore, type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
-import {
-  auditAccount,
-  drawFrom,
-  drawOf,
-  type Holds,
-  leaseHolds,
-  LedgerStore,
-  settlementOf,
-  spendingOrder
-} from "@model-platform/core/ledger"
-import { type Admission, type AdmissionResult, GatewayStore, type Metered } from "@model-platform/core/gateway"
+import { UsageStore } from "@model-platform/core/billing"
+import { type AdmissionResult, GatewayStore, type Metered } from "@model-platform/core/gateway"
+import type { KeyRecord } from "@model-platform/core/keys"
+import { generateId, RateLimitStore, windowStartOf } from "@model-platform/core/kernel"
+import { drawFrom, drawOf, type Holds, leaseHolds, LedgerStore } from "@model-platform/core/ledger"
 import { assertDies } from "./ContractSupport.ts"
+import {
+  admissionOf,
+  admitReserved,
+  assertConsistent,
+  at,
+  keyWithCredits,
+  meteredCall,
+  MINUTE,
+  ordered,
+  usageRecord
+} from "./GatewayContractFixtures.ts"
 import type { GatewayContractStores } from "./GatewayStoreContract.ts"
-
-const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
-const NEVER = toTimestamp(Date.UTC(2100, 0, 1))
-const MINUTE = 60_000
-
-/** An account with one inference key and `credits` account-wide. */
-const accountWithKey = Effect.fnUntraced(function*(credits: bigint) {
-  const id = yield* generateId("acct")
-  const account: AccountRecord = { id, email: `${id}@gateway-draws.test`, created_at: at(0) }
-  yield* (yield* AccountStore).insert(account)
-  const key: KeyRecord = {
-    id: yield* generateId("key"),
-    account_id: id,
-    name: "lease key",
-    prefix: "mpk_abcdefgh",
-    secret_hash: `${id}-${yield* generateId("hash")}`,
-    permissions: ["inference"],
-    machine_id: null,
-    subscription_id: null,
-    rental_id: null,
-    agent_id: null,
-    created_at: at(0),
-    last_used_at: null,
-    revoked_at: null
-  }
-  yield* (yield* KeyStore).insert(key)
-  yield* (yield* LedgerStore).post({
-    id: yield* generateId("led"),
-    account_id: id,
-    machine_id: null,
-    amount: credits,
-    type: "credit_added",
-    ref: yield* generateId("order"),
-    created_at: at(0)
-  })
-  return key
-})
 
 /**
  * The current minute's window, with at least 5 s of it left (else, after waiting for the next):
@@ -79,56 +44,17 @@ const roomyWindow = Effect.gen(function*() {
 })
 
 /** An admission of the key's call taking `hits` hits of `window`, limited to `limit`. */
-const hitting = (key: KeyRecord, window: number, hits: number, limit: number): Admission => ({
-  account_id: key.account_id,
-  key_id: key.id,
-  touch_at: undefined,
-  rate: { bucket: `rpm:${key.id}`, window_start: window, window_ms: MINUTE, limit, hits },
-  reservation: undefined
-})
+const hitting = (key: KeyRecord, window: number, hits: number, limit: number) =>
+  admissionOf(key, { window_start: window, limit, hits })
 
 /** An admission's answer without its reservation: what the hits tests compare. */
 const counted = (result: AdmissionResult) => result._tag === "KeyRevoked" ? result : { _tag: result._tag, count: result.count }
 
 /** Admits a lease of `amount` for the key's calls on no machine: its ref. */
 const admitLease = Effect.fnUntraced(function*(key: KeyRecord, amount: bigint) {
-  const ref = yield* generateId("usage")
-  const [result] = yield* (yield* GatewayStore).admit([{
-    account_id: key.account_id,
-    key_id: key.id,
-    touch_at: undefined,
-    rate: { bucket: `rpm:${key.id}`, window_start: windowStartOf(Date.now(), MINUTE), window_ms: MINUTE, limit: 1_000 },
-    reservation: {
-      ref,
-      account_id: key.account_id,
-      machine_id: null,
-      scopes: spendingOrder(null),
-      amount,
-      created_at: at(1),
-      expires_at: NEVER
-    }
-  }])
-  assert.strictEqual(result?._tag === "Admitted" ? result.reserved?._tag : result?._tag, "reserved")
-  return ref
-})
-
-const record = (key: KeyRecord, ref: string, credits: bigint): UsageRecord => ({
-  ref,
-  account_id: key.account_id,
-  at: at(5),
-  key_id: key.id,
-  agent_id: null,
-  machine_id: "m_lease",
-  service: "chat",
-  model: "ref-chat",
-  unit: "tokens",
-  quantity: 100n,
-  input_tokens: 60n,
-  output_tokens: 40n,
-  list_credits: credits,
-  credits,
-  from_allowance: 0n,
-  from_trial: 0n
+  const lease = yield* ordered(key.account_id, null, amount)
+  yield* admitReserved(key, lease)
+  return lease.ref
 })
 
 /** A call of `key` that drew `estimate` from the lease (as it holds now) and cost `actual`, to meter. */
@@ -136,19 +62,14 @@ const drawnCall = Effect.fnUntraced(function*(key: KeyRecord, lease: string, est
   const holds = left ?? leaseHolds((yield* (yield* LedgerStore).reservation(lease))!)
   const drawn = drawFrom(holds, estimate)!
   const { settlement, ...share } = yield* drawOf(lease, key.account_id, yield* generateId("usage"), drawn, actual)
-  const call: Metered = { settlement, drawn: share, record: record(key, settlement.ref, actual) }
+  const record = usageRecord(key, settlement.ref, "m_lease", { list_credits: actual, credits: actual })
+  const call: Metered = { settlement, drawn: share, record }
   return call
 })
 
 const wide = Effect.fnUntraced(function*(account: string) {
   const found = (yield* (yield* LedgerStore).balances(account)).find((b) => b.machine_id === null)
   return { posted: found?.posted ?? 0n, held: found?.held ?? 0n }
-})
-
-const assertConsistent = Effect.fnUntraced(function*(account: string) {
-  const ledger = yield* LedgerStore
-  const [balances, entries, pending] = yield* Effect.all([ledger.balances(account), ledger.entries(account), ledger.pending(account)])
-  assert.deepStrictEqual(auditAccount({ balances, entries, pending }), [])
 })
 
 /** Whether the contract's ledger store can draw (the operation is optional); the tests end when not. */
@@ -161,7 +82,7 @@ export const gatewayLeaseTests = (it: Vitest.MethodsNonLive<GatewayContractStore
     it.effect("every hit is counted; an admission is refused only when its first hit passes the limit", () =>
       Effect.gen(function*() {
         const gateway = yield* GatewayStore
-        const key = yield* accountWithKey(1n)
+        const key = yield* keyWithCredits(1n)
         const window = yield* roomyWindow
         const admit = (hits: number) => Effect.map(gateway.admit([hitting(key, window, hits, 7)]), ([r]) => counted(r!))
         assert.deepStrictEqual(yield* admit(5), { _tag: "Admitted", count: 5 })
@@ -174,7 +95,7 @@ export const gatewayLeaseTests = (it: Vitest.MethodsNonLive<GatewayContractStore
 
     it.effect("in one batch, each admission counts from the hits of the ones before it", () =>
       Effect.gen(function*() {
-        const key = yield* accountWithKey(1n)
+        const key = yield* keyWithCredits(1n)
         const window = yield* roomyWindow
         const results = yield* (yield* GatewayStore).admit(
           [[3, 4], [1, 4], [4, 4], [2, 9]].map(([hits, limit]) => hitting(key, window, hits!, limit!))
@@ -190,7 +111,7 @@ export const gatewayLeaseTests = (it: Vitest.MethodsNonLive<GatewayContractStore
     it.effect("hits that are not an integer from 1 to 1000 are a defect, and count nothing", () =>
       Effect.gen(function*() {
         const gateway = yield* GatewayStore
-        const key = yield* accountWithKey(1n)
+        const key = yield* keyWithCredits(1n)
         const window = yield* roomyWindow
         for (const hits of [0, -1, 1.5, 1_001]) yield* assertDies(gateway.admit([hitting(key, window, hits, 100)]), `hits ${hits}`)
         const [first] = yield* gateway.admit([hitting(key, window, 1, 100)])
@@ -203,7 +124,7 @@ export const gatewayLeaseTests = (it: Vitest.MethodsNonLive<GatewayContractStore
       Effect.gen(function*() {
         if (!(yield* canDraw)) return
         const gateway = yield* GatewayStore
-        const key = yield* accountWithKey(100n)
+        const key = yield* keyWithCredits(100n)
         const lease = yield* admitLease(key, 30n)
         // The process draws in memory, call after call, from what the lease holds.
         let left: Holds = { allocations: [{ machine_id: null, amount: 30n }], grants: [] }
@@ -214,11 +135,9 @@ export const gatewayLeaseTests = (it: Vitest.MethodsNonLive<GatewayContractStore
           left = { allocations: [{ machine_id: null, amount: left.allocations[0]!.amount - estimate }], grants: [] }
         }
         // An ordinary call of the same account, with a reservation of its own.
-        const own = yield* admitLease(key, 6n)
-        const settled: Metered = {
-          settlement: yield* settlementOf(own, 2n, { account_id: key.account_id, allocations: [{ machine_id: null, amount: 6n }] }),
-          record: record(key, own, 2n)
-        }
+        const own = yield* ordered(key.account_id, null, 6n)
+        yield* admitReserved(key, own)
+        const settled = yield* meteredCall(key, own, { account_id: key.account_id, allocations: [{ machine_id: null, amount: 6n }] }, 2n)
         const results = yield* gateway.commit([...calls, settled, calls[0]!])
         assert.deepStrictEqual(results, [
           { settlement: "settled", record: "Recorded" },
@@ -241,7 +160,7 @@ export const gatewayLeaseTests = (it: Vitest.MethodsNonLive<GatewayContractStore
         if (!(yield* canDraw)) return
         const gateway = yield* GatewayStore
         const ledger = yield* LedgerStore
-        const key = yield* accountWithKey(50n)
+        const key = yield* keyWithCredits(50n)
         const lease = yield* admitLease(key, 20n)
         const call = yield* drawnCall(key, lease, 6n, 5n)
         assert.strictEqual(yield* ledger.void(lease, at(3)), "voided")

@@ -27,15 +27,13 @@ import {
   type GrantClaim,
   type GrantHold,
   LedgerStore,
-  type NewReservation,
-  type OrderedReservation,
   reservedAmount,
   reserveOrdered,
   settlementOf,
   takeGrants
 } from "@model-platform/core/ledger"
 import { generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
-import { type RunOnStore, schedulerGate, schedulerProperty } from "./SchedulerGate.ts"
+import { gatedLedger, type RunOnStore, schedulerGate, schedulerProperty } from "./SchedulerGate.ts"
 
 const y1985 = (ms: number): Timestamp => toTimestamp(Date.UTC(1985, 0, 1) + ms)
 const MONTHS = ["2026-01", "2026-02"] as const
@@ -176,62 +174,47 @@ const runScenario = (s: fc.Scheduler, scenario: Scenario, run: RunOnStore) =>
 
     const gate = schedulerGate(s, check)
 
-    const gated = LedgerStore.of({
-      ...inner,
-      balances: (a) => gate("balances", inner.balances(a)),
-      grants: (a) => gate("grants", inner.grants(a)),
-      reserve: (r: NewReservation) =>
-        Effect.suspend(() => {
-          let fits = false
-          return gate(`reserve ${r.ref}`, Effect.suspend(() => {
-            const credits = reservedAmount(r.allocations)
-            fits = (r.grants ?? []).every((h) => {
-              const g = model.state({ grant: h.grant, period: h.period, size: h.size })
-              return g.spent + g.held + h.amount <= h.size
-            }) && (credits === 0n || model.posted - model.creditsHeld() >= credits)
-            return inner.reserve(r)
-          }), (result) => {
-            expect(result === (fits ? "reserved" : "insufficient"), `reserve ${r.ref}: ${result}, the model says ${fits}`)
-            if (result === "reserved") {
-              const holds = (r.grants ?? []).map(({ amount, grant, period }) => ({ grant, period, amount }))
-              model.pending.set(r.ref, { holds, credits: reservedAmount(r.allocations), expires_at: r.expires_at })
-            }
-          })
-        }),
-      ...(inner.reserveInOrder === undefined ? {} : {
-        reserveInOrder: (r: OrderedReservation) =>
-          Effect.suspend(() => {
-            let want: { holds: ReadonlyArray<GrantHold>; rest: bigint; fits: boolean } | undefined
-            return gate(`reserveInOrder ${r.ref}`, Effect.suspend(() => {
-              const sources = (r.grants ?? []).map((c) => ({ ...c, available: grantAvailable(c, model.state(c)) }))
-              const { holds, rest } = takeGrants(sources, r.amount)
-              want = { holds, rest, fits: rest === 0n || model.posted - model.creditsHeld() >= rest }
-              return inner.reserveInOrder!(r)
-            }), (result) => {
-              expect(result._tag === (want!.fits ? "reserved" : "insufficient"), `reserveInOrder ${r.ref}: ${result._tag}`)
-              if (result._tag === "reserved") {
-                expect(json(result.grants ?? []) === json(want!.holds), `reserveInOrder ${r.ref}: holds ${json(result.grants)}, the model says ${json(want!.holds)}`)
-                model.pending.set(r.ref, { holds: result.grants ?? [], credits: reservedAmount(result.allocations), expires_at: r.expires_at })
-              }
-            })
-          })
-      }),
-      settle: (st) =>
-        gate(`settle ${st.ref}`, inner.settle(st), (result) => {
-          expect(result === (model.pending.has(st.ref) ? "settled" : "not_pending"), `settle ${st.ref}: ${result}`)
-          if (result === "settled") model.finish(st.ref, st.grants, st.charged)
-        }),
-      void: (ref, at) =>
-        gate(`void ${ref}`, inner.void(ref, at), (result) => {
-          expect(result === (model.pending.has(ref) ? "voided" : "not_pending"), `void ${ref}: ${result}`)
-          if (result === "voided") model.finish(ref, undefined, 0n)
-        }),
-      expire: (now) =>
-        gate(`expire ${now}`, inner.expire(now), (refs) => {
-          for (const ref of refs) if (model.pending.has(ref)) model.finish(ref, undefined, 0n)
-          const late = [...model.pending].filter(([, p]) => p.expires_at <= now).map(([ref]) => ref)
-          expect(late.length === 0, `expire ${now}: left ${late} pending`)
-        })
+    const gated = gatedLedger(inner, gate, {
+      reads: ["balances", "grants"],
+      reserve: (r) => {
+        const credits = reservedAmount(r.allocations)
+        const fits = (r.grants ?? []).every((h) => {
+          const g = model.state({ grant: h.grant, period: h.period, size: h.size })
+          return g.spent + g.held + h.amount <= h.size
+        }) && (credits === 0n || model.posted - model.creditsHeld() >= credits)
+        return (result) => {
+          expect(result === (fits ? "reserved" : "insufficient"), `reserve ${r.ref}: ${result}, the model says ${fits}`)
+          if (result === "reserved") {
+            const holds = (r.grants ?? []).map(({ amount, grant, period }) => ({ grant, period, amount }))
+            model.pending.set(r.ref, { holds, credits: reservedAmount(r.allocations), expires_at: r.expires_at })
+          }
+        }
+      },
+      reserveInOrder: (r) => {
+        const sources = (r.grants ?? []).map((c) => ({ ...c, available: grantAvailable(c, model.state(c)) }))
+        const { holds, rest } = takeGrants(sources, r.amount)
+        const fits = rest === 0n || model.posted - model.creditsHeld() >= rest
+        return (result) => {
+          expect(result._tag === (fits ? "reserved" : "insufficient"), `reserveInOrder ${r.ref}: ${result._tag}`)
+          if (result._tag === "reserved") {
+            expect(json(result.grants ?? []) === json(holds), `reserveInOrder ${r.ref}: holds ${json(result.grants)}, the model says ${json(holds)}`)
+            model.pending.set(r.ref, { holds: result.grants ?? [], credits: reservedAmount(result.allocations), expires_at: r.expires_at })
+          }
+        }
+      },
+      settle: (st) => (result) => {
+        expect(result === (model.pending.has(st.ref) ? "settled" : "not_pending"), `settle ${st.ref}: ${result}`)
+        if (result === "settled") model.finish(st.ref, st.grants, st.charged)
+      },
+      void: (ref) => (result) => {
+        expect(result === (model.pending.has(ref) ? "voided" : "not_pending"), `void ${ref}: ${result}`)
+        if (result === "voided") model.finish(ref, undefined, 0n)
+      },
+      expire: (now) => (refs) => {
+        for (const ref of refs) if (model.pending.has(ref)) model.finish(ref, undefined, 0n)
+        const late = [...model.pending].filter(([, p]) => p.expires_at <= now).map(([ref]) => ref)
+        expect(late.length === 0, `expire ${now}: left ${late} pending`)
+      }
     })
     const reserve = reserveOrdered(gated)
 
