@@ -114,10 +114,15 @@ export const makeLeaseAdmission = (deps: LeaseAdmissionDeps) => {
    * before it is asked for and closed (or voided) when none is granted. The key's calls finding no
    * lease wait for it meanwhile.
    */
-  const takeLease = Effect.fnUntraced(function*(candidate: Candidate, leases: Leases, shape: LeaseShape) {
-    const ref = yield* generateId("usage")
+  const takeLease = (candidate: Candidate, leases: Leases, shape: LeaseShape) => {
+    // Registered at once, before any fiber runs: a call finding the lease dry meanwhile waits for
+    // this one (a successor forked in the background too) rather than take another.
     const taken = Deferred.makeUnsafe<void>()
     leasesTaken.set(shape.key, taken)
+    return leaseTaken(candidate, leases, shape, taken)
+  }
+  const leaseTaken = Effect.fnUntraced(function*(candidate: Candidate, leases: Leases, shape: LeaseShape, taken: Deferred.Deferred<void>) {
+    const ref = yield* generateId("usage")
     let granted = false
     yield* leaseStep(candidate, leases, shape, ref).pipe(
       Effect.tap((answer) => Effect.sync(() => void (granted = answer))),
