@@ -3,15 +3,16 @@
  * (gateway/KeyStanding.ts). For a key admitted lately, the gateway calls the machine of the key's
  * last standing while that read runs (docs/gateway.md "Admission in one store step"), so the read
  * is off the answer's path. The read still decides: a plan that ended since the last call refuses
- * the call, and the request already sent to the machine is aborted.
+ * the call, and the request already sent to the machine is aborted. So is one whose client leaves
+ * while the call's admission is being written: its answer is never read to its end.
  */
 import { ApiKeysLive } from "@model-platform/core/http"
 import { AccountStore, ApiKeys } from "@model-platform/core/keys"
 import { Catalogue } from "@model-platform/core/catalogue"
-import { Gateway, MachineClient } from "@model-platform/core/gateway"
+import { Gateway, GatewayStore, MachineClient } from "@model-platform/core/gateway"
 import { Ledger } from "@model-platform/core/ledger"
 import { PlanStore } from "@model-platform/core/plans"
-import { Deferred, Effect, Fiber, Layer, ManagedRuntime } from "effect"
+import { Deferred, Effect, Fiber, Layer, ManagedRuntime, Stream } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 import { call, healthy, planCatalogue } from "./gatewayStub.ts"
@@ -25,6 +26,11 @@ interface Controls {
   planRead: Deferred.Deferred<void> | undefined
   planEnded: boolean
   machineHeld: Deferred.Deferred<void> | undefined
+  /** The admission store step held until released. */
+  admitHeld: Deferred.Deferred<void> | undefined
+  /** The machine answers with a body that never ends; how many of those bodies were closed. */
+  endless: boolean
+  bodiesClosed: number
   requests: number
   interrupted: number
 }
@@ -46,20 +52,34 @@ const gatewayWith = (controls: Controls) => {
           : record
       })
   })))
+  const admissions = Layer.effect(GatewayStore, Effect.map(GatewayStore, (store) => GatewayStore.of({
+    ...store,
+    admit: (batch) =>
+      Effect.andThen(controls.admitHeld === undefined ? Effect.void : Deferred.await(controls.admitHeld), store.admit(batch))
+  })))
   const machine = Layer.succeed(MachineClient, MachineClient.of({
     models: () => Effect.succeed(["chat", "embed", "forecast"]),
     post: (_machine, path, body) =>
       Effect.gen(function*() {
         controls.requests += 1
         if (controls.machineHeld !== undefined) yield* Deferred.await(controls.machineHeld)
-        return healthy(path, body as Record<string, unknown>)
+        const answer = healthy(path, body as Record<string, unknown>)
+        if (!controls.endless) return answer
+        return {
+          ...answer,
+          body: Stream.concat(answer.body, Stream.never).pipe(Stream.ensuring(Effect.sync(() => void (controls.bodiesClosed += 1))))
+        }
       }).pipe(Effect.onInterrupt(() => Effect.sync(() => void (controls.interrupted += 1))))
   }))
   return ManagedRuntime.make(
     Gateway.layer({ keepAliveMs: 10 }).pipe(
       Layer.provideMerge(Layer.mergeAll(Ledger.layer, ApiKeysLive, machine)),
       Layer.provideMerge(Catalogue.layer(catalogue)),
-      Layer.provideMerge(Layer.merge(MemoryPlatformStores, plans.pipe(Layer.provide(MemoryPlatformStores))))
+      Layer.provideMerge(Layer.mergeAll(
+        MemoryPlatformStores,
+        plans.pipe(Layer.provide(MemoryPlatformStores)),
+        admissions.pipe(Layer.provide(MemoryPlatformStores))
+      ))
     )
   )
 }
@@ -93,7 +113,16 @@ afterEach(async () => {
 
 /** A gateway over fresh controls: nothing held, the plan ended or not. */
 const start = (planEnded = false) => {
-  const controls: Controls = { planRead: undefined, planEnded, machineHeld: undefined, requests: 0, interrupted: 0 }
+  const controls: Controls = {
+    planRead: undefined,
+    planEnded,
+    machineHeld: undefined,
+    admitHeld: undefined,
+    endless: false,
+    bodiesClosed: 0,
+    requests: 0,
+    interrupted: 0
+  }
   runtime = gatewayWith(controls)
   return { controls, gateway: runtime }
 }
@@ -138,6 +167,26 @@ describe("the standing of a key admitted lately is read while its machine is cal
       return refused
     }))
     expect([answer.status, JSON.parse(answer.text).error.code]).toEqual([403, "subscription_inactive"])
+  })
+
+  it("a client leaving while its admission is written: the answer sent meanwhile is aborted, not left unread", async () => {
+    const { controls, gateway } = start()
+    await gateway.runPromise(Effect.gen(function*() {
+      const auth = yield* planKey
+      expect((yield* call("/v1/chat/completions", auth, chat)).status).toBe(200)
+      controls.admitHeld = yield* Deferred.make<void>()
+      controls.endless = true
+      const second = yield* Effect.forkChild(call("/v1/chat/completions", auth, { ...chat, stream: true }))
+      // The machine has answered (its head is in) while admission is written; the client leaves.
+      expect(yield* until(() => controls.requests === 2)).toBe(true)
+      const leaving = yield* Effect.forkChild(Fiber.interrupt(second))
+      yield* Effect.sleep(20)
+      yield* Deferred.succeed(controls.admitHeld, undefined)
+      yield* Fiber.join(leaving)
+      // Its body was begun and closed (the machine's socket closed), not left for no one to read.
+      expect(yield* until(() => controls.bodiesClosed === 1)).toBe(true)
+      yield* (yield* Gateway).idle
+    }))
   })
 
   it("a key's first call reads its standing before anything is sent", async () => {

@@ -185,6 +185,15 @@ const make = (config: GatewayConfig) =>
       if (exit._tag === "Success" && exit.value._tag === "Success") yield* forkAfter(Effect.asVoid(discard(exit.value.success)))
     })
     const abandonEarly = (early: Early | undefined) => early === undefined ? Effect.void : abandoning(early)
+    /** Aborts an answer no one will read: its read begun and interrupted ("interrupting it aborts the request": MachineClient.ts). */
+    const abort = (response: MachineResponse) =>
+      Effect.flatMap(Effect.forkChild(readAll(response), { startImmediately: true }), Fiber.interrupt)
+    /** A speculative request whose call ended without taking its answer (its client left): aborted, answer and all. */
+    const dropping = Effect.fnUntraced(function*(early: Early) {
+      yield* Fiber.interrupt(early.fiber)
+      const exit = yield* Fiber.await(early.fiber)
+      if (exit._tag === "Success" && exit.value._tag === "Success") yield* abort(exit.value.success)
+    })
 
     /** A streamed answer: the machine's events, passed on as they come (StreamAnswer.ts). */
     const streamAnswer = yield* makeStreamAnswer(config, dispatch, settlement)
@@ -284,7 +293,16 @@ const make = (config: GatewayConfig) =>
       }
       if (early === undefined && likely) early = yield* speculate(vc, first)
       const speculated = early
-      const abandon = abandonEarly(speculated)
+      // The speculative request is settled once: taken by the first attempt, or abandoned at a
+      // refusal. A call that ends otherwise (its client left once admission had answered: admission
+      // is uninterruptible) aborts it when its scope closes, so the machine stops; the call is not
+      // charged, its client having received nothing (docs/gateway.md "Admission in one store step").
+      let earlySettled = false
+      const abandon = Effect.suspend(() => {
+        earlySettled = true
+        return abandonEarly(speculated)
+      })
+      if (speculated !== undefined) yield* Effect.addFinalizer(() => earlySettled ? Effect.void : dropping(speculated))
 
       // The call's reservation, a scoped resource: released when the call ends, unless metering took it.
       const held = yield* settlement.hold(admission.admit({ caller, endpoint, now, first, bound, service: vc.model.service, allowance, agent }).pipe(Effect.onError(() => abandon)))
@@ -307,7 +325,10 @@ const make = (config: GatewayConfig) =>
               })
             )
           })),
-        send: (machine, attempt) => attempt === 1 && machine === first && speculated !== undefined ? Fiber.join(speculated.fiber) : post(machine, vc),
+        send: (machine, attempt) =>
+          attempt === 1 && machine === first && speculated !== undefined
+            ? Effect.tap(Fiber.join(speculated.fiber), () => Effect.sync(() => void (earlySettled = true)))
+            : post(machine, vc),
         discard
       })
 
