@@ -21,16 +21,19 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
-  type CallAccount,
+  call,
+  type Call,
   type Cluster,
   COST,
   CREDIT,
   kill,
   ledgerRuntime,
   type Mock,
+  type Mode,
   newAccounts,
   postgresBin,
   type Server,
+  settled,
   startCluster,
   startMock,
   startServer,
@@ -40,47 +43,6 @@ import {
 
 const bin = postgresBin()
 if (bin === undefined) console.log("fault injection: skipped, no PostgreSQL binaries (/usr/lib/postgresql/*/bin/initdb)")
-
-type Mode = "ok" | "slow" | "drop" | "hang"
-
-interface Call {
-  readonly id: string
-  readonly account: CallAccount
-  readonly stream: boolean
-  readonly mode: Mode
-  /** The HTTP status, or "aborted" (the client left), or "error" (no answer at all). */
-  status: number | "aborted" | "error"
-  code?: string
-  /** The client received the whole answer (a JSON completion, or a stream up to [DONE]). */
-  complete: boolean
-  /** Server-sent events the client received. */
-  events: number
-}
-
-const call = async (url: string, account: CallAccount, stream: boolean, mode: Mode, abortAfterMs?: number): Promise<Call> => {
-  const c: Call = { id: crypto.randomUUID(), account, stream, mode, status: "error", complete: false, events: 0 }
-  const controller = new AbortController()
-  const timer = abortAfterMs === undefined ? undefined : setTimeout(() => controller.abort(), abortAfterMs)
-  try {
-    const response = await fetch(`${url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { authorization: account.auth, "content-type": "application/json" },
-      body: JSON.stringify({ model: "ref-chat", messages: [{ role: "user", content: "hi" }], stream, user: `${c.id}|${mode}` }),
-      signal: controller.signal
-    })
-    c.status = response.status
-    const text = await response.text()
-    const code = response.status === 200 ? undefined : (JSON.parse(text) as { error?: { code?: string } }).error?.code
-    if (code !== undefined) c.code = code
-    c.complete = response.status === 200 && (stream ? text.endsWith("data: [DONE]\n\n") : text.includes("\"choices\""))
-    c.events = text.split("\n\n").filter((e) => e.startsWith("data: {\"id\"")).length
-  } catch {
-    if (controller.signal.aborted) c.status = "aborted"
-  } finally {
-    clearTimeout(timer)
-  }
-  return c
-}
 
 describe.skipIf(bin === undefined)("fault injection on PostgreSQL", () => {
   let cluster: Cluster
@@ -111,14 +73,7 @@ describe.skipIf(bin === undefined)("fault injection on PostgreSQL", () => {
   /** Waits until no account of these calls holds anything (settlement done), then checks every invariant. */
   const settleAndCheck = async (scenario: string, calls: ReadonlyArray<Call>, timeoutMs = 30_000) => {
     const accounts = [...new Map(calls.map((c) => [c.account.accountId, c])).values()]
-    const deadline = Date.now() + timeoutMs
-    let states = await runtime.runPromise(Effect.forEach(accounts, (c) => stateOf(c.account.accountId), { concurrency: 8 }))
-    while (states.some((s) => s.held !== 0n) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 200))
-      states = await runtime.runPromise(Effect.forEach(accounts, (c) => stateOf(c.account.accountId), { concurrency: 8 }))
-    }
-    await new Promise((r) => setTimeout(r, 300)) // records of calls that held nothing land as well
-    states = await runtime.runPromise(Effect.forEach(accounts, (c) => stateOf(c.account.accountId), { concurrency: 8 }))
+    const states = await settled(runtime, accounts.map((c) => c.account.accountId), timeoutMs)
     let checked = 0
     const expectThat = (ok: boolean, what: string, c: Call, state: unknown) => {
       checked += 1

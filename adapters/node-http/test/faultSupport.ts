@@ -1,8 +1,9 @@
 /**
- * Support for the fault-injection suite (FaultInjection.test.ts): a throwaway PostgreSQL cluster of
- * its own (scripts/ci-postgres.sh, on its own port and state file) that can be stopped and started,
- * the real server process (src/main.ts) that can be killed, a mock machine whose calls are
- * identified one by one, and the per-call accounts whose ledgers the invariants are read from.
+ * Support for the fault-injection suites (FaultInjection.test.ts, FaultInjectionLeases.test.ts): a
+ * throwaway PostgreSQL cluster of each suite's own (scripts/ci-postgres.sh, on its own port and
+ * state file) that can be stopped and started, the real server process (src/main.ts) that can be
+ * killed, a mock machine whose calls are identified one by one, the calls and what their clients
+ * saw, and the accounts whose ledgers the invariants are read from.
  */
 import { ApiKeysLive } from "@model-platform/core/http"
 import { AccountStore, ApiKeys } from "@model-platform/core/keys"
@@ -47,21 +48,25 @@ export interface Cluster {
   readonly destroy: () => void
 }
 
-export const startCluster = (): Cluster => {
+/**
+ * `port` is the first port tried (the next free one is taken): below Linux's ephemeral ports (32768
+ * and up), as a client socket of a test running beside this one can take any of those as its own
+ * port, and the cluster is stopped and started again here. Each suite starts from its own, so that
+ * suites run side by side do not take each other's port while one's cluster is stopped.
+ */
+export const startCluster = (port = 31300): Cluster => {
   const state = Path.join(Fs.mkdtempSync(Path.join(Os.tmpdir(), "fault-pg-")), "state")
-  // Below Linux's ephemeral ports (32768 and up): a client socket of a test running beside this
-  // one can take any of those as its own port, and the cluster is stopped and started again here.
-  const env = { ...process.env, CI_POSTGRES_STATE: state, CI_POSTGRES_PORT: "31300" }
+  const env = { ...process.env, CI_POSTGRES_STATE: state, CI_POSTGRES_PORT: String(port) }
   const url = execFileSync(Path.join(ROOT, "scripts", "ci-postgres.sh"), ["start"], { env, encoding: "utf8" }).trim()
   const vars = Object.fromEntries(
     Fs.readFileSync(state, "utf8").trim().split("\n").map((line) => line.split("=", 2) as [string, string])
   )
-  const { DIR: dir, PORT: port, BIN: bin } = vars as { DIR: string; PORT: string; BIN: string }
+  const { DIR: dir, PORT: taken, BIN: bin } = vars as { DIR: string; PORT: string; BIN: string }
   const asPg = (command: string, args: ReadonlyArray<string>) =>
     process.getuid?.() === 0
       ? execFileSync("runuser", ["-u", "postgres", "--", command, ...args], { encoding: "utf8" })
       : execFileSync(command, [...args], { encoding: "utf8" })
-  const psqlArgs = ["-h", "127.0.0.1", "-p", port, "-U", "postgres", "-d", "postgres", "-At", "-v", "ON_ERROR_STOP=1"]
+  const psqlArgs = ["-h", "127.0.0.1", "-p", taken, "-U", "postgres", "-d", "postgres", "-At", "-v", "ON_ERROR_STOP=1"]
   return {
     url,
     stop: () => void asPg(Path.join(bin, "pg_ctl"), ["-D", Path.join(dir, "data"), "-m", "fast", "-w", "stop"]),
@@ -214,7 +219,51 @@ export const kill = (server: Server, signal: NodeJS.Signals) =>
     server.child.kill(signal)
   })
 
-// ---- Accounts, one per call, and what their ledgers say -----------------------------------
+// ---- Calls, and what their clients saw ------------------------------------------------------
+
+export type Mode = "ok" | "slow" | "drop" | "hang"
+
+export interface Call {
+  readonly id: string
+  readonly account: CallAccount
+  readonly stream: boolean
+  readonly mode: Mode
+  /** The HTTP status, or "aborted" (the client left), or "error" (no answer at all). */
+  status: number | "aborted" | "error"
+  code?: string
+  /** The client received the whole answer (a JSON completion, or a stream up to [DONE]). */
+  complete: boolean
+  /** Server-sent events the client received. */
+  events: number
+}
+
+/** A chat call of `account`, named for the mock machine ("<id>|<mode>"); the client leaves after `abortAfterMs` when given. */
+export const call = async (url: string, account: CallAccount, stream: boolean, mode: Mode, abortAfterMs?: number): Promise<Call> => {
+  const c: Call = { id: crypto.randomUUID(), account, stream, mode, status: "error", complete: false, events: 0 }
+  const controller = new AbortController()
+  const timer = abortAfterMs === undefined ? undefined : setTimeout(() => controller.abort(), abortAfterMs)
+  try {
+    const response = await fetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: account.auth, "content-type": "application/json" },
+      body: JSON.stringify({ model: "ref-chat", messages: [{ role: "user", content: "hi" }], stream, user: `${c.id}|${mode}` }),
+      signal: controller.signal
+    })
+    c.status = response.status
+    const text = await response.text()
+    const code = response.status === 200 ? undefined : (JSON.parse(text) as { error?: { code?: string } }).error?.code
+    if (code !== undefined) c.code = code
+    c.complete = response.status === 200 && (stream ? text.endsWith("data: [DONE]\n\n") : text.includes("\"choices\""))
+    c.events = text.split("\n\n").filter((e) => e.startsWith("data: {\"id\"")).length
+  } catch {
+    if (controller.signal.aborted) c.status = "aborted"
+  } finally {
+    clearTimeout(timer)
+  }
+  return c
+}
+
+// ---- Accounts and what their ledgers say ----------------------------------------------------
 
 export const CREDIT = 1_000_000_000n
 
@@ -251,6 +300,8 @@ export interface AccountState {
   readonly recorded: bigint
   /** What the ledger's usage entries charged. */
   readonly charged: bigint
+  /** Each usage record's tokens and charge. */
+  readonly usage: ReadonlyArray<{ readonly input: bigint; readonly output: bigint; readonly credits: bigint }>
 }
 
 export const stateOf = (accountId: string) =>
@@ -264,6 +315,27 @@ export const stateOf = (accountId: string) =>
       held: scopes.reduce((n, s) => n + s.held, 0n),
       records: records.length,
       recorded: records.reduce((n, r) => n + r.credits, 0n),
-      charged: -entries.filter((e) => e.type === "usage").reduce((n, e) => n + e.amount, 0n)
+      charged: -entries.filter((e) => e.type === "usage").reduce((n, e) => n + e.amount, 0n),
+      usage: records.map((r) => ({ input: r.input_tokens, output: r.output_tokens, credits: r.credits }))
     } satisfies AccountState
   })
+
+/**
+ * The accounts' states once settlement is done: read until none holds anything (or `timeoutMs`
+ * passed), then once more a moment later, as the records of calls that held nothing land as well.
+ */
+export const settled = async (
+  runtime: ReturnType<typeof ledgerRuntime>,
+  accountIds: ReadonlyArray<string>,
+  timeoutMs: number
+): Promise<ReadonlyArray<AccountState>> => {
+  const read = () => runtime.runPromise(Effect.forEach(accountIds, stateOf, { concurrency: 8 }))
+  const deadline = Date.now() + timeoutMs
+  let states = await read()
+  while (states.some((s) => s.held !== 0n) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 200))
+    states = await read()
+  }
+  await new Promise((r) => setTimeout(r, 300))
+  return read()
+}
