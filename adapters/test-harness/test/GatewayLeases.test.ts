@@ -9,50 +9,16 @@
  * balance, calls reserve alone; the rpm limit holds with the hits taken ahead; a process killed
  * with calls drawn and not metered is charged for them, once, when its journal is replayed.
  */
-import { AccountNotices, type NoticeFollower } from "@model-platform/core/kernel"
+import { AccountNotices } from "@model-platform/core/kernel"
 import { KeyStore } from "@model-platform/core/keys"
-import { Gateway, type GatewayConfig } from "@model-platform/core/gateway"
+import { Gateway } from "@model-platform/core/gateway"
 import { LedgerStore } from "@model-platform/core/ledger"
 import { UsageStore } from "@model-platform/core/billing"
-import { type Context, Deferred, Effect, Exit, Layer } from "effect"
+import { Deferred, Effect, Exit } from "effect"
 import { describe, expect, it } from "vitest"
-import { makeMemoryJournal, type MemoryJournal, openOf } from "@model-platform/memory-stores/MemoryMeteringJournal"
+import { makeMemoryJournal, openOf } from "@model-platform/memory-stores/MemoryMeteringJournal"
 import { newKey } from "./gatewayStub.ts"
-import { buildStores, callOnce, COST, CREDIT, pricedGateway, type Stores } from "./pricedGateway.ts"
-
-/** Notices in one process: every follower hears every `tell`, and they are always live. */
-const inProcessNotices = () => {
-  const followers = new Set<NoticeFollower>()
-  return Layer.succeed(AccountNotices)(AccountNotices.of({
-    live: () => true,
-    follow: (follower) =>
-      Effect.acquireRelease(Effect.sync(() => void followers.add(follower)), () => Effect.sync(() => void followers.delete(follower))),
-    tell: (accountId) => Effect.sync(() => followers.forEach((f) => f.changed(accountId)))
-  }))
-}
-
-/** A gateway process on `stores`, leasing; `admits` counts its admission store steps. */
-const processOn = (
-  stores: Context.Context<Stores>,
-  options: { readonly rpm?: number; readonly journal?: MemoryJournal; readonly config?: Partial<GatewayConfig> } = {}
-) => {
-  const counted = { admits: 0 }
-  const runtime = pricedGateway(stores, {
-    config: { creditLeases: true, ...options.config },
-    journal: options.journal,
-    notices: inProcessNotices(),
-    rpm: options.rpm,
-    store: (store) => ({
-      admit: (admissions) =>
-        Effect.suspend(() => {
-          counted.admits += 1
-          return store.admit(admissions)
-        }),
-      commit: store.commit
-    })
-  })
-  return { runtime, counted }
-}
+import { buildStores, callOnce, COST, CREDIT, inProcessNotices, leasingGateway, pricedGateway } from "./pricedGateway.ts"
 
 const ledgerOf = (accountId: string) =>
   Effect.gen(function*() {
@@ -71,7 +37,7 @@ const idle = Effect.flatMap(Gateway, (g) => g.idle)
 describe("credit leases at the gateway", () => {
   it("calls of one key share a lease: one admission step for up to 16 calls, the next taken ahead, each charged once, nothing held once stopped", async () => {
     const stores = await buildStores()
-    const { counted, runtime } = processOn(stores)
+    const { counted, runtime } = leasingGateway(stores)
     const { accountId, auth } = await runtime.runPromise(newKey(CREDIT))
     // A lease takes 16 rpm hits ahead (rpm / 8, at most 16). Half spent, fast, it has its
     // successor taken in the background: by the 8th call's end there are two.
@@ -93,7 +59,7 @@ describe("credit leases at the gateway", () => {
   it("calls of one key arriving together wait for the lease one of them takes, rather than each take one", async () => {
     // One lease for the 16, and its successor, taken ahead when the 8th drew.
     const stores = await buildStores()
-    const { counted, runtime } = processOn(stores)
+    const { counted, runtime } = leasingGateway(stores)
     try {
       const { accountId, auth } = await runtime.runPromise(newKey(CREDIT))
       const exits = await runtime.runPromise(Effect.all(Array.from({ length: 16 }, () => callOnce(auth)), { concurrency: "unbounded" }))
@@ -109,7 +75,7 @@ describe("credit leases at the gateway", () => {
 
   it("a key revoked elsewhere is refused from its account's notice", async () => {
     const stores = await buildStores()
-    const { counted, runtime } = processOn(stores)
+    const { counted, runtime } = leasingGateway(stores)
     try {
       const { accountId, auth, keyId } = await runtime.runPromise(newKey(CREDIT))
       expect(Exit.isSuccess(await runtime.runPromise(callOnce(auth)))).toBe(true)
@@ -130,7 +96,7 @@ describe("credit leases at the gateway", () => {
 
   it("a call its machine refuses gives its draw back, and is not charged", async () => {
     const stores = await buildStores()
-    const { counted, runtime } = processOn(stores)
+    const { counted, runtime } = leasingGateway(stores)
     try {
       const { accountId, auth } = await runtime.runPromise(newKey(CREDIT))
       for (const extra of [{}, { user: "bad" }, {}, { user: "bad" }, {}]) await runtime.runPromise(callOnce(auth, extra))
@@ -144,7 +110,7 @@ describe("credit leases at the gateway", () => {
 
   it("near the end of the balance a lease is refused: the call reserves alone, and the key's next calls too", async () => {
     const stores = await buildStores()
-    const { counted, runtime } = processOn(stores)
+    const { counted, runtime } = leasingGateway(stores)
     try {
       // Enough for a few calls' estimates, not for a lease of 32.
       const { accountId, auth } = await runtime.runPromise(newKey(2_000n))
@@ -161,7 +127,7 @@ describe("credit leases at the gateway", () => {
 
   it("near the end of the balance, the process's own lease gives back what it holds before a call is refused", async () => {
     const stores = await buildStores()
-    const { runtime } = processOn(stores)
+    const { runtime } = leasingGateway(stores)
     try {
       // The first call's lease tells the estimate: it reserves 32 of them.
       const probe = await runtime.runPromise(newKey(CREDIT))
@@ -184,7 +150,7 @@ describe("credit leases at the gateway", () => {
   it("the rpm limit holds with hits taken ahead: 16 a minute, 16 admitted", async () => {
     const stores = await buildStores()
     // rpm 16: a lease takes 2 hits.
-    const { runtime } = processOn(stores, { rpm: 16 })
+    const { runtime } = leasingGateway(stores, { rpm: 16 })
     try {
       const { accountId, auth } = await runtime.runPromise(newKey(CREDIT))
       // The window is the wall clock's minute: start early in one, so all 20 calls count in it.
@@ -224,7 +190,7 @@ describe("credit leases at the gateway", () => {
     expect((await Effect.runPromise(Effect.provide(ledgerOf(accountId), stores))).held).toBeGreaterThan(0n)
 
     const restarted = makeMemoryJournal([{ name: "killed", entries: journal.entries }])
-    const { runtime } = processOn(stores, { journal: restarted })
+    const { runtime } = leasingGateway(stores, { journal: restarted })
     try {
       await runtime.runPromise(idle)
       expect(restarted.released).toEqual(["killed"])

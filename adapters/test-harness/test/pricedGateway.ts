@@ -6,6 +6,7 @@
  * or break its steps. gatewayStub.ts is its unpriced sibling, for what a machine answers; its
  * `newKey` makes the accounts here too.
  */
+import { AccountNotices, type NoticeFollower } from "@model-platform/core/kernel"
 import { ApiKeysLive } from "@model-platform/core/http"
 import { Catalogue, type CatalogueConfig, type ModelConfig } from "@model-platform/core/catalogue"
 import {
@@ -19,6 +20,7 @@ import {
 } from "@model-platform/core/gateway"
 import { Ledger } from "@model-platform/core/ledger"
 import { type Context, Effect, Layer, ManagedRuntime, Stream } from "effect"
+import type { MemoryJournal } from "@model-platform/memory-stores/MemoryMeteringJournal"
 import { MemoryPlatformStores } from "@model-platform/memory-stores/MemoryPlatformStores"
 
 const encoder = new TextEncoder()
@@ -110,6 +112,54 @@ export const pricedGateway = <N>(stores: Context.Context<Stores>, options: Price
       Layer.provideMerge(Layer.merge(Layer.succeedContext(stores), wrapped.pipe(Layer.provide(Layer.succeedContext(stores)))))
     )
   )
+}
+
+/**
+ * Notices in memory: every follower hears every `tell`, and they are always live. One layer given
+ * to several gateways makes them processes that hear each other's notices.
+ */
+export const inProcessNotices = () => {
+  const followers = new Set<NoticeFollower>()
+  return Layer.succeed(AccountNotices)(AccountNotices.of({
+    live: () => true,
+    follow: (follower) =>
+      Effect.acquireRelease(Effect.sync(() => void followers.add(follower)), () => Effect.sync(() => void followers.delete(follower))),
+    tell: (accountId) => Effect.sync(() => followers.forEach((f) => f.changed(accountId)))
+  }))
+}
+
+/**
+ * A gateway process on `stores`, leasing (notices of its own unless `notices` is given);
+ * `counted.admits` counts its admission store steps (GatewayLeases.test.ts, GatewayLeases.property.test.ts).
+ */
+export const leasingGateway = (
+  stores: Context.Context<Stores>,
+  options: {
+    readonly rpm?: number
+    readonly journal?: MemoryJournal
+    readonly config?: Partial<GatewayConfig>
+    readonly notices?: Layer.Layer<AccountNotices>
+    /** The store's admission answers arrive this much later, as over a network (0: at once). */
+    readonly admitLatencyMs?: number
+  } = {}
+) => {
+  const counted = { admits: 0 }
+  const runtime = pricedGateway(stores, {
+    config: { creditLeases: true, ...options.config },
+    journal: options.journal,
+    notices: options.notices ?? inProcessNotices(),
+    rpm: options.rpm,
+    store: (store) => ({
+      admit: (admissions) =>
+        Effect.suspend(() => {
+          counted.admits += 1
+          const latency = options.admitLatencyMs ?? 0
+          return latency === 0 ? store.admit(admissions) : Effect.tap(store.admit(admissions), () => Effect.sleep(latency))
+        }),
+      commit: store.commit
+    })
+  })
+  return { runtime, counted }
 }
 
 /** A chat call's body: "hi" to "chat", with `extra` fields. */

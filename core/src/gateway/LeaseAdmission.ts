@@ -144,6 +144,8 @@ export const makeLeaseAdmission = (deps: LeaseAdmissionDeps) => {
     const windowStart = windowStartOf(now, deps.config.rateWindowMs)
     const hits = hitsAhead(rpm)
     const expiresAt = now + deps.config.reservationTtlMs + LEASE_LIFE_MS
+    // Before the store step: a notice of the account from here on voids the lease (Leases.open).
+    const stamp = leases.stamp()
     const admission = yield* deps.submit(candidate, { rpm, windowStart, hits }, {
       ref,
       amount: candidate.bound! * LEASE_CALLS,
@@ -163,7 +165,8 @@ export const makeLeaseAdmission = (deps: LeaseAdmissionDeps) => {
       yield* leases.closeAccount(caller.account.id)
       return false
     }
-    // Opened, or voided by the leases after shutdown: either way the lease is theirs now.
+    // Opened, or voided by the leases (after shutdown, or a notice since the stamp): either way
+    // the lease is theirs now; a call finding none lending takes another.
     yield* leases.open({
       ref,
       accountId: caller.account.id,
@@ -175,7 +178,7 @@ export const makeLeaseAdmission = (deps: LeaseAdmissionDeps) => {
       left: { allocations: reserved.allocations, grants: reserved.grants ?? [] },
       // The hits within the limit (the first one is, or the store would have refused).
       hitsLeft: Math.min(hits, rpm - (admission.count - hits))
-    })
+    }, stamp)
     return true
   })
   return leasedStep

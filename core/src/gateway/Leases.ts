@@ -35,6 +35,23 @@ export const makeLeases = (voidLease: VoidLease): Effect.Effect<Leases, never, S
     const emptied = new Map<string, Deferred.Deferred<void>>()
     /** After shutdown, a lease the store grants is voided rather than lent from. */
     let shut = false
+    /**
+     * Notices, counted: `tick` moves at each, `noticedAt` keeps its value at an account's last one
+     * and `missedAt` at the last time notices may have been missed. A lease whose store step began
+     * before a notice of its account (its `stamp`) may have been granted on what the notice
+     * changed: it is voided rather than lent from.
+     */
+    let tick = 0
+    let missedAt = 0
+    const noticedAt = new Map<string, number>()
+    const noticed = (accountId: string) => {
+      if (noticedAt.size >= 10_000) {
+        // Bounded: forgetting counts as notices missed (leases being taken are voided, once).
+        noticedAt.clear()
+        missedAt = ++tick
+      }
+      noticedAt.set(accountId, ++tick)
+    }
 
     const later = (refs: ReadonlyArray<string>) => {
       if (refs.length > 0) due.push(...refs)
@@ -61,8 +78,14 @@ export const makeLeases = (voidLease: VoidLease): Effect.Effect<Leases, never, S
 
     if (notices !== undefined) {
       yield* notices.follow({
-        changed: (accountId) => later(book.closeAccount(accountId)),
-        missed: () => later(book.closeAll())
+        changed: (accountId) => {
+          noticed(accountId)
+          later(book.closeAccount(accountId))
+        },
+        missed: () => {
+          missedAt = ++tick
+          later(book.closeAll())
+        }
       })
     }
     yield* Effect.forkScoped(Effect.interruptible(Effect.repeat(
@@ -87,8 +110,9 @@ export const makeLeases = (voidLease: VoidLease): Effect.Effect<Leases, never, S
         later(toVoid)
         return drawn
       },
-      open: (lease) =>
-        shut ? Effect.as(voidLease(lease.ref), false) : Effect.sync(() => {
+      stamp: () => tick,
+      open: (lease, stamp) =>
+        shut || missedAt > stamp || (noticedAt.get(lease.accountId) ?? 0) > stamp ? Effect.as(voidLease(lease.ref), false) : Effect.sync(() => {
           accountOf.set(lease.ref, lease.accountId)
           later(book.open(lease))
           return true
@@ -120,11 +144,15 @@ export interface Leases {
   readonly active: () => boolean
   /** A call's draw from the open lease under `key` (LeaseBook.draw); undefined: to the store. */
   readonly draw: (key: string, estimate: bigint, now: number) => Drawn | undefined
+  /** Where the notices stand, taken before a lease's store step (`open`). */
+  readonly stamp: () => number
   /**
-   * A lease the store granted lends from now (or once its key's lease cannot: LeaseBook.open);
-   * after shutdown it is voided instead (false).
+   * A lease the store granted, its store step begun at `stamp`, lends from now (or once its key's
+   * lease cannot: LeaseBook.open). It is voided instead (false) after shutdown, or when a notice
+   * of its account (or notices missed) came since `stamp`: the store may have granted it on what
+   * the notice changed (a key revoked, a limit lowered).
    */
-  readonly open: (lease: OpenLease) => Effect.Effect<boolean>
+  readonly open: (lease: OpenLease, stamp: number) => Effect.Effect<boolean>
   /**
    * Closes this process's leases of an account and voids them before it answers, waiting up to
    * 2 s for their calls still being metered: near a limit, what they hold goes back to the
