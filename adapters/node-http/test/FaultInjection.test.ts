@@ -16,9 +16,6 @@
  * Skipped only when PostgreSQL's binaries are missing (CI installs them: scripts/ci-postgres.sh).
  */
 import { Effect } from "effect"
-import * as Fs from "node:fs"
-import * as Os from "node:os"
-import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   call,
@@ -26,49 +23,37 @@ import {
   type Cluster,
   COST,
   CREDIT,
+  type FaultWorld,
   kill,
-  ledgerRuntime,
   type Mock,
   type Mode,
   newAccounts,
   postgresBin,
   type Server,
   settled,
-  startCluster,
-  startMock,
-  startServer,
-  stateOf,
-  writeCatalogue
+  startFaultWorld,
+  stateOf
 } from "./faultSupport.ts"
 
 const bin = postgresBin()
 if (bin === undefined) console.log("fault injection: skipped, no PostgreSQL binaries (/usr/lib/postgresql/*/bin/initdb)")
 
 describe.skipIf(bin === undefined)("fault injection on PostgreSQL", () => {
+  let world: FaultWorld
   let cluster: Cluster
   let mock: Mock
-  let dir: string
-  let env: Record<string, string>
   let server: Server
-  let runtime: ReturnType<typeof ledgerRuntime>
+  let runtime: FaultWorld["runtime"]
 
   beforeAll(async () => {
-    cluster = startCluster()
-    mock = await startMock()
-    dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "fault-injection-"))
-    env = { DATABASE_URL: cluster.url, DATA_DIR: dir, CATALOGUE_FILE: writeCatalogue(dir, mock.url) }
-    runtime = ledgerRuntime(cluster.url)
-    await runtime.runPromise(Effect.void) // migrated before the server starts
-    server = await startServer(env)
+    world = await startFaultWorld(31300)
+    cluster = world.cluster
+    mock = world.mock
+    server = world.server
+    runtime = world.runtime
   }, 90_000)
 
-  afterAll(async () => {
-    if (server !== undefined) await kill(server, "SIGKILL")
-    await runtime?.dispose()
-    await mock?.close()
-    cluster?.destroy()
-    if (dir !== undefined) Fs.rmSync(dir, { recursive: true, force: true })
-  }, 60_000)
+  afterAll(() => world?.stop(), 60_000)
 
   /** Waits until no account of these calls holds anything (settlement done), then checks every invariant. */
   const settleAndCheck = async (scenario: string, calls: ReadonlyArray<Call>, timeoutMs = 30_000) => {
@@ -129,7 +114,7 @@ describe.skipIf(bin === undefined)("fault injection on PostgreSQL", () => {
     expect(before.every((s) => s.held > 0n)).toBe(true) // and 13 reservations held until their expiry
 
     const restartedAt = Date.now()
-    server = await startServer(env)
+    server = await world.restart()
     await settleAndCheck("SIGKILL between answer and metering, then restart", [...calls, lost], 15_000)
     console.log(`fault injection: reservations released ${Date.now() - restartedAt} ms after the restart (expiry: 960 s)`)
   }, 60_000)

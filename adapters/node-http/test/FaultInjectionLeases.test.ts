@@ -20,9 +20,6 @@
  * Skipped only when PostgreSQL's binaries are missing (CI installs them: scripts/ci-postgres.sh).
  */
 import { Effect } from "effect"
-import * as Fs from "node:fs"
-import * as Os from "node:os"
-import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   call,
@@ -31,20 +28,17 @@ import {
   type Cluster,
   COST,
   CREDIT,
+  type FaultWorld,
   kill,
-  ledgerRuntime,
   type Mock,
   type Mode,
   newAccounts,
   postgresBin,
   type Server,
   settled,
-  startCluster,
-  startMock,
-  startServer,
+  startFaultWorld,
   stateOf,
-  USAGE,
-  writeCatalogue
+  USAGE
 } from "./faultSupport.ts"
 
 const bin = postgresBin()
@@ -53,31 +47,22 @@ if (bin === undefined) console.log("fault injection with leases: skipped, no Pos
 const bigints = (_: string, v: unknown) => typeof v === "bigint" ? String(v) : v
 
 describe.skipIf(bin === undefined)("fault injection on PostgreSQL with credit leases", () => {
+  let world: FaultWorld
   let cluster: Cluster
   let mock: Mock
-  let dir: string
-  let env: Record<string, string>
   let server: Server
-  let runtime: ReturnType<typeof ledgerRuntime>
+  let runtime: FaultWorld["runtime"]
 
   beforeAll(async () => {
     // Its own first port, away from FaultInjection.test.ts's (31300), which may run beside it.
-    cluster = startCluster(31350)
-    mock = await startMock()
-    dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "fault-injection-leases-"))
-    env = { DATABASE_URL: cluster.url, DATA_DIR: dir, CATALOGUE_FILE: writeCatalogue(dir, mock.url), CREDIT_LEASES: "on" }
-    runtime = ledgerRuntime(cluster.url)
-    await runtime.runPromise(Effect.void) // migrated before the server starts
-    server = await startServer(env)
+    world = await startFaultWorld(31350, { CREDIT_LEASES: "on" })
+    cluster = world.cluster
+    mock = world.mock
+    server = world.server
+    runtime = world.runtime
   }, 90_000)
 
-  afterAll(async () => {
-    if (server !== undefined) await kill(server, "SIGKILL")
-    await runtime?.dispose()
-    await mock?.close()
-    cluster?.destroy()
-    if (dir !== undefined) Fs.rmSync(dir, { recursive: true, force: true })
-  }, 60_000)
+  afterAll(() => world?.stop(), 60_000)
 
   /**
    * The reservations of these accounts that are leases: holding more than one call's estimate (what
@@ -192,7 +177,7 @@ describe.skipIf(bin === undefined)("fault injection on PostgreSQL with credit le
     expect(before.every((s) => s.held > 0n)).toBe(true) // and the leases held until their expiry
 
     const restartedAt = Date.now()
-    server = await startServer(env)
+    server = await world.restart()
     await settleAndCheck("SIGKILL between answer and metering, then restart", [...calls, lost], 15_000)
     console.log(`fault injection with leases: leases voided ${Date.now() - restartedAt} ms after the restart`)
   }, 60_000)

@@ -339,3 +339,50 @@ export const settled = async (
   await new Promise((r) => setTimeout(r, 300))
   return read()
 }
+
+// ---- A suite's world ------------------------------------------------------------------------
+
+export interface FaultWorld {
+  readonly cluster: Cluster
+  readonly mock: Mock
+  readonly runtime: ReturnType<typeof ledgerRuntime>
+  /** The server first started. */
+  readonly server: Server
+  /** Starts the server again on the same env (after a test killed it); `stop` kills that one then. */
+  readonly restart: () => Promise<Server>
+  /** Kills the server, then removes everything else. */
+  readonly stop: () => Promise<void>
+}
+
+/**
+ * What both fault suites run on: a cluster of their own (first port tried: `port`, see
+ * startCluster), a mock machine, a data directory, the database migrated, then the server, with
+ * `env` added to its environment. A failed start removes what it had started before throwing.
+ */
+export const startFaultWorld = async (port: number, env: Record<string, string> = {}): Promise<FaultWorld> => {
+  let cluster: Cluster | undefined
+  let mock: Mock | undefined
+  let dir: string | undefined
+  let runtime: ReturnType<typeof ledgerRuntime> | undefined
+  let server: Server | undefined
+  const stop = async () => {
+    if (server !== undefined) await kill(server, "SIGKILL")
+    await runtime?.dispose()
+    await mock?.close()
+    cluster?.destroy()
+    if (dir !== undefined) Fs.rmSync(dir, { recursive: true, force: true })
+  }
+  try {
+    cluster = startCluster(port)
+    mock = await startMock()
+    dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "fault-injection-"))
+    const serverEnv = { DATABASE_URL: cluster.url, DATA_DIR: dir, CATALOGUE_FILE: writeCatalogue(dir, mock.url), ...env }
+    runtime = ledgerRuntime(cluster.url)
+    await runtime.runPromise(Effect.void) // migrated before the server starts
+    server = await startServer(serverEnv)
+    return { cluster, mock, runtime, server, restart: async () => (server = await startServer(serverEnv)), stop }
+  } catch (error) {
+    await stop()
+    throw error
+  }
+}
