@@ -7,14 +7,14 @@
  * kills it if the test process exits without calling `stop()`, and a small watchdog shell kills it
  * when the test process dies without running any hook (SIGKILL of a vitest worker).
  */
-import { TransactWriteItemsCommand } from "@aws-sdk/client-dynamodb"
+import { DeleteTableCommand, TransactWriteItemsCommand } from "@aws-sdk/client-dynamodb"
 import { Context, Effect, Layer } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as net from "node:net"
 import * as path from "node:path"
-import { afterAll, beforeAll } from "vitest"
+import { afterAll, beforeAll, inject } from "vitest"
 import { createTable, DynamoConfig, type DynamoSettings, makeDocumentClient } from "../src/DynamoTable.ts"
 
 export interface DynamoLocal {
@@ -41,7 +41,7 @@ const jarDirectory = (): string => {
   return path.join(lib, dir)
 }
 
-const freePort = (): Promise<number> =>
+export const freePort = (): Promise<number> =>
   new Promise((resolve, reject) => {
     const server = net.createServer()
     server.unref()
@@ -81,10 +81,18 @@ const waitForExit = (child: ChildProcess, ms: number): Promise<boolean> =>
       })
     })
 
-const startOnce = async (timeoutMs: number): Promise<DynamoLocal> => {
+interface Launched {
+  readonly java: ChildProcess
+  readonly endpoint: string
+  readonly started: number
+  readonly stderr: () => string
+  readonly spawnError: Promise<Error>
+  readonly stop: () => Promise<void>
+}
+
+/** Spawns Java on `port` without waiting for it to answer. */
+export const launchDynamoLocal = (port: number): Launched => {
   const dir = jarDirectory()
-  const port = await freePort()
-  const endpoint = `http://127.0.0.1:${port}`
   const started = performance.now()
   const java = spawn(
     "java",
@@ -130,7 +138,11 @@ const startOnce = async (timeoutMs: number): Promise<DynamoLocal> => {
     }
     if (watchdog.exitCode === null && watchdog.signalCode === null) watchdog.kill("SIGKILL")
   }
+  return { java, endpoint: `http://127.0.0.1:${port}`, started, stderr: () => stderr, spawnError, stop }
+}
 
+const startOnce = async (timeoutMs: number): Promise<DynamoLocal> => {
+  const { java, endpoint, started, stderr, spawnError, stop } = launchDynamoLocal(await freePort())
   const deadline = started + timeoutMs
   for (;;) {
     const failed = await Promise.race([spawnError, new Promise<undefined>((r) => setTimeout(r, 100, undefined))])
@@ -140,19 +152,19 @@ const startOnce = async (timeoutMs: number): Promise<DynamoLocal> => {
     }
     if (exited(java)) {
       await stop()
-      throw new Error(`DynamoDB Local exited with ${java.exitCode ?? java.signalCode}: ${stderr}`)
+      throw new Error(`DynamoDB Local exited with ${java.exitCode ?? java.signalCode}: ${stderr()}`)
     }
     if (await answers(endpoint)) break
     if (performance.now() > deadline) {
       await stop()
-      throw new Error(`DynamoDB Local did not answer on ${endpoint} within ${timeoutMs} ms: ${stderr}`)
+      throw new Error(`DynamoDB Local did not answer on ${endpoint} within ${timeoutMs} ms: ${stderr()}`)
     }
   }
   return { endpoint, startupMs: Math.round(performance.now() - started), stop }
 }
 
 /** Starts DynamoDB Local on a free port; tries again on another port (twice) if one was taken. */
-export const startDynamoLocal = async (options: { readonly timeoutMs?: number } = {}): Promise<DynamoLocal> => {
+export const startOwnDynamoLocal = async (options: { readonly timeoutMs?: number } = {}): Promise<DynamoLocal> => {
   const timeoutMs = options.timeoutMs ?? 30_000
   for (let attempt = 1; ; attempt++) {
     try {
@@ -160,6 +172,69 @@ export const startDynamoLocal = async (options: { readonly timeoutMs?: number } 
     } catch (error) {
       if (attempt === 3) throw error
     }
+  }
+}
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** The run's shared DynamoDB Local (dynamoGlobalSetup.ts); empty when Java would not start. */
+    readonly dynamoLocalEndpoint: string
+  }
+}
+
+/** The endpoint of the run's shared DynamoDB Local; undefined outside vitest or without the setup. */
+const sharedEndpoint = (): string | undefined => {
+  try {
+    return inject("dynamoLocalEndpoint") || undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Whether the shared instance answers within `ms` (it may still be starting; Java may have lost its port). */
+const answersWithin = async (endpoint: string, ms: number): Promise<boolean> => {
+  const deadline = performance.now() + ms
+  while (!(await answers(endpoint))) {
+    if (performance.now() > deadline) return false
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  return true
+}
+
+/** Tables made on a shared instance through tableOn, deleted when their borrower stops. */
+const borrowedTables = new WeakMap<DynamoLocal, Set<string>>()
+
+/**
+ * DynamoDB Local for a test: the run's shared instance when vitest started one (one Java for the
+ * whole run: a cold JVM per test or file cost minutes of CI), else its own. Stopping a borrowed
+ * instance deletes the tables made on it with tableOn and leaves Java running. A test that needs
+ * to stop DynamoDB under the platform calls startOwnDynamoLocal.
+ */
+export const startDynamoLocal = async (options: { readonly timeoutMs?: number } = {}): Promise<DynamoLocal> => {
+  const endpoint = sharedEndpoint()
+  if (endpoint === undefined || !(await answersWithin(endpoint, options.timeoutMs ?? 30_000))) return startOwnDynamoLocal(options)
+  const tables = new Set<string>()
+  const borrowed: DynamoLocal = {
+    endpoint,
+    startupMs: 0,
+    stop: async () => {
+      await Promise.all([...tables].map((table) => dropTable(endpoint, table)))
+      tables.clear()
+    }
+  }
+  borrowedTables.set(borrowed, tables)
+  return borrowed
+}
+
+/** Deletes a test's table (on a shared instance they would pile up for the whole run). */
+const dropTable = async (endpoint: string, tableName: string): Promise<void> => {
+  const client = makeDocumentClient(localClientConfig(endpoint))
+  try {
+    await client.send(new DeleteTableCommand({ TableName: tableName }))
+  } catch {
+    // Gone already, or the instance is stopping: nothing to clean.
+  } finally {
+    client.destroy()
   }
 }
 
@@ -181,13 +256,12 @@ export const useDynamoLocal = (tablePrefix: string) => {
     Layer.effect(
       DynamoConfig,
       Effect.gen(function*() {
-        const endpoint = local?.endpoint
-        if (endpoint === undefined) return yield* Effect.die(new Error("DynamoDB Local is not running"))
+        if (local === undefined) return yield* Effect.die(new Error("DynamoDB Local is not running"))
+        const { endpoint } = local
+        const tableName = `${tablePrefix}-${crypto.randomUUID()}`
+        borrowedTables.get(local)?.add(tableName)
         const settings = yield* Effect.acquireRelease(
-          Effect.sync(() => ({
-            tableName: `${tablePrefix}-${crypto.randomUUID()}`,
-            client: makeDocumentClient(localClientConfig(endpoint))
-          })),
+          Effect.sync(() => ({ tableName, client: makeDocumentClient(localClientConfig(endpoint)) })),
           (settings) => Effect.sync(() => settings.client.destroy())
         )
         yield* Effect.provideService(createTable, DynamoConfig, settings)
@@ -226,6 +300,7 @@ const freshTableName = () => `platform-test-${crypto.randomUUID()}`
 /** A fresh table on `local`. */
 export const tableOn = async (local: DynamoLocal): Promise<DynamoSettings> => {
   const settings = { tableName: freshTableName(), client: makeDocumentClient(localClientConfig(local.endpoint)) }
+  borrowedTables.get(local)?.add(settings.tableName)
   await Effect.runPromise(Effect.provideService(createTable, DynamoConfig, settings))
   return settings
 }

@@ -15,7 +15,7 @@ import { DynamoPlatformStores } from "@model-platform/dynamodb-stores"
 import { createTable, DynamoConfig, makeDocumentClient } from "@model-platform/dynamodb-stores"
 import { isDynamoUnavailable } from "@model-platform/dynamodb-stores"
 import { makeHandler } from "../src/Handler.ts"
-import { localClientConfig, startDynamoLocal } from "../../dynamodb-stores/test/dynamoLocal.ts"
+import { localClientConfig, startOwnDynamoLocal } from "../../dynamodb-stores/test/dynamoLocal.ts"
 import { invoke } from "./support.ts"
 
 describe("DynamoDB unreachable", () => {
@@ -47,7 +47,8 @@ describe("DynamoDB unreachable", () => {
 
 describe("the Lambda handler while DynamoDB is down", () => {
   it("answers 503 store_unavailable on both surfaces, never 500", async () => {
-    const local = await startDynamoLocal()
+    // Its own: the test stops it under the handler.
+    const local = await startOwnDynamoLocal()
     const client = makeDocumentClient({ ...localClientConfig(local.endpoint), maxAttempts: 1 })
     const dynamo = { tableName: `platform-test-${crypto.randomUUID()}`, client }
     await Effect.runPromise(Effect.provideService(createTable, DynamoConfig, dynamo))

@@ -20,9 +20,9 @@ import { fileURLToPath } from "node:url"
 const here = Path.dirname(fileURLToPath(import.meta.url))
 export const SERVER_BUNDLE = Path.join(here, "..", "dist", "main.mjs")
 
-export const bundleServer = async () => {
+/** Builds into `outDir` (dist/ by default; tests build their own beside it, at the same depth). */
+export const bundleServer = async (outDir = Path.dirname(SERVER_BUNDLE)) => {
   const started = Date.now()
-  const outDir = Path.dirname(SERVER_BUNDLE)
   await esbuild.build({
     entryPoints: { main: Path.join(here, "..", "src", "main.ts") },
     outdir: outDir,
@@ -43,7 +43,7 @@ export const bundleServer = async () => {
     banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
     mainFields: ["module", "main"]
   })
-  return { file: SERVER_BUNDLE, millis: Date.now() - started }
+  return { file: Path.join(outDir, "main.mjs"), millis: Date.now() - started }
 }
 
 if (process.argv[1] !== undefined && Path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -20,11 +20,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { CREDIT, ledgerRuntime, newAccounts, stateOf } from "./faultSupport.ts"
 import { gatewayCatalogue, MACHINE_MODELS } from "./gatewaySupport.ts"
 import { type MainProcess, startMain } from "./mainProcess.ts"
+import { serverBundle } from "./serverBundle.ts"
 import { freshDatabaseUrl } from "./support.ts"
 import { requestedWorkers } from "../src/Workers.ts"
 
 const serverUrl = process.env.TEST_DATABASE_URL
-const MAIN = path.join(import.meta.dirname, "..", "src", "main.ts")
 const RPM = 30
 
 describe("--workers N and WORKERS (Workers.ts requestedWorkers)", () => {
@@ -45,7 +45,7 @@ describe("a primary whose first worker cannot start", () => {
   it("stops with exit code 1 after the worker's own message, starting no other", async () => {
     // HOST reachable from elsewhere without PUBLIC_URL: refused before the database is opened.
     const { DATABASE_URL: _db, PUBLIC_URL: _url, ...inherited } = process.env
-    const child = spawn(process.execPath, [MAIN, "--workers", "2"], {
+    const child = spawn(process.execPath, [await serverBundle(), "--workers", "2"], {
       env: { ...inherited, DATABASE_URL: "postgres://nobody@127.0.0.1:1/none", HOST: "0.0.0.0", PORT: "0" },
       stdio: ["ignore", "pipe", "pipe"]
     })

@@ -1,9 +1,10 @@
 /**
  * Support for the fault-injection suites (FaultInjection.test.ts, FaultInjectionLeases.test.ts): a
  * throwaway PostgreSQL cluster of each suite's own (scripts/ci-postgres.sh, on its own port and
- * state file) that can be stopped and started, the real server process (src/main.ts) that can be
- * killed, a mock machine whose calls are identified one by one, the calls and what their clients
- * saw, and the accounts whose ledgers the invariants are read from.
+ * state file) that can be stopped and started, the real server process (src/main.ts bundled, as
+ * serverBundle.ts builds it) that can be killed, a mock machine whose calls are identified one by
+ * one, the calls and what their clients saw, and the accounts whose ledgers the invariants are
+ * read from.
  */
 import { ApiKeysLive } from "@model-platform/core/http"
 import { AccountStore, ApiKeys } from "@model-platform/core/keys"
@@ -20,9 +21,9 @@ import * as Path from "node:path"
 import { Database } from "@model-platform/postgres-stores/database"
 import { PgPlatformStores } from "@model-platform/postgres-stores"
 import { gatewayCatalogue } from "./gatewaySupport.ts"
+import { serverBundle } from "./serverBundle.ts"
 
 const ROOT = Path.join(import.meta.dirname, "..", "..", "..")
-const MAIN = Path.join(import.meta.dirname, "..", "src", "main.ts")
 
 /** The newest installed PostgreSQL's bin directory (Debian's layout), or undefined. */
 export const postgresBin = (): string | undefined => {
@@ -195,8 +196,8 @@ export const writeCatalogue = (dir: string, mockUrl: string): string => {
 }
 
 export const startServer = (env: Record<string, string>): Promise<Server> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN], { env: { ...process.env, PORT: "0", ...env }, stdio: ["ignore", "pipe", "pipe"] })
+  serverBundle().then((entry) => new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [entry], { env: { ...process.env, PORT: "0", ...env }, stdio: ["ignore", "pipe", "pipe"] })
     let output = ""
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000)
     child.stdout!.on("data", (chunk: Buffer) => {
@@ -209,7 +210,7 @@ export const startServer = (env: Record<string, string>): Promise<Server> =>
     })
     child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
     child.once("exit", (code) => reject(new Error(`server exited with ${code}:\n${output}`)))
-  })
+  }))
 
 export const kill = (server: Server, signal: NodeJS.Signals) =>
   new Promise<void>((resolve) => {

@@ -1,11 +1,10 @@
 /**
- * The server as an operator runs it (src/main.ts, what `./platform start` runs) in a child process:
+ * The server as an operator runs it (src/main.ts bundled, what `./platform start` runs; serverBundle.ts) in a child process:
  * its output line by line, its address once it listens, and its exit.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import * as path from "node:path"
+import { serverBundle } from "./serverBundle.ts"
 
-const MAIN = path.join(import.meta.dirname, "..", "src", "main.ts")
 
 export interface MainProcess {
   readonly child: ChildProcess
@@ -29,9 +28,9 @@ export const startMain = (
   timeoutMs = 60_000,
   options: { readonly args?: ReadonlyArray<string>; readonly until?: RegExp } = {}
 ): Promise<MainProcess> =>
-  new Promise((resolve, reject) => {
+  serverBundle().then((entry) => new Promise((resolve, reject) => {
     const { DATABASE_URL: _db, PUBLIC_URL: _url, LOG_FORMAT: _format, LOG_LEVEL: _level, ...inherited } = process.env
-    const child = spawn(process.execPath, [MAIN, ...(options.args ?? [])], { env: { ...inherited, PORT: "0", ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(process.execPath, [entry, ...(options.args ?? [])], { env: { ...inherited, PORT: "0", ...env }, stdio: ["ignore", "pipe", "pipe"] })
     let output = ""
     let code: number | null | undefined
     const exited = new Promise<number | null>((done) =>
@@ -81,4 +80,4 @@ export const startMain = (
         reject(new Error(`server exited with ${c}:\n${output}`))
       }
     })
-  })
+  }))
