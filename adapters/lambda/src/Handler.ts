@@ -16,6 +16,7 @@ import type { Owner } from "@model-platform/core/accounts"
 import type { CatalogueConfig } from "@model-platform/core/catalogue"
 import { errorBody, makePlatform, type PlatformOptions, type PlatformStores, platformWebHandler } from "@model-platform/core/http"
 import { DepositWatcher, type WatchReport } from "@model-platform/core/payments"
+import { JobsStart } from "@model-platform/core/kernel"
 import { Effect, Layer } from "effect"
 import { EmfWriter } from "@model-platform/core/observability"
 import { Metric } from "effect"
@@ -141,7 +142,7 @@ const DEFAULT_DEADLINE_MARGIN_MILLIS = 1_000
 export const LAMBDA_MAX_TAKE_BYTES = 4 * 1024 * 1024
 
 /** Builds the web application over the stores, running the first start once. */
-const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unknown>): Promise<App> => {
+const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unknown>, jobsStart: Effect.Effect<void>): Promise<App> => {
   const { catalogue, ownerEmail, ownerSecret } = options
   const client = options.platformClient ?? randomPlatformClient()
   // One network value for the account service and the platform (one instance per container).
@@ -174,7 +175,7 @@ const buildApp = async (options: HandlerOptions, stores: Layer.Layer<Stores, unk
     options: platform,
     owner: { email: ownerEmail, secret: ownerSecret },
     beside: accounts,
-    under: options.logging
+    under: Layer.merge(options.logging ?? Layer.empty, Layer.succeed(JobsStart, jobsStart))
   }))
   return {
     owner: web.owner,
@@ -198,9 +199,13 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
     : options.stores
   const margin = options.deadlineMarginMillis ?? DEFAULT_DEADLINE_MARGIN_MILLIS
 
+  // The background jobs' first pass waits for the end of the container's first invocation, so the
+  // init phase carries none of their reads (kernel/BackgroundJobs.ts, docs/lambda.md "Cold start").
+  let openJobs = () => {}
+  const jobsOpened = new Promise<void>((resolve) => (openJobs = resolve))
   let building: Promise<App> | undefined
   const app = (): Promise<App> =>
-    building ??= buildApp(options, stores).catch((error: unknown) => {
+    building ??= buildApp(options, stores, Effect.promise(() => jobsOpened)).catch((error: unknown) => {
       building = undefined
       throw error
     })
@@ -229,6 +234,7 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
       return jsonResponse(400, errorBody(pathOf(event), 400, `The request could not be read: ${error.message}`))
     }
     const response = await platform.fetch(request)
+    openJobs()
     // The deadline interrupted the request (the web handler answers 499, as for a client gone).
     if (response.status === 499 && signal?.aborted === true) {
       return jsonResponse(504, errorBody(pathOf(event), 504, "The request did not finish within the time limit."))
@@ -258,7 +264,7 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
     respond,
     flushMetrics,
     firstStart: () => app().then((built) => built.owner),
-    watchDeposits: () => app().then((built) => built.watchDeposits()),
+    watchDeposits: () => app().then((built) => built.watchDeposits()).finally(openJobs),
     dispose: async () => {
       const current = building
       building = undefined

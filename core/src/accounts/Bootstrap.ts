@@ -55,8 +55,20 @@ export const ensureOwnerWithSecret = <E, R>(email: string, secret: Effect.Effect
     return { account, key } satisfies Owner
   }).pipe(Effect.withSpan("Bootstrap.ensureOwnerWithSecret"))
 
-/** The start: the owner made when there is none, then the owner's identity (Owner.ts). */
-const started = <E, R>(owner: Effect.Effect<Owner | undefined, E, R>) => Effect.tap(owner, () => ensureOwnerIdentity)
+/**
+ * The start: the owner made when there is none, then the owner's identity (Owner.ts). The first
+ * account is read once on a later start (a Lambda cold start waits for these reads).
+ */
+const started = <E, R>(makeOwner: Effect.Effect<Owner | undefined, E, R>) =>
+  Effect.gen(function*() {
+    const accounts = yield* AccountStore
+    const found = yield* accounts.first
+    const made = found === undefined ? yield* makeOwner : undefined
+    // A process starting beside this one may have made the owner between the two reads.
+    const owner = found ?? made?.account ?? (yield* accounts.first)
+    yield* ensureOwnerIdentity(owner)
+    return made
+  })
 
 /**
  * What the first start created: the owner and its key with the secret, or undefined on later

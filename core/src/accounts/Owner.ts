@@ -17,6 +17,7 @@
 import { Clock, Effect } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import { accountError } from "./AccountErrors.ts"
+import type { AccountRecord } from "../keys/Account.ts"
 import { AccountStore } from "../keys/AccountStore.ts"
 import { Network } from "../agents/Network.ts"
 import { PeopleStore } from "./PeopleStore.ts"
@@ -39,16 +40,16 @@ export const ownerPersonId = (accountId: AccountId): string =>
 export const claimUrl = (accountsUrl: string, token: string): string => `${accountsUrl.replace(/\/+$/, "")}/claim?token=${token}`
 
 /**
- * At every start: the owner's identity, asked of the network while it has not answered (ready, or
- * failed with the network's reason; provisioning when no answer, asked again by the account
- * service's identityOf as for people). Nothing when there is no owner yet.
+ * At every start: the identity of the owner (the first account, as the start read it), asked of
+ * the network while it has not answered (ready, or failed with the network's reason; provisioning
+ * when no answer, asked again by the account service's identityOf as for people). Nothing when
+ * there is no owner yet.
  */
-export const ensureOwnerIdentity = Effect.gen(function*() {
-  const owner = yield* (yield* AccountStore).first
+export const ensureOwnerIdentity = Effect.fn("Owner.ensureOwnerIdentity")(function*(owner: AccountRecord | undefined) {
   if (owner === undefined) return undefined
   const people = yield* PeopleStore
   return yield* askIdentity(people, yield* Network)(owner.id, ownerPersonId(owner.id))
-}).pipe(Effect.withSpan("Owner.ensureOwnerIdentity"))
+})
 
 /**
  * A new claim link for the owner account `accountId` (the older ones stop working); only the

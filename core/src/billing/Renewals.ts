@@ -16,9 +16,10 @@
  * recorded only from the period it failed for (`PlanStore.failRenewal`), so a late process
  * cannot stop a plan another process has renewed meanwhile.
  */
-import { Clock, Duration, Effect, Layer, Option, Schedule } from "effect"
+import { Clock, Duration, Effect, Layer, Option } from "effect"
 import { Alerts, planRenewalFailedAlert } from "./Alerts.ts"
 import { monthOf } from "../kernel/Time.ts"
+import { repeatInBackground } from "../kernel/BackgroundJobs.ts"
 import { accountTeller } from "../kernel/AccountNotices.ts"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { makeOffSessionCharges } from "../payments/OffSessionCharges.ts"
@@ -132,7 +133,7 @@ export const layer = (
       Effect.tap((results) => results.length > 0 ? Effect.logInfo(`plan renewals: ${results.join(", ")}`) : Effect.void),
       Effect.catchCause((cause) => Effect.logWarning("plan renewals failed; retrying later", cause))
     )
-    yield* Effect.forkScoped(once.pipe(Effect.repeat(Schedule.spaced(Duration.millis(intervalMs)))))
+    yield* repeatInBackground(once, Duration.millis(intervalMs))
   }))
 }
 

@@ -6,7 +6,7 @@
  * Where bytes live: everything of a dataset is under `datasets/<id>/` in the BlobStore
  * (`datasetPrefix`), so its deletion is one prefix, whatever a crash left half written.
  */
-import { Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Context, Duration, Effect, Layer } from "effect"
 import type { Caller } from "../keys/Caller.ts"
 import { datasetError } from "./DatasetErrors.ts"
 import { generateId } from "../kernel/Ids.ts"
@@ -14,6 +14,7 @@ import { BlobStore } from "./BlobStore.ts"
 import { DocumentStores } from "../kernel/DocumentStores.ts"
 import { updateDocument } from "../kernel/Documents.ts"
 import { now } from "../kernel/Time.ts"
+import { repeatInBackground } from "../kernel/BackgroundJobs.ts"
 import { makeExports } from "./Exports.ts"
 import {
   DatasetDocuments,
@@ -276,6 +277,6 @@ export class Datasets extends Context.Service<Datasets, Effect.Success<typeof ma
       Effect.tap((n) => n > 0 ? Effect.logInfo(`finished ${n} dataset deletion(s)`) : Effect.void),
       Effect.catchCause((cause) => Effect.logWarning("could not finish dataset deletions; retrying later", cause))
     )
-    yield* Effect.forkScoped(once.pipe(Effect.repeat(Schedule.spaced(DELETION_SWEEP_INTERVAL))))
+    yield* repeatInBackground(once, DELETION_SWEEP_INTERVAL)
   }))
 }

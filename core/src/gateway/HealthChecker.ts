@@ -31,9 +31,10 @@
  * shells). On Lambda the loop runs while the container runs (frozen between invocations, it polls
  * again soon after it thaws).
  */
-import { Clock, Context, Duration, Effect, Exit, FiberSet, Layer, Option, Schedule, Semaphore } from "effect"
+import { Clock, Context, Duration, Effect, Exit, FiberSet, Layer, Option, Semaphore } from "effect"
 import type { CatalogueConfig, MachineConfig } from "../catalogue/CatalogueConfig.ts"
 import { MachineClient } from "./MachineClient.ts"
+import { repeatInBackground } from "../kernel/BackgroundJobs.ts"
 import { type MachineState, MachineStatus } from "../catalogue/MachineStatus.ts"
 
 export interface HealthCheckerOptions {
@@ -84,8 +85,9 @@ export class HealthChecker extends Context.Service<HealthChecker, {
     Layer.effect(HealthChecker, make(config, { ...defaultHealthCheckerOptions, ...options }))
 
   /**
-   * The checker and its polling loop: the first round at once, then every `intervalMs` after the
-   * previous round ends, until the layer's scope closes.
+   * The checker and its polling loop: the first round at once (on Lambda after the container's
+   * first invocation, kernel/BackgroundJobs.ts), then every `intervalMs` after the previous round
+   * ends, until the layer's scope closes.
    */
   static readonly layer = (
     config: CatalogueConfig,
@@ -96,10 +98,7 @@ export class HealthChecker extends Context.Service<HealthChecker, {
       HealthChecker,
       Effect.gen(function*() {
         const checker = yield* make(config, settings)
-        yield* checker.checkAll.pipe(
-          Effect.repeat(Schedule.spaced(Duration.millis(settings.intervalMs))),
-          Effect.forkScoped
-        )
+        yield* repeatInBackground(checker.checkAll, Duration.millis(settings.intervalMs))
         return checker
       })
     )

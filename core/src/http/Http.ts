@@ -68,6 +68,7 @@ import { INFERENCE_OPENAPI_PATH, InferenceApi } from "./InferenceApi.ts"
 import { InferenceRoutes } from "./InferenceRoutes.ts"
 import { PlatformHandlers } from "./Handlers.ts"
 import { Idempotency } from "./Idempotency.ts"
+import { onceAtStart } from "../kernel/BackgroundJobs.ts"
 import { PublicAddress } from "../kernel/RequestBaseUrl.ts"
 import { RequestBaseUrl } from "../kernel/RequestBaseUrl.ts"
 import { RequestLimitsMiddleware } from "./RequestLimits.ts"
@@ -296,15 +297,16 @@ export const NoNetwork: Layer.Layer<Network> = Layer.succeed(Network, {
 })
 
 /**
- * Completes the fulfilment of paid orders a crash cut short (Orders.healPaid), once at start. A
- * failure is logged, never fatal: the next replay of a completion finishes the order too.
+ * Completes the fulfilment of paid orders a crash cut short (Orders.healPaid), once at start
+ * (kernel/BackgroundJobs.ts). A failure is logged, never fatal: the next replay of a completion
+ * finishes the order too.
  */
-const HealPaidOrders = Layer.effectDiscard(
+const HealPaidOrders = Layer.effectDiscard(onceAtStart(
   Effect.flatMap(Orders, (orders) => orders.healPaid).pipe(
     Effect.tap((healed) => healed > 0 ? Effect.logInfo(`completed the fulfilment of ${healed} paid order(s)`) : Effect.void),
     Effect.catchCause((cause) => Effect.logWarning("could not complete interrupted order fulfilments", cause))
   )
-)
+))
 
 /** ApiKeys with what a key's plan or rental scope names read from the plan store (keys/ScopeTargets.ts). */
 export const ApiKeysLive = ApiKeys.layer.pipe(Layer.provide(ScopeTargetsFromPlans))

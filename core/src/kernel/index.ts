@@ -1,6 +1,7 @@
 /** The kernel area's public entry (docs/architecture.md "Areas"). */
 export * from "./AccountCache.ts"
 export * from "./AccountNotices.ts"
+export * from "./BackgroundJobs.ts"
 export * from "./Batcher.ts"
 export * from "./DocumentStores.ts"
 export * from "./Documents.ts"

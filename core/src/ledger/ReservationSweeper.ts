@@ -3,9 +3,11 @@
  * every `intervalMs` it runs Ledger.expireDue, which releases each pending reservation past its
  * expires_at exactly once (the stores make that a conditional update, so several processes may
  * sweep the same ledger at once). The first sweep runs at once, so a restart frees what the
- * previous process left pending. On Lambda the loop runs while a container is thawed.
+ * previous process left pending; on Lambda after the container's first invocation
+ * (kernel/BackgroundJobs.ts), and the loop runs while a container is thawed.
  */
-import { Duration, Effect, Layer, Schedule } from "effect"
+import { Duration, Effect, Layer } from "effect"
+import { repeatInBackground } from "../kernel/BackgroundJobs.ts"
 import { Ledger } from "./Ledger.ts"
 import { Metric } from "effect"
 import { reservationsExpired } from "../observability/Metrics.ts"
@@ -29,9 +31,7 @@ export const sweepOnce = Effect.gen(function*() {
 /** Sweeps in a background fiber for as long as the layer lives. */
 export const layer = (options: Partial<ReservationSweeperOptions> = {}): Layer.Layer<never, never, Ledger> => {
   const { intervalMs } = { ...defaultReservationSweeperOptions, ...options }
-  return Layer.effectDiscard(
-    Effect.forkScoped(sweepOnce.pipe(Effect.repeat(Schedule.spaced(Duration.millis(intervalMs)))))
-  )
+  return Layer.effectDiscard(repeatInBackground(sweepOnce, Duration.millis(intervalMs)))
 }
 
 export const ReservationSweeper = { layer, sweepOnce } as const

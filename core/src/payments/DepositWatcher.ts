@@ -19,7 +19,7 @@
  * 4. moves the cursor forward to the last block that is confirmed, scanned, and below every block
  *    a reorg just dropped, so those blocks are scanned again.
  */
-import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Layer } from "effect"
 import { Catalogue } from "../catalogue/Catalogue.ts"
 import { ChainReader, type ChainUnavailable } from "./ChainReader.ts"
 import { DepositWatchStore, type StoredTransfer } from "./DepositWatchStore.ts"
@@ -30,6 +30,7 @@ import {
   type StablecoinOption
 } from "../catalogue/StablecoinConfig.ts"
 import * as Time from "../kernel/Time.ts"
+import { repeatInBackground } from "../kernel/BackgroundJobs.ts"
 import { formatUnits } from "./OrderRules.ts"
 import { Orders } from "./OrderService.ts"
 
@@ -105,7 +106,7 @@ export class DepositWatcher extends Context.Service<DepositWatcher, {
         Effect.asVoid,
         Effect.catchCause((cause) => Effect.logWarning("deposit watcher pass failed; retrying later", cause))
       )
-      yield* Effect.forkScoped(once.pipe(Effect.repeat(Schedule.spaced(Duration.millis(intervalMs)))))
+      yield* repeatInBackground(once, Duration.millis(intervalMs))
     }))
   }
 }
