@@ -22,8 +22,8 @@ import {
 } from "@model-platform/core/ledger"
 import { generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { assertDies, fundedAccount as fundedAt } from "./ContractSupport.ts"
+import { at } from "./SampleRecords.ts"
 
-const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
 const NEVER = toTimestamp(Date.UTC(2100, 0, 1))
 const y2k = (ms: number): Timestamp => toTimestamp(Date.UTC(2000, 0, 1) + ms)
 const MONTH = "2026-01"

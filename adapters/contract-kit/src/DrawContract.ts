@@ -12,7 +12,7 @@
  */
 import { assert, describe, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
-import { generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
+import { generateId, toTimestamp } from "@model-platform/core/kernel"
 import {
   auditAccount,
   type BudgetClaim,
@@ -27,8 +27,8 @@ import {
   usageEntryRef
 } from "@model-platform/core/ledger"
 import { assertDies, fundedAccount } from "./ContractSupport.ts"
+import { at } from "./SampleRecords.ts"
 
-const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
 const NEVER = toTimestamp(Date.UTC(2100, 0, 1))
 const JAN = "2026-01"
 const unbounded = { concurrency: "unbounded" } as const

@@ -22,12 +22,12 @@ import {
   settlementOf,
   spendingOrder
 } from "@model-platform/core/ledger"
+import { at, randomHex, sampleKey, sampleUsage } from "./SampleRecords.ts"
 
 // ---------------------------------------------------------------------------------------------
 // times, amounts, ids
 
-/** A fixed instant plus `ms`. */
-export const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
+export { at }
 /** Far enough that no expiry reaches it. */
 export const NEVER = toTimestamp(Date.UTC(2100, 0, 1))
 /** The month of `at`: the one the calls' budgets and allowances count in. */
@@ -50,9 +50,6 @@ export const freshRef = generateId("usage")
 // ---------------------------------------------------------------------------------------------
 // accounts, keys, credits
 
-const randomHex = Effect.sync(() =>
-  Array.from(crypto.getRandomValues(new Uint8Array(32)), (b) => b.toString(16).padStart(2, "0")).join(""))
-
 /** A new account with `count` live inference keys (`keyFields` override each), inserted through AccountStore and KeyStore. */
 export const accountWithKeys = Effect.fnUntraced(function*(count: number, keyFields: Partial<KeyRecord> = {}) {
   const id = yield* generateId("acct")
@@ -60,22 +57,7 @@ export const accountWithKeys = Effect.fnUntraced(function*(count: number, keyFie
   yield* (yield* AccountStore).insert(account)
   const keys: Array<KeyRecord> = []
   for (let i = 0; i < count; i++) {
-    const key: KeyRecord = {
-      id: yield* generateId("key"),
-      account_id: id,
-      name: "gateway contract key",
-      prefix: "mpk_abcdefgh",
-      secret_hash: yield* randomHex,
-      permissions: ["inference"],
-      machine_id: null,
-      subscription_id: null,
-      rental_id: null,
-      agent_id: null,
-      created_at: at(0),
-      last_used_at: null,
-      revoked_at: null,
-      ...keyFields
-    }
+    const key = sampleKey(yield* generateId("key"), id, yield* randomHex, { name: "gateway contract key", ...keyFields })
     yield* (yield* KeyStore).insert(key)
     keys.push(key)
   }
@@ -187,25 +169,8 @@ export const admitReserved = Effect.fnUntraced(function*(key: KeyRecord, reserva
 export type Caller = Pick<KeyRecord, "id" | "account_id">
 
 /** A usage record of a call of `key` with every field set; `fields` overrides. */
-export const usageRecord = (key: Caller, ref: string, machineId: string, fields: Partial<UsageRecord> = {}): UsageRecord => ({
-  ref,
-  account_id: key.account_id,
-  at: at(5),
-  key_id: key.id,
-  agent_id: null,
-  machine_id: machineId,
-  service: "chat",
-  model: "ref-chat",
-  unit: "tokens",
-  quantity: 1_500n,
-  input_tokens: 1_000n,
-  output_tokens: 500n,
-  list_credits: 3_000n,
-  credits: 2_000n,
-  from_allowance: 0n,
-  from_trial: 0n,
-  ...fields
-})
+export const usageRecord = (key: Caller, ref: string, machineId: string, fields: Partial<UsageRecord> = {}): UsageRecord =>
+  sampleUsage(ref, key.account_id, { at: at(5), key_id: key.id, machine_id: machineId, ...fields })
 
 /**
  * A priced call to meter: its settlement to `actual` (as `settlementOf` builds it) and its record,

@@ -25,8 +25,8 @@ import {
   settlementOf
 } from "@model-platform/core/ledger"
 import { assertDies, fundedAccount as fundedAt } from "./ContractSupport.ts"
+import { at } from "./SampleRecords.ts"
 
-const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
 const NEVER = toTimestamp(Date.UTC(2100, 0, 1))
 const y1990 = (ms: number): Timestamp => toTimestamp(Date.UTC(1990, 0, 1) + ms)
 const JAN = "2026-01"

@@ -32,6 +32,7 @@ import { grantProperty } from "./GrantProperty.ts"
 import { drawTests } from "./DrawContract.ts"
 import { drawProperty } from "./DrawProperty.ts"
 import { assertDies } from "./ContractSupport.ts"
+import { at } from "./SampleRecords.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
@@ -40,7 +41,6 @@ const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as con
 // fixtures
 
 /** A fixed instant plus `ms`. */
-const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
 /** Far enough that no expiry in this suite reaches it. */
 const NEVER = toTimestamp(Date.UTC(2100, 0, 1))
 /** The expiry tests' own era, before every other reservation's expires_at. */

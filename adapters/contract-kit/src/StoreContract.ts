@@ -14,6 +14,7 @@ import { AccountStore, type KeyRecord, KeyStore } from "@model-platform/core/key
 import { generateId, toTimestamp } from "@model-platform/core/kernel"
 import { IdempotencyStore, RETENTION_MS } from "@model-platform/core/http"
 import { assertDies } from "./ContractSupport.ts"
+import { at, randomHex, sampleKey } from "./SampleRecords.ts"
 
 type Stores = AccountStore | KeyStore | IdempotencyStore
 
@@ -24,10 +25,7 @@ const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as con
 // fixtures
 
 /** A fixed instant plus `ms`: explicit times keep the assertions exact. */
-const at = (ms: number) => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
 
-const randomHex = Effect.sync(() =>
-  Array.from(crypto.getRandomValues(new Uint8Array(32)), (b) => b.toString(16).padStart(2, "0")).join(""))
 
 const makeAccount = Effect.fnUntraced(function*(overrides: Partial<AccountRecord> = {}) {
   const id = yield* generateId("acct")
@@ -36,23 +34,7 @@ const makeAccount = Effect.fnUntraced(function*(overrides: Partial<AccountRecord
 })
 
 const makeKey = Effect.fnUntraced(function*(accountId: string, overrides: Partial<KeyRecord> = {}) {
-  const key: KeyRecord = {
-    id: yield* generateId("key"),
-    account_id: accountId,
-    name: "contract key",
-    prefix: "mpk_abcdefgh",
-    secret_hash: yield* randomHex,
-    permissions: ["inference"],
-    machine_id: null,
-    subscription_id: null,
-    rental_id: null,
-    agent_id: null,
-    created_at: at(0),
-    last_used_at: null,
-    revoked_at: null,
-    ...overrides
-  }
-  return key
+  return sampleKey(yield* generateId("key"), accountId, yield* randomHex, overrides)
 })
 
 /** Store failures are defects: a broken rule (a duplicate id) must die, not succeed or fail. */

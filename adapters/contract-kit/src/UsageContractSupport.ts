@@ -4,9 +4,10 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect, Stream } from "effect"
-import { dayOf, generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
+import { dayOf, generateId } from "@model-platform/core/kernel"
 import { lineOf, reportOf, type UsageDays, type UsageDimension, type UsageQuery, type UsageRecord, UsageStore } from "@model-platform/core/billing"
 import { assertDies } from "./ContractSupport.ts"
+import { at, sampleUsage } from "./SampleRecords.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
 export const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
@@ -14,7 +15,7 @@ export const layerOptions = { excludeTestServices: true, timeout: "60 seconds" }
 export const unbounded = { concurrency: "unbounded" } as const
 
 /** A fixed instant plus `ms`. */
-export const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
+export { at }
 export const HOUR = 3_600_000
 export const DAY = 24 * HOUR
 
@@ -23,26 +24,7 @@ export const freshRef = generateId("usage")
 
 /** A record of `accountId` with every field set; `fields` overrides. */
 export const usageRecord = Effect.fnUntraced(function*(accountId: string, fields: Partial<UsageRecord> = {}) {
-  const record: UsageRecord = {
-    ref: yield* freshRef,
-    account_id: accountId,
-    at: at(0),
-    key_id: "key_a",
-    agent_id: null,
-    machine_id: "m_1",
-    service: "chat",
-    model: "ref-chat",
-    unit: "tokens",
-    quantity: 1_500n,
-    input_tokens: 1_000n,
-    output_tokens: 500n,
-    list_credits: 3_000n,
-    credits: 2_000n,
-    from_allowance: 600n,
-    from_trial: 400n,
-    ...fields
-  }
-  return record
+  return sampleUsage(yield* freshRef, accountId, { from_allowance: 600n, from_trial: 400n, ...fields })
 })
 
 /** Records and checks it was new. */
