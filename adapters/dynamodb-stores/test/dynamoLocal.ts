@@ -239,8 +239,8 @@ const dropTable = async (endpoint: string, tableName: string): Promise<void> => 
 }
 
 /**
- * One DynamoDB Local for the calling test file (started in beforeAll, stopped in afterAll) and a
- * layer of a fresh table on it for each suite: `freshTable(interfere?)`. `interfere`, when given,
+ * DynamoDB Local for the calling test file (borrowed in beforeAll, its tables dropped in afterAll)
+ * and a layer of a fresh table on it for each suite: `freshTable(interfere?)`. `interfere`, when given,
  * sees every TransactWriteItems first and may reject it instead (DynamoDB Local never answers
  * transaction conflicts, so tests inject them).
  */
@@ -285,7 +285,7 @@ export const useDynamoLocal = (tablePrefix: string) => {
 // as layers (from adapters/lambda/test/support.ts)
 
 export class LocalDynamo extends Context.Service<LocalDynamo, DynamoLocal>()("@model-platform/dynamodb-stores/test/LocalDynamo") {
-  /** Starts DynamoDB Local with the layer and stops it when the layer is released. */
+  /** DynamoDB Local for the layer (startDynamoLocal), stopped (or its tables dropped) when the layer is released. */
   static readonly layer = Layer.effect(
     LocalDynamo,
     Effect.acquireRelease(
@@ -305,7 +305,7 @@ export const tableOn = async (local: DynamoLocal): Promise<DynamoSettings> => {
   return settings
 }
 
-/** A fresh table on its own DynamoDB Local, both gone when the layer is released. */
+/** A fresh table on a DynamoDB Local of the layer's (LocalDynamo), gone when the layer is released. */
 export const LocalTable: Layer.Layer<DynamoConfig> = Layer.effect(
   DynamoConfig,
   Effect.gen(function*() {

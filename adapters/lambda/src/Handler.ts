@@ -200,7 +200,8 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
   const margin = options.deadlineMarginMillis ?? DEFAULT_DEADLINE_MARGIN_MILLIS
 
   // The background jobs' first pass waits for the end of the container's first invocation, so the
-  // init phase carries none of their reads (kernel/BackgroundJobs.ts, docs/lambda.md "Cold start").
+  // init phase carries none of their reads (core's kernel/BackgroundJobs.ts; docs/lambda.md
+  // "Background jobs after the first invocation").
   let openJobs = () => {}
   const jobsOpened = new Promise<void>((resolve) => (openJobs = resolve))
   let building: Promise<App> | undefined

@@ -1,10 +1,10 @@
 /**
- * The server as an operator runs it (src/main.ts bundled, what `./platform start` runs; serverBundle.ts) in a child process:
- * its output line by line, its address once it listens, and its exit.
+ * The server as an operator runs it (src/main.ts bundled, as `./platform start` runs it:
+ * serverBundle.ts) in a child process: its output line by line, its address once it listens, and
+ * its exit.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { serverBundle } from "./serverBundle.ts"
-
 
 export interface MainProcess {
   readonly child: ChildProcess

@@ -1,10 +1,12 @@
 /**
  * When the platform's background jobs make their first pass: the reservation sweeper, plan
- * renewals, the machines' health check, dataset deletions and the healing of paid orders.
+ * renewals, the machines' health check, dataset deletions, the healing of paid orders and the
+ * deposit watcher's loop.
  *
  * A server starts them at once (JobsStart unset), so a restart frees what the previous process
  * left and heals before it listens. A Lambda function sets JobsStart to the end of its first
- * invocation: a cold start then carries none of their reads (docs/lambda.md "Cold start").
+ * invocation: a cold start then carries none of their reads (docs/lambda.md "Background jobs after
+ * the first invocation").
  */
 import { Context, type Duration, Effect, Schedule } from "effect"
 
