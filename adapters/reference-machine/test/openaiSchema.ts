@@ -1,10 +1,12 @@
 /**
- * Validates values against OpenAI's own OpenAPI document (../shared/reference/openai-openapi.json,
- * or the path in OPENAI_OPENAPI_PATH) with Ajv, JSON Schema draft 2020-12.
+ * Validates values against OpenAI's own OpenAPI document with Ajv, JSON Schema draft 2020-12: the
+ * component schemas the tests name and those they refer to, kept in openai-schemas.json
+ * (scripts/openai-schemas.ts makes it from the whole document), or a whole document at
+ * OPENAI_OPENAPI_PATH.
  *
- * The document still uses the OpenAPI 3.0 keyword `nullable: true` (112 times): each such schema
- * is rewritten to `{anyOf: [<schema without nullable>, {type: "null"}]}` first (STACK.md), or
- * valid chunks such as `finish_reason: null` would be rejected. `discriminator` and the `x-*`
+ * The document still uses the OpenAPI 3.0 keyword `nullable: true`: each such schema is rewritten
+ * to `{anyOf: [<schema without nullable>, {type: "null"}]}` first, or valid chunks such as
+ * `finish_reason: null` would be rejected. `discriminator` and the `x-*`
  * keywords are ignored; the formats unixtime, float, double, int64 and binary accept any value of
  * their type.
  *
@@ -36,9 +38,9 @@ const unwrap = <T>(m: unknown): T => {
 const Ajv2020 = unwrap<AjvCtor>(Ajv2020Module)
 const addFormats = unwrap<FormatsPlugin>(AjvFormatsModule)
 
-/** The default location of OpenAI's document: /work/shared/reference beside the repository. */
+/** OpenAI's document, or the part of it the tests use (beside this file). */
 export const OPENAPI_PATH = process.env.OPENAI_OPENAPI_PATH ??
-  fileURLToPath(new URL("../../../../shared/reference/openai-openapi.json", import.meta.url))
+  fileURLToPath(new URL("./openai-schemas.json", import.meta.url))
 
 /** Rewrites every `nullable: true` schema into a union with null (a new tree; the input is untouched). */
 export const rewriteNullable = (node: unknown): unknown => {
