@@ -15,7 +15,7 @@ import { Migrator, SqlClient } from "effect/sql"
 import type { AccountRecord } from "@model-platform/core/keys"
 import { grantParts, UsageStore } from "@model-platform/core/billing"
 import { AccountStore, type KeyRecord, KeyStore } from "@model-platform/core/keys"
-import { generateId, type Timestamp, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
+import { generateId, toTimestamp, windowStartOf } from "@model-platform/core/kernel"
 import {
   type BudgetClaim,
   type GrantClaim,
@@ -31,8 +31,8 @@ import { migrate, migrations } from "../src/migrations.ts"
 import { LedgerStorePg } from "../src/PgLedgerStore.ts"
 import { PgPlatformStores } from "../src/PgPlatformStores.ts"
 import { freshDatabaseUrl } from "./freshDatabase.ts"
+import { at, sampleKey } from "@model-platform/contract-kit/SampleRecords"
 
-const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
 const NEVER = toTimestamp(Date.UTC(2100, 0, 1))
 const JAN = "2026-01"
 
@@ -234,21 +234,7 @@ const accountWithKey = Effect.fnUntraced(function*(credits: bigint) {
   const id = yield* fundedAccount(credits)
   const account: AccountRecord = { id, email: `${id}@pg-grants.test`, created_at: at(0) }
   yield* (yield* AccountStore).insert(account)
-  const key: KeyRecord = {
-    id: yield* generateId("key"),
-    account_id: id,
-    name: "grant key",
-    prefix: "mpk_abcdefgh",
-    secret_hash: `${id}-${yield* generateId("hash")}`,
-    permissions: ["inference"],
-    machine_id: null,
-    subscription_id: null,
-    rental_id: null,
-    agent_id: null,
-    created_at: at(0),
-    last_used_at: null,
-    revoked_at: null
-  }
+  const key = sampleKey(yield* generateId("key"), id, `${id}-${yield* generateId("hash")}`, { name: "grant key" })
   yield* (yield* KeyStore).insert(key)
   return key
 })
