@@ -145,7 +145,7 @@ export const startLambda = async (
   catalogue: CatalogueConfig,
   options: { readonly smtpUrl?: string; readonly platform?: PlatformOptions; readonly publicUrl?: string } = {}
 ): Promise<
-  StatementsShell & AlertsShell & DocumentReader & { readonly startupMs: number; readonly handler: LambdaHandler; readonly dynamo: DynamoSettings }
+  StatementsShell & AlertsShell & DocumentReader & { readonly handler: LambdaHandler; readonly dynamo: DynamoSettings }
 > => {
   const local = await startDynamoLocal()
   try {
@@ -170,7 +170,6 @@ export const startLambda = async (
     try {
       const owner = await handler.firstStart()
       return {
-        startupMs: local.startupMs,
         handler,
         dynamo,
         ownerSecret: owner?.key.secret ?? "",
