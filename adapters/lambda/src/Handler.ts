@@ -118,11 +118,12 @@ export interface LambdaHandler {
    */
   readonly watchDeposits: () => Promise<ReadonlyArray<WatchReport>>
   /**
-   * Writes what the metrics recorded since the last time as EMF lines on standard output, when
-   * `emfNamespace` is set; the buffered handler does it after each invocation, a streaming one
-   * once its response is written.
+   * The end of an invocation, once its answer is written (the buffered handler calls it after each
+   * invocation; a streaming one once its response is written): writes what the metrics recorded
+   * since the last time as EMF lines on standard output, when `emfNamespace` is set, and lets the
+   * background jobs start, on a later turn of the event loop, after the answer is handed back.
    */
-  readonly flushMetrics: () => Promise<void>
+  readonly finishInvocation: () => Promise<void>
   /** Releases the application's layers (tests; on Lambda the container is simply frozen). */
   readonly dispose: () => Promise<void>
 }
@@ -199,8 +200,8 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
     : options.stores
   const margin = options.deadlineMarginMillis ?? DEFAULT_DEADLINE_MARGIN_MILLIS
 
-  // The background jobs' first pass waits for the end of the container's first invocation, so the
-  // init phase carries none of their reads (core's kernel/BackgroundJobs.ts; docs/lambda.md
+  // The background jobs' first pass waits for the end of the container's first invocation, so
+  // neither the init phase nor the first answer carries their reads (core's kernel/BackgroundJobs.ts; docs/lambda.md
   // "Background jobs after the first invocation").
   let openJobs = () => {}
   const jobsOpened = new Promise<void>((resolve) => (openJobs = resolve))
@@ -235,7 +236,6 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
       return jsonResponse(400, errorBody(pathOf(event), 400, `The request could not be read: ${error.message}`))
     }
     const response = await platform.fetch(request)
-    openJobs()
     // The deadline interrupted the request (the web handler answers 499, as for a client gone).
     if (response.status === 499 && signal?.aborted === true) {
       return jsonResponse(504, errorBody(pathOf(event), 504, "The request did not finish within the time limit."))
@@ -244,7 +244,10 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
   }
 
   const emf = options.emfNamespace === undefined ? undefined : new EmfWriter(options.emfNamespace)
-  const flushMetrics = async () => {
+  const finishInvocation = async () => {
+    // A timer, not at once: the jobs' first pass (cold SDK code, some 40 ms here) must not run
+    // before the runtime has the answer.
+    setTimeout(openJobs, 0)
     if (emf === undefined || building === undefined) return
     const built = await building.catch(() => undefined)
     if (built === undefined) return
@@ -257,13 +260,13 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
     context?: InvocationContext
   ): Promise<APIGatewayProxyStructuredResultV2> => {
     const result = await payloadV2.toResult(await respond(event, context))
-    await flushMetrics()
+    await finishInvocation()
     return result
   }
 
   return Object.assign(handler, {
     respond,
-    flushMetrics,
+    finishInvocation,
     firstStart: () => app().then((built) => built.owner),
     watchDeposits: () => app().then((built) => built.watchDeposits()).finally(openJobs),
     dispose: async () => {

@@ -191,8 +191,9 @@ const respond = async (event: APIGatewayProxyEventV2, context?: InvocationContex
   return current.respond(event, context)
 }
 
-/** The invocation's metrics as EMF lines, once its answer is written (Handler.ts flushMetrics). */
-const flushMetrics = () => (platform ?? Promise.reject(new Error("not started"))).then((current) => current.flushMetrics(), () => undefined)
+/** The end of an invocation, once its answer is written (Handler.ts finishInvocation). */
+const finishInvocation = () =>
+  (platform ?? Promise.reject(new Error("not started"))).then((current) => current.finishInvocation(), () => undefined)
 
 /** API Gateway HTTP API (payload format 2.0): the answer is buffered. */
 export const handler = async (
@@ -200,7 +201,7 @@ export const handler = async (
   context?: InvocationContext
 ): Promise<APIGatewayProxyStructuredResultV2> => {
   const result = await payloadV2.toResult(await respond(event, context))
-  await flushMetrics()
+  await finishInvocation()
   return result
 }
 
@@ -209,7 +210,7 @@ const streaming = makeStreamHandler(respond)
 /** Function URL with invoke mode RESPONSE_STREAM: the answer is streamed as it is produced. */
 export const streamHandler = streamifyResponse(async (event: APIGatewayProxyEventV2, stream: ResponseStream, context?: InvocationContext) => {
   await streaming(event, stream, context)
-  await flushMetrics()
+  await finishInvocation()
 })
 
 /**

@@ -2,7 +2,7 @@
  * What a Lambda cold start reads from DynamoDB (docs/lambda.md "Cold start"): the first start's
  * reads and nothing of the background jobs (the reservation sweeper's shards, plan renewals, the
  * order queue, dataset deletions), whose first pass waits for the end of the container's first
- * invocation (core/src/kernel/BackgroundJobs.ts); then they run.
+ * invocation (core/src/kernel/BackgroundJobs.ts), once its answer is handed back; then they run.
  */
 import { fixtureCatalogue } from "@model-platform/test-harness/Fixtures"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -41,7 +41,7 @@ const eventually = async (check: () => boolean, ms = 10_000) => {
 }
 
 describe("a Lambda cold start", () => {
-  it("reads only what the first start needs; the background jobs make their first pass after the first invocation", async () => {
+  it("reads only what the first start needs; the background jobs make their first pass after the first invocation's answer", async () => {
     // The function's first container makes the owner; the cold start looked at is the next one.
     const made = await tableOn(local!)
     const first = makeHandler({ catalogue: fixtureCatalogue, ownerEmail: "owner@test.local", dynamo: made })
@@ -65,6 +65,8 @@ describe("a Lambda cold start", () => {
 
       const me = await invoke(handler, new Request("https://api.platform.test/me", { headers: { authorization: `Bearer ${owner!.key.secret}` } }))
       expect(me.status).toBe(200)
+      // The answer came back before any job's first read was sent.
+      expect(sent.filter((line) => JOB_PARTITIONS.test(line))).toEqual([])
       // Then the jobs run: the sweeper's shards, renewals, the order queue and deletions are read.
       for (const partition of ["RESERVATIONS#PENDING", "PLANRENEWING", "ORDERQUEUE#UNFULFILLED", "DOCOWNER#dataset_deletion"]) {
         expect(await eventually(() => sent.some((line) => line.includes(partition))), `${partition} in:\n${sent.join("\n")}`).toBe(true)
