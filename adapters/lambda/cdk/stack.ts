@@ -24,7 +24,7 @@
  *   given).
  *
  * The table is not described twice: its keys and indexes come from the stores' `tableDefinition`,
- * the environment variables' names and the parameters' default names from src/Config.ts.
+ * the environment variables' names and the parameters' default names from src/ConfigNames.ts.
  */
 import { CfnOutput, CfnParameter, Duration, RemovalPolicy, Stack, type StackProps } from "aws-cdk-lib"
 import { HttpApi, HttpMethod } from "aws-cdk-lib/aws-apigatewayv2"
@@ -45,7 +45,7 @@ import {
   DEFAULT_STRIPE_SECRET_KEY_PARAMETER,
   DEFAULT_STRIPE_WEBHOOK_SECRET_PARAMETER,
   ENV
-} from "../src/Config.ts"
+} from "../src/ConfigNames.ts"
 import { tableDefinition, TTL_ATTRIBUTE } from "@model-platform/dynamodb-stores"
 
 export { DEFAULT_CATALOGUE_PARAMETER, DEFAULT_OWNER_KEY_PARAMETER, DEFAULT_STRIPE_SECRET_KEY_PARAMETER, DEFAULT_STRIPE_WEBHOOK_SECRET_PARAMETER, ENV }

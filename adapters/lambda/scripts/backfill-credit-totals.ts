@@ -7,7 +7,7 @@
  *   ./platform node adapters/lambda/scripts/backfill-credit-totals.ts \
  *     [--table <name>] [--endpoint <url>] [--account <id>] [--dry-run] [--concurrency 4]
  *
- * --table      the table; default: TABLE_NAME, the variable the functions read (src/Config.ts)
+ * --table      the table; default: TABLE_NAME, the variable the functions read (src/ConfigNames.ts)
  * --endpoint   a DynamoDB endpoint (DynamoDB Local); default: the SDK's own resolution
  * --account    only this account; default: every account with a credit entry (one table Scan)
  * --dry-run    read and print what would change; write nothing
@@ -20,7 +20,7 @@
 import { ConfigProvider, Config, Effect, Option } from "effect"
 import { parseArgs } from "node:util"
 import { type AccountReport, backfillCreditTotals } from "@model-platform/dynamodb-stores"
-import { ENV } from "../src/Config.ts"
+import { ENV } from "../src/ConfigNames.ts"
 import { DynamoConfig } from "@model-platform/dynamodb-stores"
 
 const usage = (problem: string): never => {

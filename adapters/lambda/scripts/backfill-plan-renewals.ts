@@ -8,7 +8,7 @@
  *   ./platform node adapters/lambda/scripts/backfill-plan-renewals.ts \
  *     [--table <name>] [--endpoint <url>] [--dry-run]
  *
- * --table      the table; default: TABLE_NAME, the variable the functions read (src/Config.ts)
+ * --table      the table; default: TABLE_NAME, the variable the functions read (src/ConfigNames.ts)
  * --endpoint   a DynamoDB endpoint (DynamoDB Local); default: the SDK's own resolution
  * --dry-run    scan and print the plans missing their index item; write nothing
  *
@@ -19,7 +19,7 @@
 import { Config, ConfigProvider, Effect, Option } from "effect"
 import { parseArgs } from "node:util"
 import { backfillPlanRenewals, type PlanReport } from "@model-platform/dynamodb-stores"
-import { ENV } from "../src/Config.ts"
+import { ENV } from "../src/ConfigNames.ts"
 import { DynamoConfig } from "@model-platform/dynamodb-stores"
 
 const usage = (problem: string): never => {

@@ -27,7 +27,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { bundle } from "../cdk/bundle.ts"
-import { DEFAULT_CATALOGUE_PARAMETER, DEFAULT_OWNER_KEY_PARAMETER, ENV, INIT_MARKS } from "../src/Config.ts"
+import { DEFAULT_CATALOGUE_PARAMETER, DEFAULT_OWNER_KEY_PARAMETER, ENV, INIT_MARKS } from "../src/ConfigNames.ts"
 import { createTable, DynamoConfig, makeDocumentClient } from "@model-platform/dynamodb-stores"
 import { localClientConfig, startDynamoLocal } from "../../dynamodb-stores/test/dynamoLocal.ts"
 import { startFakeSsm } from "../test/fakeSsm.ts"
@@ -115,21 +115,26 @@ const stats = (values: ReadonlyArray<number>) => {
 
 const ms = (value: number) => `${value.toFixed(0).padStart(5)} ms`
 
-const report = (title: string, samples: ReadonlyArray<Sample>) => {
+const coldStart = (s: Sample) => s.init + s.models
+
+const ROWS: ReadonlyArray<readonly [string, (s: Sample) => number]> = [
+  ["node start (before the import; not Lambda's)", (s) => s.node],
+  ["init: import of the bundle", (s) => s.init],
+  ["  of which: evaluating the bundle's code", (s) => s.evaluate],
+  ["  of which: environment + catalogue from SSM", (s) => s.catalogue],
+  ["  of which: building the platform", (s) => s.build],
+  ["first request: GET /models", (s) => s.models],
+  ["cold start: init + first GET /models", coldStart],
+  ["then GET /me (bearer key)", (s) => s.me],
+  ["then GET /models (warm)", (s) => s.warm]
+]
+/** The floor's rows: up to the cold start (its GET /me is one read, not the platform's lookup). */
+const FLOOR_ROWS = 7
+
+const report = (title: string, samples: ReadonlyArray<Sample>, rowCount = ROWS.length) => {
   console.log(`\n${title} (${samples.length} run${samples.length === 1 ? "" : "s"})`)
   console.log(`  ${"phase".padEnd(44)}      min   median      max`)
-  const rows: Array<[string, (s: Sample) => number]> = [
-    ["node start (before the import; not Lambda's)", (s) => s.node],
-    ["init: import of the bundle", (s) => s.init],
-    ["  of which: evaluating the bundle's code", (s) => s.evaluate],
-    ["  of which: environment + catalogue from SSM", (s) => s.catalogue],
-    ["  of which: building the platform", (s) => s.build],
-    ["first request: GET /models", (s) => s.models],
-    ["cold start: init + first GET /models", (s) => s.init + s.models],
-    ["then GET /me (bearer key)", (s) => s.me],
-    ["then GET /models (warm)", (s) => s.warm]
-  ]
-  for (const [name, pick] of rows) {
+  for (const [name, pick] of ROWS.slice(0, rowCount)) {
     const { min, median, max } = stats(samples.map(pick))
     console.log(`  ${name.padEnd(44)} ${ms(min)} ${ms(median)} ${ms(max)}`)
   }
@@ -138,12 +143,14 @@ const report = (title: string, samples: ReadonlyArray<Sample>) => {
 const main = async () => {
   const outDir = Path.join(here, "..", "dist", "cold-start")
   const built = await bundle({ outDir })
+  const floor = await bundle({ entry: Path.join(here, "coldStartFloor.ts"), outDir: Path.join(here, "..", "dist", "cold-start-floor") })
   const mapBytes = Fs.statSync(`${built.outFile}.map`).size
   console.log(
     `bundle: ${built.outFile}\n  read at start: ${(built.startBytes / 1024).toFixed(0)} KB minified (index.mjs ` +
       `${(built.bytes / 1024).toFixed(0)} KB and the chunks it imports; source map ${(mapBytes / 1024).toFixed(0)} KB); ` +
       `read when first used: ${(built.lazyBytes / 1024).toFixed(0)} KB; built in ${built.millis} ms`
   )
+  console.log(`the floor (coldStartFloor.ts): read at start ${(floor.startBytes / 1024).toFixed(0)} KB minified`)
 
   const local = await startDynamoLocal()
   const ssm = await startFakeSsm({
@@ -171,7 +178,7 @@ const main = async () => {
 
     // As on Lambda: no shared AWS config or credentials files, everything from the environment.
     const home = Fs.mkdtempSync(Path.join(Os.tmpdir(), "cold-start-home-"))
-    const env = (nodeOptions: string): NodeJS.ProcessEnv => ({
+    const env = (nodeOptions: string, outFile = built.outFile): NodeJS.ProcessEnv => ({
       PATH: process.env["PATH"],
       HOME: home,
       NODE_OPTIONS: nodeOptions,
@@ -185,7 +192,7 @@ const main = async () => {
       [ENV.catalogueParameter]: DEFAULT_CATALOGUE_PARAMETER,
       [ENV.ownerEmail]: "owner@cold-start.test",
       [ENV.ownerKeySecretId]: DEFAULT_OWNER_KEY_PARAMETER,
-      COLD_START_BUNDLE: pathToFileURL(built.outFile).href,
+      COLD_START_BUNDLE: pathToFileURL(outFile).href,
       COLD_START_EVENTS: JSON.stringify(events)
     })
 
@@ -197,9 +204,11 @@ const main = async () => {
     const first = check(await runChild(env("--enable-source-maps")))
     const withMaps: Array<Sample> = []
     const withoutMaps: Array<Sample> = []
+    const floors: Array<Sample> = []
     for (let i = 0; i < RUNS; i++) {
       withMaps.push(check(await runChild(env("--enable-source-maps"))))
       withoutMaps.push(check(await runChild(env(PROFILE_DIR === undefined ? "" : `--cpu-prof --cpu-prof-dir=${PROFILE_DIR}`))))
+      floors.push(check(await runChild(env("", floor.outFile))))
     }
 
     console.log(`\nmachine: ${Os.cpus()[0]?.model ?? "?"} x${Os.cpus().length}, Node ${process.versions.node}; ` +
@@ -207,7 +216,12 @@ const main = async () => {
     report("first start ever (empty table: reads the owner key, makes the owner), --enable-source-maps", [first])
     report("cold start, NODE_OPTIONS=--enable-source-maps (as deployed)", withMaps)
     report("cold start, without source maps", withoutMaps)
-    console.log(`\nSSM GetParameter calls: ${ssm.calls.length} (${2 * RUNS + 1} cold starts + the owner key once)`)
+    report("the floor, without source maps: the same AWS reads and no platform (coldStartFloor.ts)", floors, FLOOR_ROWS)
+    const platform = stats(withoutMaps.map(coldStart)).median
+    const bare = stats(floors.map(coldStart)).median
+    console.log(`\nthe platform's own, without source maps (medians): ${ms(platform - bare).trim()} beyond the floor's ` +
+      `${ms(bare).trim()}; the cold start is ${(platform / bare).toFixed(1)}x the floor`)
+    console.log(`\nSSM GetParameter calls: ${ssm.calls.length} (${3 * RUNS + 1} cold starts + the owner key once)`)
   } finally {
     await ssm.close()
     await local.stop()

@@ -13,7 +13,7 @@
  */
 import { generateSecret } from "@model-platform/core/keys"
 import { Effect } from "effect"
-import { DEFAULT_OWNER_KEY_PARAMETER } from "../src/Config.ts"
+import { DEFAULT_OWNER_KEY_PARAMETER } from "../src/ConfigNames.ts"
 
 const secret = Effect.runSync(generateSecret)
 

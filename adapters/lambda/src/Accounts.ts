@@ -20,7 +20,8 @@ import { Effect, Layer, Redacted } from "effect"
 import { existsSync, readFileSync } from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
-import { ENV, LambdaConfigError } from "./Config.ts"
+import { LambdaConfigError } from "./Config.ts"
+import { ENV } from "./ConfigNames.ts"
 
 export interface AccountsOptions {
   /**
