@@ -7,9 +7,11 @@
  *
  * A lease stops lending when it closes: at `closesAt`, when its rpm window ends, at a notice of its
  * account (`closeAccount`), when notices may have been missed or at shutdown (`closeAll`), or when
- * it cannot lend a call and a successor waits under its key. It is voided only once it is closed
- * and every call drawn from it is done (metered or given back), so a metered call always finds its
- * draw's holds (or, after a crash, its lease expired: the store still charges it, LedgerStore.draw).
+ * it cannot lend a call and a successor waits under its key. It is handed back for voiding only
+ * once it is closed and every call drawn from it is done (metered or given back), so a metered call
+ * always finds its draw's holds (or, after a crash, its lease expired: the store still charges it,
+ * LedgerStore.draw). The book keeps it until it is told the lease is voided (`voided`), so it knows
+ * which accounts still hold one (`holdsAny`).
  * What a call was not charged of its draw is lent again, as the store keeps it with the lease.
  *
  * A lease spent fast asks once, at half spent, for its successor to be taken ahead (`Drawn.refill`),
@@ -63,6 +65,8 @@ interface Lease extends OpenLease {
   closed: boolean
   /** It asked for its successor once already. */
   refillAsked: boolean
+  /** Handed back for voiding (closed, nothing left to meter); kept until it is voided. */
+  handedBack: boolean
 }
 
 /** A call's draw: the lease it drew from (and when that expires) and what it drew. */
@@ -79,7 +83,10 @@ export const makeLeaseBook = () => {
   const byKey = new Map<string, Lease>()
   /** The successor taken ahead under a key, lending once the first cannot. */
   const nextByKey = new Map<string, Lease>()
+  /** Every lease not yet voided. */
   const byRef = new Map<string, Lease>()
+  /** How many of those each account has. */
+  const heldBy = new Map<string, number>()
 
   /** Closes a lease (its successor, if one waits, lends next); the ref to void when nothing drawn from it is left to meter. */
   const close = (lease: Lease): ReadonlyArray<string> => {
@@ -98,8 +105,8 @@ export const makeLeaseBook = () => {
     return settleIfDone(lease)
   }
   const settleIfDone = (lease: Lease): ReadonlyArray<string> => {
-    if (!lease.closed || lease.outstanding > 0 || !byRef.has(lease.ref)) return []
-    byRef.delete(lease.ref)
+    if (!lease.closed || lease.outstanding > 0 || lease.handedBack) return []
+    lease.handedBack = true
     return [lease.ref]
   }
   const pastTime = (lease: Lease, now: number) => now >= lease.closesAt || now >= lease.windowEnd || now < lease.window
@@ -157,9 +164,11 @@ export const makeLeaseBook = () => {
         hitsAtOpen: lease.hitsLeft,
         outstanding: 0,
         closed: false,
-        refillAsked: false
+        refillAsked: false,
+        handedBack: false
       }
       byRef.set(lease.ref, opened)
+      heldBy.set(lease.accountId, (heldBy.get(lease.accountId) ?? 0) + 1)
       if (!byKey.has(lease.key)) {
         byKey.set(lease.key, opened)
         return []
@@ -205,7 +214,23 @@ export const makeLeaseBook = () => {
       return [...byRef.values()].filter((l) => pastTime(l, now)).flatMap(close)
     },
 
-    /** The leases not yet voided: open or closed with calls left to meter (for tests and gauges). */
+    /** A lease the book handed back is voided in the store: forgotten. Its account, if the book had it. */
+    voided(ref: string): string | undefined {
+      const lease = byRef.get(ref)
+      if (lease === undefined) return undefined
+      byRef.delete(ref)
+      const count = heldBy.get(lease.accountId)! - 1
+      if (count === 0) heldBy.delete(lease.accountId)
+      else heldBy.set(lease.accountId, count)
+      return lease.accountId
+    },
+
+    /** Whether an account has a lease not yet voided: open, closed with calls left to meter, or being voided. */
+    holdsAny(accountId: string): boolean {
+      return heldBy.has(accountId)
+    },
+
+    /** The leases not yet voided: open, closed with calls left to meter, or handed back (for tests). */
     held(): ReadonlyArray<OpenLease & { readonly outstanding: number; readonly closed: boolean }> {
       return [...byRef.values()].map((l) => ({ ...l }))
     }

@@ -27,8 +27,6 @@ export const makeLeases = (voidLease: VoidLease): Effect.Effect<Leases, never, S
   Effect.gen(function*() {
     const book = makeLeaseBook()
     const notices = Option.getOrUndefined(yield* Effect.serviceOption(AccountNotices))
-    /** The account of each lease not yet voided in the store. */
-    const accountOf = new Map<string, string>()
     /** Refs handed back by the book and not voided yet. */
     let due: Array<string> = []
     /** Per account, the `closeAccount` callers waiting for its last lease to be voided. */
@@ -56,19 +54,13 @@ export const makeLeases = (voidLease: VoidLease): Effect.Effect<Leases, never, S
     const later = (refs: ReadonlyArray<string>) => {
       if (refs.length > 0) due.push(...refs)
     }
-    const holdsAny = (accountId: string) => {
-      for (const account of accountOf.values()) if (account === accountId) return true
-      return false
-    }
     const voided = (ref: string) =>
       Effect.sync(() => {
-        const accountId = accountOf.get(ref)
-        accountOf.delete(ref)
+        const accountId = book.voided(ref)
         const waiting = accountId === undefined ? undefined : emptied.get(accountId)
-        if (waiting !== undefined && !holdsAny(accountId!)) {
-          emptied.delete(accountId!)
-          Deferred.doneUnsafe(waiting, Exit.void)
-        }
+        if (accountId === undefined || waiting === undefined || book.holdsAny(accountId)) return
+        emptied.delete(accountId)
+        Deferred.doneUnsafe(waiting, Exit.void)
       })
     const voidDue = Effect.suspend(() => {
       const refs = due
@@ -113,7 +105,6 @@ export const makeLeases = (voidLease: VoidLease): Effect.Effect<Leases, never, S
       stamp: () => tick,
       open: (lease, stamp) =>
         shut || missedAt > stamp || (noticedAt.get(lease.accountId) ?? 0) > stamp ? Effect.as(voidLease(lease.ref), false) : Effect.sync(() => {
-          accountOf.set(lease.ref, lease.accountId)
           later(book.open(lease))
           return true
         }),
@@ -121,7 +112,7 @@ export const makeLeases = (voidLease: VoidLease): Effect.Effect<Leases, never, S
         Effect.gen(function*() {
           later(book.closeAccount(accountId))
           yield* voidDue
-          if (!holdsAny(accountId)) return
+          if (!book.holdsAny(accountId)) return
           // Calls drawn from them and still being metered (a call's metering runs after its
           // answer) are waited for, a little: each lease is voided once its last one is.
           let waiting = emptied.get(accountId)

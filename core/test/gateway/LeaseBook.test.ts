@@ -3,8 +3,9 @@
  * shape, one rpm hit each, until it is dry, out of hits, past its time or window, closed by a
  * notice or succeeded (a successor waits until it cannot lend); a lease spent fast asks once for
  * its successor; a lease is handed back for voiding once, only when it is closed and every
- * call drawn from it was metered or given back. The property checks, under any sequence of those
- * events, that no lease lends more than it holds or more hits than it took.
+ * call drawn from it was metered or given back, and kept (its account holding one) until it is
+ * voided. The property checks, under any sequence of those events, that no lease lends more than
+ * it holds or more hits than it took.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
@@ -55,7 +56,12 @@ describe("the lease book", () => {
     expect(toVoid).toEqual([]) // one call still to meter
     expect(book.done(drawn, drawn.drawn)).toEqual(["l1"])
     expect(book.done(drawn, drawn.drawn)).toEqual([]) // once
+    // Kept until it is voided: its account still holds a lease.
+    expect(book.holdsAny("acct_a")).toBe(true)
+    expect(book.voided("l1")).toEqual("acct_a")
     expect(book.held()).toEqual([])
+    expect(book.holdsAny("acct_a")).toBe(false)
+    expect(book.voided("l1")).toBeUndefined()
     book.open(lease("l2", credits(10n), { closesAt: WINDOW + 5_000 }))
     expect(book.draw("key_a chat", 2n, WINDOW, toVoid)).toBeUndefined()
     expect(toVoid).toEqual(["l2"])
@@ -72,6 +78,7 @@ describe("the lease book", () => {
     expect(book.held().find((l) => l.ref === "l1")?.closed).toBe(true)
     expect(book.done(first, NOTHING)).toEqual([])
     expect(book.done({ lease: "l1", drawn: credits(3n) }, NOTHING)).toEqual(["l1"])
+    book.voided("l1")
     expect(book.held().map((l) => l.ref)).toEqual(["l2"])
     // A successor waiting when a third is granted is closed (one waits at most).
     expect(book.open(lease("l3", credits(8n)))).toEqual([])
@@ -171,6 +178,7 @@ describe("the lease book", () => {
             expect(voided.has(ref)).toBe(false)
             expect(taken.get(ref)?.outstanding).toBe(0)
             voided.add(ref)
+            expect(book.voided(ref)).toEqual("acct_a")
           }
         }
         const sum = (h: Holds) => [...h.allocations, ...h.grants].reduce((x, a) => x + a.amount, 0n)
@@ -234,6 +242,7 @@ describe("the lease book", () => {
           // Per key, one lease lends and one successor waits at most.
           const unclosed = book.held().filter((l) => !l.closed).map((l) => l.key)
           for (const key of new Set(unclosed)) expect(unclosed.filter((k) => k === key).length).toBeLessThanOrEqual(2)
+          expect(book.holdsAny("acct_a")).toBe(book.held().length > 0)
           for (const held of book.held()) {
             const t = taken.get(held.ref)!
             expect(held.outstanding).toBe(t.outstanding)
@@ -247,6 +256,7 @@ describe("the lease book", () => {
         }
         void_(book.closeAll())
         expect([...voided].sort()).toEqual([...taken.keys()].sort())
+        expect(book.holdsAny("acct_a")).toBe(false)
       }),
       { numRuns: 500 }
     )
