@@ -7,7 +7,8 @@
  * catalogue's JSON. What the platform's cold start costs beyond it is the platform's own: Effect,
  * the layers, the router, the checks.
  *
- * It sets the marks `src/lambda.ts` sets (ConfigNames.ts INIT_MARKS), so the script reads both alike.
+ * It sets the marks `src/lambda.ts` sets (ConfigNames.ts INIT_MARKS), so the script reads both
+ * alike.
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb"
 import { GetParameterCommand, SSMClient } from "@aws-sdk/client-ssm"

@@ -19,7 +19,13 @@ import { RecoveryDelayConfig } from "@model-platform/core/accounts"
 import { looksLikeSecret } from "@model-platform/core/keys"
 import { Config, Effect, Schema } from "effect"
 import { Redacted } from "effect"
-import { DEFAULT_CATALOGUE_PARAMETER, DEFAULT_OWNER_KEY_PARAMETER, DEFAULT_STRIPE_SECRET_KEY_PARAMETER, DEFAULT_STRIPE_WEBHOOK_SECRET_PARAMETER, ENV } from "./ConfigNames.ts"
+import {
+  DEFAULT_CATALOGUE_PARAMETER,
+  DEFAULT_OWNER_KEY_PARAMETER,
+  DEFAULT_STRIPE_SECRET_KEY_PARAMETER,
+  DEFAULT_STRIPE_WEBHOOK_SECRET_PARAMETER,
+  ENV
+} from "./ConfigNames.ts"
 
 export const LambdaConfig = Config.all({
   tableName: Config.String(ENV.table),

@@ -4,6 +4,7 @@
  * scripts/cold-start.ts reads. It imports nothing, so the stack and the scripts (the cold start's
  * floor among them) can name them without loading the platform.
  */
+
 /** The environment variables the functions read. */
 export const ENV = {
   /** The DynamoDB table of the stores. */

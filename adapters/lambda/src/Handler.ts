@@ -201,8 +201,8 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
   const margin = options.deadlineMarginMillis ?? DEFAULT_DEADLINE_MARGIN_MILLIS
 
   // The background jobs' first pass waits for the end of the container's first invocation, so
-  // neither the init phase nor the first answer carries their reads (core's kernel/BackgroundJobs.ts; docs/lambda.md
-  // "Background jobs after the first invocation").
+  // neither the init phase nor the first answer carries their reads (core's
+  // kernel/BackgroundJobs.ts; docs/lambda.md "Background jobs after the first invocation").
   let openJobs = () => {}
   const jobsOpened = new Promise<void>((resolve) => (openJobs = resolve))
   let building: Promise<App> | undefined
@@ -245,8 +245,8 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
 
   const emf = options.emfNamespace === undefined ? undefined : new EmfWriter(options.emfNamespace)
   const finishInvocation = async () => {
-    // A timer, not at once: the jobs' first pass (cold SDK code, some 40 ms here) must not run
-    // before the runtime has the answer.
+    // A timer, not at once: the jobs' first pass (SDK code not compiled yet) doubled the first
+    // answer's time when it ran before the runtime had the answer.
     setTimeout(openJobs, 0)
     if (emf === undefined || building === undefined) return
     const built = await building.catch(() => undefined)

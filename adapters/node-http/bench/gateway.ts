@@ -97,14 +97,12 @@ import { BENCH_MODEL, BENCH_PRICE, BENCH_USAGE } from "./fixtures.ts"
 import { addAlloc, type AllocTotals, describeAlloc, NO_ALLOC } from "./allocWatch.ts"
 import { addGc, type GcTotals, NO_GC } from "./gcWatch.ts"
 import { load, merge, ms, type SideResult, type Target } from "./loadGenerator.ts"
+import { printGoals, type ScenarioSummary } from "./goals.ts"
 
 const ENTRY = fileURLToPath(import.meta.url)
 
 /** Micro-credits per call: ceil((20 x 2_000_000 + 10 x 6_000_000) / 10^6) = 100. */
 const COST_PER_CALL = BigInt(Math.ceil((BENCH_USAGE.prompt_tokens * BENCH_PRICE.input * 1e6 + BENCH_USAGE.completion_tokens * BENCH_PRICE.output * 1e6) / 1e6))
-
-/** The goals of docs/performance.md (issue 23). */
-const GOALS = { floorShare: 0.5, c1AddedP50Ms: 1, c1AddedP99Ms: 3, cpuPerCallUs: 300, streamFirstByteAddedMs: 0.5 } as const
 
 // ---- Roles: mock, floor -----------------------------------------------------------------------
 
@@ -219,7 +217,7 @@ const main = async () => {
     const platformPort = Number(new URL(ready.url).port)
     const cpuOf = async (child: Child) => (await child.ask<{ cpu: number }>("cpu")).cpu
 
-    const summaries: Array<{ scenario: string; c1: ReturnType<typeof row>; c16: ReturnType<typeof row>; stream1: ReturnType<typeof row> | undefined }> = []
+    const summaries: Array<ScenarioSummary> = []
     let failed = false
 
     type Row = ReturnType<typeof row>
@@ -370,35 +368,7 @@ const main = async () => {
       if (checks.some(([, ok]) => !ok)) failed = true
     }
 
-    // The goals (docs/performance.md), per scenario.
-    console.log("\ngoals (docs/performance.md): metered calls/s at c=16 >= 50% of the floor; added at c=1 p50 <= 1 ms, p99 <= 3 ms; CPU per call at c=16 (server + Postgres) <= 300 µs")
-    console.log("| scenario | c=16 metered/s (floor) | share | c=1 added p50 / p99 | CPU per call c=16 | stream first byte added p50, c=1 |")
-    console.log("|---|---|---|---|---|---|")
-    for (const { scenario, c1, c16, stream1 } of summaries) {
-      const share = c16.platform.meteredPerSecond / c16.floor.perSecond
-      const p50 = c1.platform.p50 - c1.direct.p50
-      const p99 = c1.platform.p99 - c1.direct.p99
-      const cpu = c16.cpu.server + (c16.cpu.postgres ?? 0)
-      const mark = (ok: boolean) => (ok ? "MET" : "MISSED")
-      console.log(
-        `| ${scenario} | ${c16.platform.meteredPerSecond.toFixed(0)} (${c16.floor.perSecond.toFixed(0)}) | ${(share * 100).toFixed(0)}% ${mark(share >= GOALS.floorShare)} | ` +
-          `${ms(p50)} / ${ms(p99)} ms ${mark(p50 <= GOALS.c1AddedP50Ms && p99 <= GOALS.c1AddedP99Ms)} | ` +
-          `${c16.cpu.server.toFixed(0)} + ${c16.cpu.postgres?.toFixed(0) ?? "?"} = ${cpu.toFixed(0)} µs ${mark(cpu <= GOALS.cpuPerCallUs)} | ` +
-          (stream1 === undefined
-            ? "not run (--stream-n) |"
-            : `${ms(stream1.platform.firstByteP50 - stream1.direct.firstByteP50)} ms ${mark(stream1.platform.firstByteP50 - stream1.direct.firstByteP50 <= GOALS.streamFirstByteAddedMs)} |`)
-      )
-      // The pass-through against the same goals: a goal the floor misses, no platform meets on this machine.
-      const floorP50 = c1.floor.p50 - c1.direct.p50
-      const floorP99 = c1.floor.p99 - c1.direct.p99
-      console.log(
-        `| ${scenario}, the floor itself | | | ${ms(floorP50)} / ${ms(floorP99)} ms ${mark(floorP50 <= GOALS.c1AddedP50Ms && floorP99 <= GOALS.c1AddedP99Ms)} | ` +
-          `${c16.cpu.floor.toFixed(0)} µs ${mark(c16.cpu.floor <= GOALS.cpuPerCallUs)} | ` +
-          (stream1 === undefined
-            ? "|"
-            : `${ms(stream1.floor.firstByteP50 - stream1.direct.firstByteP50)} ms ${mark(stream1.floor.firstByteP50 - stream1.direct.firstByteP50 <= GOALS.streamFirstByteAddedMs)} |`)
-      )
-    }
+    printGoals(summaries)
     if (failed) process.exitCode = 1
 
     await server.ask("stop").catch(() => undefined)

@@ -86,6 +86,8 @@ const sorted = (sides: ReadonlyArray<SideResult>, pick: (side: SideResult) => Fl
   return all.sort()
 }
 
+export type Merged = ReturnType<typeof merge>
+
 export const merge = (sides: ReadonlyArray<SideResult>) => {
   const all = sorted(sides, (s) => s.latencies)
   const firstBytes = sorted(sides, (s) => s.firstBytes)
