@@ -8,7 +8,8 @@ import type { AgentRecord } from "@model-platform/core/agents"
 import { AgentDocuments, AgentStore } from "@model-platform/core/agents"
 import { generateId } from "@model-platform/core/kernel"
 import { Effect, type Layer } from "effect"
-import { contractTime as at, type DocumentContractKind, documentStoreContract } from "./DocumentContract.ts"
+import { type DocumentContractKind, documentStoreContract } from "./DocumentContract.ts"
+import { at } from "./SampleRecords.ts"
 
 /** An agent with every field set, amounts beyond 2^64 (wei) and text beyond ASCII. */
 export const makeAgent = Effect.fnUntraced(function*(accountId: string, overrides: Partial<AgentRecord> = {}) {

@@ -5,7 +5,8 @@
 import { ApprovalDocuments, type ApprovalRecord, ApprovalStore } from "@model-platform/core/accounts"
 import { generateId } from "@model-platform/core/kernel"
 import { Effect } from "effect"
-import { contractTime as at, type DocumentContractKind } from "./DocumentContract.ts"
+import { type DocumentContractKind } from "./DocumentContract.ts"
+import { at } from "./SampleRecords.ts"
 
 /** An approval of `sub` with every field set, amounts beyond 2^64 (wei) and text beyond ASCII. */
 export const makeApproval = Effect.fnUntraced(function*(sub: string, overrides: Partial<ApprovalRecord> = {}) {

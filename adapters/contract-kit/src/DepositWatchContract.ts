@@ -8,14 +8,11 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
 import { DepositWatchStore, type SeenTransfer, type WatchedAddress } from "@model-platform/core/payments"
-import { type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 import { assertDies } from "./ContractSupport.ts"
+import { at } from "./SampleRecords.ts"
 
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
 const unbounded = { concurrency: "unbounded" } as const
-
-const BASE = Date.UTC(2026, 0, 15, 10, 20, 30, 456)
-const at = (ms: number): Timestamp => toTimestamp(BASE + ms)
 
 const randomHex = (bytes: number) =>
   Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, "0")).join("")

@@ -9,15 +9,11 @@
  * shared by its tests, so every test works on fresh random ids.
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
-import { DocumentStores, generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
+import { DocumentStores, generateId } from "@model-platform/core/kernel"
 import type { DocumentKind, DocumentStore, VersionedRecord } from "@model-platform/core/kernel"
 import { Context, Effect, Layer, Schema } from "effect"
 import { assertDies } from "./ContractSupport.ts"
-
-const BASE = Date.UTC(2026, 0, 15, 10, 20, 30, 456)
-
-/** A fixed instant of the contracts, `ms` after their base time. */
-export const contractTime = (ms: number): Timestamp => toTimestamp(BASE + ms)
+import { at } from "./SampleRecords.ts"
 
 /** One kind of record, as the contract exercises it. */
 export interface DocumentContractKind<I, R extends VersionedRecord> {
@@ -25,8 +21,8 @@ export interface DocumentContractKind<I, R extends VersionedRecord> {
   readonly tag: Context.Key<I, DocumentStore<R>>
   readonly kind: DocumentKind<R>
   /**
-   * A record of `owner` with every field set (a fresh id, version 0, created at `contractTime(0)`),
-   * then `overrides`.
+   * A record of `owner` with every field set (a fresh id, version 0, created at SampleRecords'
+   * `at(0)`), then `overrides`.
    */
   readonly make: (owner: string, overrides?: Partial<R>) => Effect.Effect<R>
   /** Overrides emptying every field that may be empty (nulls, empty lists), with text beyond ASCII. */
@@ -50,9 +46,9 @@ export const documentStoreTests = <I, R extends VersionedRecord>(
         const store = yield* tag
         const owner = yield* newOwner
         const first = yield* make(owner)
-        const second = yield* make(owner, { ...sparse, created_at: contractTime(5) } as Partial<R>)
-        const tieA = yield* make(owner, { id: yield* newId("a"), created_at: contractTime(9) } as Partial<R>)
-        const tieB = yield* make(owner, { id: yield* newId("b"), created_at: contractTime(9) } as Partial<R>)
+        const second = yield* make(owner, { ...sparse, created_at: at(5) } as Partial<R>)
+        const tieA = yield* make(owner, { id: yield* newId("a"), created_at: at(9) } as Partial<R>)
+        const tieB = yield* make(owner, { id: yield* newId("b"), created_at: at(9) } as Partial<R>)
         for (const r of [first, second, tieB, tieA]) yield* store.insert(r)
         assert.deepStrictEqual(yield* store.get(first.id), first)
         assert.deepStrictEqual(yield* store.get(second.id), second)
@@ -97,7 +93,7 @@ export const documentStoreTests = <I, R extends VersionedRecord>(
         const store = yield* tag
         const owner = yield* newOwner
         const record = yield* make(owner)
-        const other = yield* make(owner, { created_at: contractTime(5) } as Partial<R>)
+        const other = yield* make(owner, { created_at: at(5) } as Partial<R>)
         for (const r of [record, other]) yield* store.insert(r)
         const changed = { ...mark(record, "changed"), version: 1 }
         assert.isTrue(yield* store.swap(changed))
@@ -125,9 +121,9 @@ export const documentStoreTests = <I, R extends VersionedRecord>(
         const store = yield* tag
         const owner = yield* newOwner
         const first = yield* make(owner)
-        const tieA = yield* make(owner, { id: yield* newId("a"), created_at: contractTime(9) } as Partial<R>)
-        const tieB = yield* make(owner, { id: yield* newId("b"), created_at: contractTime(9) } as Partial<R>)
-        const last = yield* make(owner, { created_at: contractTime(20) } as Partial<R>)
+        const tieA = yield* make(owner, { id: yield* newId("a"), created_at: at(9) } as Partial<R>)
+        const tieB = yield* make(owner, { id: yield* newId("b"), created_at: at(9) } as Partial<R>)
+        const last = yield* make(owner, { created_at: at(20) } as Partial<R>)
         for (const r of [first, tieA, tieB, last]) yield* store.insert(r)
         assert.isTrue(yield* store.remove(tieA))
         assert.deepStrictEqual(yield* store.list(owner), [last, tieB, first])
@@ -141,7 +137,7 @@ export const documentStoreTests = <I, R extends VersionedRecord>(
         const store = yield* tag
         const owner = yield* newOwner
         const record = yield* make(owner)
-        const kept = yield* make(owner, { created_at: contractTime(5) } as Partial<R>)
+        const kept = yield* make(owner, { created_at: at(5) } as Partial<R>)
         for (const r of [record, kept]) yield* store.insert(r)
         const removed = yield* Effect.forEach(Array.from({ length: 8 }, () => record), (r) => store.remove(r), {
           concurrency: "unbounded"
@@ -279,8 +275,8 @@ const ContractNotesContract: DocumentContractKind<ContractNoteStore, ContractNot
       owner,
       text: "Feldnotiz ü — 研究 ✓",
       tags: ["audio", "transcript"],
-      due: contractTime(86_400_000),
-      created_at: contractTime(0),
+      due: at(86_400_000),
+      created_at: at(0),
       version: 0,
       ...overrides
     }

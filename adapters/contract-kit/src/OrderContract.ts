@@ -12,15 +12,14 @@ import { generateId } from "@model-platform/core/kernel"
 import { type OrderRecord, OrderStore } from "@model-platform/core/payments"
 import { assertDies } from "./ContractSupport.ts"
 import {
-  at,
   DAY,
   unbounded,
-  randomHex,
   makeOrder,
   makeDeposit,
   makeReceipt,
   saved
 } from "./OrderContractSupport.ts"
+import { at, randomHexOf } from "./SampleRecords.ts"
 import { depositTests, receiptTests, ticketTests } from "./OrderRecordsContract.ts"
 
 /** Store layers may open a database, which takes a few seconds on embedded Postgres. */
@@ -46,7 +45,7 @@ const orderTests = (it: Vitest.MethodsNonLive<OrderStore>) =>
           gift: true,
           status: "paid",
           payment_method: "stablecoin",
-          card_session_id: `cs_${yield* randomHex(8)}`,
+          card_session_id: `cs_${yield* randomHexOf(8)}`,
           checkout_url: "https://platform.example/checkout/cs_1",
           deposit: yield* makeDeposit({ memo: "memo-1", decimals: 18, amount: 5_000_000_000_000_000_000_000n }),
           created_at: at(1),
@@ -95,7 +94,7 @@ const orderTests = (it: Vitest.MethodsNonLive<OrderStore>) =>
         assert.isUndefined(yield* store.getOrder(order.account_id, yield* generateId("ord")))
         assert.isUndefined(yield* store.findOrder(yield* generateId("ord")))
         assert.isUndefined(yield* store.findByCardSession(yield* generateId("cs")))
-        assert.isUndefined(yield* store.findByDepositAddress(`0x${yield* randomHex(20)}`))
+        assert.isUndefined(yield* store.findByDepositAddress(`0x${yield* randomHexOf(20)}`))
       }))
 
     it.effect("a duplicate order id is a defect and leaves the first order", () =>
@@ -126,8 +125,8 @@ const orderTests = (it: Vitest.MethodsNonLive<OrderStore>) =>
       Effect.gen(function*() {
         const store = yield* OrderStore
         const order = yield* saved(yield* generateId("acct"))
-        const s1 = { method: "card", session_id: `cs_${yield* randomHex(8)}`, checkout_url: "https://x/checkout/1" } as const
-        const s2 = { method: "card", session_id: `cs_${yield* randomHex(8)}`, checkout_url: "https://x/checkout/2" } as const
+        const s1 = { method: "card", session_id: `cs_${yield* randomHexOf(8)}`, checkout_url: "https://x/checkout/1" } as const
+        const s2 = { method: "card", session_id: `cs_${yield* randomHexOf(8)}`, checkout_url: "https://x/checkout/2" } as const
         const first = yield* store.startPayment(order.id, s1, at(2 * DAY), at(10))
         const expected: OrderRecord = {
           ...order,
@@ -148,7 +147,7 @@ const orderTests = (it: Vitest.MethodsNonLive<OrderStore>) =>
         const store = yield* OrderStore
         const order = yield* saved(yield* generateId("acct"))
         const sessions = yield* Effect.forEach(Array.from({ length: 20 }), () =>
-          Effect.map(randomHex(8), (hex) => ({ method: "card", session_id: `cs_${hex}`, checkout_url: `https://x/${hex}` } as const)))
+          Effect.map(randomHexOf(8), (hex) => ({ method: "card", session_id: `cs_${hex}`, checkout_url: `https://x/${hex}` } as const)))
         const results = yield* Effect.all(sessions.map((s) => store.startPayment(order.id, s, at(2 * DAY), at(10))), unbounded)
         const ids = new Set(results.map((r) => r?.card_session_id))
         assert.strictEqual(ids.size, 1)
@@ -186,7 +185,7 @@ const orderTests = (it: Vitest.MethodsNonLive<OrderStore>) =>
         // Card after stablecoin: the deposit address stays with the order.
         const card = yield* store.startPayment(
           order.id,
-          { method: "card", session_id: `cs_${yield* randomHex(8)}`, checkout_url: "https://x/c" },
+          { method: "card", session_id: `cs_${yield* randomHexOf(8)}`, checkout_url: "https://x/c" },
           at(5 * DAY),
           at(40)
         )
@@ -229,7 +228,7 @@ const orderTests = (it: Vitest.MethodsNonLive<OrderStore>) =>
         const accountId = yield* generateId("acct")
         const paid = yield* saved(accountId, { status: "paid", paid_at: at(5), paid_with: "card" })
         const pending = yield* saved(accountId, { expires_at: at(100) })
-        const card = { method: "card", session_id: `cs_${yield* randomHex(8)}`, checkout_url: "https://x" } as const
+        const card = { method: "card", session_id: `cs_${yield* randomHexOf(8)}`, checkout_url: "https://x" } as const
         assert.isUndefined(yield* store.startPayment(paid.id, card, at(DAY), at(10)))
         // expires_at <= now: the window has closed.
         assert.isUndefined(yield* store.startPayment(pending.id, card, at(DAY), at(100)))

@@ -3,7 +3,7 @@
  * times, and orders, deposit addresses, tickets, receipts and transfers made with fresh ids.
  */
 import { Effect } from "effect"
-import { generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
+import { generateId } from "@model-platform/core/kernel"
 import {
   countsTowardTier,
   type DepositAddress,
@@ -13,16 +13,11 @@ import {
   type ReceiptRecord,
   type TicketRecord
 } from "@model-platform/core/payments"
+import { at, randomHexOf } from "./SampleRecords.ts"
 
-const BASE = Date.UTC(2026, 0, 15, 10, 20, 30, 456)
-/** A fixed instant plus `ms`. */
-export const at = (ms: number): Timestamp => toTimestamp(BASE + ms)
 export const DAY = 24 * 60 * 60 * 1000
 
 export const unbounded = { concurrency: "unbounded" } as const
-
-export const randomHex = (bytes: number) =>
-  Effect.sync(() => Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, "0")).join(""))
 
 export const makeOrder = Effect.fnUntraced(function*(accountId: string, overrides: Partial<OrderRecord> = {}) {
   const order: OrderRecord = {
@@ -53,7 +48,7 @@ export const makeOrder = Effect.fnUntraced(function*(accountId: string, override
 
 export const makeDeposit = Effect.fnUntraced(function*(overrides: Partial<DepositAddress> = {}) {
   const deposit: DepositAddress = {
-    address: `0x${yield* randomHex(20)}`,
+    address: `0x${yield* randomHexOf(20)}`,
     memo: null,
     chain: "base",
     token: "USDC",
@@ -66,7 +61,7 @@ export const makeDeposit = Effect.fnUntraced(function*(overrides: Partial<Deposi
 
 export const makeTicket = Effect.fnUntraced(function*(orderId: string, accountId: string, overrides: Partial<TicketRecord> = {}) {
   const ticket: TicketRecord = {
-    code: (yield* randomHex(10)).toUpperCase(),
+    code: (yield* randomHexOf(10)).toUpperCase(),
     order_id: orderId,
     account_id: accountId,
     credits: 10_000_000_000n,
@@ -100,7 +95,7 @@ export const makeReceipt = Effect.fnUntraced(function*(accountId: string, overri
 
 export const makeTransfer = Effect.fnUntraced(function*(address: string, overrides: Partial<DepositRecord> = {}) {
   const deposit: DepositRecord = {
-    tx: `0x${yield* randomHex(32)}`,
+    tx: `0x${yield* randomHexOf(32)}`,
     chain: "base",
     token: "USDC",
     address,

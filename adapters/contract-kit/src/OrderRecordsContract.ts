@@ -8,13 +8,12 @@ import { generateId } from "@model-platform/core/kernel"
 import { OrderStore } from "@model-platform/core/payments"
 import { assertDies } from "./ContractSupport.ts"
 import {
-  at,
   unbounded,
-  randomHex,
   makeTicket,
   makeReceipt,
   makeTransfer
 } from "./OrderContractSupport.ts"
+import { at, randomHexOf } from "./SampleRecords.ts"
 
 // ---------------------------------------------------------------------------------------------
 // tickets
@@ -33,7 +32,7 @@ export const ticketTests = (it: Vitest.MethodsNonLive<OrderStore>) =>
         assert.deepStrictEqual(yield* store.issueTicket(ticket), ticket)
         assert.deepStrictEqual(yield* store.getTicket(ticket.code), ticket)
         assert.deepStrictEqual(yield* store.ticketForOrder(ticket.order_id), ticket)
-        assert.isUndefined(yield* store.getTicket((yield* randomHex(10)).toUpperCase()))
+        assert.isUndefined(yield* store.getTicket((yield* randomHexOf(10)).toUpperCase()))
         assert.isUndefined(yield* store.ticketForOrder(yield* generateId("ord")))
       }))
 
@@ -212,7 +211,7 @@ export const depositTests = (it: Vitest.MethodsNonLive<OrderStore>) =>
     it.effect("record then get and list; one per (chain, tx); in the order recorded", () =>
       Effect.gen(function*() {
         const store = yield* OrderStore
-        const address = `0x${yield* randomHex(20)}`
+        const address = `0x${yield* randomHexOf(20)}`
         const d1 = yield* makeTransfer(address, { order_id: "ord_1", outcome: "counted", amount: 1n })
         const d2 = yield* makeTransfer(address, { outcome: "late", amount: 123_456_789_012_345_678_901n, at: at(0) })
         assert.strictEqual(yield* store.recordDeposit(d1), "recorded")
@@ -222,15 +221,15 @@ export const depositTests = (it: Vitest.MethodsNonLive<OrderStore>) =>
         const d3 = { ...d1, chain: "other-chain" }
         assert.strictEqual(yield* store.recordDeposit(d3), "recorded")
         assert.deepStrictEqual(yield* store.getDeposit(d1.chain, d1.tx), d1)
-        assert.isUndefined(yield* store.getDeposit("base", `0x${yield* randomHex(32)}`))
+        assert.isUndefined(yield* store.getDeposit("base", `0x${yield* randomHexOf(32)}`))
         assert.deepStrictEqual(yield* store.depositsTo(address), [d1, d2, d3])
-        assert.deepStrictEqual(yield* store.depositsTo(`0x${yield* randomHex(20)}`), [])
+        assert.deepStrictEqual(yield* store.depositsTo(`0x${yield* randomHexOf(20)}`), [])
       }))
 
     it.effect("concurrent records of one transfer: exactly one is recorded", () =>
       Effect.gen(function*() {
         const store = yield* OrderStore
-        const address = `0x${yield* randomHex(20)}`
+        const address = `0x${yield* randomHexOf(20)}`
         const deposit = yield* makeTransfer(address)
         const results = yield* Effect.all(
           Array.from({ length: 20 }, (_, i) => store.recordDeposit({ ...deposit, amount: BigInt(i + 1) })),

@@ -7,13 +7,12 @@
  */
 import { assert, describe, layer, type Vitest } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
-import { generateId, type Timestamp, toTimestamp } from "@model-platform/core/kernel"
+import { generateId } from "@model-platform/core/kernel"
 import { type PlanRenewal, PlanStore, type RentalRecord, type SubscriptionRecord } from "@model-platform/core/plans"
 import { assertDies } from "./ContractSupport.ts"
+import { at } from "./SampleRecords.ts"
 
 const layerOptions = { excludeTestServices: true, timeout: "60 seconds" } as const
-const BASE = Date.UTC(2026, 0, 15, 10, 20, 30, 456)
-const at = (ms: number): Timestamp => toTimestamp(BASE + ms)
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
 const unbounded = { concurrency: "unbounded" } as const

@@ -10,9 +10,12 @@ import { type Timestamp, toTimestamp } from "@model-platform/core/kernel"
 /** A fixed instant plus `ms`. */
 export const at = (ms: number): Timestamp => toTimestamp(Date.UTC(2026, 0, 15, 10, 20, 30, 456) + ms)
 
+/** `bytes` random bytes in hex. */
+export const randomHexOf = (bytes: number) =>
+  Effect.sync(() => Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, "0")).join(""))
+
 /** 32 random bytes in hex: a secret's hash as the stores keep it. */
-export const randomHex = Effect.sync(() =>
-  Array.from(crypto.getRandomValues(new Uint8Array(32)), (b) => b.toString(16).padStart(2, "0")).join(""))
+export const randomHex = randomHexOf(32)
 
 /** A live inference key of `accountId`, made at `at(0)`. */
 export const sampleKey = (id: string, accountId: string, secretHash: string, overrides: Partial<KeyRecord> = {}): KeyRecord => ({

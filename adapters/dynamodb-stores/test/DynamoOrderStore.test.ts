@@ -7,9 +7,11 @@
  */
 import { GetItemCommand, QueryCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb"
 import { assert, describe, layer } from "@effect/vitest"
-import { generateId, toTimestamp } from "@model-platform/core/kernel"
+import { generateId } from "@model-platform/core/kernel"
 import { type OrderRecord, OrderStore } from "@model-platform/core/payments"
 import { orderStoreContract } from "@model-platform/contract-kit/OrderContract"
+import { makeOrder as contractOrder } from "@model-platform/contract-kit/OrderContractSupport"
+import { at } from "@model-platform/contract-kit/SampleRecords"
 import { Effect, Layer } from "effect"
 import { OrderKeys, OrderStoreDynamo, UNFULFILLED_PK } from "../src/DynamoOrderStore.ts"
 import { DynamoConfig } from "../src/DynamoTable.ts"
@@ -23,34 +25,9 @@ orderStoreContract("OrderStoreDynamo on DynamoDB Local", OrderStoreDynamo.pipe(L
 // ---------------------------------------------------------------------------------------------
 // this store's own items
 
-const at = (ms: number) => toTimestamp(Date.UTC(2026, 0, 15) + ms)
-
-const makeOrder = Effect.fnUntraced(function*(overrides: Partial<OrderRecord> = {}) {
-  const order: OrderRecord = {
-    id: yield* generateId("ord"),
-    account_id: yield* generateId("acct"),
-    type: "credits",
-    title: "credits",
-    amount_cents: 2_500n,
-    currency: "USD",
-    credits: 25_000_000_000n,
-    machine_id: null,
-    package_id: null,
-    gift: false,
-    details: null,
-    status: "pending",
-    payment_method: null,
-    card_session_id: null,
-    checkout_url: null,
-    deposit: null,
-    created_at: at(0),
-    expires_at: at(1_000_000),
-    paid_at: null,
-    paid_with: null,
-    ...overrides
-  }
-  return order
-})
+/** An order of a fresh account (the contract kit's, every field set). */
+const makeOrder = (overrides: Partial<OrderRecord> = {}) =>
+  Effect.flatMap(generateId("acct"), (accountId) => contractOrder(accountId, overrides))
 
 const StoreAndTable = OrderStoreDynamo.pipe(Layer.provideMerge(FreshTable))
 
