@@ -205,6 +205,7 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
   // kernel/BackgroundJobs.ts; docs/lambda.md "Background jobs after the first invocation").
   let openJobs = () => {}
   const jobsOpened = new Promise<void>((resolve) => (openJobs = resolve))
+  let jobsLetGo = false
   let building: Promise<App> | undefined
   const app = (): Promise<App> =>
     building ??= buildApp(options, stores, Effect.promise(() => jobsOpened)).catch((error: unknown) => {
@@ -245,9 +246,12 @@ export const makeHandler = (options: HandlerOptions): LambdaHandler => {
 
   const emf = options.emfNamespace === undefined ? undefined : new EmfWriter(options.emfNamespace)
   const finishInvocation = async () => {
-    // A timer, not at once: the jobs' first pass (SDK code not compiled yet) doubled the first
-    // answer's time when it ran before the runtime had the answer.
-    setTimeout(openJobs, 0)
+    // Once, on a timer, not at once: the jobs' first pass (SDK code not compiled yet) doubled the
+    // first answer's time when it ran before the runtime had the answer.
+    if (!jobsLetGo) {
+      jobsLetGo = true
+      setTimeout(openJobs, 0)
+    }
     if (emf === undefined || building === undefined) return
     const built = await building.catch(() => undefined)
     if (built === undefined) return
